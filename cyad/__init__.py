@@ -1,0 +1,56 @@
+"""cyad: forward-mode automatic differentiation for NumPy code, with a Cython hot path."""
+import os
+
+from cyad._core import Prep, default_chunk
+from cyad._dual import Dual
+from cyad._operators import (
+    derivative,
+    gradient,
+    jacobian,
+    prepare_derivative,
+    prepare_gradient,
+    prepare_jacobian,
+    prepare_pushforward,
+    pushforward,
+    value_and_derivative,
+    value_and_gradient,
+    value_and_jacobian,
+    value_and_pushforward,
+)
+
+# A prep serves its whole operator family, so value_and_* share their prepare function.
+prepare_value_and_pushforward = prepare_pushforward
+prepare_value_and_derivative = prepare_derivative
+prepare_value_and_gradient = prepare_gradient
+prepare_value_and_jacobian = prepare_jacobian
+
+__version__ = "0.1.0"
+
+
+def get_include():
+    """The directory to put on Cython's include path to `cimport cyad`."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+__all__ = [
+    "Dual",
+    "Prep",
+    "default_chunk",
+    "derivative",
+    "get_include",
+    "gradient",
+    "jacobian",
+    "prepare_derivative",
+    "prepare_gradient",
+    "prepare_jacobian",
+    "prepare_pushforward",
+    "prepare_value_and_derivative",
+    "prepare_value_and_gradient",
+    "prepare_value_and_jacobian",
+    "prepare_value_and_pushforward",
+    "pushforward",
+    "value_and_derivative",
+    "value_and_gradient",
+    "value_and_jacobian",
+    "value_and_pushforward",
+]

@@ -1,0 +1,1 @@
+"""python -m cyad: differentiate a few functions and print the results."""

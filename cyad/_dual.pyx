@@ -1,0 +1,545 @@
+"""Dual arrays: what a Python callable receives while cyad differentiates it.
+
+A `Dual` holds a values array of shape S and a partials array of shape S + (width,)
+of the same dtype (float64 or float32). It behaves like an ndarray: arithmetic,
+broadcasting, indexing and assignment, NumPy ufuncs through `__array_ufunc__`
+(each one a rule of `_rules.pxd` run by the chunk loops of `_kernels.pyx`) and
+NumPy functions through `__array_function__` (`_dual_functions.py`).
+
+Nothing here ever drops a derivative silently: converting a dual to a float or
+a plain ndarray raises TypeError, and so does any NumPy function or ufunc cyad
+does not know.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from cpython.object cimport PyObject
+from libc.string cimport memcpy
+
+from cyad._fused cimport real
+from cyad._kernels cimport unary_chunks, binary_chunks
+from cyad._rules cimport UnaryOp, BinaryOp
+
+cnp.import_array()
+
+_CONVERSION_HINT = (
+    "Keep the computation in NumPy operations on the dual arrays cyad passes in: "
+    "allocate buffers with np.zeros_like(x) or np.empty_like(x) rather than np.zeros(n), "
+    "build arrays with np.stack/np.concatenate rather than np.array([...]), and write "
+    "results into dual buffers rather than plain ndarrays."
+)
+
+_NESTING_ERROR = (
+    "cyad: cannot combine dual arrays of two different differentiations "
+    "(nested differentiation is not supported yet)"
+)
+
+
+cdef Dual new_dual(cnp.ndarray values, cnp.ndarray partials, Py_ssize_t width, object tag):
+    cdef Dual d = Dual.__new__(Dual)
+    d.values = values
+    d.partials = partials
+    d.width = width
+    d.tag = tag
+    return d
+
+
+def make_dual(values, partials, Dual like):
+    """A dual with `like`'s tag and width from a values and a partials array."""
+    return new_dual(values, partials, like.width, like.tag)
+
+
+def constant_like(value, Dual like):
+    """`value` (a number or ndarray of floats) as a dual of `like`'s differentiation, zero partials."""
+    values = np.asarray(value, dtype=_float_dtype(np.result_type(value, like.values)))
+    partials = np.zeros(values.shape + (like.width,), values.dtype)
+    return new_dual(values, partials, like.width, like.tag)
+
+
+def primal(x):
+    """The values of a dual, anything else unchanged."""
+    return (<Dual>x).values if isinstance(x, Dual) else x
+
+
+cdef object _float_dtype(object dtype):
+    # the dtype a dual result is computed in: float32 stays, other reals become float64
+    if dtype == np.float32:
+        return np.dtype(np.float32)
+    if dtype.kind in "biuf" and dtype.itemsize <= 8:
+        return np.dtype(np.float64)
+    raise TypeError(f"cyad: dual arrays hold float64 or float32, not {dtype}")
+
+
+cdef Dual _common_dual(object a, object b):
+    # the dual operand of a binary operation (checking both belong to one differentiation)
+    if isinstance(a, Dual):
+        if isinstance(b, Dual) and (<Dual>a).tag is not (<Dual>b).tag:
+            raise TypeError(_NESTING_ERROR)
+        return <Dual>a
+    return <Dual>b
+
+
+# -- the elementwise operations -------------------------------------------------
+
+cdef inline bint _is_plain(Dual d, cnp.ndarray shape_like, int typenum):
+    # contiguous, of the computed dtype and of exactly the result's shape
+    return (cnp.PyArray_IS_C_CONTIGUOUS(d.values) and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)
+            and cnp.PyArray_TYPE(d.values) == typenum
+            and cnp.PyArray_SAMESHAPE(d.values, shape_like))
+
+
+cdef Dual _empty_like_result(tuple shape, object dtype, Dual like):
+    values = np.empty(shape, dtype)
+    return new_dual(values, np.empty(shape + (like.width,), dtype), like.width, like.tag)
+
+
+cdef Dual _target(object out, tuple shape, object dtype, Dual like, tuple operands):
+    """Where a result is computed: `out` itself when safe, else a fresh dual."""
+    cdef Dual o
+    if out is None:
+        return _empty_like_result(shape, dtype, like)
+    if not isinstance(out, Dual):
+        raise TypeError("cyad: the result of an operation on dual arrays must go into a dual "
+                        "array, not a plain ndarray (the derivative would be lost). " + _CONVERSION_HINT)
+    o = <Dual>out
+    if o.tag is not like.tag:
+        raise TypeError(_NESTING_ERROR)
+    if (<object>o.values).shape != shape:
+        raise ValueError(f"cyad: output of shape {(<object>o.values).shape} cannot hold a result of shape {shape}")
+    if (o.values.dtype == dtype and cnp.PyArray_IS_C_CONTIGUOUS(o.values)
+            and cnp.PyArray_IS_C_CONTIGUOUS(o.partials) and not _overlaps(o, operands)):
+        return o
+    return _empty_like_result(shape, dtype, like)
+
+
+cdef bint _overlaps(Dual o, tuple operands):
+    # partial overlap with an operand (exact aliasing is safe for elementwise loops)
+    for x in operands:
+        if isinstance(x, Dual) and x is not o:
+            if (cnp.PyArray_DATA((<Dual>x).values) != cnp.PyArray_DATA(o.values)
+                    and np.may_share_memory((<Dual>x).values, o.values)):
+                return True
+    return False
+
+
+cdef object _finish(Dual result, object out):
+    # copy into `out` when the result could not be computed there directly
+    if out is None or result is out:
+        return result
+    (<Dual>out).values[...] = result.values
+    (<Dual>out).partials[...] = result.partials
+    return out
+
+
+cdef object unary(int op, Dual x, object out=None):
+    cdef object dtype = (<object>x.values).dtype
+    xv = np.ascontiguousarray(x.values)
+    xp = np.ascontiguousarray(x.partials)
+    cdef Dual y = _target(out, (<object>x.values).shape, dtype, x, (x,))
+    _run_unary(op, x.width, xv, xp, y)
+    return _finish(y, out)
+
+
+cdef void _run_unary(int op, Py_ssize_t width, cnp.ndarray xv, cnp.ndarray xp, Dual y):
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(xv)
+    if cnp.PyArray_TYPE(xv) == cnp.NPY_FLOAT64:
+        with nogil:
+            unary_chunks(op, width, n, <double*>cnp.PyArray_DATA(xv), <double*>cnp.PyArray_DATA(xp),
+                         <double*>cnp.PyArray_DATA(y.values), <double*>cnp.PyArray_DATA(y.partials))
+    else:
+        with nogil:
+            unary_chunks(op, width, n, <float*>cnp.PyArray_DATA(xv), <float*>cnp.PyArray_DATA(xp),
+                         <float*>cnp.PyArray_DATA(y.values), <float*>cnp.PyArray_DATA(y.partials))
+
+
+cdef class _Operand:
+    # one operand of a binary operation, laid out for the kernel:
+    # step 0 broadcasts a single element, partials None marks a constant
+    cdef cnp.ndarray values
+    cdef object partials
+    cdef Py_ssize_t step
+
+
+cdef _Operand _operand(object x, tuple shape, object dtype, Py_ssize_t width):
+    cdef _Operand o = _Operand.__new__(_Operand)
+    if isinstance(x, Dual):
+        v = (<Dual>x).values
+        p = (<Dual>x).partials
+    else:
+        v = np.asarray(x)
+        p = None
+    if v.size == 1:
+        o.step = 0
+        o.values = np.ascontiguousarray(v.reshape(1), dtype=dtype)
+        o.partials = None if p is None else np.ascontiguousarray(p.reshape(width), dtype=dtype)
+    else:
+        o.step = 1
+        if v.shape != shape:
+            v = np.broadcast_to(v, shape)
+            p = None if p is None else np.broadcast_to(p, shape + (width,))
+        o.values = np.ascontiguousarray(v, dtype=dtype)
+        o.partials = None if p is None else np.ascontiguousarray(p, dtype=dtype)
+    return o
+
+
+cdef object binary(int op, object a, object b, object out=None):
+    cdef Dual like = _common_dual(a, b)
+    cdef object dtype = _float_dtype(np.result_type(primal(a), primal(b)))
+    shape = np.broadcast_shapes(np.shape(primal(a)), np.shape(primal(b)))
+    cdef _Operand oa = _operand(a, shape, dtype, like.width)
+    cdef _Operand ob = _operand(b, shape, dtype, like.width)
+    cdef Dual y = _target(out, shape, dtype, like, (a, b))
+    _run_binary(op, like.width, oa, ob, y)
+    return _finish(y, out)
+
+
+cdef void _run_binary(int op, Py_ssize_t width, _Operand a, _Operand b, Dual y):
+    if cnp.PyArray_TYPE(y.values) == cnp.NPY_FLOAT64:
+        _run_binary_typed(<double*>NULL, op, width, a, b, y)
+    else:
+        _run_binary_typed(<float*>NULL, op, width, a, b, y)
+
+
+cdef void _run_binary_typed(real* kind, int op, Py_ssize_t width, _Operand a, _Operand b, Dual y):
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(y.values)
+    cdef const real* ap = NULL
+    cdef const real* bp = NULL
+    if a.partials is not None:
+        ap = <real*>cnp.PyArray_DATA(a.partials)
+    if b.partials is not None:
+        bp = <real*>cnp.PyArray_DATA(b.partials)
+    with nogil:
+        binary_chunks(op, width, n,
+                      <real*>cnp.PyArray_DATA(a.values), a.step, ap,
+                      <real*>cnp.PyArray_DATA(b.values), b.step, bp,
+                      <real*>cnp.PyArray_DATA(y.values), <real*>cnp.PyArray_DATA(y.partials))
+
+
+cdef object power(object a, object b, object out=None):
+    if isinstance(a, Dual) and isinstance(b, Dual):
+        return binary(BinaryOp.POWER, a, b, out)
+    if isinstance(a, Dual):
+        return binary(BinaryOp.POWER_CONST_EXPONENT, a, b, out)
+    return binary(BinaryOp.POWER_CONST_BASE, a, b, out)
+
+
+# -- ufunc table ----------------------------------------------------------------
+
+_UNARY_UFUNCS = {
+    np.negative: UnaryOp.NEGATIVE, np.positive: UnaryOp.POSITIVE, np.conjugate: UnaryOp.POSITIVE,
+    np.absolute: UnaryOp.ABSOLUTE, np.fabs: UnaryOp.ABSOLUTE,
+    np.sqrt: UnaryOp.SQRT, np.cbrt: UnaryOp.CBRT, np.square: UnaryOp.SQUARE,
+    np.reciprocal: UnaryOp.RECIPROCAL,
+    np.exp: UnaryOp.EXP, np.exp2: UnaryOp.EXP2, np.expm1: UnaryOp.EXPM1,
+    np.log: UnaryOp.LOG, np.log2: UnaryOp.LOG2, np.log10: UnaryOp.LOG10, np.log1p: UnaryOp.LOG1P,
+    np.sin: UnaryOp.SIN, np.cos: UnaryOp.COS, np.tan: UnaryOp.TAN,
+    np.arcsin: UnaryOp.ARCSIN, np.arccos: UnaryOp.ARCCOS, np.arctan: UnaryOp.ARCTAN,
+    np.sinh: UnaryOp.SINH, np.cosh: UnaryOp.COSH, np.tanh: UnaryOp.TANH,
+    np.arcsinh: UnaryOp.ARCSINH, np.arccosh: UnaryOp.ARCCOSH, np.arctanh: UnaryOp.ARCTANH,
+    np.deg2rad: UnaryOp.DEG2RAD, np.radians: UnaryOp.DEG2RAD,
+    np.rad2deg: UnaryOp.RAD2DEG, np.degrees: UnaryOp.RAD2DEG,
+    np.sign: UnaryOp.SIGN, np.floor: UnaryOp.FLOOR, np.ceil: UnaryOp.CEIL,
+    np.rint: UnaryOp.RINT, np.trunc: UnaryOp.TRUNC,
+}
+
+_BINARY_UFUNCS = {
+    np.add: BinaryOp.ADD, np.subtract: BinaryOp.SUBTRACT, np.multiply: BinaryOp.MULTIPLY,
+    np.true_divide: BinaryOp.DIVIDE,
+    np.arctan2: BinaryOp.ARCTAN2, np.hypot: BinaryOp.HYPOT,
+    np.maximum: BinaryOp.MAXIMUM, np.minimum: BinaryOp.MINIMUM,
+    np.fmax: BinaryOp.FMAX, np.fmin: BinaryOp.FMIN,
+    np.logaddexp: BinaryOp.LOGADDEXP, np.logaddexp2: BinaryOp.LOGADDEXP2,
+}
+
+# ufuncs whose result carries no derivative: they read the values only
+_VALUE_UFUNCS = {
+    np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
+    np.isnan, np.isinf, np.isfinite, np.signbit, np.logical_and, np.logical_or,
+    np.logical_not, np.logical_xor,
+}
+
+_HANDLED_FUNCTIONS = None
+
+
+def _handled_functions():
+    global _HANDLED_FUNCTIONS
+    if _HANDLED_FUNCTIONS is None:
+        from cyad._dual_functions import HANDLED_FUNCTIONS
+        _HANDLED_FUNCTIONS = HANDLED_FUNCTIONS
+    return _HANDLED_FUNCTIONS
+
+
+def _as_dual_out(out):
+    # ufunc `out=` arrives as a tuple of one array
+    if out is None:
+        return None
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            raise TypeError("cyad: ufuncs on dual arrays take one output")
+        out = out[0]
+    return out
+
+
+cdef class Dual:
+    """A dual array: NumPy-like values carrying `width` directional derivatives.
+
+    cyad creates these and passes them to the function it differentiates; user
+    code treats them as ndarrays. `values` and `partials` give read access to
+    the numbers; converting a dual to float or ndarray raises TypeError because
+    it would drop the derivative.
+    """
+
+    # -- array protocol ----------------------------------------------------
+    __hash__ = None
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = _as_dual_out(kwargs.pop("out", None))
+        name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        if method != "__call__" or kwargs.get("where", True) is not True or (
+                set(kwargs) - {"where", "casting", "order", "subok"}):
+            raise TypeError(f"cyad: {name} with these arguments is not supported on dual arrays")
+        if ufunc in _VALUE_UFUNCS:
+            if isinstance(out, Dual):
+                raise TypeError(f"cyad: {name} returns booleans, not a dual array")
+            return ufunc(*[primal(x) for x in inputs], **({} if out is None else {"out": out}))
+        if not any(isinstance(x, Dual) for x in inputs):
+            # only `out` is dual: a constant result
+            (<Dual>out)[...] = ufunc(*inputs)
+            return out
+        if ufunc in _UNARY_UFUNCS:
+            return unary(_UNARY_UFUNCS[ufunc], inputs[0], out)
+        if ufunc in _BINARY_UFUNCS:
+            return binary(_BINARY_UFUNCS[ufunc], inputs[0], inputs[1], out)
+        if ufunc is np.power or ufunc is np.float_power:
+            return power(inputs[0], inputs[1], out)
+        if ufunc is np.matmul:
+            return _handled_functions()[np.matmul](inputs[0], inputs[1], out=out)
+        raise TypeError(f"cyad: {name} is not supported on dual arrays (its derivative is not "
+                        "in cyad's rule table)")
+
+    def __array_function__(self, func, types, args, kwargs):
+        impl = _handled_functions().get(func)
+        if impl is None:
+            raise TypeError(f"cyad: numpy.{func.__name__} is not supported on dual arrays")
+        return impl(*args, **kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("cyad: a dual array cannot become a plain ndarray: that would drop its "
+                        "derivative. " + _CONVERSION_HINT)
+
+    def __float__(self):
+        raise TypeError("cyad: a dual number cannot become a float: that would drop its "
+                        "derivative. " + _CONVERSION_HINT)
+
+    def __int__(self):
+        raise TypeError("cyad: a dual number cannot become an int: that would drop its "
+                        "derivative. " + _CONVERSION_HINT)
+
+    def __complex__(self):
+        raise TypeError("cyad: a dual number cannot become a complex: that would drop its "
+                        "derivative. " + _CONVERSION_HINT)
+
+    def __index__(self):
+        raise TypeError("cyad: a dual number cannot be used as an index")
+
+    def __bool__(self):
+        return bool(self.values)
+
+    # -- shape ------------------------------------------------------------------
+    @property
+    def shape(self):
+        return (<object>self.values).shape
+
+    @property
+    def ndim(self):
+        return (<object>self.values).ndim
+
+    @property
+    def size(self):
+        return (<object>self.values).size
+
+    @property
+    def dtype(self):
+        return (<object>self.values).dtype
+
+    @property
+    def T(self):
+        return np.transpose(self)
+
+    def __len__(self):
+        return len(self.values)
+
+    def __iter__(self):
+        for i in range(len(self.values)):
+            yield self[i]
+
+    def __repr__(self):
+        return f"Dual(values={self.values!r}, partials of width {self.width})"
+
+    # -- indexing -----------------------------------------------------------------
+    def __getitem__(self, key):
+        vkey, pkey = _keys(key)
+        return new_dual(self.values[vkey], self.partials[pkey], self.width, self.tag)
+
+    def __setitem__(self, key, value):
+        cdef Dual v
+        if key is Ellipsis and type(value) is Dual:
+            v = <Dual>value
+            if (v.tag is self.tag and _is_plain(v, self.values, cnp.PyArray_TYPE(self.values))
+                    and cnp.PyArray_IS_C_CONTIGUOUS(self.values)
+                    and cnp.PyArray_IS_C_CONTIGUOUS(self.partials)):
+                # the common `y[...] = x`: two copies, no Python-level work
+                if v is not self:
+                    memcpy(cnp.PyArray_DATA(self.values), cnp.PyArray_DATA(v.values),
+                           cnp.PyArray_NBYTES(self.values))
+                    memcpy(cnp.PyArray_DATA(self.partials), cnp.PyArray_DATA(v.partials),
+                           cnp.PyArray_NBYTES(self.partials))
+                return
+        vkey, pkey = _keys(key)
+        if isinstance(value, Dual):
+            v = <Dual>value
+            if v.tag is not self.tag:
+                raise TypeError(_NESTING_ERROR)
+            self.values[vkey] = v.values
+            self.partials[pkey] = v.partials
+        else:
+            self.values[vkey] = value
+            self.partials[pkey] = 0
+
+    # -- arithmetic -----------------------------------------------------------------
+    def __add__(self, other):
+        return binary(BinaryOp.ADD, self, other)
+
+    def __radd__(self, other):
+        return binary(BinaryOp.ADD, other, self)
+
+    def __iadd__(self, other):
+        return binary(BinaryOp.ADD, self, other, self)
+
+    def __sub__(self, other):
+        return binary(BinaryOp.SUBTRACT, self, other)
+
+    def __rsub__(self, other):
+        return binary(BinaryOp.SUBTRACT, other, self)
+
+    def __isub__(self, other):
+        return binary(BinaryOp.SUBTRACT, self, other, self)
+
+    def __mul__(self, other):
+        return binary(BinaryOp.MULTIPLY, self, other)
+
+    def __rmul__(self, other):
+        return binary(BinaryOp.MULTIPLY, other, self)
+
+    def __imul__(self, other):
+        return binary(BinaryOp.MULTIPLY, self, other, self)
+
+    def __truediv__(self, other):
+        return binary(BinaryOp.DIVIDE, self, other)
+
+    def __rtruediv__(self, other):
+        return binary(BinaryOp.DIVIDE, other, self)
+
+    def __itruediv__(self, other):
+        return binary(BinaryOp.DIVIDE, self, other, self)
+
+    def __pow__(self, other, mod):
+        if mod is not None:
+            raise TypeError("cyad: pow() with a modulus is not supported on dual arrays")
+        return power(self, other)
+
+    def __rpow__(self, other, mod):
+        return power(other, self)
+
+    def __ipow__(self, other):
+        return power(self, other, self)
+
+    def __matmul__(self, other):
+        return _handled_functions()[np.matmul](self, other)
+
+    def __rmatmul__(self, other):
+        return _handled_functions()[np.matmul](other, self)
+
+    def __neg__(self):
+        return unary(UnaryOp.NEGATIVE, self)
+
+    def __pos__(self):
+        return unary(UnaryOp.POSITIVE, self)
+
+    def __abs__(self):
+        return unary(UnaryOp.ABSOLUTE, self)
+
+    # -- comparisons read the values, so control flow works --------------------------
+    def __lt__(self, other):
+        return self.values < primal(other)
+
+    def __le__(self, other):
+        return self.values <= primal(other)
+
+    def __gt__(self, other):
+        return self.values > primal(other)
+
+    def __ge__(self, other):
+        return self.values >= primal(other)
+
+    def __eq__(self, other):
+        return self.values == primal(other)
+
+    def __ne__(self, other):
+        return self.values != primal(other)
+
+    # -- ndarray methods ----------------------------------------------------------------
+    def reshape(self, *shape, order="C"):
+        return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+
+    def ravel(self, order="C"):
+        return np.ravel(self, order=order)
+
+    def flatten(self, order="C"):
+        return np.ravel(self, order=order).copy()
+
+    def transpose(self, *axes):
+        return np.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+
+    def squeeze(self, axis=None):
+        return np.squeeze(self, axis)
+
+    def copy(self):
+        return new_dual(self.values.copy(), self.partials.copy(), self.width, self.tag)
+
+    def sum(self, axis=None, keepdims=False):
+        return np.sum(self, axis=axis, keepdims=keepdims)
+
+    def prod(self, axis=None, keepdims=False):
+        return np.prod(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return np.mean(self, axis=axis, keepdims=keepdims)
+
+    def cumsum(self, axis=None):
+        return np.cumsum(self, axis=axis)
+
+    def dot(self, other):
+        return np.dot(self, other)
+
+    def clip(self, min=None, max=None):
+        return np.clip(self, min, max)
+
+    def trace(self, offset=0, axis1=0, axis2=1):
+        return np.trace(self, offset, axis1, axis2)
+
+
+cdef tuple _keys(object key):
+    """The index for the values and the one for the partials (one more, trailing, axis).
+
+    The values index always holds an Ellipsis, so that even an integer index
+    yields a 0-d array view rather than a NumPy scalar.
+    """
+    if not isinstance(key, tuple):
+        key = (key,)
+    for k in key:
+        if isinstance(k, Dual):
+            raise TypeError("cyad: a dual array cannot be used as an index")
+    if not any(k is Ellipsis for k in key):
+        key = key + (Ellipsis,)
+    return key, key + (slice(None),)
