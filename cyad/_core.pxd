@@ -32,6 +32,7 @@ cdef class Prep:
     cdef cnp.npy_intp out_dims[32]
     cdef Py_ssize_t n_out
     cdef object tag
+    cdef cnp.ndarray _constant             # f's output when f returns a scalar constant
 
     cdef _set_output(self, tuple shape, object dtype)
     cdef check_form(self, Family family, object y)

@@ -175,6 +175,7 @@ cdef class Prep:
         if len(shape) > 32:
             raise ValueError("cyad: outputs of more than 32 dimensions are not supported")
         self.out_ndim = len(shape)
+        self._constant = np.zeros(shape, dtype)
         for i in range(self.out_ndim):
             self.out_dims[i] = shape[i]
 
@@ -278,9 +279,13 @@ cdef class Prep:
                                  f"{(<object>d.values).dtype}, but this prep was made for shape "
                                  f"{self.out_shape} and dtype {self.out_dtype}")
             if not (cnp.PyArray_IS_C_CONTIGUOUS(d.values) and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)):
-                d = new_dual(np.ascontiguousarray(d.values), np.ascontiguousarray(d.partials),
+                d = new_dual(np.asarray(d.values, order="C"), np.asarray(d.partials, order="C"),
                              d.width, d.tag)
             return d
+        if self.out_shape is not None and self.out_ndim == 0 and (PyFloat_Check(r) or PyLong_Check(r)):
+            # a scalar constant, written into a buffer of the prep's (no allocation)
+            self._constant[()] = r
+            return self._constant
         if isinstance(r, (float, int, np.ndarray, np.generic)) and not isinstance(r, (bool, complex)):
             c = np.asarray(r)
             if c.dtype.kind not in "biuf":
@@ -290,7 +295,7 @@ cdef class Prep:
             if c.shape != self.out_shape:
                 raise ValueError(f"cyad: f returned shape {c.shape}, but this prep was made for "
                                  f"shape {self.out_shape}")
-            return np.ascontiguousarray(c, dtype=self.out_dtype)
+            return np.asarray(c, dtype=self.out_dtype, order="C")
         raise TypeError("cyad: f must return a dual array (the result of NumPy operations on "
                         f"its input), an ndarray or a number, not {type(r).__name__}")
 
@@ -351,7 +356,7 @@ cdef class Prep:
                                 "supported yet")
             if converted is None:
                 converted = list(tangents)
-            converted[k] = np.ascontiguousarray(t, dtype=self.dtype)
+            converted[k] = np.asarray(t, dtype=self.dtype, order="C")
         return tangents if converted is None else tuple(converted)
 
     cdef _seed_tangents(self, tuple tangents, Py_ssize_t start, Py_ssize_t count):

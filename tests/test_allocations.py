@@ -1,0 +1,86 @@
+"""Prepared calls with out= make no heap allocation of their own."""
+import numpy as np
+import pytest
+
+import cyad
+
+
+def copy(y, x):
+    y[...] = x
+
+
+@pytest.mark.parametrize("n", [10, 100])
+def test_pushforward_and_value_and_pushforward(n, allocations_per_call):
+    x, dx, y = np.arange(n, dtype=float), np.ones(n), np.zeros(n)
+    prep = cyad.prepare_pushforward(copy, x, dx, y=y)
+    out = np.zeros(n)
+    pair = (np.zeros(n), np.zeros(n))
+    pushforward, value_and_pushforward = cyad.pushforward, cyad.value_and_pushforward
+
+    assert allocations_per_call(lambda: pushforward(copy, x, dx, y=y, prep=prep, out=out)) == 0
+    assert allocations_per_call(
+        lambda: value_and_pushforward(copy, x, dx, y=y, prep=prep, out=pair)) == 0
+    np.testing.assert_array_equal(out, dx)
+    np.testing.assert_array_equal(pair[0], x)
+    np.testing.assert_array_equal(pair[1], dx)
+
+
+@pytest.mark.parametrize("n", [10, 100])
+@pytest.mark.parametrize("chunk", [None, 3])
+def test_jacobian(n, chunk, allocations_per_call):
+    x, y = np.arange(n, dtype=float), np.zeros(n)
+    prep = cyad.prepare_jacobian(copy, x, y=y, chunk=chunk)
+    out = np.zeros((n, n))
+    pair = (np.zeros(n), np.zeros((n, n)))
+    jacobian, value_and_jacobian = cyad.jacobian, cyad.value_and_jacobian
+
+    assert allocations_per_call(lambda: jacobian(copy, x, y=y, prep=prep, out=out)) == 0
+    assert allocations_per_call(lambda: value_and_jacobian(copy, x, y=y, prep=prep, out=pair)) == 0
+    np.testing.assert_array_equal(out, np.eye(n))
+
+
+@pytest.mark.parametrize("n", [10, 100])
+def test_gradient_of_a_function_that_allocates_nothing(n, allocations_per_call):
+    x = np.arange(n, dtype=float)
+
+    def constant(x):
+        return 2.5
+
+    prep = cyad.prepare_gradient(constant, x, chunk=4)
+    out = np.ones(n)
+    pair = (np.zeros(()), np.zeros(n))
+    assert allocations_per_call(lambda: cyad.gradient(constant, x, prep=prep, out=out)) == 0
+    assert allocations_per_call(
+        lambda: cyad.value_and_gradient(constant, x, prep=prep, out=pair)) == 0
+    np.testing.assert_array_equal(out, 0.0)
+    assert pair[0] == 2.5
+
+
+def test_derivative(allocations_per_call):
+    y = np.zeros(())
+
+    def f(y, x):
+        y[...] = x
+
+    prep = cyad.prepare_derivative(f, 0.5, y=y)
+    out = np.zeros(())
+    assert allocations_per_call(lambda: cyad.derivative(f, 0.5, y=y, prep=prep, out=out)) == 0
+    assert out == 1.0
+
+
+@pytest.mark.parametrize("operator", ["gradient", "jacobian"])
+def test_cyad_adds_nothing_to_what_f_allocates(operator, allocations_per_call):
+    # f's own operations allocate; a prepared call allocates exactly that, per evaluation
+    n = 12
+    x = np.linspace(0.1, 1.2, n)
+    w = np.linspace(1.0, 2.0, n)
+    f = (lambda x: (x * w).sum()) if operator == "gradient" else (lambda x: x * w)
+    prep = getattr(cyad, f"prepare_{operator}")(f, x, chunk=5)
+    out = np.zeros(n) if operator == "gradient" else np.zeros((n, n))
+    operate = getattr(cyad, operator)
+
+    per_call = allocations_per_call(lambda: operate(f, x, prep=prep, out=out))
+    per_evaluation = allocations_per_call(lambda: f(prep.input_dual))
+    assert prep.evaluations == 3
+    assert per_evaluation > 0
+    assert per_call == prep.evaluations * per_evaluation
