@@ -31,6 +31,8 @@ cdef class Prep:
     cdef int out_ndim
     cdef cnp.npy_intp out_dims[32]
     cdef Py_ssize_t n_out
+    cdef Py_ssize_t x_bytes                # n_x * itemsize
+    cdef Py_ssize_t out_bytes              # n_out * itemsize
     cdef object tag
     cdef cnp.ndarray _constant             # f's output when f returns a scalar constant
 
@@ -44,8 +46,8 @@ cdef class Prep:
     cdef object _output(self, object r)
     cdef object pushforward(self, object f, object x, object dx, object y, object out,
                             bint with_value)
-    cdef tuple _tangents(self, tuple tangents)
-    cdef _seed_tangents(self, tuple tangents, Py_ssize_t start, Py_ssize_t count)
+    cdef object _tangent(self, object t)
+    cdef _seed_lane(self, object t, Py_ssize_t lane)
     cdef object _tangent_outputs(self, object out, bint batch)
     cdef _extract_lane(self, object r, Py_ssize_t lane, object dst)
     cdef tuple _split_value_out(self, object out)

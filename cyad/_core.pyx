@@ -140,6 +140,7 @@ cdef class Prep:
             self.x_dims[i] = self.x_shape[i]
         self.x_typenum = self.dtype.num
         self.n_x = int(np.prod(self.x_shape))
+        self.x_bytes = self.n_x * self.dtype.itemsize
         self.directions = directions
         if chunk is None:
             chunk = default_chunk(directions, self.n_x)
@@ -172,6 +173,7 @@ cdef class Prep:
         self.out_dtype = dtype
         self.out_typenum = dtype.num
         self.n_out = int(np.prod(shape))
+        self.out_bytes = self.n_out * dtype.itemsize
         if len(shape) > 32:
             raise ValueError("cyad: outputs of more than 32 dimensions are not supported")
         self.out_ndim = len(shape)
@@ -194,7 +196,7 @@ cdef class Prep:
         """Copy x into the dual input's values (before every evaluation: f may change its input)."""
         cdef cnp.ndarray v = self.input_dual.values
         if _is_exact(x, self.x_typenum, self.x_ndim, self.x_dims):
-            memcpy(cnp.PyArray_DATA(v), cnp.PyArray_DATA(<cnp.ndarray>x), cnp.PyArray_NBYTES(v))
+            memcpy(cnp.PyArray_DATA(v), cnp.PyArray_DATA(<cnp.ndarray>x), self.x_bytes)
             return None
         if self.x_ndim == 0 and (PyFloat_Check(x) or PyLong_Check(x)):
             if self.x_typenum == cnp.NPY_FLOAT64:
@@ -236,13 +238,16 @@ cdef class Prep:
         """An output buffer: exactly `shape`, the output dtype, C-contiguous and writeable."""
         cdef cnp.npy_intp dims[64]
         cdef int i
-        if len(shape) > 64:
-            raise ValueError("cyad: output of more than 64 dimensions")
-        for i in range(len(shape)):
-            dims[i] = shape[i]
-        if (_is_exact(out, self.out_typenum, len(shape), dims)
-                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)):
-            return None
+        if shape is self.out_shape:
+            if (_is_exact(out, self.out_typenum, self.out_ndim, self.out_dims)
+                    and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)):
+                return None
+        elif len(shape) <= 64:
+            for i in range(len(shape)):
+                dims[i] = shape[i]
+            if (_is_exact(out, self.out_typenum, len(shape), dims)
+                    and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)):
+                return None
         if not isinstance(out, np.ndarray):
             raise TypeError(f"cyad: {what} must be a NumPy array, not {type(out).__name__}")
         if out.shape != shape or out.dtype != self.out_dtype:
@@ -256,9 +261,8 @@ cdef class Prep:
         """Call f on the seeded dual input; return the output dual (or a constant)."""
         cdef Dual yd = self.y_dual
         if self.two_argument:
-            memcpy(cnp.PyArray_DATA(yd.values), cnp.PyArray_DATA(<cnp.ndarray>y),
-                   cnp.PyArray_NBYTES(yd.values))
-            memset(cnp.PyArray_DATA(yd.partials), 0, cnp.PyArray_NBYTES(yd.partials))
+            memcpy(cnp.PyArray_DATA(yd.values), cnp.PyArray_DATA(<cnp.ndarray>y), self.out_bytes)
+            memset(cnp.PyArray_DATA(yd.partials), 0, self.out_bytes * self.width)
             f(yd, self.input_dual)
             return yd
         return self._output(f(self.input_dual))
@@ -303,18 +307,21 @@ cdef class Prep:
 
     cdef object pushforward(self, object f, object x, object dx, object y, object out,
                             bint with_value):
+        # dx: one tangent, or a tuple of them (a batch)
         cdef bint batch = isinstance(dx, tuple)
-        cdef tuple tangents = dx if batch else (dx,)
-        cdef Py_ssize_t start, count, k, i
-        cdef object value_out = None
+        cdef Py_ssize_t given = len(<tuple>dx) if batch else 1
+        cdef Py_ssize_t start, count, k
+        cdef object value_out = None, pair = None
         cdef object r
-        if len(tangents) != self.directions:
-            raise ValueError(f"cyad: {len(tangents)} tangent(s) given, but this prep was made for "
+        if given != self.directions:
+            raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
                              f"{self.directions}")
         if self.two_argument:
             self.check_y(y)
-        tangents = self._tangents(tangents)
-        cdef object pair = None
+        if batch:
+            dx = tuple([self._tangent(t) for t in <tuple>dx])
+        else:
+            dx = self._tangent(dx)
         if with_value and out is not None:
             pair = out
             value_out, out = self._split_value_out(out)
@@ -322,7 +329,10 @@ cdef class Prep:
         while start < self.directions:
             count = min(self.chunk, self.directions - start)
             self.load_x(x)
-            self._seed_tangents(tangents, start, count)
+            if count < self.width:
+                memset(cnp.PyArray_DATA(self.input_dual.partials), 0, self.x_bytes * self.width)
+            for k in range(count):
+                self._seed_lane((<tuple>dx)[start + k] if batch else dx, k)
             r = self.evaluate(f, y)
             if start == 0:
                 out = self._tangent_outputs(out, batch)
@@ -333,54 +343,41 @@ cdef class Prep:
             start += count
         if self.two_argument:
             memcpy(cnp.PyArray_DATA(<cnp.ndarray>y), cnp.PyArray_DATA(self.y_dual.values),
-                   cnp.PyArray_NBYTES(self.y_dual.values))
+                   self.out_bytes)
         if with_value:
             return pair if pair is not None else (value_out, out)
         return out
 
-    cdef tuple _tangents(self, tuple tangents):
-        # every tangent as a contiguous array of x's shape and dtype (as given when it already is)
-        cdef list converted = None
-        cdef Py_ssize_t k
-        for k in range(len(tangents)):
-            t = tangents[k]
-            if _is_exact(t, self.x_typenum, self.x_ndim, self.x_dims):
-                continue
-            if self.x_ndim == 0 and (PyFloat_Check(t) or PyLong_Check(t)):
-                continue
-            if np.shape(t) != self.x_shape:
-                raise ValueError(f"cyad: a tangent has shape {np.shape(t)}, but x has shape "
-                                 f"{self.x_shape}")
-            if isinstance(t, _DualType):
-                raise TypeError("cyad: a tangent is a dual array: nested differentiation is not "
-                                "supported yet")
-            if converted is None:
-                converted = list(tangents)
-            converted[k] = np.asarray(t, dtype=self.dtype, order="C")
-        return tangents if converted is None else tuple(converted)
+    cdef object _tangent(self, object t):
+        """A tangent as a contiguous array of x's shape and dtype (or a number for scalar x)."""
+        if _is_exact(t, self.x_typenum, self.x_ndim, self.x_dims):
+            return t
+        if self.x_ndim == 0 and (PyFloat_Check(t) or PyLong_Check(t)):
+            return t
+        if isinstance(t, _DualType):
+            raise TypeError("cyad: a tangent is a dual array: nested differentiation is not "
+                            "supported yet")
+        if np.shape(t) != self.x_shape:
+            raise ValueError(f"cyad: a tangent has shape {np.shape(t)}, but x has shape "
+                             f"{self.x_shape}")
+        return np.asarray(t, dtype=self.dtype, order="C")
 
-    cdef _seed_tangents(self, tuple tangents, Py_ssize_t start, Py_ssize_t count):
+    cdef _seed_lane(self, object t, Py_ssize_t lane):
+        """Lane `lane` of the input partials = the tangent t."""
         cdef cnp.ndarray p = self.input_dual.partials
-        cdef Py_ssize_t k
-        cdef double scalar
-        if count < self.width:
-            memset(cnp.PyArray_DATA(p), 0, cnp.PyArray_NBYTES(p))
-        for k in range(count):
-            t = tangents[start + k]
-            if not cnp.PyArray_Check(t):
-                scalar = <double>t
-                if self.x_typenum == cnp.NPY_FLOAT64:
-                    (<double*>cnp.PyArray_DATA(p))[k] = scalar
-                else:
-                    (<float*>cnp.PyArray_DATA(p))[k] = <float>scalar
-            elif self.width == 1:
-                memcpy(cnp.PyArray_DATA(p), cnp.PyArray_DATA(<cnp.ndarray>t), cnp.PyArray_NBYTES(p))
-            elif self.x_typenum == cnp.NPY_FLOAT64:
-                put_lane(<double*>cnp.PyArray_DATA(<cnp.ndarray>t), self.n_x,
-                         <double*>cnp.PyArray_DATA(p), self.width, k)
+        if not cnp.PyArray_Check(t):
+            if self.x_typenum == cnp.NPY_FLOAT64:
+                (<double*>cnp.PyArray_DATA(p))[lane] = <double>t
             else:
-                put_lane(<float*>cnp.PyArray_DATA(<cnp.ndarray>t), self.n_x,
-                         <float*>cnp.PyArray_DATA(p), self.width, k)
+                (<float*>cnp.PyArray_DATA(p))[lane] = <float><double>t
+        elif self.width == 1:
+            memcpy(cnp.PyArray_DATA(p), cnp.PyArray_DATA(<cnp.ndarray>t), self.x_bytes)
+        elif self.x_typenum == cnp.NPY_FLOAT64:
+            put_lane(<double*>cnp.PyArray_DATA(<cnp.ndarray>t), self.n_x,
+                     <double*>cnp.PyArray_DATA(p), self.width, lane)
+        else:
+            put_lane(<float*>cnp.PyArray_DATA(<cnp.ndarray>t), self.n_x,
+                     <float*>cnp.PyArray_DATA(p), self.width, lane)
 
     cdef object _tangent_outputs(self, object out, bint batch):
         # the arrays receiving J.dx: given (checked) or new
@@ -404,11 +401,11 @@ cdef class Prep:
         cdef Dual d
         cdef cnp.ndarray a = <cnp.ndarray>dst
         if not isinstance(r, Dual):
-            memset(cnp.PyArray_DATA(a), 0, cnp.PyArray_NBYTES(a))
+            memset(cnp.PyArray_DATA(a), 0, self.out_bytes)
             return
         d = <Dual>r
         if self.width == 1:
-            memcpy(cnp.PyArray_DATA(a), cnp.PyArray_DATA(d.partials), cnp.PyArray_NBYTES(a))
+            memcpy(cnp.PyArray_DATA(a), cnp.PyArray_DATA(d.partials), self.out_bytes)
         elif self.out_typenum == cnp.NPY_FLOAT64:
             get_lane(<double*>cnp.PyArray_DATA(d.partials), self.n_out, self.width, lane,
                      <double*>cnp.PyArray_DATA(a))
@@ -436,18 +433,17 @@ cdef class Prep:
         self.check_out(value_out, self.out_shape, "the value output")
         if value_out is not y:
             memcpy(cnp.PyArray_DATA(<cnp.ndarray>value_out), cnp.PyArray_DATA(<cnp.ndarray>src),
-                   cnp.PyArray_NBYTES(<cnp.ndarray>value_out))
+                   self.out_bytes)
         return value_out
 
     # -- Jacobian family (gradient is the Jacobian of a scalar) -----------------------
 
     cdef object jacobian(self, object f, object x, object y, object out, bint with_value):
         cdef Py_ssize_t evaluation, start, count
-        cdef object value_out = None
+        cdef object value_out = None, pair = None
         cdef object r
         if self.two_argument:
             self.check_y(y)
-        cdef object pair = None
         if with_value and out is not None:
             pair = out
             value_out, out = self._split_value_out(out)
@@ -467,7 +463,7 @@ cdef class Prep:
             self._extract_columns(r, start, count, out)
         if self.two_argument:
             memcpy(cnp.PyArray_DATA(<cnp.ndarray>y), cnp.PyArray_DATA(self.y_dual.values),
-                   cnp.PyArray_NBYTES(self.y_dual.values))
+                   self.out_bytes)
         if with_value:
             return pair if pair is not None else (value_out, out)
         return out
