@@ -528,6 +528,18 @@ cdef class Dual:
     def trace(self, offset=0, axis1=0, axis2=1):
         return np.trace(self, offset, axis1, axis2)
 
+    def max(self, axis=None, keepdims=False):
+        return np.max(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return np.min(self, axis=axis, keepdims=keepdims)
+
+    def round(self, decimals=0):
+        return np.round(self, decimals)
+
+    def swapaxes(self, axis1, axis2):
+        return np.swapaxes(self, axis1, axis2)
+
 
 cdef tuple _keys(object key):
     """The index for the values and the one for the partials (one more, trailing, axis).
