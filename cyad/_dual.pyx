@@ -14,13 +14,19 @@ import numpy as np
 
 cimport numpy as cnp
 from cpython.object cimport PyObject
-from libc.string cimport memcpy
+from libc.string cimport memmove
 
 from cyad._fused cimport real
 from cyad._kernels cimport unary_chunks, binary_chunks
 from cyad._rules cimport UnaryOp, BinaryOp
 
 cnp.import_array()
+
+cdef extern from "Python.h":
+    ctypedef struct PySequenceMethods:
+        void* sq_item
+    ctypedef struct _TypeSlots "PyTypeObject":
+        PySequenceMethods* tp_as_sequence
 
 _CONVERSION_HINT = (
     "Keep the computation in NumPy operations on the dual arrays cyad passes in: "
@@ -113,13 +119,26 @@ cdef Dual _target(object out, tuple shape, object dtype, Dual like, tuple operan
 
 
 cdef bint _overlaps(Dual o, tuple operands):
-    # partial overlap with an operand (exact aliasing is safe for elementwise loops)
+    # memory shared with an operand, unless it is the very same elements in the same layout:
+    # an elementwise loop reads each element before writing it, but an operand that is
+    # broadcast (like y[0] in `y += y[0]`) is read again after it has been written
+    cdef cnp.ndarray xv
     for x in operands:
         if isinstance(x, Dual) and x is not o:
-            if (cnp.PyArray_DATA((<Dual>x).values) != cnp.PyArray_DATA(o.values)
-                    and np.may_share_memory((<Dual>x).values, o.values)):
+            xv = (<Dual>x).values
+            if not _same_layout(xv, o.values) and np.may_share_memory(xv, o.values):
                 return True
     return False
+
+
+cdef bint _same_layout(cnp.ndarray a, cnp.ndarray b):
+    cdef int i
+    if cnp.PyArray_DATA(a) != cnp.PyArray_DATA(b) or not cnp.PyArray_SAMESHAPE(a, b):
+        return False
+    for i in range(cnp.PyArray_NDIM(a)):
+        if cnp.PyArray_STRIDES(a)[i] != cnp.PyArray_STRIDES(b)[i]:
+            return False
+    return True
 
 
 cdef object _finish(Dual result, object out):
@@ -182,8 +201,15 @@ cdef _Operand _operand(object x, tuple shape, object dtype, Py_ssize_t width):
     return o
 
 
+cdef inline object _array_like(object x):
+    # a list or tuple operand is an array; numbers stay Python numbers (weakly typed in NumPy)
+    return np.asarray(x) if isinstance(x, (list, tuple)) else x
+
+
 cdef object binary(int op, object a, object b, object out=None):
     cdef Dual like = _common_dual(a, b)
+    a = _array_like(a)
+    b = _array_like(b)
     cdef object dtype = _float_dtype(np.result_type(primal(a), primal(b)))
     shape = np.broadcast_shapes(np.shape(primal(a)), np.shape(primal(b)))
     cdef _Operand oa = _operand(a, shape, dtype, like.width)
@@ -213,6 +239,16 @@ cdef void _run_binary_typed(real* kind, int op, Py_ssize_t width, _Operand a, _O
                       <real*>cnp.PyArray_DATA(a.values), a.step, ap,
                       <real*>cnp.PyArray_DATA(b.values), b.step, bp,
                       <real*>cnp.PyArray_DATA(y.values), <real*>cnp.PyArray_DATA(y.partials))
+
+
+cdef object _float64(object x):
+    # an operand of float_power, which computes in float64 whatever its inputs
+    cdef Dual d
+    if not isinstance(x, Dual):
+        return np.asarray(x, dtype=np.float64)
+    d = <Dual>x
+    return new_dual(d.values.astype(np.float64, copy=False),
+                    d.partials.astype(np.float64, copy=False), d.width, d.tag)
 
 
 cdef object power(object a, object b, object out=None):
@@ -310,8 +346,10 @@ cdef class Dual:
             return unary(_UNARY_UFUNCS[ufunc], inputs[0], out)
         if ufunc in _BINARY_UFUNCS:
             return binary(_BINARY_UFUNCS[ufunc], inputs[0], inputs[1], out)
-        if ufunc is np.power or ufunc is np.float_power:
+        if ufunc is np.power:
             return power(inputs[0], inputs[1], out)
+        if ufunc is np.float_power:
+            return power(_float64(inputs[0]), _float64(inputs[1]), out)
         if ufunc is np.matmul:
             return _handled_functions()[np.matmul](inputs[0], inputs[1], out=out)
         raise TypeError(f"cyad: {name} is not supported on dual arrays (its derivative is not "
@@ -373,6 +411,10 @@ cdef class Dual:
         for i in range(len(self.values)):
             yield self[i]
 
+    def __reversed__(self):
+        for i in range(len(self.values) - 1, -1, -1):
+            yield self[i]
+
     def __repr__(self):
         return f"Dual(values={self.values!r}, partials of width {self.width})"
 
@@ -389,11 +431,12 @@ cdef class Dual:
                     and cnp.PyArray_IS_C_CONTIGUOUS(self.values)
                     and cnp.PyArray_IS_C_CONTIGUOUS(self.partials)):
                 # the common `y[...] = x`: two copies, no Python-level work
+                # (memmove: x may be an overlapping view of y, like x = y[:-1] into y[1:])
                 if v is not self:
-                    memcpy(cnp.PyArray_DATA(self.values), cnp.PyArray_DATA(v.values),
-                           cnp.PyArray_NBYTES(self.values))
-                    memcpy(cnp.PyArray_DATA(self.partials), cnp.PyArray_DATA(v.partials),
-                           cnp.PyArray_NBYTES(self.partials))
+                    memmove(cnp.PyArray_DATA(self.values), cnp.PyArray_DATA(v.values),
+                            cnp.PyArray_NBYTES(self.values))
+                    memmove(cnp.PyArray_DATA(self.partials), cnp.PyArray_DATA(v.partials),
+                            cnp.PyArray_NBYTES(self.partials))
                 return
         vkey, pkey = _keys(key)
         if isinstance(value, Dual):
@@ -539,6 +582,13 @@ cdef class Dual:
 
     def swapaxes(self, axis1, axis2):
         return np.swapaxes(self, axis1, axis2)
+
+
+# Cython gives a class with __getitem__ the sequence item slot too, and NumPy takes an
+# object with that slot for a sequence when it cannot make it a float: `buf[0] = x[0]`
+# would raise "ValueError: setting an array element with a sequence" in place of the
+# TypeError (and hint) of __float__. Indexing uses the mapping slot; the item slot goes.
+(<_TypeSlots*><void*>Dual).tp_as_sequence.sq_item = NULL
 
 
 cdef tuple _keys(object key):

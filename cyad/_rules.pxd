@@ -16,12 +16,22 @@
 #   maximum/minimum ties    each operand gets 1/2 (so max(x, x) has derivative 1);
 #                           fmax/fmin pick the non-NaN operand. clip(x, lo, hi) is
 #                           minimum(maximum(x, lo), hi), so at x == lo it is 1/2.
+#   maximum/minimum NaN     the NaN operand propagates, and so does its derivative (1, other 0).
 #   sqrt, cbrt at 0         the derivative is +inf; a lane whose incoming tangent is 0
 #                           contributes 0, never 0 * inf = nan (see _kernels.pyx).
-#   x**y at x = 0           d/dx = 0 when y == 0 (x**0 is constant 1), else y*x**(y-1);
+#                           (So does any other infinite or NaN coefficient.)
+#   x**y at x = 0           d/dx = 0 when y == 0 (x**0 is constant 1), else y*x**(y-1)
+#                           (1 for y == 1, 0 for y > 1, +inf for 0 < y < 1);
 #                           d/dy = 0 when y > 0 (the limit of x**y log x), else log(x)*x**y.
+#   x**y at x < 0           d/dx = y*x**(y-1) (finite for integer y); d/dy = nan, since x**y
+#                           is real only at integer y.
+#   arctan2 at (0, 0)       both partials nan: the angle jumps there.
 #   sign, floor, ceil,      derivative 0 everywhere (also at their jumps).
 #   rint, trunc
+#
+# Derivatives keep full relative precision where the textbook form cancels:
+# expm1' = exp (not expm1 + 1), tanh' = 1/cosh^2 (not 1 - tanh^2), and 1 - x^2 is
+# computed as (1 - x)(1 + x) for arcsin, arccos and arctanh near |x| = 1.
 
 from libc.math cimport (
     sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, asinh, acosh, atanh,
@@ -60,7 +70,7 @@ cdef inline double unary_rule(int op, double x, double* d) noexcept nogil:
     elif op == RECIPROCAL: v = 1.0 / x;                d[0] = -v * v
     elif op == EXP:       v = exp(x);                  d[0] = v
     elif op == EXP2:      v = exp2(x);                 d[0] = v * M_LN2
-    elif op == EXPM1:     v = expm1(x);                d[0] = v + 1.0
+    elif op == EXPM1:     v = expm1(x);                d[0] = exp(x)
     elif op == LOG:       v = log(x);                  d[0] = 1.0 / x
     elif op == LOG2:      v = log2(x);                 d[0] = 1.0 / (x * M_LN2)
     elif op == LOG10:     v = log10(x);                d[0] = 1.0 / (x * M_LN10)
@@ -68,15 +78,15 @@ cdef inline double unary_rule(int op, double x, double* d) noexcept nogil:
     elif op == SIN:       v = sin(x);                  d[0] = cos(x)
     elif op == COS:       v = cos(x);                  d[0] = -sin(x)
     elif op == TAN:       v = tan(x);                  d[0] = 1.0 + v * v
-    elif op == ARCSIN:    v = asin(x);                 d[0] = 1.0 / sqrt(1.0 - x * x)
-    elif op == ARCCOS:    v = acos(x);                 d[0] = -1.0 / sqrt(1.0 - x * x)
+    elif op == ARCSIN:    v = asin(x);                 d[0] = 1.0 / sqrt((1.0 - x) * (1.0 + x))
+    elif op == ARCCOS:    v = acos(x);                 d[0] = -1.0 / sqrt((1.0 - x) * (1.0 + x))
     elif op == ARCTAN:    v = atan(x);                 d[0] = 1.0 / (1.0 + x * x)
     elif op == SINH:      v = sinh(x);                 d[0] = cosh(x)
     elif op == COSH:      v = cosh(x);                 d[0] = sinh(x)
-    elif op == TANH:      v = tanh(x);                 d[0] = 1.0 - v * v
+    elif op == TANH:      v = tanh(x);                 d[0] = 1.0 / (cosh(x) * cosh(x))
     elif op == ARCSINH:   v = asinh(x);                d[0] = 1.0 / hypot(x, 1.0)
     elif op == ARCCOSH:   v = acosh(x);                d[0] = 1.0 / (sqrt(x - 1.0) * sqrt(x + 1.0))
-    elif op == ARCTANH:   v = atanh(x);                d[0] = 1.0 / (1.0 - x * x)
+    elif op == ARCTANH:   v = atanh(x);                d[0] = 1.0 / ((1.0 - x) * (1.0 + x))
     elif op == DEG2RAD:   v = x * (M_PI / 180.0);      d[0] = M_PI / 180.0
     elif op == RAD2DEG:   v = x * (180.0 / M_PI);      d[0] = 180.0 / M_PI
     elif op == SIGN:      v = _sign(x);                d[0] = 0.0
