@@ -13,6 +13,8 @@ does not know.
 import numpy as np
 
 cimport numpy as cnp
+from cpython.float cimport PyFloat_CheckExact
+from cpython.long cimport PyLong_CheckExact
 from cpython.object cimport PyObject
 from libc.string cimport memmove
 
@@ -150,11 +152,32 @@ cdef object _finish(Dual result, object out):
     return out
 
 
+cdef inline bint _contiguous(Dual d):
+    return cnp.PyArray_IS_C_CONTIGUOUS(d.values) and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)
+
+
+cdef Dual _new_like(Dual x, int typenum):
+    """A fresh C-contiguous dual of x's shape, width and tag, in dtype `typenum`."""
+    cdef cnp.npy_intp dims[65]
+    cdef int i, nd = cnp.PyArray_NDIM(x.values)
+    for i in range(nd):
+        dims[i] = cnp.PyArray_DIMS(x.values)[i]
+    dims[nd] = x.width
+    return new_dual(cnp.PyArray_EMPTY(nd, dims, typenum, 0),
+                    cnp.PyArray_EMPTY(nd + 1, dims, typenum, 0), x.width, x.tag)
+
+
 cdef object unary(int op, Dual x, object out=None):
+    cdef Dual y
+    if out is None and _contiguous(x):
+        # the common case, without any NumPy-level call
+        y = _new_like(x, cnp.PyArray_TYPE(x.values))
+        _run_unary(op, x.width, x.values, x.partials, y)
+        return y
     cdef object dtype = (<object>x.values).dtype
     xv = np.ascontiguousarray(x.values)
     xp = np.ascontiguousarray(x.partials)
-    cdef Dual y = _target(out, (<object>x.values).shape, dtype, x, (x,))
+    y = _target(out, (<object>x.values).shape, dtype, x, (x,))
     _run_unary(op, x.width, xv, xp, y)
     return _finish(y, out)
 
@@ -207,6 +230,11 @@ cdef inline object _array_like(object x):
 
 
 cdef object binary(int op, object a, object b, object out=None):
+    cdef object result
+    if out is None:
+        result = _binary_fast(op, a, b)
+        if result is not None:
+            return result
     cdef Dual like = _common_dual(a, b)
     a = _array_like(a)
     b = _array_like(b)
@@ -239,6 +267,57 @@ cdef void _run_binary_typed(real* kind, int op, Py_ssize_t width, _Operand a, _O
                       <real*>cnp.PyArray_DATA(a.values), a.step, ap,
                       <real*>cnp.PyArray_DATA(b.values), b.step, bp,
                       <real*>cnp.PyArray_DATA(y.values), <real*>cnp.PyArray_DATA(y.partials))
+
+
+cdef object _binary_fast(int op, object a, object b):
+    """The common cases without any NumPy-level call, or None.
+
+    Two contiguous duals of one differentiation, shape and dtype; or a contiguous
+    dual and a Python float or int (which, like in NumPy, takes the dual's dtype).
+    """
+    cdef Dual d = None
+    if type(a) is Dual:
+        d = <Dual>a
+        if type(b) is Dual:
+            if not ((<Dual>b).tag is d.tag and _contiguous(<Dual>b)
+                    and cnp.PyArray_TYPE((<Dual>b).values) == cnp.PyArray_TYPE(d.values)
+                    and cnp.PyArray_SAMESHAPE((<Dual>b).values, d.values)):
+                return None
+        elif not (PyFloat_CheckExact(b) or PyLong_CheckExact(b)):
+            return None
+    elif type(b) is Dual and (PyFloat_CheckExact(a) or PyLong_CheckExact(a)):
+        d = <Dual>b
+    if d is None or not _contiguous(d):
+        return None
+    if cnp.PyArray_TYPE(d.values) == cnp.NPY_FLOAT64:
+        return _binary_fast_typed(<double*>NULL, op, a, b, d)
+    return _binary_fast_typed(<float*>NULL, op, a, b, d)
+
+
+cdef Dual _binary_fast_typed(real* kind, int op, object a, object b, Dual like):
+    cdef Dual y = _new_like(like, cnp.PyArray_TYPE(like.values))
+    cdef real a_scalar = 0, b_scalar = 0
+    cdef const real* av = &a_scalar
+    cdef const real* bv = &b_scalar
+    cdef const real* ap = NULL
+    cdef const real* bp = NULL
+    cdef Py_ssize_t a_step = 0, b_step = 0
+    if type(a) is Dual:
+        av = <real*>cnp.PyArray_DATA((<Dual>a).values)
+        ap = <real*>cnp.PyArray_DATA((<Dual>a).partials)
+        a_step = 1
+    else:
+        a_scalar = <real><double>a
+    if type(b) is Dual:
+        bv = <real*>cnp.PyArray_DATA((<Dual>b).values)
+        bp = <real*>cnp.PyArray_DATA((<Dual>b).partials)
+        b_step = 1
+    else:
+        b_scalar = <real><double>b
+    with nogil:
+        binary_chunks(op, like.width, cnp.PyArray_SIZE(y.values), av, a_step, ap, bv, b_step, bp,
+                      <real*>cnp.PyArray_DATA(y.values), <real*>cnp.PyArray_DATA(y.partials))
+    return y
 
 
 cdef object _float64(object x):
@@ -329,6 +408,15 @@ cdef class Dual:
     __hash__ = None
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        cdef object op
+        if not kwargs and method == "__call__":
+            # the common call, straight to the rule
+            op = _UNARY_UFUNCS.get(ufunc)
+            if op is not None:
+                return unary(op, <Dual?>inputs[0])
+            op = _BINARY_UFUNCS.get(ufunc)
+            if op is not None:
+                return binary(op, inputs[0], inputs[1])
         out = _as_dual_out(kwargs.pop("out", None))
         name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         if method != "__call__" or kwargs.get("where", True) is not True or (
