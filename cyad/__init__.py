@@ -3,6 +3,7 @@ import os
 
 from cyad._core import Prep, default_chunk
 from cyad._dual import Dual
+from cyad._wrapper import FunctionError, FunctionWrapper
 from cyad._operators import (
     derivative,
     gradient,
@@ -34,6 +35,8 @@ def get_include():
 
 __all__ = [
     "Dual",
+    "FunctionError",
+    "FunctionWrapper",
     "Prep",
     "default_chunk",
     "derivative",

@@ -1,5 +1,7 @@
 cimport numpy as cnp
 from cyad._dual cimport Dual
+from cyad._fused cimport real
+from cyad._wrapper cimport cyad_function, FunctionWrapper, PythonFunction
 
 # What a prep was made for; a prep serves every operator of its family
 # (pushforward and value_and_pushforward share one, and so on).
@@ -9,50 +11,86 @@ cpdef enum Family:
     GRADIENT
     JACOBIAN
 
+# Statuses of the engine besides 0 (success) and the function's own nonzero statuses.
+cpdef enum:
+    PYTHON_ERROR = -1     # the Python callable raised; the prep keeps the exception
+    WRONG_CALL = -2       # an entry point of another dtype or family than the prep's
+
+
+# Everything a prepared call runs on, usable without the GIL.
+ctypedef struct cyad_prep:
+    int family
+    bint two_argument
+    bint float32
+    Py_ssize_t n_x, n_y
+    Py_ssize_t directions      # tangents (pushforward) or basis directions (n_x)
+    Py_ssize_t chunk           # directions per evaluation
+    Py_ssize_t width           # lanes: chunk padded to 1, 2, 4, 8, 16 or a multiple of 8
+    void* dx                   # input partials, n_x x width
+    void* y                    # output values, n_y
+    void* dy                   # output partials, n_y x width
+    bint pending               # the first chunk was evaluated already: y and dy hold it
+    cyad_function function
+
 
 cdef class Prep:
+    cdef cyad_prep state
     cdef readonly Family family
     cdef readonly bint two_argument
-    cdef readonly object dtype            # of x (and the dual input)
+    cdef readonly object dtype
     cdef readonly tuple x_shape
-    cdef readonly Py_ssize_t n_x
-    cdef readonly Py_ssize_t directions   # tangents (pushforward) or basis directions
-    cdef readonly Py_ssize_t chunk        # directions carried by one evaluation
-    cdef readonly Py_ssize_t width        # lanes of the dual buffers: chunk padded
-    cdef readonly Py_ssize_t evaluations  # calls of f per operator call
-    cdef readonly object out_shape        # f's output shape, known after the first call
-    cdef readonly object out_dtype
+    cdef readonly object out_shape
     cdef readonly Dual input_dual
     cdef Dual y_dual
-    cdef int x_typenum
-    cdef int x_ndim
-    cdef cnp.npy_intp x_dims[32]
-    cdef int out_typenum
-    cdef int out_ndim
-    cdef cnp.npy_intp out_dims[32]
-    cdef Py_ssize_t n_out
-    cdef Py_ssize_t x_bytes                # n_x * itemsize
-    cdef Py_ssize_t out_bytes              # n_out * itemsize
-    cdef object tag
-    cdef cnp.ndarray _constant             # f's output when f returns a scalar constant
+    cdef PythonFunction python         # the Python callable's binding, or None
+    cdef FunctionWrapper wrapper       # the C function in use, or None
+    cdef object bound                  # the f of the last call
+    cdef object tag                    # marks the duals of this prep's differentiation
+    cdef int typenum
+    cdef int x_ndim, out_ndim
+    cdef cnp.npy_intp x_dims[64]
+    cdef cnp.npy_intp out_dims[64]
+    cdef cnp.ndarray scalar_x          # a Python-number x, as an array
+    cdef cnp.ndarray scalar_t          # a Python-number tangent, as an array
+    cdef void** tangents               # per call: the tangents' data
+    cdef void** outs                   # per call: the outputs' data
 
-    cdef _set_output(self, tuple shape, object dtype)
+    cdef _bind_kind(self, object f)
+    cdef _use_wrapper(self, FunctionWrapper w)
     cdef check_form(self, Family family, object y)
-    cdef object load_x(self, object x)
-    cdef _check_array(self, str name, object a, tuple shape, object dtype)
-    cdef object check_y(self, object y)
-    cdef object check_out(self, object out, tuple shape, str what)
-    cdef object evaluate(self, object f, object y)
-    cdef object _output(self, object r)
+    cdef bind(self, object f)
+    cdef object input(self, object x)
+    cdef object tangent(self, object t)
+    cdef object batch_tangent(self, object t)
+    cdef check_array(self, str name, object a)
+    cdef check_y(self, object y)
+    cdef check_out(self, object out, tuple shape, str what)
+    cdef set_output(self, tuple shape)
+    cdef discover(self, object x, tuple tangents)
+    cdef raise_for(self, int status)
     cdef object pushforward(self, object f, object x, object dx, object y, object out,
                             bint with_value)
-    cdef object _tangent(self, object t)
-    cdef _seed_lane(self, object t, Py_ssize_t lane)
-    cdef object _tangent_outputs(self, object out, bint batch)
-    cdef _extract_lane(self, object r, Py_ssize_t lane, object dst)
-    cdef tuple _split_value_out(self, object out)
-    cdef object _write_value(self, object r, object value_out, object y)
+    cdef int _run_pushforward(self, object x, object y, object value)
     cdef object jacobian(self, object f, object x, object y, object out, bint with_value)
-    cdef _seed_basis(self, Py_ssize_t start, Py_ssize_t count)
-    cdef object _jacobian_output(self, object out)
-    cdef _extract_columns(self, object r, Py_ssize_t start, Py_ssize_t count, object out)
+    cdef int _run_jacobian(self, object x, object y, object value, object out)
+    cdef tuple split_pair(self, object out)
+    cdef object value_buffer(self, object value_out, object y, bint with_value)
+
+
+# -- nogil entry points for Cython users ------------------------------------------------
+# Prepare with the GIL (cyad.prepare_*), take `prep_state(prep)`, then call these from
+# `with nogil:` on raw C-contiguous buffers of the prep's dtype and shapes. y is the
+# two-argument form's in/out output (NULL in the one-argument form); value receives
+# f's value and may be NULL. They return 0, the function's own nonzero status,
+# PYTHON_ERROR (re-raise with prep.raise_for_status) or WRONG_CALL.
+
+cdef cyad_prep* prep_state(Prep prep) except NULL
+
+cdef int pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
+                           real* out) noexcept nogil
+cdef int value_and_pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
+                                     real* value, real* out) noexcept nogil
+cdef int gradient_nogil(cyad_prep* p, const real* x, real* y, real* value,
+                        real* gradient) noexcept nogil
+cdef int jacobian_nogil(cyad_prep* p, const real* x, real* y, real* value,
+                        real* jacobian) noexcept nogil

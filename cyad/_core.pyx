@@ -1,31 +1,33 @@
 """Prepared state and the one pushforward engine behind every operator.
 
-A `Prep` is made once per call signature (operator family, shapes, dtype,
-one- or two-argument form, chunk width). It owns the dual buffers handed to f.
-Each operator call then:
+A `Prep` is made once per call signature (operator family, shapes, dtype, one- or
+two-argument form, chunk width). It owns the dual buffers and a `cyad_prep` struct:
+everything the engine needs, usable without the GIL. The engine (`run_pushforward`,
+`run_jacobian`) runs a whole operator call on raw pointers: for every chunk of
+directions it seeds the input partials (tangents for a pushforward, basis vectors
+for a Jacobian), calls the function once through its `cyad_function` pointer, and
+copies the output partials to the caller's buffers. Where no copy is needed it
+passes the caller's buffers straight to the function (x always; one tangent, its
+output and a two-argument y when a single evaluation does the whole call).
 
-1. checks the arguments against the signature with C-level comparisons and
-   copies x into the dual input (no memoryview acquisition, no allocation),
-2. for every chunk of directions: seeds the input partials (tangents for a
-   pushforward, basis vectors for a gradient or Jacobian), calls f once, and
-   copies the output partials into the caller's arrays,
-3. in the two-argument form, writes the primal output into y.
-
-derivative is the pushforward of a scalar with tangent 1; gradient is the
-Jacobian of a scalar-valued function. Every output array is checked for exact
-shape, dtype and C order and written in place.
+The Python operators check their arguments against the prep with C-level
+comparisons and call the engine; Cython users call it through the `*_nogil`
+entry points. derivative is the pushforward of a scalar with tangent 1; gradient
+is the Jacobian of a scalar-valued function.
 """
 import numpy as np
 
 cimport numpy as cnp
-from cpython.float cimport PyFloat_Check, PyFloat_AS_DOUBLE
+from cpython.float cimport PyFloat_Check
 from cpython.long cimport PyLong_Check
+from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from cyad._fused cimport real
 from cyad._kernels cimport lane_count
 from cyad._dual cimport Dual, new_dual
 from cyad._dual import Dual as _DualType
+from cyad._wrapper cimport python_f64, python_f32, is_c_function
+from cyad._wrapper import FunctionError, constant_result
 
 cnp.import_array()
 
@@ -86,6 +88,140 @@ cdef void get_columns(const real* partials, Py_ssize_t n, Py_ssize_t width, Py_s
             dst[i * columns + start + k] = partials[i * width + k]
 
 
+# -- the engine -----------------------------------------------------------------------
+
+cdef inline int call(cyad_prep* p, const real* x, const real* dx, real* y, real* dy) noexcept nogil:
+    if real is double:
+        return p.function.f64(x, dx, y, dy, p.n_x, p.n_y, p.width, p.function.context)
+    else:
+        return p.function.f32(x, dx, y, dy, p.n_x, p.n_y, p.width, p.function.context)
+
+
+cdef inline real* start_output(cyad_prep* p, real* y, bint in_place) noexcept nogil:
+    """The output values buffer of one evaluation, set to y's values (zero without y)."""
+    if in_place:
+        return y
+    if y != NULL:
+        memcpy(p.y, y, p.n_y * sizeof(real))
+    else:
+        memset(p.y, 0, p.n_y * sizeof(real))
+    return <real*>p.y
+
+
+cdef inline void finish_output(cyad_prep* p, const real* yv, real* y, real* value) noexcept nogil:
+    # the primal output to the caller: f's value into `value`, the final values into y
+    if value != NULL and value != yv:
+        memcpy(value, yv, p.n_y * sizeof(real))
+    if y != NULL and y != yv:
+        memcpy(y, yv, p.n_y * sizeof(real))
+
+
+cdef int run_pushforward(cyad_prep* p, const real* x, const real* const* tangents, real* y,
+                         real* value, real** outs) noexcept nogil:
+    """outs[k] = J(x) @ tangents[k] for every direction k, a chunk per evaluation."""
+    cdef bint in_place = y != NULL and p.directions <= p.chunk
+    cdef Py_ssize_t start = 0, count, k
+    cdef real* yv = <real*>p.y
+    cdef real* dy
+    cdef const real* dx
+    cdef int status
+    while start < p.directions:
+        count = min(p.chunk, p.directions - start)
+        if p.pending and start == 0:
+            dy = <real*>p.dy
+        else:
+            if p.width == 1:
+                dx = tangents[start]
+            else:
+                dx = <real*>p.dx
+                if count < p.width:
+                    memset(p.dx, 0, p.n_x * p.width * sizeof(real))
+                for k in range(count):
+                    put_lane(tangents[start + k], p.n_x, <real*>p.dx, p.width, k)
+            dy = outs[start] if p.width == 1 else <real*>p.dy
+            yv = start_output(p, y, in_place)
+            memset(dy, 0, p.n_y * p.width * sizeof(real))
+            status = call(p, x, dx, yv, dy)
+            if status != 0:
+                return status
+        if dy != outs[start]:
+            for k in range(count):
+                get_lane(dy, p.n_y, p.width, k, outs[start + k])
+        start += count
+    finish_output(p, yv, y, value)
+    return 0
+
+
+cdef int run_jacobian(cyad_prep* p, const real* x, real* y, real* value,
+                      real* jacobian) noexcept nogil:
+    """jacobian (n_y x n_x, row-major) of f at x, a chunk of columns per evaluation."""
+    cdef bint in_place = y != NULL and p.directions <= p.chunk
+    cdef Py_ssize_t start = 0, count
+    cdef real* yv = <real*>p.y
+    cdef int status
+    while start < p.directions:
+        count = min(p.chunk, p.directions - start)
+        if not (p.pending and start == 0):
+            put_basis(<real*>p.dx, p.n_x, p.width, start, count)
+            yv = start_output(p, y, in_place)
+            memset(p.dy, 0, p.n_y * p.width * sizeof(real))
+            status = call(p, x, <real*>p.dx, yv, <real*>p.dy)
+            if status != 0:
+                return status
+        get_columns(<real*>p.dy, p.n_y, p.width, count, jacobian, p.n_x, start)
+        start += count
+    finish_output(p, yv, y, value)
+    return 0
+
+
+# -- nogil entry points -----------------------------------------------------------------
+
+cdef inline bint wrong_call(cyad_prep* p, real* kind, bint jacobian_family) noexcept nogil:
+    cdef bint is_float32 = real is float
+    cdef bint jacobian_prep = p.family == GRADIENT or p.family == JACOBIAN
+    return is_float32 != p.float32 or jacobian_prep != jacobian_family
+
+
+cdef int pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
+                           real* out) noexcept nogil:
+    """out = J(x) @ dx, for a prep of one tangent."""
+    if wrong_call(p, out, False) or p.directions != 1:
+        return WRONG_CALL
+    return run_pushforward(p, x, &dx, y, NULL, &out)
+
+
+cdef int value_and_pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
+                                     real* value, real* out) noexcept nogil:
+    """value = f(x) and out = J(x) @ dx, for a prep of one tangent."""
+    if wrong_call(p, out, False) or p.directions != 1:
+        return WRONG_CALL
+    return run_pushforward(p, x, &dx, y, value, &out)
+
+
+cdef int gradient_nogil(cyad_prep* p, const real* x, real* y, real* value,
+                        real* gradient) noexcept nogil:
+    """gradient = the gradient of a scalar-valued f at x; value = f(x) (may be NULL)."""
+    if wrong_call(p, gradient, True) or p.n_y != 1:
+        return WRONG_CALL
+    return run_jacobian(p, x, y, value, gradient)
+
+
+cdef int jacobian_nogil(cyad_prep* p, const real* x, real* y, real* value,
+                        real* jacobian) noexcept nogil:
+    """jacobian = J(x), n_y x n_x row-major; value = f(x) (may be NULL)."""
+    if wrong_call(p, jacobian, True):
+        return WRONG_CALL
+    return run_jacobian(p, x, y, value, jacobian)
+
+
+cdef cyad_prep* prep_state(Prep prep) except NULL:
+    """The struct the nogil entry points take; the prep must outlive its use."""
+    if prep.out_shape is None:
+        raise ValueError("cyad: this prep does not know f's output yet: call the operator once "
+                         "from Python first")
+    return &prep.state
+
+
 # -- argument checks --------------------------------------------------------------
 
 cdef inline bint _same_dims(cnp.ndarray a, int ndim, cnp.npy_intp* dims):
@@ -105,9 +241,13 @@ cdef inline bint _is_exact(object a, int typenum, int ndim, cnp.npy_intp* dims):
             and _same_dims(<cnp.ndarray>a, ndim, dims))
 
 
+cdef inline void* _data(object a):
+    return cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
 def input_dtype(x):
     """The dtype cyad differentiates x in: float64/float32 kept, ints and bools to float64."""
-    dtype = np.asarray(x).dtype if not isinstance(x, np.ndarray) else x.dtype
+    dtype = x.dtype if isinstance(x, np.ndarray) else np.asarray(x).dtype
     if dtype == np.float64 or dtype == np.float32:
         return dtype
     if dtype.kind in "biu":
@@ -119,69 +259,169 @@ def input_dtype(x):
                     "use float64 or float32")
 
 
+def _nested_error(name):
+    return TypeError(f"cyad: {name} is a dual array: nested differentiation is not supported yet")
+
+
 cdef class Prep:
     """Prepared state of one operator family for one call signature.
 
     Made by the `prepare_*` functions and passed back with `prep=`. It may be
-    reused with other values of the same shapes, dtype and function form; it is
-    owned by one thread at a time.
+    reused with other values of the same shapes, dtype and function form, and
+    with another function of the same kind (Python callable or C function). It
+    belongs to one thread at a time.
     """
+
+    def __cinit__(self):
+        self.tangents = NULL
+        self.outs = NULL
+
+    def __dealloc__(self):
+        free(self.tangents)
+        free(self.outs)
 
     def __init__(self, Family family, f, x, Py_ssize_t directions, y=None, chunk=None):
         cdef int i
+        if isinstance(x, _DualType):
+            raise _nested_error("x")
         self.family = family
         self.two_argument = y is not None
         self.dtype = input_dtype(x)
+        self.typenum = self.dtype.num
         self.x_shape = np.shape(x)
-        if len(self.x_shape) > 32:
-            raise ValueError("cyad: inputs of more than 32 dimensions are not supported")
+        if len(self.x_shape) > 64:
+            raise ValueError("cyad: x has more than 64 dimensions")
         self.x_ndim = len(self.x_shape)
         for i in range(self.x_ndim):
             self.x_dims[i] = self.x_shape[i]
-        self.x_typenum = self.dtype.num
-        self.n_x = int(np.prod(self.x_shape))
-        self.x_bytes = self.n_x * self.dtype.itemsize
-        self.directions = directions
+        n_x = int(np.prod(self.x_shape))
+        if n_x == 0 or directions == 0:
+            raise ValueError("cyad: x is empty: there is nothing to differentiate")
         if chunk is None:
-            chunk = default_chunk(directions, self.n_x)
+            chunk = default_chunk(directions, n_x)
         elif not isinstance(chunk, (int, np.integer)) or chunk < 1:
             raise ValueError(f"cyad: chunk must be a positive integer, not {chunk!r}")
-        self.chunk = max(1, min(int(chunk), directions))
-        self.width = lane_count(self.chunk)
-        self.evaluations = (directions + self.chunk - 1) // self.chunk if directions else 1
+        self.state.family = family
+        self.state.two_argument = self.two_argument
+        self.state.float32 = self.dtype == np.float32
+        self.state.n_x = n_x
+        self.state.directions = directions
+        self.state.chunk = max(1, min(int(chunk), directions))
+        self.state.width = lane_count(self.state.chunk)
+        self.tangents = <void**>malloc(directions * sizeof(void*))
+        self.outs = <void**>malloc(directions * sizeof(void*))
+        if self.tangents == NULL or self.outs == NULL:
+            raise MemoryError()
+        self.scalar_x = np.zeros((), self.dtype)
+        self.scalar_t = np.zeros((), self.dtype)
         self.tag = object()
         self.input_dual = new_dual(np.zeros(self.x_shape, self.dtype),
-                                   np.zeros(self.x_shape + (self.width,), self.dtype),
-                                   self.width, self.tag)
-        self.out_shape = None
-        self.y_dual = None
+                                   np.zeros(self.x_shape + (self.state.width,), self.dtype),
+                                   self.state.width, self.tag)
+        self.state.dx = _data(self.input_dual.partials)
+        self._bind_kind(f)
         if self.two_argument:
-            self._set_output(np.shape(y), _output_dtype(y))
-            self.y_dual = new_dual(np.zeros(self.out_shape, self.out_dtype),
-                                   np.zeros(self.out_shape + (self.width,), self.out_dtype),
-                                   self.width, self.tag)
+            _check_y_dtype(y, self.dtype)
+            self.set_output(y.shape)
+        elif self.wrapper is not None:
+            if self.wrapper.out_shape is None:
+                raise TypeError("cyad: a C function's output shape is needed to call it without "
+                                "y=: give FunctionWrapper(..., out_shape=...)")
+            self.set_output(self.wrapper.out_shape)
+
+    cdef _bind_kind(self, object f):
+        # the first binding: a Python callable gets its PythonFunction, a C function its struct
+        cdef FunctionWrapper w
+        if isinstance(f, FunctionWrapper) and (<FunctionWrapper>f).callable is not None:
+            f = (<FunctionWrapper>f).callable
+        if isinstance(f, FunctionWrapper):
+            w = <FunctionWrapper>f
+        elif callable(f) and not is_c_function(f):
+            self.python = PythonFunction(f, self.two_argument, self.input_dual)
+            self.state.function.f64 = python_f64
+            self.state.function.f32 = python_f32
+            self.state.function.context = <void*>self.python
+            self.bound = f
+            return
+        else:
+            w = FunctionWrapper(f)
+        self._use_wrapper(w)
+        self.bound = f
+
+    cdef _use_wrapper(self, FunctionWrapper w):
+        if (w.function.f32 if self.state.float32 else w.function.f64) == NULL:
+            raise TypeError(f"cyad: {w!r} has no {self.dtype} function")
+        self.wrapper = w
+        self.state.function = w.function
 
     def __repr__(self):
         form = "f(y, x)" if self.two_argument else "f(x)"
-        return (f"<cyad prep for {_FAMILY_NAMES[self.family]} of {form}: x {self.x_shape} {self.dtype}, "
-                f"{self.directions} directions in chunks of {self.chunk} ({self.width} lanes), "
-                f"{self.evaluations} evaluation(s) per call>")
+        kind = "a Python callable" if self.python is not None else "a C function"
+        return (f"<cyad prep for {_FAMILY_NAMES[self.family]} of {form}, {kind}: x {self.x_shape} "
+                f"{self.dtype}, {self.directions} directions in chunks of {self.chunk} "
+                f"({self.width} lanes), {self.evaluations} evaluation(s) per call>")
 
-    cdef _set_output(self, tuple shape, object dtype):
+    @property
+    def n_x(self):
+        return self.state.n_x
+
+    @property
+    def directions(self):
+        return self.state.directions
+
+    @property
+    def chunk(self):
+        """Directions carried by one evaluation of f."""
+        return self.state.chunk
+
+    @property
+    def width(self):
+        """Lanes of the dual buffers: the chunk padded to 1, 2, 4, 8, 16 or a multiple of 8."""
+        return self.state.width
+
+    @property
+    def evaluations(self):
+        """Evaluations of f per operator call."""
+        return (self.state.directions + self.state.chunk - 1) // self.state.chunk
+
+    @property
+    def is_python(self):
+        """Whether f runs as a Python callable on dual arrays (else as a C function)."""
+        return self.python is not None
+
+    def raise_for_status(self, int status):
+        """Raise what a nonzero status of a nogil entry point reports."""
+        self.raise_for(status)
+
+    cdef raise_for(self, int status):
+        if status == 0:
+            return
+        if status == PYTHON_ERROR and self.python is not None and self.python.error is not None:
+            error, self.python.error = self.python.error, None
+            raise error
+        if status == WRONG_CALL:
+            raise ValueError("cyad: an entry point of another dtype or operator than the prep's")
+        raise FunctionError(status)
+
+    cdef set_output(self, tuple shape):
+        """Fix the output's shape and allocate the output duals."""
         cdef int i
+        if len(shape) > 64:
+            raise ValueError("cyad: the output has more than 64 dimensions")
         self.out_shape = shape
-        self.out_dtype = dtype
-        self.out_typenum = dtype.num
-        self.n_out = int(np.prod(shape))
-        self.out_bytes = self.n_out * dtype.itemsize
-        if len(shape) > 32:
-            raise ValueError("cyad: outputs of more than 32 dimensions are not supported")
         self.out_ndim = len(shape)
-        self._constant = np.zeros(shape, dtype)
         for i in range(self.out_ndim):
             self.out_dims[i] = shape[i]
+        self.state.n_y = int(np.prod(shape))
+        self.y_dual = new_dual(np.zeros(shape, self.dtype),
+                               np.zeros(shape + (self.state.width,), self.dtype),
+                               self.state.width, self.tag)
+        self.state.y = _data(self.y_dual.values)
+        self.state.dy = _data(self.y_dual.partials)
+        if self.python is not None:
+            self.python.y_dual = self.y_dual
 
-    # -- checks and loading --------------------------------------------------------
+    # -- checks and binding --------------------------------------------------------
 
     cdef check_form(self, Family family, object y):
         """Raise ValueError unless this prep serves `family` in the form the call uses."""
@@ -192,320 +432,247 @@ cdef class Prep:
             made = "f(y, x) with y=" if self.two_argument else "f(x) without y="
             raise ValueError(f"cyad: this prep was made for {made}; the call differs")
 
-    cdef object load_x(self, object x):
-        """Copy x into the dual input's values (before every evaluation: f may change its input)."""
-        cdef cnp.ndarray v = self.input_dual.values
-        if _is_exact(x, self.x_typenum, self.x_ndim, self.x_dims):
-            memcpy(cnp.PyArray_DATA(v), cnp.PyArray_DATA(<cnp.ndarray>x), self.x_bytes)
-            return None
-        if self.x_ndim == 0 and (PyFloat_Check(x) or PyLong_Check(x)):
-            if self.x_typenum == cnp.NPY_FLOAT64:
-                (<double*>cnp.PyArray_DATA(v))[0] = <double>x
-            else:
-                (<float*>cnp.PyArray_DATA(v))[0] = <float><double>x
-            return None
-        self._check_array("x", x, self.x_shape, self.dtype)
-        v[...] = x
-        return None
+    cdef bind(self, object f):
+        """Use f for this call: another object of the prep's kind of function is fine."""
+        if f is self.bound:
+            return
+        if isinstance(f, FunctionWrapper) and (<FunctionWrapper>f).callable is not None:
+            f = (<FunctionWrapper>f).callable
+        if self.python is not None:
+            if isinstance(f, FunctionWrapper) or is_c_function(f) or not callable(f):
+                raise ValueError("cyad: this prep was made for a Python callable, not a C function")
+            self.python.f = f
+        else:
+            if not isinstance(f, FunctionWrapper):
+                if not is_c_function(f):
+                    raise ValueError("cyad: this prep was made for a C function, not a Python "
+                                     "callable")
+                f = FunctionWrapper(f)
+            self._use_wrapper(<FunctionWrapper>f)
+        self.bound = f
 
-    cdef _check_array(self, str name, object a, tuple shape, object dtype):
+    cdef object input(self, object x):
+        """x as a C-contiguous array of the prep's shape and dtype (x itself when it is one)."""
+        if _is_exact(x, self.typenum, self.x_ndim, self.x_dims):
+            return x
+        if self.x_ndim == 0 and (PyFloat_Check(x) or PyLong_Check(x)):
+            return _fill(self.scalar_x, x)
+        self.check_array("x", x)
+        return np.asarray(x, dtype=self.dtype, order="C")
+
+    cdef object tangent(self, object t):
+        """A single tangent as a C-contiguous array of x's shape and dtype."""
+        if self.x_ndim == 0 and (PyFloat_Check(t) or PyLong_Check(t)):
+            return _fill(self.scalar_t, t)
+        return self.batch_tangent(t)
+
+    cdef object batch_tangent(self, object t):
+        """A tangent of a batch (each its own array) as a C-contiguous array."""
+        if _is_exact(t, self.typenum, self.x_ndim, self.x_dims):
+            return t
+        self.check_array("a tangent", t)
+        return np.asarray(t, dtype=self.dtype, order="C")
+
+    cdef check_array(self, str name, object a):
         # the slow path of an argument check: convertible, of the right shape and dtype
         if isinstance(a, _DualType):
-            raise TypeError(f"cyad: {name} is a dual array: nested differentiation is not "
-                            "supported yet")
-        got_shape = np.shape(a)
-        if got_shape != shape:
-            raise ValueError(f"cyad: {name} has shape {got_shape}, but this prep was made for "
-                             f"shape {shape}")
-        got = input_dtype(a)
-        if got != dtype:
-            raise ValueError(f"cyad: {name} has dtype {np.asarray(a).dtype}, but this prep was made "
-                             f"for {dtype}")
+            raise _nested_error(name)
+        if np.shape(a) != self.x_shape:
+            raise ValueError(f"cyad: {name} has shape {np.shape(a)}, but this prep was made for "
+                             f"shape {self.x_shape}")
+        if input_dtype(a) != self.dtype:
+            raise ValueError(f"cyad: {name} has dtype {np.asarray(a).dtype}, but this prep was "
+                             f"made for {self.dtype}")
 
-    cdef object check_y(self, object y):
-        """y of the two-argument form: an ndarray of the recorded shape and dtype, written in place."""
-        if not (_is_exact(y, self.out_typenum, self.out_ndim, self.out_dims)
+    cdef check_y(self, object y):
+        """y of the two-argument form: written in place, so exactly of the prep's signature."""
+        if (_is_exact(y, self.typenum, self.out_ndim, self.out_dims)
                 and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>y)):
-            if not isinstance(y, np.ndarray):
-                raise TypeError(f"cyad: y must be a NumPy array, not {type(y).__name__}")
-            if y.shape != self.out_shape or y.dtype != self.out_dtype:
-                raise ValueError(f"cyad: y has shape {y.shape} and dtype {y.dtype}, but this prep "
-                                 f"was made for shape {self.out_shape} and dtype {self.out_dtype}")
-            raise ValueError("cyad: y must be a writeable C-contiguous array")
-        return None
+            return
+        _check_y_dtype(y, self.dtype)
+        if y.shape != self.out_shape:
+            raise ValueError(f"cyad: y has shape {y.shape}, but this prep was made for shape "
+                             f"{self.out_shape}")
+        raise ValueError("cyad: y must be a writeable C-contiguous array")
 
-    cdef object check_out(self, object out, tuple shape, str what):
-        """An output buffer: exactly `shape`, the output dtype, C-contiguous and writeable."""
+    cdef check_out(self, object out, tuple shape, str what):
+        """An output buffer: exactly `shape`, the prep's dtype, C-contiguous and writeable."""
         cdef cnp.npy_intp dims[64]
         cdef int i
         if shape is self.out_shape:
-            if (_is_exact(out, self.out_typenum, self.out_ndim, self.out_dims)
+            if (_is_exact(out, self.typenum, self.out_ndim, self.out_dims)
                     and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)):
-                return None
+                return
         elif len(shape) <= 64:
             for i in range(len(shape)):
                 dims[i] = shape[i]
-            if (_is_exact(out, self.out_typenum, len(shape), dims)
+            if (_is_exact(out, self.typenum, len(shape), dims)
                     and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)):
-                return None
+                return
         if not isinstance(out, np.ndarray):
             raise TypeError(f"cyad: {what} must be a NumPy array, not {type(out).__name__}")
-        if out.shape != shape or out.dtype != self.out_dtype:
+        if out.shape != shape or out.dtype != self.dtype:
             raise ValueError(f"cyad: {what} has shape {out.shape} and dtype {out.dtype}; it must "
-                             f"have shape {shape} and dtype {self.out_dtype}")
+                             f"have shape {shape} and dtype {self.dtype}")
         raise ValueError(f"cyad: {what} must be a writeable C-contiguous array")
 
-    # -- one evaluation ------------------------------------------------------------
+    # -- learning a Python callable's output -----------------------------------------
 
-    cdef object evaluate(self, object f, object y):
-        """Call f on the seeded dual input; return the output dual (or a constant)."""
-        cdef Dual yd = self.y_dual
-        if self.two_argument:
-            memcpy(cnp.PyArray_DATA(yd.values), cnp.PyArray_DATA(<cnp.ndarray>y), self.out_bytes)
-            memset(cnp.PyArray_DATA(yd.partials), 0, self.out_bytes * self.width)
-            f(yd, self.input_dual)
-            return yd
-        return self._output(f(self.input_dual))
+    cdef discover(self, object x, tuple tangents):
+        """Evaluate the first chunk in Python to learn f's output; the engine then skips it.
 
-    cdef object _output(self, object r):
-        """f's return value as a contiguous dual, or a constant ndarray; shapes checked."""
-        cdef Dual d
+        `tangents` are the pushforward's (None for basis directions).
+        """
+        cdef Py_ssize_t k, count = min(self.state.chunk, self.state.directions)
+        cdef Dual xd = self.input_dual
+        xd.values[...] = x
+        xd.partials[...] = 0
+        partials = xd.partials.reshape(-1, self.state.width)
+        for k in range(count):
+            if tangents is None:
+                partials[k, k] = 1
+            else:
+                partials[:, k] = tangents[k].reshape(-1)
+        r = self.python.f(xd)
         if isinstance(r, Dual):
-            d = <Dual>r
-            if d.tag is not self.tag:
+            if (<Dual>r).tag is not self.tag:
                 raise TypeError("cyad: f returned a dual array of another differentiation "
                                 "(nested differentiation is not supported yet)")
-            if self.out_shape is None:
-                self._set_output((<object>d.values).shape, (<object>d.values).dtype)
-            if not (cnp.PyArray_TYPE(d.values) == self.out_typenum
-                    and _same_dims(d.values, self.out_ndim, self.out_dims)):
-                raise ValueError(f"cyad: f returned shape {(<object>d.values).shape} and dtype "
-                                 f"{(<object>d.values).dtype}, but this prep was made for shape "
-                                 f"{self.out_shape} and dtype {self.out_dtype}")
-            if not (cnp.PyArray_IS_C_CONTIGUOUS(d.values) and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)):
-                d = new_dual(np.asarray(d.values, order="C"), np.asarray(d.partials, order="C"),
-                             d.width, d.tag)
-            return d
-        if self.out_shape is not None and self.out_ndim == 0 and (PyFloat_Check(r) or PyLong_Check(r)):
-            # a scalar constant, written into a buffer of the prep's (no allocation)
-            self._constant[()] = r
-            return self._constant
-        if isinstance(r, (float, int, np.ndarray, np.generic)) and not isinstance(r, (bool, complex)):
-            c = np.asarray(r)
-            if c.dtype.kind not in "biuf":
-                raise TypeError(f"cyad: f returned an array of dtype {c.dtype}")
-            if self.out_shape is None:
-                self._set_output(c.shape, _output_dtype_from(c.dtype, self.dtype))
-            if c.shape != self.out_shape:
-                raise ValueError(f"cyad: f returned shape {c.shape}, but this prep was made for "
-                                 f"shape {self.out_shape}")
-            return np.asarray(c, dtype=self.out_dtype, order="C")
-        raise TypeError("cyad: f must return a dual array (the result of NumPy operations on "
-                        f"its input), an ndarray or a number, not {type(r).__name__}")
+            shape = r.shape
+        else:
+            shape = constant_result(r).shape
+        self.set_output(shape)
+        self.python.store(r)
+        self.state.pending = True
 
-    # -- pushforward family ------------------------------------------------------------
+    # -- operators -------------------------------------------------------------------------
+
+    cdef tuple split_pair(self, object out):
+        if not isinstance(out, tuple) or len(<tuple>out) != 2:
+            raise TypeError("cyad: out= of a value_and_* operator is a pair "
+                            "(value_out, result_out)")
+        return <tuple>out
+
+    cdef object value_buffer(self, object value_out, object y, bint with_value):
+        """Where f's value goes: the caller's buffer (checked), y, a new array, or nowhere."""
+        if not with_value:
+            return None
+        if value_out is not None:
+            self.check_out(value_out, self.out_shape, "the value output")
+            return value_out
+        if self.two_argument:
+            return y
+        return np.empty(self.out_shape, self.dtype)
 
     cdef object pushforward(self, object f, object x, object dx, object y, object out,
                             bint with_value):
         # dx: one tangent, or a tuple of them (a batch)
         cdef bint batch = isinstance(dx, tuple)
         cdef Py_ssize_t given = len(<tuple>dx) if batch else 1
-        cdef Py_ssize_t start, count, k
-        cdef object value_out = None, pair = None
-        cdef object r
-        if given != self.directions:
+        cdef Py_ssize_t k
+        cdef object pair = None, value_out = None, value
+        cdef tuple tangents, outs
+        cdef int status
+        if given != self.state.directions:
             raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
-                             f"{self.directions}")
+                             f"{self.state.directions}")
+        self.bind(f)
+        x = self.input(x)
+        if batch:
+            tangents = tuple([self.batch_tangent(t) for t in <tuple>dx])
+        else:
+            dx = self.tangent(dx)
         if self.two_argument:
             self.check_y(y)
-        if batch:
-            dx = tuple([self._tangent(t) for t in <tuple>dx])
-        else:
-            dx = self._tangent(dx)
         if with_value and out is not None:
             pair = out
-            value_out, out = self._split_value_out(out)
-        start = 0
-        while start < self.directions:
-            count = min(self.chunk, self.directions - start)
-            self.load_x(x)
-            if count < self.width:
-                memset(cnp.PyArray_DATA(self.input_dual.partials), 0, self.x_bytes * self.width)
-            for k in range(count):
-                self._seed_lane((<tuple>dx)[start + k] if batch else dx, k)
-            r = self.evaluate(f, y)
-            if start == 0:
-                out = self._tangent_outputs(out, batch)
-                if with_value:
-                    value_out = self._write_value(r, value_out, y)
-            for k in range(count):
-                self._extract_lane(r, k, (<tuple>out)[start + k] if batch else out)
-            start += count
-        if self.two_argument:
-            memcpy(cnp.PyArray_DATA(<cnp.ndarray>y), cnp.PyArray_DATA(self.y_dual.values),
-                   self.out_bytes)
-        if with_value:
-            return pair if pair is not None else (value_out, out)
-        return out
-
-    cdef object _tangent(self, object t):
-        """A tangent as a contiguous array of x's shape and dtype (or a number for scalar x)."""
-        if _is_exact(t, self.x_typenum, self.x_ndim, self.x_dims):
-            return t
-        if self.x_ndim == 0 and (PyFloat_Check(t) or PyLong_Check(t)):
-            return t
-        if isinstance(t, _DualType):
-            raise TypeError("cyad: a tangent is a dual array: nested differentiation is not "
-                            "supported yet")
-        if np.shape(t) != self.x_shape:
-            raise ValueError(f"cyad: a tangent has shape {np.shape(t)}, but x has shape "
-                             f"{self.x_shape}")
-        return np.asarray(t, dtype=self.dtype, order="C")
-
-    cdef _seed_lane(self, object t, Py_ssize_t lane):
-        """Lane `lane` of the input partials = the tangent t."""
-        cdef cnp.ndarray p = self.input_dual.partials
-        if not cnp.PyArray_Check(t):
-            if self.x_typenum == cnp.NPY_FLOAT64:
-                (<double*>cnp.PyArray_DATA(p))[lane] = <double>t
-            else:
-                (<float*>cnp.PyArray_DATA(p))[lane] = <float><double>t
-        elif self.width == 1:
-            memcpy(cnp.PyArray_DATA(p), cnp.PyArray_DATA(<cnp.ndarray>t), self.x_bytes)
-        elif self.x_typenum == cnp.NPY_FLOAT64:
-            put_lane(<double*>cnp.PyArray_DATA(<cnp.ndarray>t), self.n_x,
-                     <double*>cnp.PyArray_DATA(p), self.width, lane)
-        else:
-            put_lane(<float*>cnp.PyArray_DATA(<cnp.ndarray>t), self.n_x,
-                     <float*>cnp.PyArray_DATA(p), self.width, lane)
-
-    cdef object _tangent_outputs(self, object out, bint batch):
-        # the arrays receiving J.dx: given (checked) or new
-        cdef Py_ssize_t k
+            value_out, out = self.split_pair(out)
+        if self.out_shape is None:
+            self.discover(x, tangents if batch else (dx,))
         if out is None:
-            if batch:
-                return tuple([np.empty(self.out_shape, self.out_dtype)
-                              for k in range(self.directions)])
-            return np.empty(self.out_shape, self.out_dtype)
-        if batch:
-            if not isinstance(out, tuple) or len(<tuple>out) != self.directions:
-                raise TypeError(f"cyad: out= must be a tuple of {self.directions} arrays, one per "
-                                "tangent")
-            for k in range(self.directions):
+            out = tuple([np.empty(self.out_shape, self.dtype) for k in range(given)]) if batch \
+                else np.empty(self.out_shape, self.dtype)
+        elif batch:
+            if not isinstance(out, tuple) or len(<tuple>out) != given:
+                raise TypeError(f"cyad: out= must be a tuple of {given} arrays, one per tangent")
+            for k in range(given):
                 self.check_out((<tuple>out)[k], self.out_shape, "out")
         else:
             self.check_out(out, self.out_shape, "out")
+        value = self.value_buffer(value_out, y, with_value)
+        if batch:
+            for k in range(given):
+                self.tangents[k] = _data(tangents[k])
+                self.outs[k] = _data((<tuple>out)[k])
+        else:
+            self.tangents[0] = _data(dx)
+            self.outs[0] = _data(out)
+        status = self._run_pushforward(x, y, value)
+        self.state.pending = False
+        self.raise_for(status)
+        if with_value:
+            return pair if pair is not None else (value, out)
         return out
 
-    cdef _extract_lane(self, object r, Py_ssize_t lane, object dst):
-        cdef Dual d
-        cdef cnp.ndarray a = <cnp.ndarray>dst
-        if not isinstance(r, Dual):
-            memset(cnp.PyArray_DATA(a), 0, self.out_bytes)
-            return
-        d = <Dual>r
-        if self.width == 1:
-            memcpy(cnp.PyArray_DATA(a), cnp.PyArray_DATA(d.partials), self.out_bytes)
-        elif self.out_typenum == cnp.NPY_FLOAT64:
-            get_lane(<double*>cnp.PyArray_DATA(d.partials), self.n_out, self.width, lane,
-                     <double*>cnp.PyArray_DATA(a))
-        else:
-            get_lane(<float*>cnp.PyArray_DATA(d.partials), self.n_out, self.width, lane,
-                     <float*>cnp.PyArray_DATA(a))
-
-    # -- values ------------------------------------------------------------------------
-
-    cdef tuple _split_value_out(self, object out):
-        if not isinstance(out, tuple) or len(<tuple>out) != 2:
-            raise TypeError("cyad: out= of a value_and_* operator is a pair "
-                            "(value_out, result_out)")
-        return <tuple>out
-
-    cdef object _write_value(self, object r, object value_out, object y):
-        """The primal output: into value_out when given, else a new array (a float for 0-d)."""
-        src = (<Dual>r).values if isinstance(r, Dual) else r
-        if value_out is None:
-            if self.two_argument:
-                return y
-            if self.n_out == 1 and not self.out_shape:
-                return float(src[()])
-            return src.copy()
-        self.check_out(value_out, self.out_shape, "the value output")
-        if value_out is not y:
-            memcpy(cnp.PyArray_DATA(<cnp.ndarray>value_out), cnp.PyArray_DATA(<cnp.ndarray>src),
-                   self.out_bytes)
-        return value_out
-
-    # -- Jacobian family (gradient is the Jacobian of a scalar) -----------------------
+    cdef int _run_pushforward(self, object x, object y, object value):
+        cdef void* yp = NULL if y is None else _data(y)
+        cdef void* vp = NULL if value is None else _data(value)
+        if self.state.float32:
+            return run_pushforward(&self.state, <float*>_data(x), <const float* const*>self.tangents,
+                                   <float*>yp, <float*>vp, <float**>self.outs)
+        return run_pushforward(&self.state, <double*>_data(x), <const double* const*>self.tangents,
+                               <double*>yp, <double*>vp, <double**>self.outs)
 
     cdef object jacobian(self, object f, object x, object y, object out, bint with_value):
-        cdef Py_ssize_t evaluation, start, count
-        cdef object value_out = None, pair = None
-        cdef object r
+        cdef object pair = None, value_out = None, value
+        cdef int status
+        self.bind(f)
+        x = self.input(x)
         if self.two_argument:
             self.check_y(y)
         if with_value and out is not None:
             pair = out
-            value_out, out = self._split_value_out(out)
-        for evaluation in range(self.evaluations):
-            start = evaluation * self.chunk
-            count = min(self.chunk, self.directions - start)
-            self.load_x(x)
-            self._seed_basis(start, count)
-            r = self.evaluate(f, y)
-            if evaluation == 0:
-                if self.family == GRADIENT and self.out_shape != ():
-                    raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returned shape "
-                                     f"{self.out_shape}; use jacobian")
-                out = self._jacobian_output(out)
-                if with_value:
-                    value_out = self._write_value(r, value_out, y)
-            self._extract_columns(r, start, count, out)
-        if self.two_argument:
-            memcpy(cnp.PyArray_DATA(<cnp.ndarray>y), cnp.PyArray_DATA(self.y_dual.values),
-                   self.out_bytes)
-        if with_value:
-            return pair if pair is not None else (value_out, out)
-        return out
-
-    cdef _seed_basis(self, Py_ssize_t start, Py_ssize_t count):
-        cdef cnp.ndarray p = self.input_dual.partials
-        if self.x_typenum == cnp.NPY_FLOAT64:
-            put_basis(<double*>cnp.PyArray_DATA(p), self.n_x, self.width, start, count)
-        else:
-            put_basis(<float*>cnp.PyArray_DATA(p), self.n_x, self.width, start, count)
-
-    cdef object _jacobian_output(self, object out):
+            value_out, out = self.split_pair(out)
+        if self.out_shape is None:
+            self.discover(x, None)
+        if self.family == GRADIENT and self.out_shape != ():
+            raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returned shape "
+                             f"{self.out_shape}; use jacobian")
         shape = self.out_shape + self.x_shape
         if out is None:
-            return np.empty(shape, self.out_dtype)
-        self.check_out(out, shape, "out")
+            out = np.empty(shape, self.dtype)
+        else:
+            self.check_out(out, shape, "out")
+        value = self.value_buffer(value_out, y, with_value)
+        status = self._run_jacobian(x, y, value, out)
+        self.state.pending = False
+        self.raise_for(status)
+        if with_value:
+            return pair if pair is not None else (value, out)
         return out
 
-    cdef _extract_columns(self, object r, Py_ssize_t start, Py_ssize_t count, object out):
-        cdef Dual d
-        cdef cnp.ndarray a = <cnp.ndarray>out
-        if not isinstance(r, Dual):
-            if start == 0:
-                memset(cnp.PyArray_DATA(a), 0, cnp.PyArray_NBYTES(a))
-            return
-        d = <Dual>r
-        if self.out_typenum == cnp.NPY_FLOAT64:
-            get_columns(<double*>cnp.PyArray_DATA(d.partials), self.n_out, self.width, count,
-                        <double*>cnp.PyArray_DATA(a), self.n_x, start)
-        else:
-            get_columns(<float*>cnp.PyArray_DATA(d.partials), self.n_out, self.width, count,
-                        <float*>cnp.PyArray_DATA(a), self.n_x, start)
+    cdef int _run_jacobian(self, object x, object y, object value, object out):
+        cdef void* yp = NULL if y is None else _data(y)
+        cdef void* vp = NULL if value is None else _data(value)
+        if self.state.float32:
+            return run_jacobian(&self.state, <float*>_data(x), <float*>yp, <float*>vp,
+                                <float*>_data(out))
+        return run_jacobian(&self.state, <double*>_data(x), <double*>yp, <double*>vp,
+                            <double*>_data(out))
 
 
-cdef object _output_dtype(object y):
+cdef object _fill(cnp.ndarray a, object number):
+    # a 0-d array of the prep's set to a Python number, without allocating
+    if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT32:
+        (<float*>cnp.PyArray_DATA(a))[0] = <float><double>number
+    else:
+        (<double*>cnp.PyArray_DATA(a))[0] = <double>number
+    return a
+
+
+cdef _check_y_dtype(object y, object dtype):
     if not isinstance(y, np.ndarray):
         raise TypeError(f"cyad: y must be a NumPy array, not {type(y).__name__}")
-    if y.dtype != np.float64 and y.dtype != np.float32:
-        raise TypeError(f"cyad: y must hold float64 or float32, not {y.dtype}")
-    return y.dtype
-
-
-cdef object _output_dtype_from(object dtype, object x_dtype):
-    # a constant output takes x's dtype, or float64 when it is wider
-    return np.dtype(np.float64) if dtype == np.float64 else x_dtype
+    if y.dtype != dtype:
+        raise ValueError(f"cyad: y has dtype {y.dtype}, but x is differentiated in {dtype}; "
+                         "give y the same dtype")

@@ -243,4 +243,4 @@ cdef object _scalar_result(object r, object out):
 cdef object _scalar_pair(tuple r, object out):
     if out is not None:
         return out
-    return (r[0], _scalar_result(r[1], None))
+    return (_scalar_result(r[0], None), _scalar_result(r[1], None))

@@ -23,3 +23,39 @@ ctypedef struct cyad_function:
     cyad_f64 f64
     cyad_f32 f32
     void* context
+
+
+cimport numpy as cnp
+from cyad._dual cimport Dual
+
+cdef class FunctionWrapper:
+    cdef cyad_function function
+    cdef readonly object callable      # the Python callable, when it is one
+    cdef readonly object out_shape     # a C function's output shape, if declared
+    cdef readonly str kind
+    cdef list owner                    # keeps the functions and their contexts alive
+
+    cdef _copy(self, FunctionWrapper other)
+    cdef _add(self, object f, object user_data)
+
+
+cdef class PythonFunction:
+    cdef object f
+    cdef bint two_argument
+    cdef Dual x_dual
+    cdef Dual y_dual
+    cdef readonly object error
+
+    cdef int run(self, const char* x, const char* dx, char* y, char* dy) noexcept
+    cdef store(self, object r)
+
+
+cdef int python_f64(const double* x, const double* dx, double* y, double* dy,
+                    Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
+                    void* context) noexcept nogil
+
+cdef int python_f32(const float* x, const float* dx, float* y, float* dy,
+                    Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
+                    void* context) noexcept nogil
+
+cpdef bint is_c_function(object f)

@@ -1,0 +1,337 @@
+"""FunctionWrapper: any callable behind cyad's one dual-level C signature.
+
+The outer routines of cyad (seeding, chunk loops, extraction) are compiled once
+and reach the user's function through a `cyad_function`: a function pointer per
+dtype and a context pointer. A FunctionWrapper fills that struct from whatever
+the user has - a PyCapsule (a Cython `cdef` function from a module's
+`__pyx_capi__`, or any capsule named by its signature), a `scipy.LowLevelCallable`,
+a ctypes or cffi function pointer, a numba `cfunc` - and keeps alive whatever owns
+the function and its context. A Python callable is wrapped too: a prep binds it to
+its dual arrays through `PythonFunction`, whose trampolines have the same
+signature, so it runs through the very same routines.
+"""
+import ctypes
+
+import numpy as np
+
+cimport numpy as cnp
+from cpython.pycapsule cimport (PyCapsule_CheckExact, PyCapsule_GetContext, PyCapsule_GetName,
+                                PyCapsule_GetPointer, PyCapsule_IsValid)
+from libc.string cimport memcpy, memset
+
+from cyad._dual cimport Dual, new_dual
+
+cnp.import_array()
+
+F64_SIGNATURE = ("int (double const *, double const *, double *, double *, "
+                 "Py_ssize_t, Py_ssize_t, Py_ssize_t, void *)")
+F32_SIGNATURE = ("int (float const *, float const *, float *, float *, "
+                 "Py_ssize_t, Py_ssize_t, Py_ssize_t, void *)")
+
+# the status a trampoline returns when the Python callable raised (the exception is kept)
+cdef enum:
+    PYTHON_ERROR = -1
+
+
+class FunctionError(RuntimeError):
+    """A C-level function reported failure: `status` is the nonzero int it returned."""
+
+    def __init__(self, status):
+        super().__init__(f"cyad: the differentiated C function returned status {status}")
+        self.status = status
+
+
+def _normalise(signature):
+    """A C signature with spacing, `const` and the spelling of the size type ironed out."""
+    sizes = {"Py_ssize_t", "ssize_t", "intptr_t"}
+    if ctypes.sizeof(ctypes.c_long) == ctypes.sizeof(ctypes.c_ssize_t):
+        sizes.add("long")
+    head, _, params = signature.partition("(")
+    parts = []
+    for part in [head] + params.rstrip(") ").split(","):
+        words = part.replace("*", " * ").split()
+        words = ["ssize" if w in sizes else w for w in words if w != "const"]
+        parts.append(" ".join(words))
+    return parts
+
+
+_F64 = _normalise(F64_SIGNATURE)
+_F32 = _normalise(F32_SIGNATURE)
+
+
+def _signature_error(got):
+    return TypeError(f"cyad: a function of signature {got!r} cannot be differentiated; "
+                     f"the accepted signatures are\n  {F64_SIGNATURE}\n  {F32_SIGNATURE}")
+
+
+cdef class FunctionWrapper:
+    """A function to differentiate, behind cyad's dual-level C signature.
+
+    Parameters
+    ----------
+    *functions
+        A Python callable, or one or two C-level functions of cyad's signature
+        (one for float64, one for float32): PyCapsules whose name is the
+        signature (as in a Cython module's ``__pyx_capi__``),
+        ``scipy.LowLevelCallable`` objects, ctypes or cffi function pointers,
+        numba ``cfunc`` objects.
+    user_data : optional
+        The context pointer passed to a C function: a PyCapsule, a ctypes
+        pointer or an int address. A capsule or LowLevelCallable brings its own.
+    out_shape : tuple of int, optional
+        The output shape of a C function, needed to call it in the
+        one-argument form (in the two-argument form ``y`` gives it).
+
+    Notes
+    -----
+    The signature (float64; float32 likewise)::
+
+        int f(const double* x, const double* dx, double* y, double* dy,
+              Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width, void* context)
+
+    ``dx`` is ``n_x x width`` and ``dy`` is ``n_y x width``, row-major. On entry
+    ``y`` holds the output's current values and ``dy`` is zero; f writes both
+    and returns 0, or a nonzero status that cyad raises as `FunctionError`.
+    """
+
+    def __init__(self, *functions, user_data=None, out_shape=None):
+        if not functions:
+            raise TypeError("cyad: FunctionWrapper needs a function")
+        self.owner = []
+        self.callable = None
+        if len(functions) == 1 and isinstance(functions[0], FunctionWrapper):
+            self._copy(functions[0])
+        elif len(functions) == 1 and _is_python_callable(functions[0]):
+            self.callable = functions[0]
+            self.kind = "python"
+        else:
+            for f in functions:
+                self._add(f, user_data)
+        if isinstance(out_shape, (int, np.integer)):
+            out_shape = (out_shape,)
+        self.out_shape = None if out_shape is None else tuple(int(n) for n in out_shape)
+        if self.callable is not None and out_shape is not None:
+            raise TypeError("cyad: out_shape is for C functions; a Python callable's output "
+                            "shape is learned from its result")
+
+    cdef _copy(self, FunctionWrapper other):
+        self.function = other.function
+        self.callable = other.callable
+        self.kind = other.kind
+        self.owner = other.owner
+
+    cdef _add(self, object f, object user_data):
+        """Take the function pointer (and context) of one C-level function."""
+        cdef void* pointer
+        cdef void* context = _address(user_data)
+        kind, signature, address, owner = _c_function(f)
+        if context == NULL and kind in ("capsule", "LowLevelCallable"):
+            context = _capsule_context(owner)
+        pointer = <void*><size_t>address
+        normal = _normalise(signature)
+        if normal == _F64:
+            if self.function.f64 != NULL:
+                raise TypeError("cyad: two float64 functions given")
+            self.function.f64 = <cyad_f64>pointer
+        elif normal == _F32:
+            if self.function.f32 != NULL:
+                raise TypeError("cyad: two float32 functions given")
+            self.function.f32 = <cyad_f32>pointer
+        else:
+            raise _signature_error(signature)
+        if context != NULL:
+            if self.function.context != NULL and self.function.context != context:
+                raise TypeError("cyad: the float64 and float32 functions have different contexts")
+            self.function.context = context
+        self.kind = kind
+        self.owner.extend([f, owner, user_data])
+
+    @property
+    def supports_float64(self):
+        return self.callable is not None or self.function.f64 != NULL
+
+    @property
+    def supports_float32(self):
+        return self.callable is not None or self.function.f32 != NULL
+
+    def __repr__(self):
+        dtypes = [name for name, ok in (("float64", self.supports_float64),
+                                        ("float32", self.supports_float32)) if ok]
+        return f"<cyad.FunctionWrapper of a {self.kind} function for {'/'.join(dtypes)}>"
+
+
+cdef bint _is_python_callable(object f):
+    return callable(f) and not is_c_function(f)
+
+
+cpdef bint is_c_function(object f):
+    """Whether f is one of the C-level function objects FunctionWrapper takes."""
+    return (PyCapsule_CheckExact(f) or isinstance(f, ctypes._CFuncPtr)
+            or type(f).__module__ == "_cffi_backend" or type(f).__name__ == "LowLevelCallable"
+            or isinstance(getattr(f, "ctypes", None), ctypes._CFuncPtr))
+
+
+def _c_function(f):
+    """(kind, signature, address, owner) of a C-level function object."""
+    if PyCapsule_CheckExact(f):
+        return "capsule", _capsule_name(f), _capsule_pointer(f), f
+    if type(f).__name__ == "LowLevelCallable":
+        capsule = f.function
+        return "LowLevelCallable", _capsule_name(capsule), _capsule_pointer(capsule), capsule
+    if isinstance(f, ctypes._CFuncPtr):
+        return "ctypes", _ctypes_signature(f), ctypes.cast(f, ctypes.c_void_p).value, f
+    if type(f).__module__ == "_cffi_backend":
+        import cffi
+        ffi = cffi.FFI()
+        signature = ffi.getctype(ffi.typeof(f)).replace("(*)", " ")
+        return "cffi", signature, int(ffi.cast("uintptr_t", f)), f
+    if hasattr(f, "ctypes") and isinstance(f.ctypes, ctypes._CFuncPtr):  # a numba cfunc
+        return "numba", _ctypes_signature(f.ctypes), ctypes.cast(f.ctypes, ctypes.c_void_p).value, f
+    raise TypeError(f"cyad: cannot differentiate a {type(f).__name__}; pass a Python callable or "
+                    "a C function of cyad's signature (PyCapsule, scipy.LowLevelCallable, ctypes, "
+                    "cffi or numba cfunc)")
+
+
+cdef str _capsule_name(object capsule):
+    cdef const char* name = PyCapsule_GetName(capsule)
+    if name == NULL:
+        raise _signature_error(None)
+    return name.decode()
+
+
+cdef size_t _capsule_pointer(object capsule) except? 0:
+    return <size_t>PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
+
+
+cdef void* _capsule_context(object capsule) except? NULL:
+    return PyCapsule_GetContext(capsule)
+
+
+_CTYPES_NAMES = {
+    ctypes.c_int: "int", ctypes.c_double: "double", ctypes.c_float: "float",
+    ctypes.c_ssize_t: "Py_ssize_t", ctypes.c_void_p: "void *",
+    ctypes.POINTER(ctypes.c_double): "double *", ctypes.POINTER(ctypes.c_float): "float *",
+}
+
+
+def _ctypes_signature(f):
+    names = [_CTYPES_NAMES.get(t, getattr(t, "__name__", str(t))) for t in f.argtypes or ()]
+    return f"{_CTYPES_NAMES.get(f.restype, getattr(f.restype, '__name__', 'void'))} ({', '.join(names)})"
+
+
+cdef void* _address(object user_data) except? NULL:
+    if user_data is None:
+        return NULL
+    if PyCapsule_CheckExact(user_data):
+        return PyCapsule_GetPointer(user_data, PyCapsule_GetName(user_data))
+    if isinstance(user_data, int):
+        return <void*><size_t>user_data
+    return <void*><size_t>ctypes.cast(user_data, ctypes.c_void_p).value
+
+
+# -- Python callables behind the C signature -------------------------------------------
+
+cdef class PythonFunction:
+    """A Python callable bound to a prep's dual arrays, callable through cyad's signature.
+
+    The trampolines below take the GIL, copy any buffer that is not the dual
+    arrays' own into them, call the callable and copy the result out. An
+    exception raised by the callable is kept in `error` and reported as
+    PYTHON_ERROR; the caller re-raises it.
+    """
+
+    def __init__(self, object f, bint two_argument, Dual x_dual):
+        self.f = f
+        self.two_argument = two_argument
+        self.x_dual = x_dual
+        self.y_dual = None
+        self.error = None
+
+    cdef int run(self, const char* x, const char* dx, char* y, char* dy) noexcept:
+        """Evaluate on the given buffers (NULL y: the one-argument form learns the output)."""
+        cdef Dual xd = self.x_dual, yd = self.y_dual
+        try:
+            _copy_in(xd.values, x)
+            _copy_in(xd.partials, dx)
+            if self.two_argument:
+                _copy_in(yd.values, y)
+                memset(cnp.PyArray_DATA(yd.partials), 0, cnp.PyArray_NBYTES(yd.partials))
+                self.f(yd, xd)
+            else:
+                self.store(self.f(xd))
+            _copy_out(yd.values, y)
+            _copy_out(yd.partials, dy)
+            return 0
+        except BaseException as error:
+            self.error = error
+            return PYTHON_ERROR
+
+    cdef store(self, object r):
+        """Put a one-argument f's result into y_dual (checked against it)."""
+        cdef Dual d, yd = self.y_dual
+        if isinstance(r, Dual):
+            d = <Dual>r
+            if d.tag is not yd.tag:
+                raise TypeError("cyad: f returned a dual array of another differentiation "
+                                "(nested differentiation is not supported yet)")
+            if not cnp.PyArray_SAMESHAPE(d.values, yd.values):
+                raise _changed_output(r.shape, yd)
+            if (cnp.PyArray_TYPE(d.values) == cnp.PyArray_TYPE(yd.values)
+                    and cnp.PyArray_IS_C_CONTIGUOUS(d.values) and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)):
+                memcpy(cnp.PyArray_DATA(yd.values), cnp.PyArray_DATA(d.values),
+                       cnp.PyArray_NBYTES(yd.values))
+                memcpy(cnp.PyArray_DATA(yd.partials), cnp.PyArray_DATA(d.partials),
+                       cnp.PyArray_NBYTES(yd.partials))
+            else:
+                # another layout, or a dtype f promoted to: cast to the prep's dtype
+                yd.values[...] = d.values
+                yd.partials[...] = d.partials
+            return
+        if cnp.PyArray_NDIM(yd.values) == 0 and isinstance(r, (float, int)) and not isinstance(r, bool):
+            (<object>yd.values)[()] = r
+        else:
+            c = constant_result(r)
+            if c.shape != (<object>yd.values).shape:
+                raise _changed_output(c.shape, yd)
+            yd.values[...] = c
+        memset(cnp.PyArray_DATA(yd.partials), 0, cnp.PyArray_NBYTES(yd.partials))
+
+
+def constant_result(r):
+    """A constant returned by f as an ndarray (zero derivative), or TypeError."""
+    if isinstance(r, (float, int, np.ndarray, np.generic)) and not isinstance(r, (bool, complex)):
+        c = np.asarray(r)
+        if c.dtype.kind in "biuf":
+            return c
+        raise TypeError(f"cyad: f returned an array of dtype {c.dtype}")
+    raise TypeError("cyad: f must return a dual array (the result of NumPy operations on "
+                    f"its input), an ndarray or a number, not {type(r).__name__}")
+
+
+cdef object _changed_output(shape, Dual expected):
+    return ValueError(f"cyad: f returned shape {shape}, but this prep was made for shape "
+                      f"{(<object>expected.values).shape}")
+
+
+cdef inline void _copy_in(cnp.ndarray a, const char* src) noexcept:
+    if src != <char*>cnp.PyArray_DATA(a):
+        memcpy(cnp.PyArray_DATA(a), src, cnp.PyArray_NBYTES(a))
+
+
+cdef inline void _copy_out(cnp.ndarray a, char* dst) noexcept:
+    if dst != <char*>cnp.PyArray_DATA(a):
+        memcpy(dst, cnp.PyArray_DATA(a), cnp.PyArray_NBYTES(a))
+
+
+cdef int python_f64(const double* x, const double* dx, double* y, double* dy,
+                    Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
+                    void* context) noexcept nogil:
+    with gil:
+        return (<PythonFunction>context).run(<const char*>x, <const char*>dx, <char*>y, <char*>dy)
+
+
+cdef int python_f32(const float* x, const float* dx, float* y, float* dy,
+                    Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
+                    void* context) noexcept nogil:
+    with gil:
+        return (<PythonFunction>context).run(<const char*>x, <const char*>dx, <char*>y, <char*>dy)
