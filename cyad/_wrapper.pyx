@@ -176,7 +176,7 @@ def _c_function(f):
     if PyCapsule_CheckExact(f):
         return "capsule", _capsule_name(f), _capsule_pointer(f), f
     if type(f).__name__ == "LowLevelCallable":
-        capsule = f.function
+        capsule = tuple.__getitem__(f, 0)  # the capsule it made; `.function` is what it was given
         return "LowLevelCallable", _capsule_name(capsule), _capsule_pointer(capsule), capsule
     if isinstance(f, ctypes._CFuncPtr):
         return "ctypes", _ctypes_signature(f), ctypes.cast(f, ctypes.c_void_p).value, f
