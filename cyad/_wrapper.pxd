@@ -39,6 +39,10 @@ cdef class FunctionWrapper:
     cdef _add(self, object f, object user_data)
 
 
+cdef FunctionWrapper wrap(cyad_f64 f64, cyad_f32 f32, void* context, object out_shape=*,
+                          object owner=*)
+
+
 cdef class PythonFunction:
     cdef object f
     cdef bint two_argument

@@ -107,9 +107,8 @@ cdef class FunctionWrapper:
         else:
             for f in functions:
                 self._add(f, user_data)
-        if isinstance(out_shape, (int, np.integer)):
-            out_shape = (out_shape,)
-        self.out_shape = None if out_shape is None else tuple(int(n) for n in out_shape)
+        if out_shape is not None or not self.out_shape:
+            self.out_shape = _shape(out_shape)
         if self.callable is not None and out_shape is not None:
             raise TypeError("cyad: out_shape is for C functions; a Python callable's output "
                             "shape is learned from its result")
@@ -119,6 +118,7 @@ cdef class FunctionWrapper:
         self.callable = other.callable
         self.kind = other.kind
         self.owner = other.owner
+        self.out_shape = other.out_shape
 
     cdef _add(self, object f, object user_data):
         """Take the function pointer (and context) of one C-level function."""
@@ -158,6 +158,34 @@ cdef class FunctionWrapper:
         dtypes = [name for name, ok in (("float64", self.supports_float64),
                                         ("float32", self.supports_float32)) if ok]
         return f"<cyad.FunctionWrapper of a {self.kind} function for {'/'.join(dtypes)}>"
+
+
+cdef FunctionWrapper wrap(cyad_f64 f64, cyad_f32 f32, void* context, object out_shape=None,
+                          object owner=None):
+    """A FunctionWrapper of C functions of cyad's signature (either may be NULL).
+
+    For Cython code that has the function itself; `owner` is kept alive with the
+    wrapper (for example whatever `context` points into).
+    """
+    cdef FunctionWrapper w = FunctionWrapper.__new__(FunctionWrapper)
+    if f64 == NULL and f32 == NULL:
+        raise TypeError("cyad: wrap needs a float64 or a float32 function")
+    w.function.f64 = f64
+    w.function.f32 = f32
+    w.function.context = context
+    w.kind = "cython"
+    w.owner = [owner]
+    w.callable = None
+    w.out_shape = _shape(out_shape)
+    return w
+
+
+cdef object _shape(object out_shape):
+    if out_shape is None:
+        return None
+    if isinstance(out_shape, (int, np.integer)):
+        return (int(out_shape),)
+    return tuple(int(n) for n in out_shape)
 
 
 cdef bint _is_python_callable(object f):

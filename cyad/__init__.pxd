@@ -1,0 +1,26 @@
+# cyad's C-level surface, for Cython code: `cimport cyad` (and `from cyad.dual cimport *`
+# for the dual element types and rule functions). Build with cyad.get_include() on
+# Cython's include path.
+#
+# Conventions (stable):
+# - The dual-level signature (cyad._wrapper): a function evaluates y = f(x) on buffers
+#   x (n_x), dx (n_x x width), y (n_y), dy (n_y x width), row-major, C-contiguous; on
+#   entry y holds the output's current values and dy is zero; it returns 0 or a nonzero
+#   status. cyad_f64 and cyad_f32 are its float64 and float32 forms.
+# - `wrap(f64, f32, context)` makes a FunctionWrapper of such functions for the Python
+#   operators and the prepare_* functions (f64 or f32 may be NULL).
+# - Prepare with the GIL (cyad.prepare_jacobian(...) etc.), get `prep_state(prep)`, then
+#   call the *_nogil entry points inside `with nogil:` on raw pointers of the prep's
+#   dtype and shapes. y is the two-argument form's in/out output (NULL in the
+#   one-argument form); `value` receives f(x) and may be NULL. They return 0, the
+#   function's own status, PYTHON_ERROR (a Python callable raised: call
+#   prep.raise_for_status(status) with the GIL) or WRONG_CALL (another dtype or
+#   operator than the prep's).
+# - A prep belongs to one thread at a time; preps on different threads run in
+#   parallel without the GIL when their functions are C functions.
+
+from cyad._wrapper cimport cyad_f64, cyad_f32, cyad_function, FunctionWrapper, wrap
+from cyad._core cimport (
+    cyad_prep, Prep, prep_state, PYTHON_ERROR, WRONG_CALL,
+    pushforward_nogil, value_and_pushforward_nogil, gradient_nogil, jacobian_nogil,
+)
