@@ -13,7 +13,7 @@ so one singular entry cannot poison the directions that do not touch it.
 """
 from libc.math cimport isfinite
 from cyad._fused cimport real, lanes, lanes1, lanes2, lanes4, lanes8, lanes16
-from cyad._rules cimport unary_rule, binary_rule
+from cyad._rules cimport unary_rule, binary_rule, careful_product
 
 
 cdef Py_ssize_t lane_count(Py_ssize_t chunk) noexcept nogil:
@@ -49,10 +49,6 @@ cdef inline void combine_row(lanes* tag, Py_ssize_t blocks, double da, const rea
         pa += sizeof(lanes)
         pb += sizeof(lanes)
         out += sizeof(lanes)
-
-
-cdef inline double careful_product(double d, double p) noexcept nogil:
-    return 0.0 if p == 0.0 else d * p
 
 
 cdef void careful_row(Py_ssize_t row, double da, const real* pa,

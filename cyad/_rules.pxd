@@ -18,7 +18,7 @@
 #                           minimum(maximum(x, lo), hi), so at x == lo it is 1/2.
 #   maximum/minimum NaN     the NaN operand propagates, and so does its derivative (1, other 0).
 #   sqrt, cbrt at 0         the derivative is +inf; a lane whose incoming tangent is 0
-#                           contributes 0, never 0 * inf = nan (see _kernels.pyx).
+#                           contributes 0, never 0 * inf = nan (careful_product below).
 #                           (So does any other infinite or NaN coefficient.)
 #   x**y at x = 0           d/dx = 0 when y == 0 (x**0 is constant 1), else y*x**(y-1)
 #                           (1 for y == 1, 0 for y > 1, +inf for 0 < y < 1);
@@ -32,6 +32,10 @@
 # Derivatives keep full relative precision where the textbook form cancels:
 # expm1' = exp (not expm1 + 1), tanh' = 1/cosh^2 (not 1 - tanh^2), and 1 - x^2 is
 # computed as (1 - x)(1 + x) for arcsin, arccos and arctanh near |x| = 1.
+
+# cython: cdivision=True
+# Inline functions are compiled into every module that cimports them; the directive
+# keeps their divisions plain C divisions (IEEE inf and nan) whatever that module's.
 
 from libc.math cimport (
     sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, asinh, acosh, atanh,
@@ -161,3 +165,9 @@ cdef inline double binary_rule(int op, double a, double b, double* da, double* d
     elif op == LOGADDEXP2:    v = _logaddexp2(a, b);         da[0] = exp2(a - v);        db[0] = exp2(b - v)
     else:                     v = NAN;                       da[0] = NAN;                db[0] = NAN
     return v
+
+
+cdef inline double careful_product(double d, double p) noexcept nogil:
+    # d * p for a derivative coefficient d and a tangent p; a zero tangent gives 0
+    # even where d is infinite or NaN
+    return 0.0 if p == 0.0 else d * p
