@@ -1,8 +1,16 @@
+import importlib.machinery
+import importlib.util
 import itertools
 import os
+import pathlib
+import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
 
 
 def _allocations(fn, loops):
@@ -43,3 +51,65 @@ def allocations_per_call():
         return (_allocations(fn, long) - _allocations(fn, short)) / (long - short)
 
     return measure
+
+
+# -- Cython code built against the installed cyad, once per session ------------------------
+
+# Cython's default directives, as in a user's module (the .pxd files must not depend on
+# the directives of the module that cimports them).
+_CYTHONIZE = """
+import sys
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+setup(
+    name=sys.argv[1],
+    ext_modules=cythonize([Extension(sys.argv[1], [sys.argv[1] + ".pyx"],
+                                     include_dirs=[sys.argv[3]])],
+                          include_path=[sys.argv[2]], compiler_directives={"language_level": 3}),
+    script_args=["build_ext", "--inplace"],
+)
+"""
+
+
+def _load(name, folder):
+    path = next(folder / (name + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES
+                if (folder / (name + suffix)).exists())
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(command, cwd, what):
+    # tools installed beside this Python (meson, ninja) are found even without an activated venv
+    env = dict(os.environ, PATH=os.pathsep.join([os.path.dirname(sys.executable),
+                                                 os.environ.get("PATH", "")]))
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        pytest.fail(f"{what} failed:\n{done.stdout}\n{done.stderr}")
+
+
+@pytest.fixture(scope="session")
+def c_hooks(tmp_path_factory):
+    """tests/c_hooks.pyx, compiled with cythonize against cyad.get_include()."""
+    import cyad
+    import numpy
+
+    tmp = tmp_path_factory.mktemp("c_hooks")
+    shutil.copy(HERE / "c_hooks.pyx", tmp)
+    _run([sys.executable, "-c", _CYTHONIZE, "c_hooks", cyad.get_include(), numpy.get_include()],
+         tmp, "building c_hooks.pyx")
+    return _load("c_hooks", tmp)
+
+
+@pytest.fixture(scope="session")
+def example(tmp_path_factory):
+    """The user-style project examples/cython, built with its own meson.build."""
+    source = HERE.parent / "examples" / "cython"
+    tmp = tmp_path_factory.mktemp("example") / "cython"
+    shutil.copytree(source, tmp)
+    meson = [sys.executable, "-m", "mesonbuild.mesonmain"]
+    _run(meson + ["setup", "build"], tmp, "meson setup of the example")
+    _run(meson + ["compile", "-C", "build"], tmp, "building the example")
+    return _load("cyad_examples", tmp / "build")

@@ -83,4 +83,5 @@ def test_cyad_adds_nothing_to_what_f_allocates(operator, allocations_per_call):
     per_evaluation = allocations_per_call(lambda: f(prep.input_dual))
     assert prep.evaluations == 3
     assert per_evaluation > 0
-    assert per_call == prep.evaluations * per_evaluation
+    # (to within a rare amortised resize somewhere in the interpreter: < 1 per 100 calls)
+    assert per_call == pytest.approx(prep.evaluations * per_evaluation, abs=0.01)

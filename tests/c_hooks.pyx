@@ -1,0 +1,150 @@
+# Built once per test session against the installed cyad (conftest.py): hooks that run
+# cyad's dual elements and its nogil entry points from C.
+import numpy as np
+
+cimport cyad
+from cyad.dual cimport *
+
+
+# -- nogil entry points from threads ------------------------------------------------------
+
+cdef extern from *:
+    """
+    static int cyad_test_arrive(int *count) { return __atomic_add_fetch(count, 1, __ATOMIC_SEQ_CST); }
+    static int cyad_test_count(int *count) { return __atomic_load_n(count, __ATOMIC_SEQ_CST); }
+    """
+    int cyad_test_arrive(int* count) nogil
+    int cyad_test_count(int* count) nogil
+
+
+cdef int together(const double* x, const double* dx, double* y, double* dy,
+                  Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
+                  void* context) noexcept nogil:
+    """y = x, once `context` (an int counter) shows two calls inside at the same time.
+
+    Each call counts itself in and waits (a bounded spin) for the other thread's
+    call: it can only arrive while this one still runs if neither holds the GIL.
+    Status 1 if the other never came.
+    """
+    cdef int* count = <int*>context
+    cdef long spin
+    cdef Py_ssize_t i
+    cyad_test_arrive(count)
+    for spin in range(4_000_000_000):
+        if cyad_test_count(count) >= 2:
+            break
+    else:
+        return 1
+    for i in range(n_x):
+        y[i] = x[i]
+    for i in range(n_x * width):
+        dy[i] = dx[i]
+    return 0
+
+
+def together_function(size_t counter):
+    """`together` as a FunctionWrapper, with the address of a C int as its counter."""
+    return cyad.wrap(together, NULL, <void*>counter)
+
+
+def jacobian_without_gil(prep, double[::1] x, double[::1] y, double[:, ::1] jacobian):
+    """cyad.jacobian_nogil of a prepared two-argument function; returns its status."""
+    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef int status
+    with nogil:
+        status = cyad.jacobian_nogil(state, &x[0], &y[0], <double*>NULL, &jacobian[0, 0])
+    return status
+
+
+def gradient_without_gil_float32(prep, float[::1] x):
+    """cyad.gradient_nogil in float32 (a float64 prep answers WRONG_CALL)."""
+    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef float[::1] gradient = np.zeros(x.shape[0], np.float32)
+    with nogil:
+        status = cyad.gradient_nogil(state, &x[0], <float*>NULL, <float*>NULL, &gradient[0])
+    return status
+
+
+# -- dual elements ---------------------------------------------------------------------------
+
+
+# Every op of the rule table, by its enumerator's name in lower case.
+UNARY_OPS = dict(
+    negative=UnaryOp.NEGATIVE, positive=UnaryOp.POSITIVE, absolute=UnaryOp.ABSOLUTE,
+    sqrt=UnaryOp.SQRT, cbrt=UnaryOp.CBRT, square=UnaryOp.SQUARE, reciprocal=UnaryOp.RECIPROCAL,
+    exp=UnaryOp.EXP, exp2=UnaryOp.EXP2, expm1=UnaryOp.EXPM1, log=UnaryOp.LOG,
+    log2=UnaryOp.LOG2, log10=UnaryOp.LOG10, log1p=UnaryOp.LOG1P,
+    sin=UnaryOp.SIN, cos=UnaryOp.COS, tan=UnaryOp.TAN,
+    arcsin=UnaryOp.ARCSIN, arccos=UnaryOp.ARCCOS, arctan=UnaryOp.ARCTAN,
+    sinh=UnaryOp.SINH, cosh=UnaryOp.COSH, tanh=UnaryOp.TANH,
+    arcsinh=UnaryOp.ARCSINH, arccosh=UnaryOp.ARCCOSH, arctanh=UnaryOp.ARCTANH,
+    deg2rad=UnaryOp.DEG2RAD, rad2deg=UnaryOp.RAD2DEG, sign=UnaryOp.SIGN,
+    floor=UnaryOp.FLOOR, ceil=UnaryOp.CEIL, rint=UnaryOp.RINT, trunc=UnaryOp.TRUNC,
+)
+BINARY_OPS = dict(
+    add=BinaryOp.ADD, subtract=BinaryOp.SUBTRACT, multiply=BinaryOp.MULTIPLY,
+    divide=BinaryOp.DIVIDE, power=BinaryOp.POWER,
+    power_const_exponent=BinaryOp.POWER_CONST_EXPONENT,
+    power_const_base=BinaryOp.POWER_CONST_BASE,
+    arctan2=BinaryOp.ARCTAN2, hypot=BinaryOp.HYPOT, maximum=BinaryOp.MAXIMUM,
+    minimum=BinaryOp.MINIMUM, fmax=BinaryOp.FMAX, fmin=BinaryOp.FMIN,
+    logaddexp=BinaryOp.LOGADDEXP, logaddexp2=BinaryOp.LOGADDEXP2,
+)
+
+
+cdef dual4 element(double v, tangent):
+    cdef dual4 a
+    cdef Py_ssize_t k
+    a.v = v
+    for k in range(4):
+        a.p[k] = tangent[k]
+    return a
+
+
+cdef tuple result(dual4 r):
+    return r.v, [r.p[k] for k in range(4)]
+
+
+def unary_op(int op, double a, ta):
+    """op(a) on a dual4 with partials ta: (value, partials)."""
+    return result(unary(op, element(a, ta)))
+
+
+def binary_op(int op, str operands, double a, double b, ta, tb):
+    """op(a, b) on dual4 elements; operands "dd", "dc" (b constant) or "cd" (a constant)."""
+    if operands == "dd":
+        return result(binary(op, element(a, ta), element(b, tb)))
+    if operands == "dc":
+        return result(binary_dc(op, element(a, ta), b))
+    return result(binary_cd(op, a, element(b, tb)))
+
+
+def shorthands(double a, double b, ta, tb):
+    """Every shorthand of cyad.dual on the dual4 elements (a, ta) and (b, tb)."""
+    cdef dual4 x = element(a, ta), y = element(b, tb)
+    return dict(
+        neg=result(neg(x)), square=result(square(x)), sqrt=result(sqrt(x)),
+        exp=result(exp(x)), log=result(log(x)), sin=result(sin(x)), cos=result(cos(x)),
+        tanh=result(tanh(x)),
+        add=result(add(x, y)), sub=result(sub(x, y)), mul=result(mul(x, y)),
+        div=result(div(x, y)),
+        add_c=result(add_c(x, b)), sub_c=result(sub_c(x, b)), mul_c=result(mul_c(x, b)),
+        div_c=result(div_c(x, b)), pow_c=result(pow_c(x, b)),
+        c_sub=result(c_sub(a, y)), c_div=result(c_div(a, y)),
+    )
+
+
+def lane_counts():
+    """n_lanes of every element type, double then float."""
+    cdef dual1 d1
+    cdef dual2 d2
+    cdef dual4 d4
+    cdef dual8 d8
+    cdef dual16 d16
+    cdef dual1f f1
+    cdef dual2f f2
+    cdef dual4f f4
+    cdef dual8f f8
+    cdef dual16f f16
+    return [n_lanes(d1), n_lanes(d2), n_lanes(d4), n_lanes(d8), n_lanes(d16),
+            n_lanes(f1), n_lanes(f2), n_lanes(f4), n_lanes(f8), n_lanes(f16)]
