@@ -116,7 +116,7 @@ cdef inline void finish_output(cyad_prep* p, const real* yv, real* y, real* valu
         memcpy(y, yv, p.n_y * sizeof(real))
 
 
-cdef int run_pushforward(cyad_prep* p, const real* x, const real* const* tangents, real* y,
+cdef inline int run_pushforward(cyad_prep* p, const real* x, const real* const* tangents, real* y,
                          real* value, real** outs) noexcept nogil:
     """outs[k] = J(x) @ tangents[k] for every direction k, a chunk per evaluation."""
     cdef bint in_place = y != NULL and p.directions <= p.chunk
@@ -125,6 +125,13 @@ cdef int run_pushforward(cyad_prep* p, const real* x, const real* const* tangent
     cdef real* dy
     cdef const real* dx
     cdef int status
+    if in_place and p.width == 1:
+        # one tangent in one evaluation on the caller's own buffers: nothing to copy
+        memset(outs[0], 0, p.n_y * sizeof(real))
+        status = call(p, x, tangents[0], y, outs[0])
+        if status == 0 and value != NULL and value != y:
+            memcpy(value, y, p.n_y * sizeof(real))
+        return status
     while start < p.directions:
         count = min(p.chunk, p.directions - start)
         if p.pending and start == 0:
