@@ -34,19 +34,25 @@ cnp.import_array()
 _FAMILY_NAMES = {PUSHFORWARD: "pushforward", DERIVATIVE: "derivative",
                  GRADIENT: "gradient", JACOBIAN: "jacobian"}
 
-# Widest chunk the default heuristic picks: a Python callable pays a large fixed
-# cost per call (interpreter dispatch for every NumPy operation it makes), so it
-# is called as few times as possible, up to partial buffers of this many numbers
-# per intermediate array (512 KiB in float64: the per-operation work stays in cache).
+# The default chunk. A Python callable pays a large fixed cost per call (interpreter
+# dispatch for every NumPy operation it makes), so it is called as few times as
+# possible, up to partial buffers of DEFAULT_PARTIALS_BUDGET numbers per intermediate
+# array (512 KiB in float64: the per-operation work stays in cache). A C function
+# costs little per call but recomputes its values for every block of lanes, and wide
+# rows of partials leave the cache: DEFAULT_C_CHUNK directions per evaluation.
 DEFAULT_PARTIALS_BUDGET = 65536
+DEFAULT_C_CHUNK = 8
 
 
-def default_chunk(Py_ssize_t directions, Py_ssize_t n_x):
+def default_chunk(Py_ssize_t directions, Py_ssize_t n_x, bint python=True):
     """Directions per evaluation when the caller gives no `chunk`.
 
-    All directions at once (vector mode) while the input partials stay within
-    DEFAULT_PARTIALS_BUDGET numbers; beyond that, the widest multiple of 8 that does.
+    For a Python callable: all directions at once (vector mode) while the input
+    partials stay within DEFAULT_PARTIALS_BUDGET numbers, beyond that the widest
+    multiple of 8 that does. For a C function: DEFAULT_C_CHUNK.
     """
+    if not python:
+        return max(1, min(directions, DEFAULT_C_CHUNK))
     if directions * max(n_x, 1) <= DEFAULT_PARTIALS_BUDGET:
         return max(directions, 1)
     return max(8, DEFAULT_PARTIALS_BUDGET // max(n_x, 1) // 8 * 8)
@@ -305,7 +311,7 @@ cdef class Prep:
         if n_x == 0 or directions == 0:
             raise ValueError("cyad: x is empty: there is nothing to differentiate")
         if chunk is None:
-            chunk = default_chunk(directions, n_x)
+            chunk = default_chunk(directions, n_x, _is_python(f))
         elif not isinstance(chunk, (int, np.integer)) or chunk < 1:
             raise ValueError(f"cyad: chunk must be a positive integer, not {chunk!r}")
         self.state.family = family
@@ -343,7 +349,7 @@ cdef class Prep:
             f = (<FunctionWrapper>f).callable
         if isinstance(f, FunctionWrapper):
             w = <FunctionWrapper>f
-        elif callable(f) and not is_c_function(f):
+        elif _is_python(f):
             self.python = PythonFunction(f, self.two_argument, self.input_dual)
             self.state.function.f64 = python_f64
             self.state.function.f32 = python_f32
@@ -666,6 +672,13 @@ cdef class Prep:
                                 <float*>_data(out))
         return run_jacobian(&self.state, <double*>_data(x), <double*>yp, <double*>vp,
                             <double*>_data(out))
+
+
+cdef bint _is_python(object f):
+    # a Python callable (bare or wrapped), as opposed to a C function
+    if isinstance(f, FunctionWrapper):
+        return (<FunctionWrapper>f).callable is not None
+    return callable(f) and not is_c_function(f)
 
 
 cdef object _fill(cnp.ndarray a, object number):

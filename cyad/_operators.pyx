@@ -45,7 +45,7 @@ def prepare_pushforward(f, x, dx, *, y=None, chunk=None):
 
     Parameters
     ----------
-    f : callable
+    f : callable or FunctionWrapper
         ``f(x)`` returning an array or number, or ``f(y, x)`` writing into y (with ``y=``).
     x : array_like or float
         An input of the shape and dtype later calls use.
@@ -68,7 +68,7 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
 
     Parameters
     ----------
-    f : callable
+    f : callable or FunctionWrapper
         ``f(x)``, or ``f(y, x)`` writing its output into y when ``y=`` is given.
     x : array_like or float
     dx : array_like, float or tuple of them
@@ -122,7 +122,7 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
 
     Parameters
     ----------
-    f : callable
+    f : callable or FunctionWrapper
         ``f(x)``, or ``f(y, x)`` writing into y when ``y=`` is given.
     x : float
     y, prep, out, chunk
@@ -164,7 +164,7 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
 
     Parameters
     ----------
-    f : callable
+    f : callable or FunctionWrapper
         ``f(x)`` returning a scalar, or ``f(y, x)`` writing into a 0-d y.
     x : array_like
     y, prep, out, chunk
@@ -207,7 +207,7 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
 
     Parameters
     ----------
-    f : callable
+    f : callable or FunctionWrapper
         ``f(x)``, or ``f(y, x)`` writing into y when ``y=`` is given.
     x : array_like
     y, prep, out, chunk

@@ -99,6 +99,7 @@ cdef class FunctionWrapper:
             raise TypeError("cyad: FunctionWrapper needs a function")
         self.owner = []
         self.callable = None
+        self.out_shape = None
         if len(functions) == 1 and isinstance(functions[0], FunctionWrapper):
             self._copy(functions[0])
         elif len(functions) == 1 and _is_python_callable(functions[0]):
@@ -107,7 +108,7 @@ cdef class FunctionWrapper:
         else:
             for f in functions:
                 self._add(f, user_data)
-        if out_shape is not None or not self.out_shape:
+        if out_shape is not None:
             self.out_shape = _shape(out_shape)
         if self.callable is not None and out_shape is not None:
             raise TypeError("cyad: out_shape is for C functions; a Python callable's output "

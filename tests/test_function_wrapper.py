@@ -136,6 +136,12 @@ def test_a_bare_c_function_is_wrapped_on_the_fly():
     np.testing.assert_allclose(jac, cube_plus_shift_jacobian(x), rtol=1e-15)
 
 
+def test_a_wrapper_of_a_wrapper_keeps_or_overrides_the_output_shape():
+    f = cyad.FunctionWrapper(make("ctypes", sum_of_squares), out_shape=())
+    assert cyad.FunctionWrapper(f).out_shape == ()
+    assert cyad.FunctionWrapper(f, out_shape=1).out_shape == (1,)
+
+
 def test_python_callable_in_a_wrapper():
     x = point()
     f = cyad.FunctionWrapper(lambda x: x**3)

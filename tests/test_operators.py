@@ -413,3 +413,8 @@ def test_default_chunk_is_vector_mode_for_small_inputs():
 def test_default_chunk_is_bounded_for_large_inputs():
     chunk = cyad.default_chunk(10_000, 10_000)
     assert chunk % 8 == 0 and 8 <= chunk < 10_000
+
+
+def test_default_chunk_of_a_c_function_is_narrow():
+    assert cyad.default_chunk(100, 100, python=False) == 8
+    assert cyad.default_chunk(3, 3, python=False) == 3
