@@ -4,6 +4,7 @@ import os
 from cyad._core import Prep, default_chunk
 from cyad._dual import Dual
 from cyad._wrapper import FunctionError, FunctionWrapper
+from cyad.profiling import Profile, allocations_per_call, profile
 from cyad._operators import (
     derivative,
     gradient,
@@ -38,6 +39,8 @@ __all__ = [
     "FunctionError",
     "FunctionWrapper",
     "Prep",
+    "Profile",
+    "allocations_per_call",
     "default_chunk",
     "derivative",
     "get_include",
@@ -51,6 +54,7 @@ __all__ = [
     "prepare_value_and_gradient",
     "prepare_value_and_jacobian",
     "prepare_value_and_pushforward",
+    "profile",
     "pushforward",
     "value_and_derivative",
     "value_and_gradient",

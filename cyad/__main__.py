@@ -1,80 +1,160 @@
-"""python -m cyad: differentiate a few typical functions, check them, and time a prepared call."""
-import time
+"""python -m cyad: the classic profiling experiment, and the same measurement for your function.
+
+    python -m cyad [--n 10 100] [--operators pushforward value_and_pushforward] [--json]
+    python -m cyad profile module:function --n 100 [--operator jacobian] [--two-argument]
+
+The first form times f(y, x): y[...] = x under prepared pushforward and
+value_and_pushforward with out=: as a Python callable, as a C function behind a
+FunctionWrapper, and from a nogil Cython loop. Beside each row stands the same
+memory work by hand (two np.copyto; two memcpy from Python; the copies through a
+function pointer in a nogil loop), so the overhead of differentiation reads as a
+ratio. The second form profiles a function of yours (see cyad.profile).
+"""
+import argparse
+import importlib
+import inspect
+import json
+import sys
 
 import numpy as np
 
 import cyad
-
-
-def robertson(y, u):
-    """Robertson's stiff chemical kinetics, written in place: y = f(u)."""
-    k1, k2, k3 = 0.04, 3e7, 1e4
-    y[0] = -k1 * u[0] + k3 * u[1] * u[2]
-    y[1] = k1 * u[0] - k3 * u[1] * u[2] - k2 * u[1] ** 2
-    y[2] = k2 * u[1] ** 2
-
-
-def robertson_jacobian(u):
-    k1, k2, k3 = 0.04, 3e7, 1e4
-    return np.array([
-        [-k1, k3 * u[2], k3 * u[1]],
-        [k1, -k3 * u[2] - 2 * k2 * u[1], -k3 * u[1]],
-        [0.0, 2 * k2 * u[1], 0.0],
-    ])
-
-
-def rosenbrock(x):
-    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+from cyad import _profile
+from cyad.profiling import Profile, allocations_per_call, format_count, format_time, time_samples
 
 
 def copy(y, x):
     y[...] = x
 
 
-def _per_call(fn, seconds=0.2):
-    """Median time per call of fn over repeated batches."""
-    fn()
-    batch, samples = 1000, []
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline or len(samples) < 5:
-        start = time.perf_counter()
-        for _ in range(batch):
-            fn()
-        samples.append((time.perf_counter() - start) / batch)
-    return float(np.median(samples))
+def _baseline(label, fn, seconds):
+    times, calls = time_samples(fn, seconds)
+    return Profile(label, times, calls, allocations_per_call(fn), 1, 1, 1, "by hand")
 
 
-def main():
-    np.set_printoptions(precision=6, suppress=False)
-    u = np.array([1.0, 2e-5, 1e-2])
-    y = np.zeros(3)
-    jac = cyad.jacobian(robertson, u, y=y)
-    print("Jacobian of Robertson's kinetics at u =", u)
-    print(jac)
-    print("  max |error| against the analytic Jacobian:", np.abs(jac - robertson_jacobian(u)).max())
+def _nogil(operator, n, seconds):
+    """The C copy from a nogil Cython loop, and the copies by hand in a nogil loop."""
+    x, dx, y = np.arange(n, dtype=float), np.ones(n), np.zeros(n)
+    value, out = np.zeros(n), np.zeros(n)
+    prep = cyad.prepare_pushforward(_profile.copy_function(), x, dx, y=y)
+    samples = []
+    while sum(cyad_time for cyad_time, _ in samples) * 1000 < seconds or len(samples) < 5:
+        samples.append(_profile.nogil_copy_times(prep, x, dx, y, value, out, operator, 1000))
+    times = np.array(samples).T
+    # allocations of the loop per call: two loop lengths, so the Python call around it cancels
+    run = _profile.nogil_copy_times
+    counts = []
+    for calls in (1000, 2000):
+        run(prep, x, dx, y, value, out, operator, calls)   # warm the interpreter's free lists
+        counts.append(_profile.count_allocations(
+            lambda: run(prep, x, dx, y, value, out, operator, calls), 1))
+    allocations = (counts[1] - counts[0]) / 1000
+    return (Profile("nogil Cython loop", times[0], 1000, allocations, 1, prep.chunk, prep.width, "c"),
+            Profile("copies through a function pointer, nogil", times[1], 1000, 0.0, 1, 1, 1,
+                    "by hand"))
 
-    x = np.array([0.1, 0.2, 0.3])
-    value, grad = cyad.value_and_gradient(rosenbrock, x)
-    print("\nRosenbrock at", x, "=", value)
-    print("  gradient:", grad)
 
-    print("\nd/dt [sin(t) * exp(-t**2)] at t = 0.5:",
-          cyad.derivative(lambda t: np.sin(t) * np.exp(-t**2), 0.5))
-
-    print("\nPrepared calls with out= of f(y, x): y[...] = x (no heap allocation),")
-    print("beside the same memory work by hand (two np.copyto calls):")
+def classic_rows(n, operator, seconds):
+    """(cyad, by hand) profile pairs of the classic experiment for one size and operator."""
+    x, dx, y = np.arange(n, dtype=float), np.ones(n), np.zeros(n)
+    out = np.zeros(n)
     copyto = np.copyto
-    for n in (10, 100):
-        x, dx, y = np.arange(n, dtype=float), np.ones(n), np.zeros(n)
-        out, pair = np.zeros(n), (np.zeros(n), np.zeros(n))
-        prep = cyad.prepare_pushforward(copy, x, dx, y=y)
-        pushforward, value_and_pushforward = cyad.pushforward, cyad.value_and_pushforward
-        t_hand = _per_call(lambda: (copyto(y, x), copyto(out, dx)))
-        t_push = _per_call(lambda: pushforward(copy, x, dx, y=y, prep=prep, out=out))
-        t_value = _per_call(lambda: value_and_pushforward(copy, x, dx, y=y, prep=prep, out=pair))
-        print(f"  n = {n:3d}: pushforward {t_push * 1e9:5.0f} ns ({t_push / t_hand:.2f}x),"
-              f" value_and_pushforward {t_value * 1e9:5.0f} ns ({t_value / t_hand:.2f}x),"
-              f" by hand {t_hand * 1e9:5.0f} ns")
+    c_copy = _profile.copy_function()
+    by_hand = _profile.copy_by_hand
+    return [
+        (cyad.profile(operator, copy, x, dx, y=y, seconds=seconds, label="Python callable"),
+         _baseline("two np.copyto", lambda: (copyto(y, x), copyto(out, dx)), seconds)),
+        (cyad.profile(operator, c_copy, x, dx, y=y, seconds=seconds, label="C function"),
+         _baseline("two memcpy from Python", lambda: by_hand(x, dx, y, out), seconds)),
+        _nogil(operator, n, seconds),
+    ]
+
+
+def print_table(n, operator, rows):
+    print(f"\n{operator} of f(y, x): y[...] = x, n = {n}, prepared, out=")
+    print(f"  {'':22s} {'samples':>8s} {'evals':>6s} {'min':>9s} {'median':>9s} {'mean':>9s} "
+          f"{'max':>9s} {'allocs':>7s} | {'by hand':>9s} {'allocs':>6s}  ratio")
+    for mine, hand in rows:
+        print(f"  {mine.label:22s} {mine.samples:8d} {mine.calls_per_sample:6d} "
+              f"{format_time(mine.min):>9s} {format_time(mine.median):>9s} "
+              f"{format_time(mine.mean):>9s} {format_time(mine.max):>9s} "
+              f"{format_count(mine.allocations):>7s} | {format_time(hand.median):>9s} "
+              f"{format_count(hand.allocations):>6s}  {mine.median / hand.median:5.2f}x   "
+              f"({hand.label})")
+
+
+def wrapper_cost(n):
+    """Median seconds per call of the C copy through its FunctionWrapper and directly."""
+    x, dx, y, out = np.arange(n, dtype=float), np.ones(n), np.zeros(n), np.zeros(n)
+    prep = cyad.prepare_pushforward(_profile.copy_function(), x, dx, y=y)
+    samples = np.array([_profile.wrapper_call_times(prep, x, dx, y, out, 10_000)
+                        for _ in range(50)])
+    return np.median(samples, axis=0)
+
+
+def classic(args):
+    results = []
+    for n in args.n:
+        for operator in args.operators:
+            print(f"measuring {operator}, n = {n} ...", file=sys.stderr)
+            rows = classic_rows(n, operator, args.seconds)
+            results.append({"n": n, "operator": operator,
+                            "rows": [{"cyad": mine.as_dict(), "by_hand": hand.as_dict(),
+                                      "ratio": mine.median / hand.median}
+                                     for mine, hand in rows]})
+            if not args.json:
+                print_table(n, operator, rows)
+    costs = {n: wrapper_cost(n) for n in args.n}
+    if args.json:
+        json.dump({"tables": results,
+                   "function_wrapper_call": {n: {"through_wrapper": through, "direct": direct}
+                                             for n, (through, direct) in costs.items()}},
+                  sys.stdout, indent=1)
+        print()
+        return
+    print("\nThe C copy called in a nogil loop through its FunctionWrapper, and directly:")
+    for n, (through, direct) in costs.items():
+        print(f"  n = {n}: {format_time(through)} and {format_time(direct)} per call "
+              f"({through / direct:.2f}x)")
+
+
+def profile_user_function(args):
+    module_name, _, name = args.function.partition(":")
+    f = getattr(importlib.import_module(module_name), name)
+    x = np.random.default_rng(0).uniform(0.5, 1.5, args.n)
+    two_argument = args.two_argument or len(inspect.signature(f).parameters) == 2
+    y = np.zeros(args.out_shape if args.out_shape is not None else x.shape) if two_argument else None
+    operator = args.operator or ("jacobian" if two_argument or np.ndim(f(x)) else "gradient")
+    dx = np.ones_like(x) if operator.endswith("pushforward") else None
+    result = cyad.profile(operator, f, x, dx, y=y, chunk=args.chunk, seconds=args.seconds,
+                          label=f"{operator} of {args.function}, n = {args.n}")
+    print(json.dumps(result.as_dict(), indent=1) if args.json else result)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m cyad", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=0.5, help="sampling time per row")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    commands = parser.add_subparsers(dest="command")
+    mine = commands.add_parser("profile", help="profile a function of yours")
+    mine.add_argument("function", help="module:function, f(x) or f(y, x)")
+    mine.add_argument("--n", type=int, default=100, help="size of x (random in [0.5, 1.5])")
+    mine.add_argument("--operator", choices=cyad.profiling.OPERATORS,
+                      help="default: gradient for scalar f, else jacobian")
+    mine.add_argument("--chunk", type=int)
+    mine.add_argument("--two-argument", action="store_true", help="f(y, x) writes into y")
+    mine.add_argument("--out-shape", type=int, nargs="+", help="y's shape (default: x's)")
+    mine.add_argument("--seconds", type=float, default=1.0)
+    mine.add_argument("--json", action="store_true")
+    parser.add_argument("--n", type=int, nargs="+", default=[10, 100])
+    parser.add_argument("--operators", nargs="+", default=["pushforward", "value_and_pushforward"],
+                        choices=["pushforward", "value_and_pushforward"])
+    args = parser.parse_args(argv)
+    if args.command == "profile":
+        profile_user_function(args)
+    else:
+        classic(args)
 
 
 if __name__ == "__main__":
