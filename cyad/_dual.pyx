@@ -320,6 +320,64 @@ cdef Dual _binary_fast_typed(real* kind, int op, object a, object b, Dual like):
     return y
 
 
+# A product this small runs as a plain loop; a larger one goes to BLAS through NumPy.
+cdef enum:
+    SMALL_PRODUCT = 4096
+
+
+cdef object matmul(object a, object b):
+    """a @ b; a constant matrix times a dual vector (A @ x) without any NumPy-level call."""
+    cdef Dual d, y
+    if (type(b) is Dual and cnp.PyArray_CheckExact(a) and cnp.PyArray_NDIM(<cnp.ndarray>a) == 2
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)):
+        d = <Dual>b
+        if (cnp.PyArray_NDIM(d.values) == 1 and _contiguous(d)
+                and cnp.PyArray_TYPE(d.values) == cnp.PyArray_TYPE(<cnp.ndarray>a)
+                and cnp.PyArray_DIMS(<cnp.ndarray>a)[1] == cnp.PyArray_DIMS(d.values)[0]):
+            return _matrix_times_dual(<cnp.ndarray>a, d)
+    return _handled_functions()[np.matmul](a, b)
+
+
+cdef Dual _matrix_times_dual(cnp.ndarray a, Dual b):
+    # values A @ v and partials A @ P (P: k x width), in b's dtype
+    cdef cnp.npy_intp m = cnp.PyArray_DIMS(a)[0], k = cnp.PyArray_DIMS(a)[1]
+    cdef cnp.npy_intp dims[2]
+    cdef int typenum = cnp.PyArray_TYPE(a)
+    dims[0] = m
+    dims[1] = b.width
+    cdef Dual y = new_dual(cnp.PyArray_EMPTY(1, dims, typenum, 0),
+                           cnp.PyArray_EMPTY(2, dims, typenum, 0), b.width, b.tag)
+    if m * k * (b.width + 1) > SMALL_PRODUCT:
+        np.dot(a, b.values, out=y.values)
+        np.dot(a, b.partials, out=y.partials)
+    elif typenum == cnp.NPY_FLOAT64:
+        _small_product(<double*>cnp.PyArray_DATA(a), m, k, <double*>cnp.PyArray_DATA(b.values),
+                       <double*>cnp.PyArray_DATA(b.partials), b.width,
+                       <double*>cnp.PyArray_DATA(y.values), <double*>cnp.PyArray_DATA(y.partials))
+    else:
+        _small_product(<float*>cnp.PyArray_DATA(a), m, k, <float*>cnp.PyArray_DATA(b.values),
+                       <float*>cnp.PyArray_DATA(b.partials), b.width,
+                       <float*>cnp.PyArray_DATA(y.values), <float*>cnp.PyArray_DATA(y.partials))
+    return y
+
+
+cdef void _small_product(const real* a, Py_ssize_t m, Py_ssize_t k, const real* v,
+                         const real* p, Py_ssize_t width, real* yv, real* yp) noexcept nogil:
+    # yv = A v, yp = A P, row by row
+    cdef Py_ssize_t i, j, w
+    cdef real s, aij
+    for i in range(m):
+        s = 0
+        for w in range(width):
+            yp[i * width + w] = 0
+        for j in range(k):
+            aij = a[i * k + j]
+            s = s + aij * v[j]
+            for w in range(width):
+                yp[i * width + w] += aij * p[j * width + w]
+        yv[i] = s
+
+
 cdef object _float64(object x):
     # an operand of float_power, which computes in float64 whatever its inputs
     cdef Dual d
@@ -417,6 +475,8 @@ cdef class Dual:
             op = _BINARY_UFUNCS.get(ufunc)
             if op is not None:
                 return binary(op, inputs[0], inputs[1])
+            if ufunc is np.matmul:
+                return matmul(inputs[0], inputs[1])
         out = _as_dual_out(kwargs.pop("out", None))
         name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         if method != "__call__" or kwargs.get("where", True) is not True or (
@@ -586,10 +646,10 @@ cdef class Dual:
         return power(self, other, self)
 
     def __matmul__(self, other):
-        return _handled_functions()[np.matmul](self, other)
+        return matmul(self, other)
 
     def __rmatmul__(self, other):
-        return _handled_functions()[np.matmul](other, self)
+        return matmul(other, self)
 
     def __neg__(self):
         return unary(UnaryOp.NEGATIVE, self)

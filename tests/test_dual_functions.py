@@ -551,3 +551,13 @@ def test_implementations_mirror_numpy_signatures():
         positional = [p.name for p in ours if p.kind is not p.KEYWORD_ONLY]
         assert positional == [p.name for p in theirs[:len(positional)]], func.__name__
         assert {p.name for p in ours} <= {p.name for p in theirs}, func.__name__
+
+
+@pytest.mark.parametrize("n, dtype", [(4, np.float32), (4, np.float64), (90, np.float64)])
+def test_matrix_times_dual_vector_small_and_large(n, dtype):
+    # A @ x runs as a plain loop when small and through BLAS when large
+    a = np.random.default_rng(n).standard_normal((n + 1, n)).astype(dtype)
+    x = np.random.default_rng(1).standard_normal(n).astype(dtype)
+    value, jac = cyad.value_and_jacobian(lambda x: a @ x, x)
+    np.testing.assert_allclose(value, a @ x, rtol=1e-5 if dtype == np.float32 else 1e-13)
+    np.testing.assert_array_equal(jac, a)
