@@ -105,6 +105,21 @@ cdef inline double unary_rule(int op, double x, double* d) noexcept nogil:
 cdef inline double _pow_da(double a, double b) noexcept nogil:
     return 0.0 if b == 0.0 else b * pow(a, b - 1.0)
 
+cdef inline double _pow_const(double a, double b, double* da) noexcept nogil:
+    # a**b and d/da for a constant exponent: small integers as products (exact and
+    # without two pow calls), the rest through _pow_da
+    if b == 2.0:
+        da[0] = 2.0 * a
+        return a * a
+    if b == 3.0:
+        da[0] = 3.0 * a * a
+        return a * a * a
+    if b == 1.0:
+        da[0] = 1.0
+        return a
+    da[0] = _pow_da(a, b)
+    return pow(a, b)
+
 cdef inline double _pow_db(double a, double b, double v) noexcept nogil:
     return 0.0 if (a == 0.0 and b > 0.0) else log(a) * v
 
@@ -153,7 +168,7 @@ cdef inline double binary_rule(int op, double a, double b, double* da, double* d
     elif op == MULTIPLY:      v = a * b;                     da[0] = b;                  db[0] = a
     elif op == DIVIDE:        v = a / b;                     da[0] = 1.0 / b;            db[0] = -v / b
     elif op == POWER:         v = pow(a, b);                 da[0] = _pow_da(a, b);   db[0] = _pow_db(a, b, v)
-    elif op == POWER_CONST_EXPONENT: v = pow(a, b);          da[0] = _pow_da(a, b);   db[0] = 0.0
+    elif op == POWER_CONST_EXPONENT: v = _pow_const(a, b, da);                       db[0] = 0.0
     elif op == POWER_CONST_BASE: v = pow(a, b);              da[0] = 0.0;                db[0] = _pow_db(a, b, v)
     elif op == ARCTAN2:       v = atan2(a, b);               da[0] = b / (a*a + b*b);    db[0] = -a / (a*a + b*b)
     elif op == HYPOT:         v = hypot(a, b);               da[0] = a / v if v else 0.0; db[0] = b / v if v else 0.0
