@@ -99,23 +99,21 @@ def time_samples(fn, seconds=1.0, max_samples=10_000):
 
     `calls` is chosen so one sample lasts at least ~20 microseconds (clock resolution).
     """
-    fn()
-    calls, start = 1, time.perf_counter()
-    while True:
+    def run(calls):
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
-        elapsed = time.perf_counter() - t0
-        if elapsed >= 2e-5 or calls >= 1 << 20:
-            break
+        return time.perf_counter() - t0
+
+    fn()
+    calls, start = 1, time.perf_counter()
+    # the best of three, so that one interruption does not fix the sample size
+    while min(run(calls) for _ in range(3)) < 2e-5 and calls < 1 << 20:
         calls *= 2
     times = []
     deadline = start + seconds
     while (time.perf_counter() < deadline or len(times) < 3) and len(times) < max_samples:
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - t0) / calls)
+        times.append(run(calls) / calls)
     return np.array(times), calls
 
 
