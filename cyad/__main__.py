@@ -92,6 +92,13 @@ def wrapper_cost(n):
     return np.median(samples, axis=0)
 
 
+def empty_call():
+    """Median seconds per call of an empty compiled function with the operators' arguments."""
+    x, pair = np.zeros(10), (np.zeros(10), np.zeros(10))
+    empty, f = _profile.empty, _profile.copy_function()
+    return float(np.median(time_samples(lambda: empty(f, x, x, y=x, prep=None, out=pair), 0.2)[0]))
+
+
 def classic(args):
     results = []
     for n in args.n:
@@ -105,14 +112,17 @@ def classic(args):
             if not args.json:
                 print_table(n, operator, rows)
     costs = {n: wrapper_cost(n) for n in args.n}
+    floor = empty_call()
     if args.json:
-        json.dump({"tables": results,
+        json.dump({"tables": results, "empty_call": floor,
                    "function_wrapper_call": {n: {"through_wrapper": through, "direct": direct}
                                              for n, (through, direct) in costs.items()}},
                   sys.stdout, indent=1)
         print()
         return
-    print("\nThe C copy called in a nogil loop through its FunctionWrapper, and directly:")
+    print(f"\nAn empty compiled function with value_and_pushforward's arguments: "
+          f"{format_time(floor)} per call from Python.")
+    print("The C copy called in a nogil loop through its FunctionWrapper, and directly:")
     for n, (through, direct) in costs.items():
         print(f"  n = {n}: {format_time(through)} and {format_time(direct)} per call "
               f"({through / direct:.2f}x)")
