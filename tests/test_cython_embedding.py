@@ -99,6 +99,16 @@ def test_a_cdef_function_from_pyx_capi(example):
     assert cyad.jacobian(both, STATES[1].astype(np.float32)).dtype == np.float32
 
 
+def test_the_copy(example):
+    x = np.linspace(0.0, 1.0, 5)
+    y = np.zeros(5)
+    assert_array_equal(cyad.jacobian(example.copy_function(), x, y=y), np.eye(5))
+    assert_array_equal(y, x)
+    with pytest.raises(cyad.FunctionError) as error:
+        cyad.pushforward(example.copy_function(), x, x, y=np.zeros(4))
+    assert error.value.status == 1
+
+
 # -- the entry points: statuses and threads ---------------------------------------------------------
 
 def test_two_threads_run_at_the_same_time_without_the_gil(c_hooks):

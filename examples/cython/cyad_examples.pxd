@@ -1,5 +1,8 @@
 # Declared here so that they are exported in the module's __pyx_capi__, where
 # cyad.FunctionWrapper can take them.
+cdef int copy(const double* x, const double* dx, double* y, double* dy,
+              Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
+              void* context) noexcept nogil
 cdef int rosenbrock(const double* x, const double* dx, double* y, double* dy,
                     Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
                     void* context) noexcept nogil

@@ -5,6 +5,8 @@ generically, on cyad's dual elements (cyad.dual): the same code runs for every
 lane count and dtype, and the rule table supplies every derivative. Each has a
 function of cyad's dual-level signature that dispatches on the lane width.
 
+A copy y = x shows the cost of a call itself.
+
 The def functions prepare once with the GIL and then compute gradients and
 Jacobians inside `with nogil:` through cyad's entry points.
 """
@@ -14,6 +16,19 @@ from cyad import prepare_gradient, prepare_jacobian
 
 cimport cyad
 from cyad.dual cimport *
+from libc.string cimport memcpy
+
+
+# -- copy: y = x, the smallest function there is; its derivative copies dx into dy --------
+
+cdef int copy(const double* x, const double* dx, double* y, double* dy,
+              Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
+              void* context) noexcept nogil:
+    if n_y != n_x:
+        return 1
+    memcpy(y, x, n_x * sizeof(double))
+    memcpy(dy, dx, n_x * width * sizeof(double))
+    return 0
 
 
 # -- Rosenbrock: f(x) = sum_i 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2 ---------------------
@@ -99,6 +114,11 @@ cdef int robertson_f32(const float* x, const float* dx, float* y, float* dy,
 
 
 # -- Python-facing functions: prepare with the GIL, compute without it ------------------------
+
+def copy_function():
+    """The copy y = x as a cyad.FunctionWrapper; its output shape is that of y (use y=)."""
+    return cyad.wrap(copy, NULL, NULL)
+
 
 def rosenbrock_function():
     """Rosenbrock as a cyad.FunctionWrapper, for cyad's Python operators."""
