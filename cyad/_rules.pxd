@@ -8,7 +8,9 @@
 # A unary rule returns f(x) and stores f'(x) in d[0]. A binary rule returns
 # f(a, b) and stores df/da in da[0] and df/db in db[0]. The kernels use only the
 # partial of an operand that carries derivatives, so the POWER_* variants exist
-# to avoid computing a derivative nobody reads (a log for x**2).
+# to avoid computing a derivative nobody reads (a log for x**2). For second-order
+# differentiation, `unary_second` and `binary_second` are the table's second
+# column: the second derivatives, from the values the first column computed.
 #
 # Conventions where a function is not differentiable:
 #   abs, sign-like kinks    abs'(0) = 0 (the midpoint of the subgradient [-1, 1]);
@@ -23,6 +25,8 @@
 #   x**y at x = 0           d/dx = 0 when y == 0 (x**0 is constant 1), else y*x**(y-1)
 #                           (1 for y == 1, 0 for y > 1, +inf for 0 < y < 1);
 #                           d/dy = 0 when y > 0 (the limit of x**y log x), else log(x)*x**y.
+#                           Second partials likewise: d2/dx2 = 0 for y in {0, 1}; at x = 0,
+#                           d2/dxdy = 0 for y > 1 and d2/dy2 = 0 for y > 0 (their limits).
 #   x**y at x < 0           d/dx = y*x**(y-1) (finite for integer y); d/dy = nan, since x**y
 #                           is real only at integer y.
 #   arctan2 at (0, 0)       both partials nan: the angle jumps there.
@@ -102,6 +106,32 @@ cdef inline double unary_rule(int op, double x, double* d) noexcept nogil:
     return v
 
 
+cdef inline double unary_second(int op, double x, double v, double d) noexcept nogil:
+    """f''(x) of a unary rule, from x, v = f(x) and d = f'(x) as unary_rule gives them.
+
+    The second column of the table, for second-order differentiation; kinks and
+    jumps (abs, sign, floor, ...) have 0, as their first derivatives do.
+    """
+    # op                                   second derivative f''(x)
+    if op == SQRT:                         return -0.5 * d / x
+    elif op == CBRT:                       return -2.0 * d / (3.0 * x)
+    elif op == SQUARE:                     return 2.0
+    elif op == RECIPROCAL:                 return -2.0 * d * v
+    elif op == EXP or op == EXPM1:         return d
+    elif op == EXP2:                       return d * M_LN2
+    elif op == LOG or op == LOG1P:         return -d * d
+    elif op == LOG2 or op == LOG10:        return -d / x
+    elif op == SIN or op == COS:           return -v
+    elif op == TAN:                        return 2.0 * v * d
+    elif op == ARCSIN or op == ARCCOS:     return x * d * d * d
+    elif op == ARCTAN:                     return -2.0 * x * d * d
+    elif op == SINH or op == COSH:         return v
+    elif op == TANH:                       return -2.0 * v * d
+    elif op == ARCSINH or op == ARCCOSH:   return -x * d * d * d
+    elif op == ARCTANH:                    return 2.0 * x * d * d
+    return 0.0   # linear, piecewise linear or piecewise constant
+
+
 cdef inline double _pow_da(double a, double b) noexcept nogil:
     return 0.0 if b == 0.0 else b * pow(a, b - 1.0)
 
@@ -122,6 +152,16 @@ cdef inline double _pow_const(double a, double b, double* da) noexcept nogil:
 
 cdef inline double _pow_db(double a, double b, double v) noexcept nogil:
     return 0.0 if (a == 0.0 and b > 0.0) else log(a) * v
+
+cdef inline double _pow_daa(double a, double b) noexcept nogil:
+    return 0.0 if (b == 0.0 or b == 1.0) else b * (b - 1.0) * pow(a, b - 2.0)
+
+cdef inline double _pow_dab(double a, double b) noexcept nogil:
+    # d/db (b a**(b-1)) = a**(b-1) (1 + b log a), with its limit 0 at a = 0 for b > 1
+    return 0.0 if (a == 0.0 and b > 1.0) else pow(a, b - 1.0) * (1.0 + b * log(a))
+
+cdef inline double _pow_dbb(double a, double b, double v) noexcept nogil:
+    return 0.0 if (a == 0.0 and b > 0.0) else log(a) * log(a) * v
 
 cdef inline double _max_share(double a, double b) noexcept nogil:
     # d maximum(a, b) / da; a NaN operand is the one that propagates
@@ -186,3 +226,23 @@ cdef inline double careful_product(double d, double p) noexcept nogil:
     # d * p for a derivative coefficient d and a tangent p; a zero tangent gives 0
     # even where d is infinite or NaN
     return 0.0 if p == 0.0 else d * p
+
+
+cdef inline void binary_second(int op, double a, double b, double v, double da, double db,
+                               double* daa, double* dab, double* dbb) noexcept nogil:
+    """The second partials of a binary rule, from a, b, and v, da, db as binary_rule gives them."""
+    cdef double r2 = a * a + b * b, pq = da * db
+    daa[0] = 0.0
+    dab[0] = 0.0
+    dbb[0] = 0.0
+    # op                                  d2f/da2                 d2f/dadb                 d2f/db2
+    if op == MULTIPLY:                                             dab[0] = 1.0
+    elif op == DIVIDE:                                             dab[0] = -1.0 / (b * b); dbb[0] = -2.0 * db / b
+    elif op == POWER:                     daa[0] = _pow_daa(a, b); dab[0] = _pow_dab(a, b); dbb[0] = _pow_dbb(a, b, v)
+    elif op == POWER_CONST_EXPONENT:      daa[0] = _pow_daa(a, b)
+    elif op == POWER_CONST_BASE:                                                            dbb[0] = _pow_dbb(a, b, v)
+    elif op == ARCTAN2:                   daa[0] = -2.0*a*b / (r2*r2); dab[0] = (a*a - b*b) / (r2*r2); dbb[0] = 2.0*a*b / (r2*r2)
+    elif op == HYPOT and v != 0.0:        daa[0] = b*b / (v*v*v);  dab[0] = -a*b / (v*v*v); dbb[0] = a*a / (v*v*v)
+    elif op == LOGADDEXP:                 daa[0] = pq;             dab[0] = -pq;            dbb[0] = pq
+    elif op == LOGADDEXP2:                daa[0] = M_LN2 * pq;     dab[0] = -M_LN2 * pq;    dbb[0] = M_LN2 * pq
+    # add, subtract, maximum, minimum, fmax, fmin: all second partials 0

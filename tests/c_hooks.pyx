@@ -4,6 +4,7 @@ import numpy as np
 
 cimport cyad
 from cyad.dual cimport *
+from cyad._rules cimport unary_rule, binary_rule, unary_second, binary_second
 
 
 # -- nogil entry points from threads ------------------------------------------------------
@@ -148,3 +149,20 @@ def lane_counts():
     cdef dual16f f16
     return [n_lanes(d1), n_lanes(d2), n_lanes(d4), n_lanes(d8), n_lanes(d16),
             n_lanes(f1), n_lanes(f2), n_lanes(f4), n_lanes(f8), n_lanes(f16)]
+
+
+# -- the rule table's two columns, as numbers ------------------------------------------------
+
+def unary_derivatives(int op, double x):
+    """(f'(x), f''(x)) of a unary rule."""
+    cdef double d
+    cdef double v = unary_rule(op, x, &d)
+    return d, unary_second(op, x, v, d)
+
+
+def binary_derivatives(int op, double a, double b):
+    """((df/da, df/db), (d2f/da2, d2f/dadb, d2f/db2)) of a binary rule."""
+    cdef double da, db, daa, dab, dbb
+    cdef double v = binary_rule(op, a, b, &da, &db)
+    binary_second(op, a, b, v, da, db, &daa, &dab, &dbb)
+    return (da, db), (daa, dab, dbb)

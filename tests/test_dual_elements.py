@@ -178,3 +178,48 @@ def test_zero_tangent_gets_zero_where_the_derivative_is_infinite(c_hooks):
     assert value == 0.0
     assert np.all(np.isnan(partials[:3]))
     assert_array_equal(partials[3], 0.0)
+
+
+# -- the second column of the table: second derivatives ------------------------------------------
+
+SECOND_TOL = dict(rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_second_derivative(c_hooks, name):
+    op, domain = c_hooks.UNARY_OPS[name], UNARY[name][1]
+    x = points(domain, np.random.default_rng(3))
+    first = np.vectorize(lambda t: c_hooks.unary_derivatives(op, t)[0])
+    second = np.array([c_hooks.unary_derivatives(op, t)[1] for t in x])
+    assert_allclose(second, central_difference(first, x), **SECOND_TOL)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_second_derivatives(c_hooks, name):
+    op, a_domain, b_domain = c_hooks.BINARY_OPS[name], BINARY[name][1], BINARY[name][2]
+    rng = np.random.default_rng(4)
+    a = points(a_domain, rng)
+    if b_domain == APART:   # no ties, where maximum and the like have a kink
+        b = a + rng.choice([-1.0, 1.0], N) * rng.uniform(0.1, 2.0, N)
+    else:
+        b = points(b_domain, rng)
+
+    def partial(i, of_a):
+        # the first partial i of the rule, as a function of a (b fixed) or of b (a fixed)
+        if of_a:
+            return np.vectorize(lambda t, s: c_hooks.binary_derivatives(op, t, s)[0][i])
+        return np.vectorize(lambda t, s: c_hooks.binary_derivatives(op, s, t)[0][i])
+
+    second = np.array([c_hooks.binary_derivatives(op, s, t)[1] for s, t in zip(a, b)])
+    daa = central_difference(lambda t: partial(0, True)(t, b), a)
+    dab = central_difference(lambda t: partial(0, False)(t, a), b)
+    dba = central_difference(lambda t: partial(1, True)(t, b), a)
+    dbb = central_difference(lambda t: partial(1, False)(t, a), b)
+    if name == "power_const_exponent":   # only the base varies: d/da is all it has
+        dab, dba, dbb = 0 * dab, 0 * dba, 0 * dbb
+    if name == "power_const_base":       # only the exponent varies
+        daa, dab, dba = 0 * daa, 0 * dab, 0 * dba
+    assert_allclose(second[:, 0], daa, **SECOND_TOL)
+    assert_allclose(second[:, 1], dab, **SECOND_TOL)
+    assert_allclose(second[:, 1], dba, **SECOND_TOL)    # the mixed partials agree
+    assert_allclose(second[:, 2], dbb, **SECOND_TOL)
