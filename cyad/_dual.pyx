@@ -442,6 +442,11 @@ def _handled_functions():
     return _HANDLED_FUNCTIONS
 
 
+cdef object _numpy(object func):
+    # cyad's implementation of a NumPy function, without NumPy's dispatch in between
+    return _handled_functions()[func]
+
+
 def _as_dual_out(out):
     # ufunc `out=` arrives as a tuple of one array
     if out is None:
@@ -550,7 +555,7 @@ cdef class Dual:
 
     @property
     def T(self):
-        return np.transpose(self)
+        return _numpy(np.transpose)(self)
 
     def __len__(self):
         return len(self.values)
@@ -679,57 +684,57 @@ cdef class Dual:
     def __ne__(self, other):
         return self.values != primal(other)
 
-    # -- ndarray methods ----------------------------------------------------------------
+    # -- ndarray methods: straight to the implementations of the NumPy functions ---------------
     def reshape(self, *shape, order="C"):
-        return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+        return _numpy(np.reshape)(self, shape[0] if len(shape) == 1 else shape, order=order)
 
     def ravel(self, order="C"):
-        return np.ravel(self, order=order)
+        return _numpy(np.ravel)(self, order=order)
 
     def flatten(self, order="C"):
-        return np.ravel(self, order=order).copy()
+        return _numpy(np.ravel)(self, order=order).copy()
 
     def transpose(self, *axes):
-        return np.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+        return _numpy(np.transpose)(self, axes[0] if len(axes) == 1 else (axes or None))
 
     def squeeze(self, axis=None):
-        return np.squeeze(self, axis)
+        return _numpy(np.squeeze)(self, axis)
 
     def copy(self):
         return new_dual(self.values.copy(), self.partials.copy(), self.width, self.tag)
 
     def sum(self, axis=None, keepdims=False):
-        return np.sum(self, axis=axis, keepdims=keepdims)
+        return _numpy(np.sum)(self, axis=axis, keepdims=keepdims)
 
     def prod(self, axis=None, keepdims=False):
-        return np.prod(self, axis=axis, keepdims=keepdims)
+        return _numpy(np.prod)(self, axis=axis, keepdims=keepdims)
 
     def mean(self, axis=None, keepdims=False):
-        return np.mean(self, axis=axis, keepdims=keepdims)
+        return _numpy(np.mean)(self, axis=axis, keepdims=keepdims)
 
     def cumsum(self, axis=None):
-        return np.cumsum(self, axis=axis)
+        return _numpy(np.cumsum)(self, axis=axis)
 
     def dot(self, other):
-        return np.dot(self, other)
+        return _numpy(np.dot)(self, other)
 
     def clip(self, min=None, max=None):
-        return np.clip(self, min, max)
+        return _numpy(np.clip)(self, min, max)
 
     def trace(self, offset=0, axis1=0, axis2=1):
-        return np.trace(self, offset, axis1, axis2)
+        return _numpy(np.trace)(self, offset, axis1, axis2)
 
     def max(self, axis=None, keepdims=False):
-        return np.max(self, axis=axis, keepdims=keepdims)
+        return _numpy(np.max)(self, axis=axis, keepdims=keepdims)
 
     def min(self, axis=None, keepdims=False):
-        return np.min(self, axis=axis, keepdims=keepdims)
+        return _numpy(np.min)(self, axis=axis, keepdims=keepdims)
 
     def round(self, decimals=0):
-        return np.round(self, decimals)
+        return _numpy(np.round)(self, decimals)
 
     def swapaxes(self, axis1, axis2):
-        return np.swapaxes(self, axis1, axis2)
+        return _numpy(np.swapaxes)(self, axis1, axis2)
 
 
 # Cython gives a class with __getitem__ the sequence item slot too, and NumPy takes an
