@@ -57,20 +57,13 @@ def make_dual(values, partials, Dual like):
     return new_dual(values, partials, like.width, like.tag)
 
 
-def constant_like(value, Dual like):
-    """`value` (a number or ndarray of floats) as a dual of `like`'s differentiation, zero partials."""
-    values = np.asarray(value, dtype=_float_dtype(np.result_type(value, like.values)))
-    partials = np.zeros(values.shape + (like.width,), values.dtype)
-    return new_dual(values, partials, like.width, like.tag)
-
-
 def primal(x):
     """The values of a dual, anything else unchanged."""
     return (<Dual>x).values if isinstance(x, Dual) else x
 
 
-cdef object _float_dtype(object dtype):
-    # the dtype a dual result is computed in: float32 stays, other reals become float64
+def float_dtype(dtype):
+    """The dtype a dual result is computed in: float32 stays, other reals become float64."""
     if dtype == np.float32:
         return np.dtype(np.float32)
     if dtype.kind in "biuf" and dtype.itemsize <= 8:
@@ -238,7 +231,7 @@ cdef object binary(int op, object a, object b, object out=None):
     cdef Dual like = _common_dual(a, b)
     a = _array_like(a)
     b = _array_like(b)
-    cdef object dtype = _float_dtype(np.result_type(primal(a), primal(b)))
+    cdef object dtype = float_dtype(np.result_type(primal(a), primal(b)))
     shape = np.broadcast_shapes(np.shape(primal(a)), np.shape(primal(b)))
     cdef _Operand oa = _operand(a, shape, dtype, like.width)
     cdef _Operand ob = _operand(b, shape, dtype, like.width)

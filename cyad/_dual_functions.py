@@ -21,7 +21,7 @@ except ImportError:  # NumPy 1.x
     from numpy.core.multiarray import normalize_axis_index
     from numpy.core.numeric import normalize_axis_tuple
 
-from cyad._dual import _NESTING_ERROR, Dual, make_dual, primal
+from cyad._dual import _NESTING_ERROR, Dual, float_dtype, make_dual, primal
 
 HANDLED_FUNCTIONS = {}
 
@@ -75,15 +75,6 @@ def _supported_arguments(numpy_function, accepted, args, kwargs):
 
 # -- helpers ----------------------------------------------------------------------
 
-def _float_dtype(dtype):
-    # the dtype a dual result is computed in: float32 stays, other reals become float64
-    if dtype == np.float32:
-        return np.dtype(np.float32)
-    if dtype.kind in "biuf" and dtype.itemsize <= 8:
-        return np.dtype(np.float64)
-    raise TypeError(f"cyad: dual arrays hold float64 or float32, not {dtype}")
-
-
 def _common(operands):
     """The dual among `operands` whose differentiation the result joins, and the result dtype."""
     like = None
@@ -95,7 +86,7 @@ def _common(operands):
                 raise TypeError(_NESTING_ERROR)
     values = [primal(x) if isinstance(x, (Dual, np.ndarray, np.generic, int, float))
               else np.asarray(x) for x in operands]
-    return like, _float_dtype(np.result_type(*values))
+    return like, float_dtype(np.result_type(*values))
 
 
 def _parts(x, dtype):
