@@ -47,9 +47,11 @@ cdef class Prep:
     cdef object bound                  # the f of the last call
     cdef object tag                    # marks the duals of this prep's differentiation
     cdef int typenum
-    cdef int x_ndim, out_ndim
+    cdef int x_ndim, out_ndim, jacobian_ndim
     cdef cnp.npy_intp x_dims[64]
     cdef cnp.npy_intp out_dims[64]
+    cdef tuple jacobian_shape          # out_shape + x_shape
+    cdef cnp.npy_intp jacobian_dims[64]
     cdef cnp.ndarray scalar_x          # a Python-number x, as an array
     cdef cnp.ndarray scalar_t          # a Python-number tangent, as an array
     cdef void** tangents               # per call: the tangents' data
@@ -64,9 +66,9 @@ cdef class Prep:
     cdef object batch_tangent(self, object t)
     cdef check_array(self, str name, object a)
     cdef check_y(self, object y)
-    cdef check_out(self, object out, tuple shape, str what)
+    cdef check_out(self, object out, tuple shape, int ndim, cnp.npy_intp* dims, str what)
     cdef set_output(self, tuple shape)
-    cdef discover(self, object x, tuple tangents)
+    cdef discover(self, object x)
     cdef raise_for(self, int status)
     cdef object pushforward(self, object f, object x, object dx, object y, object out,
                             bint with_value)

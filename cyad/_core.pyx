@@ -85,6 +85,24 @@ cdef void put_basis(real* partials, Py_ssize_t n, Py_ssize_t width, Py_ssize_t s
         partials[(start + k) * width + k] = 1
 
 
+cdef void put_tangents(cyad_prep* p, const real* const* tangents, Py_ssize_t count) noexcept nogil:
+    # the input partials: lane k = tangents[k] for k < count, the other lanes 0
+    cdef Py_ssize_t k
+    if count < p.width:
+        memset(p.dx, 0, p.n_x * p.width * sizeof(real))
+    for k in range(count):
+        put_lane(tangents[k], p.n_x, <real*>p.dx, p.width, k)
+
+
+cdef void seed_first_chunk(cyad_prep* p, const real* const* tangents) noexcept nogil:
+    # the first chunk's seeds in the input partials: tangents, or basis directions if NULL
+    cdef Py_ssize_t count = min(p.chunk, p.directions)
+    if tangents == NULL:
+        put_basis(<real*>p.dx, p.n_x, p.width, 0, count)
+    else:
+        put_tangents(p, tangents, count)
+
+
 cdef void get_columns(const real* partials, Py_ssize_t n, Py_ssize_t width, Py_ssize_t count,
                       real* dst, Py_ssize_t columns, Py_ssize_t start) noexcept nogil:
     # dst[i, start + k] = partials[i, k] for an n x columns row-major dst
@@ -132,7 +150,9 @@ cdef inline int run_pushforward(cyad_prep* p, const real* x, const real* const* 
     cdef const real* dx
     cdef int status
     if in_place and p.width == 1:
-        # one tangent in one evaluation on the caller's own buffers: nothing to copy
+        # the classic call: one tangent, one evaluation, on the caller's own buffers. The
+        # loop below does the same work; this straight path takes a nogil pushforward at
+        # n = 10 from ~21 ns to ~13 ns (python -m cyad, beside 6.5 ns by hand).
         memset(outs[0], 0, p.n_y * sizeof(real))
         status = call(p, x, tangents[0], y, outs[0])
         if status == 0 and value != NULL and value != y:
@@ -143,14 +163,12 @@ cdef inline int run_pushforward(cyad_prep* p, const real* x, const real* const* 
         if p.pending and start == 0:
             dy = <real*>p.dy
         else:
+            # one lane: the caller's tangent and output themselves
             if p.width == 1:
                 dx = tangents[start]
             else:
+                put_tangents(p, tangents + start, count)
                 dx = <real*>p.dx
-                if count < p.width:
-                    memset(p.dx, 0, p.n_x * p.width * sizeof(real))
-                for k in range(count):
-                    put_lane(tangents[start + k], p.n_x, <real*>p.dx, p.width, k)
             dy = outs[start] if p.width == 1 else <real*>p.dy
             yv = start_output(p, y, in_place)
             memset(dy, 0, p.n_y * p.width * sizeof(real))
@@ -417,14 +435,21 @@ cdef class Prep:
         raise FunctionError(status)
 
     cdef set_output(self, tuple shape):
-        """Fix the output's shape and allocate the output duals."""
+        """Fix the output's shape (and the Jacobian's) and allocate the output duals."""
         cdef int i
-        if len(shape) > 64:
-            raise ValueError("cyad: the output has more than 64 dimensions")
+        if self.family == GRADIENT and shape != ():
+            raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returns shape "
+                             f"{shape}; use jacobian")
+        if len(shape) + self.x_ndim > 64:
+            raise ValueError("cyad: the Jacobian would have more than 64 dimensions")
         self.out_shape = shape
         self.out_ndim = len(shape)
-        for i in range(self.out_ndim):
-            self.out_dims[i] = shape[i]
+        self.jacobian_shape = shape + self.x_shape
+        self.jacobian_ndim = len(self.jacobian_shape)
+        for i in range(self.jacobian_ndim):
+            self.jacobian_dims[i] = self.jacobian_shape[i]
+            if i < self.out_ndim:
+                self.out_dims[i] = shape[i]
         self.state.n_y = int(np.prod(shape))
         self.y_dual = new_dual(np.zeros(shape, self.dtype),
                                np.zeros(shape + (self.state.width,), self.dtype),
@@ -508,20 +533,12 @@ cdef class Prep:
                              f"{self.out_shape}")
         raise ValueError("cyad: y must be a writeable C-contiguous array")
 
-    cdef check_out(self, object out, tuple shape, str what):
-        """An output buffer: exactly `shape`, the prep's dtype, C-contiguous and writeable."""
-        cdef cnp.npy_intp dims[64]
-        cdef int i
-        if shape is self.out_shape:
-            if (_is_exact(out, self.typenum, self.out_ndim, self.out_dims)
-                    and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)):
-                return
-        elif len(shape) <= 64:
-            for i in range(len(shape)):
-                dims[i] = shape[i]
-            if (_is_exact(out, self.typenum, len(shape), dims)
-                    and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)):
-                return
+    cdef check_out(self, object out, tuple shape, int ndim, cnp.npy_intp* dims, str what):
+        """An output buffer: exactly `shape` (ndim, dims), the prep's dtype, C-contiguous and
+        writeable."""
+        if (_is_exact(out, self.typenum, ndim, dims)
+                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)):
+            return
         if not isinstance(out, np.ndarray):
             raise TypeError(f"cyad: {what} must be a NumPy array, not {type(out).__name__}")
         if out.shape != shape or out.dtype != self.dtype:
@@ -531,22 +548,19 @@ cdef class Prep:
 
     # -- learning a Python callable's output -----------------------------------------
 
-    cdef discover(self, object x, tuple tangents):
+    cdef discover(self, object x):
         """Evaluate the first chunk in Python to learn f's output; the engine then skips it.
 
-        `tangents` are the pushforward's (None for basis directions).
+        The seeds are the pushforward's tangents (set in self.tangents) or basis directions.
         """
-        cdef Py_ssize_t k, count = min(self.state.chunk, self.state.directions)
-        cdef Dual xd = self.input_dual
-        xd.values[...] = x
-        xd.partials[...] = 0
-        partials = xd.partials.reshape(-1, self.state.width)
-        for k in range(count):
-            if tangents is None:
-                partials[k, k] = 1
-            else:
-                partials[:, k] = tangents[k].reshape(-1)
-        r = self.python.f(xd)
+        cdef bint basis = self.family == GRADIENT or self.family == JACOBIAN
+        self.input_dual.values[...] = x
+        if self.state.float32:
+            seed_first_chunk[float](&self.state, NULL if basis else <const float* const*>self.tangents)
+        else:
+            seed_first_chunk[double](&self.state,
+                                     NULL if basis else <const double* const*>self.tangents)
+        r = self.python.f(self.input_dual)
         if isinstance(r, Dual):
             if (<Dual>r).tag is not self.tag:
                 raise TypeError("cyad: f returned a dual array of another differentiation "
@@ -571,7 +585,8 @@ cdef class Prep:
         if not with_value:
             return None
         if value_out is not None:
-            self.check_out(value_out, self.out_shape, "the value output")
+            self.check_out(value_out, self.out_shape, self.out_ndim, self.out_dims,
+                           "the value output")
             return value_out
         if self.two_argument:
             return y
@@ -600,8 +615,13 @@ cdef class Prep:
         if with_value and out is not None:
             pair = out
             value_out, out = self.split_pair(out)
+        if batch:
+            for k in range(given):
+                self.tangents[k] = _data(tangents[k])
+        else:
+            self.tangents[0] = _data(dx)
         if self.out_shape is None:
-            self.discover(x, tangents if batch else (dx,))
+            self.discover(x)
         if out is None:
             out = tuple([np.empty(self.out_shape, self.dtype) for k in range(given)]) if batch \
                 else np.empty(self.out_shape, self.dtype)
@@ -609,16 +629,14 @@ cdef class Prep:
             if not isinstance(out, tuple) or len(<tuple>out) != given:
                 raise TypeError(f"cyad: out= must be a tuple of {given} arrays, one per tangent")
             for k in range(given):
-                self.check_out((<tuple>out)[k], self.out_shape, "out")
+                self.check_out((<tuple>out)[k], self.out_shape, self.out_ndim, self.out_dims, "out")
         else:
-            self.check_out(out, self.out_shape, "out")
+            self.check_out(out, self.out_shape, self.out_ndim, self.out_dims, "out")
         value = self.value_buffer(value_out, y, with_value)
         if batch:
             for k in range(given):
-                self.tangents[k] = _data(tangents[k])
                 self.outs[k] = _data((<tuple>out)[k])
         else:
-            self.tangents[0] = _data(dx)
             self.outs[0] = _data(out)
         status = self._run_pushforward(x, y, value)
         self.state.pending = False
@@ -647,15 +665,11 @@ cdef class Prep:
             pair = out
             value_out, out = self.split_pair(out)
         if self.out_shape is None:
-            self.discover(x, None)
-        if self.family == GRADIENT and self.out_shape != ():
-            raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returned shape "
-                             f"{self.out_shape}; use jacobian")
-        shape = self.out_shape + self.x_shape
+            self.discover(x)
         if out is None:
-            out = np.empty(shape, self.dtype)
+            out = np.empty(self.jacobian_shape, self.dtype)
         else:
-            self.check_out(out, shape, "out")
+            self.check_out(out, self.jacobian_shape, self.jacobian_ndim, self.jacobian_dims, "out")
         value = self.value_buffer(value_out, y, with_value)
         status = self._run_jacobian(x, y, value, out)
         self.state.pending = False
