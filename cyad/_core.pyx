@@ -26,7 +26,7 @@ from libc.string cimport memcpy, memset
 from cyad._kernels cimport lane_count
 from cyad._dual cimport Dual, new_dual
 from cyad._dual import Dual as _DualType
-from cyad._wrapper cimport python_f64, python_f32, is_c_function
+from cyad._wrapper cimport python_f64, python_f32, is_python_function
 from cyad._wrapper import FunctionError, constant_result
 
 cnp.import_array()
@@ -329,7 +329,7 @@ cdef class Prep:
         if n_x == 0 or directions == 0:
             raise ValueError("cyad: x is empty: there is nothing to differentiate")
         if chunk is None:
-            chunk = default_chunk(directions, n_x, _is_python(f))
+            chunk = default_chunk(directions, n_x, is_python_function(f))
         elif not isinstance(chunk, (int, np.integer)) or chunk < 1:
             raise ValueError(f"cyad: chunk must be a positive integer, not {chunk!r}")
         self.state.family = family
@@ -362,21 +362,13 @@ cdef class Prep:
 
     cdef _bind_kind(self, object f):
         # the first binding: a Python callable gets its PythonFunction, a C function its struct
-        cdef FunctionWrapper w
-        if isinstance(f, FunctionWrapper) and (<FunctionWrapper>f).callable is not None:
-            f = (<FunctionWrapper>f).callable
-        if isinstance(f, FunctionWrapper):
-            w = <FunctionWrapper>f
-        elif _is_python(f):
-            self.python = PythonFunction(f, self.two_argument, self.input_dual)
+        if is_python_function(f):
+            self.python = PythonFunction(_python_callable(f), self.two_argument, self.input_dual)
             self.state.function.f64 = python_f64
             self.state.function.f32 = python_f32
             self.state.function.context = <void*>self.python
-            self.bound = f
-            return
         else:
-            w = FunctionWrapper(f)
-        self._use_wrapper(w)
+            self._use_wrapper(_as_wrapper(f))
         self.bound = f
 
     cdef _use_wrapper(self, FunctionWrapper w):
@@ -474,19 +466,13 @@ cdef class Prep:
         """Use f for this call: another object of the prep's kind of function is fine."""
         if f is self.bound:
             return
-        if isinstance(f, FunctionWrapper) and (<FunctionWrapper>f).callable is not None:
-            f = (<FunctionWrapper>f).callable
+        if is_python_function(f) != (self.python is not None):
+            made = "a Python callable" if self.python is not None else "a C function"
+            raise ValueError(f"cyad: this prep was made for {made}; f is not one")
         if self.python is not None:
-            if isinstance(f, FunctionWrapper) or is_c_function(f) or not callable(f):
-                raise ValueError("cyad: this prep was made for a Python callable, not a C function")
-            self.python.f = f
+            self.python.f = _python_callable(f)
         else:
-            if not isinstance(f, FunctionWrapper):
-                if not is_c_function(f):
-                    raise ValueError("cyad: this prep was made for a C function, not a Python "
-                                     "callable")
-                f = FunctionWrapper(f)
-            self._use_wrapper(<FunctionWrapper>f)
+            self._use_wrapper(_as_wrapper(f))
         self.bound = f
 
     cdef object input(self, object x):
@@ -688,11 +674,13 @@ cdef class Prep:
                             <double*>_data(out))
 
 
-cdef bint _is_python(object f):
-    # a Python callable (bare or wrapped), as opposed to a C function
-    if isinstance(f, FunctionWrapper):
-        return (<FunctionWrapper>f).callable is not None
-    return callable(f) and not is_c_function(f)
+cdef object _python_callable(object f):
+    # the callable itself, out of its FunctionWrapper if it has one
+    return (<FunctionWrapper>f).callable if isinstance(f, FunctionWrapper) else f
+
+
+cdef FunctionWrapper _as_wrapper(object f):
+    return <FunctionWrapper>f if isinstance(f, FunctionWrapper) else FunctionWrapper(f)
 
 
 cdef object _fill(cnp.ndarray a, object number):

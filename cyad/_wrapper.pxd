@@ -62,4 +62,5 @@ cdef int python_f32(const float* x, const float* dx, float* y, float* dy,
                     Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
                     void* context) noexcept nogil
 
+cpdef bint is_python_function(object f)
 cpdef bint is_c_function(object f)

@@ -102,7 +102,7 @@ cdef class FunctionWrapper:
         self.out_shape = None
         if len(functions) == 1 and isinstance(functions[0], FunctionWrapper):
             self._copy(functions[0])
-        elif len(functions) == 1 and _is_python_callable(functions[0]):
+        elif len(functions) == 1 and is_python_function(functions[0]):
             self.callable = functions[0]
             self.kind = "python"
         else:
@@ -189,7 +189,10 @@ cdef object _shape(object out_shape):
     return tuple(int(n) for n in out_shape)
 
 
-cdef bint _is_python_callable(object f):
+cpdef bint is_python_function(object f):
+    """Whether f is, or wraps, a Python callable (as opposed to a C function)."""
+    if isinstance(f, FunctionWrapper):
+        return (<FunctionWrapper>f).callable is not None
     return callable(f) and not is_c_function(f)
 
 
