@@ -38,9 +38,9 @@ def _nogil(operator, n, seconds):
     value, out = np.zeros(n), np.zeros(n)
     prep = cyad.prepare_pushforward(_profile.copy_function(), x, dx, y=y)
     samples = []
-    while sum(cyad_time for cyad_time, _ in samples) * 1000 < seconds or len(samples) < 5:
+    while sum(sample[0] for sample in samples) * 1000 < seconds or len(samples) < 5:
         samples.append(_profile.nogil_copy_times(prep, x, dx, y, value, out, operator, 1000))
-    times = np.array(samples).T
+    times = np.array(samples)[:, :2].T
     # allocations of the loop per call: two loop lengths, so the Python call around it cancels
     run = _profile.nogil_copy_times
     counts = []
@@ -85,11 +85,12 @@ def print_table(n, operator, rows):
 
 def wrapper_cost(n):
     """Median seconds per call of the C copy through its FunctionWrapper and directly."""
-    x, dx, y, out = np.arange(n, dtype=float), np.ones(n), np.zeros(n), np.zeros(n)
+    x, dx, y, value, out = (np.zeros(n) for _ in range(5))
     prep = cyad.prepare_pushforward(_profile.copy_function(), x, dx, y=y)
-    samples = np.array([_profile.wrapper_call_times(prep, x, dx, y, out, 10_000)
+    samples = np.array([_profile.nogil_copy_times(prep, x, dx, y, value, out, "pushforward",
+                                                  10_000)
                         for _ in range(50)])
-    return np.median(samples, axis=0)
+    return np.median(samples[:, 2:], axis=0)
 
 
 def empty_call():

@@ -153,8 +153,10 @@ cdef double now() noexcept nogil:
 
 def nogil_copy_times(prep, cnp.ndarray x, cnp.ndarray dx, cnp.ndarray y, cnp.ndarray value,
                      cnp.ndarray out, str operator, Py_ssize_t calls):
-    """Seconds per call of a prepared pushforward (or value_and_pushforward) of the C copy in
-    a nogil loop, and of the same copies by hand through a function pointer in a nogil loop."""
+    """Seconds per call of the C copy in nogil loops: (1) a prepared pushforward (or
+    value_and_pushforward) through cyad's entry point, (2) the same copies by hand through a
+    function pointer, (3) f alone through the prep's cyad_function (the FunctionWrapper's
+    pointer and context), (4) f alone called directly."""
     cdef cyad.cyad_prep* state = cyad.prep_state(prep)
     cdef cyad.cyad_f64 by_pointer = copy
     cdef double* xp = <double*>cnp.PyArray_DATA(x)
@@ -164,44 +166,28 @@ def nogil_copy_times(prep, cnp.ndarray x, cnp.ndarray dx, cnp.ndarray y, cnp.nda
     cdef double* op = <double*>cnp.PyArray_DATA(out)
     cdef Py_ssize_t i, n = cnp.PyArray_SIZE(x)
     cdef bint with_value = operator == "value_and_pushforward"
-    cdef double t0, t1, t2
+    cdef double t[5]
     with nogil:
-        t0 = now()
+        t[0] = now()
         if with_value:
             for i in range(calls):
                 cyad.value_and_pushforward_nogil(state, xp, dxp, yp, vp, op)
         else:
             for i in range(calls):
                 cyad.pushforward_nogil(state, xp, dxp, yp, op)
-        t1 = now()
+        t[1] = now()
         for i in range(calls):
             by_pointer(xp, dxp, yp, op, n, n, 1, NULL)
             if with_value:
                 memcpy(vp, yp, n * sizeof(double))
-        t2 = now()
-    return (t1 - t0) / calls, (t2 - t1) / calls
-
-
-def wrapper_call_times(prep, cnp.ndarray x, cnp.ndarray dx, cnp.ndarray y, cnp.ndarray out,
-                       Py_ssize_t calls):
-    """Seconds per call of the C copy in a nogil loop: through the prep's cyad_function
-    (the FunctionWrapper's pointer and context), and called directly."""
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
-    cdef double* xp = <double*>cnp.PyArray_DATA(x)
-    cdef double* dxp = <double*>cnp.PyArray_DATA(dx)
-    cdef double* yp = <double*>cnp.PyArray_DATA(y)
-    cdef double* op = <double*>cnp.PyArray_DATA(out)
-    cdef Py_ssize_t i, n = cnp.PyArray_SIZE(x)
-    cdef double t0, t1, t2
-    with nogil:
-        t0 = now()
+        t[2] = now()
         for i in range(calls):
             state.function.f64(xp, dxp, yp, op, n, n, 1, state.function.context)
-        t1 = now()
+        t[3] = now()
         for i in range(calls):
             copy(xp, dxp, yp, op, n, n, 1, NULL)
-        t2 = now()
-    return (t1 - t0) / calls, (t2 - t1) / calls
+        t[4] = now()
+    return tuple([(t[k + 1] - t[k]) / calls for k in range(4)])
 
 
 def empty(f, x, dx, *, y=None, prep=None, out=None):
