@@ -26,6 +26,11 @@ cdef Py_ssize_t lane_count(Py_ssize_t chunk) noexcept nogil:
     return width
 
 
+cdef Py_ssize_t second_order_width(Py_ssize_t outer, Py_ssize_t inner) noexcept nogil:
+    """Lanes of a nested dual over `outer` and `inner` directions (see cyad._wrapper)."""
+    return lane_count(outer + inner + outer * inner)
+
+
 # -- lane loops: one row of partials ------------------------------------------
 
 cdef inline void scale_row(lanes* tag, Py_ssize_t blocks, double d,

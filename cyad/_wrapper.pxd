@@ -18,10 +18,34 @@ ctypedef int (*cyad_f32)(const float* x, const float* dx, float* y, float* dy,
                          Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
                          void* context) noexcept nogil
 
-# A type-erased function: one pointer per dtype it supports (NULL where it does not).
+# Second order (hessian, hvp, second_derivative) calls a function of the second-order
+# signature: the same buffers, whose elements are nested duals over two sets of
+# directions, `outer` and `inner` of them. Element i's row of dx (and of dy) has
+# second_order_width(outer, inner) lanes (cyad._kernels), laid out as
+#   lanes [0, outer)                           a[k]: partials along outer direction k
+#   lanes [outer, outer + inner)               b[j]: partials along inner direction j
+#   lane  outer + inner + j * outer + k        c[j][k]: the second derivative along
+#                                              inner direction j and outer direction k
+#   the remaining lanes                        zero padding
+# (the nested dual Dual{inner}(Dual{outer}): value (v, a), inner partial j (b[j], c[j])).
+# Propagation through an elementwise rule y = g(x): y.a = g' x.a, y.b = g' x.b,
+# y.c[j][k] = g' x.c[j][k] + g'' x.b[j] x.a[k]. cyad calls C functions with outer == 1.
+
+ctypedef int (*cyad2_f64)(const double* x, const double* dx, double* y, double* dy,
+                          Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t outer, Py_ssize_t inner,
+                          void* context) noexcept nogil
+
+ctypedef int (*cyad2_f32)(const float* x, const float* dx, float* y, float* dy,
+                          Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t outer, Py_ssize_t inner,
+                          void* context) noexcept nogil
+
+# A type-erased function: one pointer per dtype and order it supports (NULL where it
+# does not).
 ctypedef struct cyad_function:
     cyad_f64 f64
     cyad_f32 f32
+    cyad2_f64 second_f64
+    cyad2_f32 second_f32
     void* context
 
 
@@ -61,6 +85,14 @@ cdef int python_f64(const double* x, const double* dx, double* y, double* dy,
 cdef int python_f32(const float* x, const float* dx, float* y, float* dy,
                     Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
                     void* context) noexcept nogil
+
+cdef int python2_f64(const double* x, const double* dx, double* y, double* dy,
+                     Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t outer, Py_ssize_t inner,
+                     void* context) noexcept nogil
+
+cdef int python2_f32(const float* x, const float* dx, float* y, float* dy,
+                     Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t outer, Py_ssize_t inner,
+                     void* context) noexcept nogil
 
 cpdef bint is_python_function(object f)
 cpdef bint is_c_function(object f)

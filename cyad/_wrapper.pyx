@@ -367,3 +367,17 @@ cdef int python_f32(const float* x, const float* dx, float* y, float* dy,
                     void* context) noexcept nogil:
     with gil:
         return (<PythonFunction>context).run(<const char*>x, <const char*>dx, <char*>y, <char*>dy)
+
+
+cdef int python2_f64(const double* x, const double* dx, double* y, double* dy,
+                     Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t outer, Py_ssize_t inner,
+                     void* context) noexcept nogil:
+    with gil:
+        return (<PythonFunction>context).run(<const char*>x, <const char*>dx, <char*>y, <char*>dy)
+
+
+cdef int python2_f32(const float* x, const float* dx, float* y, float* dy,
+                     Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t outer, Py_ssize_t inner,
+                     void* context) noexcept nogil:
+    with gil:
+        return (<PythonFunction>context).run(<const char*>x, <const char*>dx, <char*>y, <char*>dy)
