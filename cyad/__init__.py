@@ -8,16 +8,25 @@ from cyad.profiling import Profile, allocations_per_call, profile
 from cyad._operators import (
     derivative,
     gradient,
+    gradient_and_hvp,
+    hessian,
+    hvp,
     jacobian,
     prepare_derivative,
     prepare_gradient,
+    prepare_hessian,
+    prepare_hvp,
     prepare_jacobian,
     prepare_pushforward,
+    prepare_second_derivative,
     pushforward,
+    second_derivative,
     value_and_derivative,
     value_and_gradient,
     value_and_jacobian,
     value_and_pushforward,
+    value_derivative_and_second_derivative,
+    value_gradient_and_hessian,
 )
 
 # A prep serves its whole operator family, so value_and_* share their prepare function.
@@ -25,6 +34,9 @@ prepare_value_and_pushforward = prepare_pushforward
 prepare_value_and_derivative = prepare_derivative
 prepare_value_and_gradient = prepare_gradient
 prepare_value_and_jacobian = prepare_jacobian
+prepare_value_derivative_and_second_derivative = prepare_second_derivative
+prepare_gradient_and_hvp = prepare_hvp
+prepare_value_gradient_and_hessian = prepare_hessian
 
 __version__ = "0.1.0"
 
@@ -45,19 +57,31 @@ __all__ = [
     "derivative",
     "get_include",
     "gradient",
+    "gradient_and_hvp",
+    "hessian",
+    "hvp",
     "jacobian",
     "prepare_derivative",
     "prepare_gradient",
+    "prepare_gradient_and_hvp",
+    "prepare_hessian",
+    "prepare_hvp",
     "prepare_jacobian",
     "prepare_pushforward",
+    "prepare_second_derivative",
     "prepare_value_and_derivative",
     "prepare_value_and_gradient",
     "prepare_value_and_jacobian",
     "prepare_value_and_pushforward",
+    "prepare_value_derivative_and_second_derivative",
+    "prepare_value_gradient_and_hessian",
     "profile",
     "pushforward",
+    "second_derivative",
     "value_and_derivative",
     "value_and_gradient",
     "value_and_jacobian",
     "value_and_pushforward",
+    "value_derivative_and_second_derivative",
+    "value_gradient_and_hessian",
 ]

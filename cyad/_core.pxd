@@ -1,5 +1,5 @@
 cimport numpy as cnp
-from cyad._dual cimport Dual
+from cyad._dual cimport Dual, Tag
 from cyad._fused cimport real
 from cyad._wrapper cimport cyad_function, FunctionWrapper, PythonFunction
 
@@ -10,6 +10,9 @@ cpdef enum Family:
     DERIVATIVE
     GRADIENT
     JACOBIAN
+    SECOND_DERIVATIVE
+    HVP
+    HESSIAN
 
 # Statuses of the engine besides 0 (success) and the function's own nonzero statuses.
 cpdef enum:
@@ -26,6 +29,12 @@ ctypedef struct cyad_prep:
     Py_ssize_t directions      # tangents (pushforward) or basis directions (n_x)
     Py_ssize_t chunk           # directions per evaluation
     Py_ssize_t width           # lanes: chunk padded to 1, 2, 4, 8, 16 or a multiple of 8
+    # second order: the directions above are the inner ones; the outer ones are the
+    # hvp's tangents, the hessian's basis, or the second derivative's single tangent
+    Py_ssize_t outer_directions
+    Py_ssize_t outer_chunk     # outer directions per evaluation
+    Py_ssize_t outer           # lanes of the outer and the inner partials
+    Py_ssize_t inner           #   (width is then second_order_width(outer, inner))
     void* dx                   # input partials, n_x x width
     void* y                    # output values, n_y
     void* dy                   # output partials, n_y x width
@@ -45,7 +54,7 @@ cdef class Prep:
     cdef PythonFunction python         # the Python callable's binding, or None
     cdef FunctionWrapper wrapper       # the C function in use, or None
     cdef object bound                  # the f of the last call
-    cdef object tag                    # marks the duals of this prep's differentiation
+    cdef Tag tag                       # marks the duals of this prep's differentiation
     cdef int typenum
     cdef int x_ndim, out_ndim, jacobian_ndim
     cdef cnp.npy_intp x_dims[64]
@@ -57,6 +66,8 @@ cdef class Prep:
     cdef void** tangents               # per call: the tangents' data
     cdef void** outs                   # per call: the outputs' data
 
+    cdef _size_first_order(self, Py_ssize_t directions, object chunk, bint python)
+    cdef _size_second_order(self, Py_ssize_t directions, object chunk, bint python)
     cdef _bind_kind(self, object f)
     cdef _use_wrapper(self, FunctionWrapper w)
     cdef check_form(self, Family family, object y)
@@ -72,9 +83,18 @@ cdef class Prep:
     cdef raise_for(self, int status)
     cdef object pushforward(self, object f, object x, object dx, object y, object out,
                             bint with_value)
+    cdef object _pushforward(self, object x, object y, object out, bint with_value, bint batch,
+                             Py_ssize_t given, object pair, object value_out)
     cdef int _run_pushforward(self, object x, object y, object value)
     cdef object jacobian(self, object f, object x, object y, object out, bint with_value)
+    cdef object _jacobian(self, object x, object y, object out, bint with_value, object pair,
+                          object value_out)
     cdef int _run_jacobian(self, object x, object y, object value, object out)
+    cdef object second(self, object f, object x, object v, object y, object out, int results)
+    cdef object _second(self, object x, object tangents, object y, tuple outs, int results,
+                        bint batch)
+    cdef int _run_second(self, object x, object y, object value, object first, tuple second)
+    cdef tuple split(self, object out, int count)
     cdef tuple split_pair(self, object out)
     cdef object value_buffer(self, object value_out, object y, bint with_value)
 
@@ -96,3 +116,7 @@ cdef int gradient_nogil(cyad_prep* p, const real* x, real* y, real* value,
                         real* gradient) noexcept nogil
 cdef int jacobian_nogil(cyad_prep* p, const real* x, real* y, real* value,
                         real* jacobian) noexcept nogil
+cdef int hvp_nogil(cyad_prep* p, const real* x, const real* v, real* y, real* gradient,
+                   real* out) noexcept nogil
+cdef int hessian_nogil(cyad_prep* p, const real* x, real* y, real* value, real* gradient,
+                       real* hessian) noexcept nogil

@@ -14,25 +14,36 @@ The Python operators check their arguments against the prep with C-level
 comparisons and call the engine; Cython users call it through the `*_nogil`
 entry points. derivative is the pushforward of a scalar with tangent 1; gradient
 is the Jacobian of a scalar-valued function.
+
+Second order (`run_second`) is forward over forward on nested duals (the
+second-order layout of cyad._wrapper): every evaluation seeds a chunk of outer
+directions (the hvp's tangents, basis directions of the Hessian, the second
+derivative's tangent 1) and a chunk of inner basis directions, and reads the
+second derivatives across them from the cross lanes. A Hessian is symmetric, so
+for each chunk of outer directions starting at row r only inner directions from r
+on are evaluated: about half the n^2 second-order terms, mirrored.
 """
 import numpy as np
 
 cimport numpy as cnp
 from cpython.float cimport PyFloat_Check
 from cpython.long cimport PyLong_Check
+from libc.math cimport sqrt
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from cyad._kernels cimport lane_count
-from cyad._dual cimport Dual, new_dual
+from cyad._kernels cimport lane_count, second_order_width
+from cyad._dual cimport Dual, Tag, new_dual, nested_tag, enter, leave
 from cyad._dual import Dual as _DualType
-from cyad._wrapper cimport python_f64, python_f32, is_python_function
+from cyad._wrapper cimport (python_f64, python_f32, python2_f64, python2_f32,
+                            is_python_function)
 from cyad._wrapper import FunctionError, constant_result
 
 cnp.import_array()
 
 _FAMILY_NAMES = {PUSHFORWARD: "pushforward", DERIVATIVE: "derivative",
-                 GRADIENT: "gradient", JACOBIAN: "jacobian"}
+                 GRADIENT: "gradient", JACOBIAN: "jacobian",
+                 SECOND_DERIVATIVE: "second_derivative", HVP: "hvp", HESSIAN: "hessian"}
 
 # The default chunk. A Python callable pays a large fixed cost per call (interpreter
 # dispatch for every NumPy operation it makes), so it is called as few times as
@@ -56,6 +67,26 @@ def default_chunk(Py_ssize_t directions, Py_ssize_t n_x, bint python=True):
     if directions * max(n_x, 1) <= DEFAULT_PARTIALS_BUDGET:
         return max(directions, 1)
     return max(8, DEFAULT_PARTIALS_BUDGET // max(n_x, 1) // 8 * 8)
+
+
+def default_second_order_chunk(Py_ssize_t outer_directions, Py_ssize_t n_x, bint hessian,
+                               bint python=True):
+    """Inner directions per second-order evaluation when the caller gives no `chunk`.
+
+    For a Python callable: as many as keep the nested input partials, n_x x (outer + 1)
+    x (inner + 1) numbers, within DEFAULT_PARTIALS_BUDGET (a Hessian's outer chunk
+    equals its inner one; an hvp carries all its tangents). For a C function:
+    DEFAULT_C_CHUNK.
+    """
+    cdef Py_ssize_t chunk
+    if not python:
+        return max(1, min(n_x, DEFAULT_C_CHUNK))
+    if hessian:
+        chunk = <Py_ssize_t>sqrt(DEFAULT_PARTIALS_BUDGET / <double>max(n_x, 1)) - 1
+    else:
+        chunk = DEFAULT_PARTIALS_BUDGET // (max(n_x, 1) * (lane_count(outer_directions) + 1)) - 1
+    chunk = max(1, min(chunk, n_x))
+    return chunk // 8 * 8 if chunk > 16 else chunk
 
 
 # -- seeding and extraction: raw pointer loops -------------------------------------
@@ -205,12 +236,95 @@ cdef int run_jacobian(cyad_prep* p, const real* x, real* y, real* value,
     return 0
 
 
+# -- the second-order engine ------------------------------------------------------------
+
+cdef inline int call_second(cyad_prep* p, const real* x, const real* dx, real* y,
+                            real* dy) noexcept nogil:
+    if real is double:
+        return p.function.second_f64(x, dx, y, dy, p.n_x, p.n_y, p.outer, p.inner,
+                                     p.function.context)
+    else:
+        return p.function.second_f32(x, dx, y, dy, p.n_x, p.n_y, p.outer, p.inner,
+                                     p.function.context)
+
+
+cdef void seed_second(cyad_prep* p, const real* const* tangents, Py_ssize_t outer_start,
+                      Py_ssize_t outer_count, Py_ssize_t inner_start,
+                      Py_ssize_t inner_count) noexcept nogil:
+    # outer lane k: tangents[outer_start + k], or basis direction outer_start + k if NULL;
+    # inner lane j: basis direction inner_start + j; cross lanes 0
+    cdef real* dx = <real*>p.dx
+    cdef Py_ssize_t j, k
+    memset(dx, 0, p.n_x * p.width * sizeof(real))
+    for k in range(outer_count):
+        if tangents == NULL:
+            dx[(outer_start + k) * p.width + k] = 1
+        else:
+            put_lane(tangents[outer_start + k], p.n_x, dx, p.width, k)
+    for j in range(inner_count):
+        dx[(inner_start + j) * p.width + p.outer + j] = 1
+
+
+cdef int run_second(cyad_prep* p, const real* x, const real* const* tangents, real* y,
+                    real* value, real* first, real** second) noexcept nogil:
+    """Second derivatives of f at x, a chunk of outer and inner directions per evaluation.
+
+    second_derivative: first = f'(x), second[0] = f''(x) (n_y each, x a scalar).
+    hvp: first = the gradient, second[k] = H @ tangents[k] (n_x each).
+    hessian: first = the gradient, second[0] = H (n_x x n_x, row-major).
+    first and value may be NULL.
+    """
+    cdef Py_ssize_t outer_start = 0, outer_count, inner_start, inner_count, i, j, k, row, col
+    cdef Py_ssize_t w = p.width, cross = p.outer + p.inner
+    cdef real* yv = <real*>p.y
+    cdef real* dy = <real*>p.dy
+    cdef real c
+    cdef int status
+    while outer_start < p.outer_directions:
+        outer_count = min(p.outer_chunk, p.outer_directions - outer_start)
+        # a Hessian's rows above outer_start are its columns, mirrored from earlier chunks
+        inner_start = outer_start if p.family == HESSIAN else 0
+        while inner_start < p.directions:
+            inner_count = min(p.chunk, p.directions - inner_start)
+            seed_second(p, tangents, outer_start, outer_count, inner_start, inner_count)
+            yv = start_output(p, y, False)
+            memset(dy, 0, p.n_y * w * sizeof(real))
+            status = call_second(p, x, <real*>p.dx, yv, dy)
+            if status != 0:
+                return status
+            if p.family == SECOND_DERIVATIVE:
+                for i in range(p.n_y):
+                    if first != NULL:
+                        first[i] = dy[i * w + p.outer]
+                    second[0][i] = dy[i * w + cross]
+            else:
+                if first != NULL and outer_start == 0:
+                    for j in range(inner_count):
+                        first[inner_start + j] = dy[p.outer + j]
+                for k in range(outer_count):
+                    for j in range(inner_count):
+                        c = dy[cross + j * p.outer + k]
+                        if p.family == HVP:
+                            second[outer_start + k][inner_start + j] = c
+                        else:
+                            row = outer_start + k
+                            col = inner_start + j
+                            if col >= row:
+                                second[0][row * p.n_x + col] = c
+                                second[0][col * p.n_x + row] = c
+            inner_start += inner_count
+        outer_start += outer_count
+    finish_output(p, yv, y, value)
+    return 0
+
+
 # -- nogil entry points -----------------------------------------------------------------
 
 cdef inline bint wrong_call(cyad_prep* p, real* kind, bint jacobian_family) noexcept nogil:
     cdef bint is_float32 = real is float
     cdef bint jacobian_prep = p.family == GRADIENT or p.family == JACOBIAN
-    return is_float32 != p.float32 or jacobian_prep != jacobian_family
+    return (is_float32 != p.float32 or jacobian_prep != jacobian_family
+            or p.family >= SECOND_DERIVATIVE)
 
 
 cdef int pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
@@ -243,6 +357,24 @@ cdef int jacobian_nogil(cyad_prep* p, const real* x, real* y, real* value,
     if wrong_call(p, jacobian, True):
         return WRONG_CALL
     return run_jacobian(p, x, y, value, jacobian)
+
+
+cdef int hvp_nogil(cyad_prep* p, const real* x, const real* v, real* y, real* gradient,
+                   real* out) noexcept nogil:
+    """out = H(x) @ v for a scalar-valued f and a prep of one tangent; gradient may be NULL."""
+    cdef bint is_float32 = real is float
+    if is_float32 != p.float32 or p.family != HVP or p.outer_directions != 1:
+        return WRONG_CALL
+    return run_second(p, x, &v, y, NULL, gradient, &out)
+
+
+cdef int hessian_nogil(cyad_prep* p, const real* x, real* y, real* value, real* gradient,
+                       real* hessian) noexcept nogil:
+    """hessian = H(x), n_x x n_x row-major; value and gradient may be NULL."""
+    cdef bint is_float32 = real is float
+    if is_float32 != p.float32 or p.family != HESSIAN:
+        return WRONG_CALL
+    return run_second(p, x, NULL, y, value, gradient, &hessian)
 
 
 cdef cyad_prep* prep_state(Prep prep) except NULL:
@@ -291,7 +423,9 @@ def input_dtype(x):
 
 
 def _nested_error(name):
-    return TypeError(f"cyad: {name} is a dual array: nested differentiation is not supported yet")
+    return TypeError(f"cyad: {name} is a dual array of a differentiation that is not running "
+                     "(an operator inside a differentiated function nests; a prep does not take "
+                     "dual arrays)")
 
 
 cdef class Prep:
@@ -312,6 +446,7 @@ cdef class Prep:
         free(self.outs)
 
     def __init__(self, Family family, f, x, Py_ssize_t directions, y=None, chunk=None):
+        # directions: the tangents of a pushforward or hvp, else the basis directions
         cdef int i
         if isinstance(x, _DualType):
             raise _nested_error("x")
@@ -320,32 +455,30 @@ cdef class Prep:
         self.dtype = input_dtype(x)
         self.typenum = self.dtype.num
         self.x_shape = np.shape(x)
-        if len(self.x_shape) > 64:
-            raise ValueError("cyad: x has more than 64 dimensions")
+        if len(self.x_shape) > 32:
+            raise ValueError("cyad: x has more than 32 dimensions")
         self.x_ndim = len(self.x_shape)
         for i in range(self.x_ndim):
             self.x_dims[i] = self.x_shape[i]
         n_x = int(np.prod(self.x_shape))
         if n_x == 0 or directions == 0:
             raise ValueError("cyad: x is empty: there is nothing to differentiate")
-        if chunk is None:
-            chunk = default_chunk(directions, n_x, is_python_function(f))
-        elif not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        if chunk is not None and (not isinstance(chunk, (int, np.integer)) or chunk < 1):
             raise ValueError(f"cyad: chunk must be a positive integer, not {chunk!r}")
         self.state.family = family
         self.state.two_argument = self.two_argument
         self.state.float32 = self.dtype == np.float32
         self.state.n_x = n_x
-        self.state.directions = directions
-        self.state.chunk = max(1, min(int(chunk), directions))
-        self.state.width = lane_count(self.state.chunk)
+        if family >= SECOND_DERIVATIVE:
+            self._size_second_order(directions, chunk, is_python_function(f))
+        else:
+            self._size_first_order(directions, chunk, is_python_function(f))
         self.tangents = <void**>malloc(directions * sizeof(void*))
         self.outs = <void**>malloc(directions * sizeof(void*))
         if self.tangents == NULL or self.outs == NULL:
             raise MemoryError()
         self.scalar_x = np.zeros((), self.dtype)
         self.scalar_t = np.zeros((), self.dtype)
-        self.tag = object()
         self.input_dual = new_dual(np.zeros(self.x_shape, self.dtype),
                                    np.zeros(self.x_shape + (self.state.width,), self.dtype),
                                    self.state.width, self.tag)
@@ -360,19 +493,54 @@ cdef class Prep:
                                 "y=: give FunctionWrapper(..., out_shape=...)")
             self.set_output(self.wrapper.out_shape)
 
+    cdef _size_first_order(self, Py_ssize_t directions, object chunk, bint python):
+        if chunk is None:
+            chunk = default_chunk(directions, self.state.n_x, python)
+        self.state.directions = directions
+        self.state.chunk = max(1, min(int(chunk), directions))
+        self.state.width = lane_count(self.state.chunk)
+        self.tag = Tag(self.state.width)
+
+    cdef _size_second_order(self, Py_ssize_t directions, object chunk, bint python):
+        # inner directions: the basis (the second derivative's one tangent); outer: `directions`
+        cdef bint hessian = self.family == HESSIAN
+        cdef Py_ssize_t inner = 1 if self.family == SECOND_DERIVATIVE else self.state.n_x
+        if chunk is None:
+            chunk = default_second_order_chunk(directions, self.state.n_x, hessian, python)
+        self.state.directions = inner
+        self.state.chunk = max(1, min(int(chunk), inner))
+        self.state.outer_directions = directions
+        # C functions take one outer direction; a Hessian's outer chunk is its inner one
+        self.state.outer_chunk = (1 if not python else
+                                  self.state.chunk if hessian else directions)
+        self.state.outer_chunk = max(1, min(self.state.outer_chunk, directions))
+        self.state.outer = lane_count(self.state.outer_chunk)
+        self.state.inner = lane_count(self.state.chunk)
+        self.state.width = second_order_width(self.state.outer, self.state.inner)
+        self.tag = nested_tag(Tag(self.state.outer), Tag(self.state.inner))
+
     cdef _bind_kind(self, object f):
         # the first binding: a Python callable gets its PythonFunction, a C function its struct
         if is_python_function(f):
             self.python = PythonFunction(_python_callable(f), self.two_argument, self.input_dual)
             self.state.function.f64 = python_f64
             self.state.function.f32 = python_f32
+            self.state.function.second_f64 = python2_f64
+            self.state.function.second_f32 = python2_f32
             self.state.function.context = <void*>self.python
         else:
             self._use_wrapper(_as_wrapper(f))
         self.bound = f
 
     cdef _use_wrapper(self, FunctionWrapper w):
-        if (w.function.f32 if self.state.float32 else w.function.f64) == NULL:
+        cdef bint missing
+        if self.family >= SECOND_DERIVATIVE:
+            missing = (w.function.second_f32 == NULL if self.state.float32
+                       else w.function.second_f64 == NULL)
+            if missing:
+                raise TypeError(f"cyad: {w!r} has no second-order {self.dtype} function (of the "
+                                "signature with outer and inner widths)")
+        elif (w.function.f32 if self.state.float32 else w.function.f64) == NULL:
             raise TypeError(f"cyad: {w!r} has no {self.dtype} function")
         self.wrapper = w
         self.state.function = w.function
@@ -405,7 +573,16 @@ cdef class Prep:
     @property
     def evaluations(self):
         """Evaluations of f per operator call."""
-        return (self.state.directions + self.state.chunk - 1) // self.state.chunk
+        cdef Py_ssize_t start, total = 0
+        inner = (self.state.directions + self.state.chunk - 1) // self.state.chunk
+        if self.family == HESSIAN:
+            for start in range(0, self.state.outer_directions, self.state.outer_chunk):
+                total += (self.state.directions - start + self.state.chunk - 1) // self.state.chunk
+            return total
+        if self.family == HVP:
+            return inner * ((self.state.outer_directions + self.state.outer_chunk - 1)
+                            // self.state.outer_chunk)
+        return inner
 
     @property
     def is_python(self):
@@ -429,14 +606,16 @@ cdef class Prep:
     cdef set_output(self, tuple shape):
         """Fix the output's shape (and the Jacobian's) and allocate the output duals."""
         cdef int i
-        if self.family == GRADIENT and shape != ():
-            raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returns shape "
-                             f"{shape}; use jacobian")
+        if self.family in (GRADIENT, HVP, HESSIAN) and shape != ():
+            raise ValueError(f"cyad: {_FAMILY_NAMES[self.family]} needs a scalar-valued f, but f "
+                             f"returns shape {shape}" + ("; use jacobian" if self.family == GRADIENT
+                                                         else ""))
         if len(shape) + self.x_ndim > 64:
             raise ValueError("cyad: the Jacobian would have more than 64 dimensions")
         self.out_shape = shape
         self.out_ndim = len(shape)
-        self.jacobian_shape = shape + self.x_shape
+        # the Jacobian's shape, or the Hessian's
+        self.jacobian_shape = (self.x_shape if self.family == HESSIAN else shape) + self.x_shape
         self.jacobian_ndim = len(self.jacobian_shape)
         for i in range(self.jacobian_ndim):
             self.jacobian_dims[i] = self.jacobian_shape[i]
@@ -541,6 +720,12 @@ cdef class Prep:
         """
         cdef bint basis = self.family == GRADIENT or self.family == JACOBIAN
         self.input_dual.values[...] = x
+        if self.family >= SECOND_DERIVATIVE:
+            # the output's shape only: f on x with zero partials (the engine then runs as usual)
+            self.input_dual.partials[...] = 0
+            r = self.python.f(self.input_dual)
+            self.set_output(r.shape if isinstance(r, Dual) else constant_result(r).shape)
+            return
         if self.state.float32:
             seed_first_chunk[float](&self.state, NULL if basis else <const float* const*>self.tangents)
         else:
@@ -548,9 +733,6 @@ cdef class Prep:
                                      NULL if basis else <const double* const*>self.tangents)
         r = self.python.f(self.input_dual)
         if isinstance(r, Dual):
-            if (<Dual>r).tag is not self.tag:
-                raise TypeError("cyad: f returned a dual array of another differentiation "
-                                "(nested differentiation is not supported yet)")
             shape = r.shape
         else:
             shape = constant_result(r).shape
@@ -559,6 +741,103 @@ cdef class Prep:
         self.state.pending = True
 
     # -- operators -------------------------------------------------------------------------
+
+    cdef object second(self, object f, object x, object v, object y, object out, int results):
+        """The second-order operators: `results` 1 gives the second-order result alone;
+        2 (hvp) the gradient and it; 3 the value, the first-order and the second-order one."""
+        cdef bint batch = isinstance(v, tuple)
+        cdef Py_ssize_t given = len(<tuple>v) if batch else 1
+        cdef tuple tangents = None, outs = (None, None, out)
+        cdef Py_ssize_t k
+        self.bind(f)
+        x = self.input(x)
+        if self.family == HVP:
+            if given != self.state.outer_directions:
+                raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
+                                 f"{self.state.outer_directions}")
+            tangents = tuple([self.batch_tangent(t) for t in <tuple>v]) if batch \
+                else (self.tangent(v),)
+            for k in range(given):
+                self.tangents[k] = _data(tangents[k])
+        if self.two_argument:
+            self.check_y(y)
+        if out is not None and results > 1:
+            outs = self.split(out, results)
+            if results == 2:
+                outs = (None,) + outs
+        if self.out_shape is None:
+            self.discover(x)
+        r = self._second(x, tangents, y, outs, results, batch)
+        if out is not None:
+            return out
+        if results == 1:
+            return r[2]
+        return r[1:] if results == 2 else r
+
+    cdef object _second(self, object x, object tangents, object y, tuple outs, int results,
+                        bint batch):
+        # checks or makes the outputs, runs the engine, returns (value, first, second)
+        cdef bint scalar_x = self.family == SECOND_DERIVATIVE   # results shaped like f(x)
+        cdef tuple shape = self.out_shape if scalar_x else self.x_shape
+        cdef int ndim = self.out_ndim if scalar_x else self.x_ndim
+        cdef cnp.npy_intp* dims = &self.x_dims[0]
+        cdef object value = None, first = None, second = outs[2]
+        cdef tuple seconds
+        cdef Py_ssize_t k, count = len(tangents) if batch else 1
+        if scalar_x:
+            dims = &self.out_dims[0]
+        if results == 3:
+            value = self.value_buffer(outs[0], y, True)
+        if results >= 2:
+            first = outs[1]
+            if first is None:
+                first = np.empty(shape, self.dtype)
+            else:
+                self.check_out(first, shape, ndim, dims, "the first-order output")
+        if self.family == HESSIAN:
+            if second is None:
+                second = np.empty(self.jacobian_shape, self.dtype)
+            else:
+                self.check_out(second, self.jacobian_shape, self.jacobian_ndim,
+                               self.jacobian_dims, "the Hessian output")
+            seconds = (second,)
+        elif batch:
+            if second is None:
+                second = tuple([np.empty(shape, self.dtype) for k in range(count)])
+            elif not isinstance(second, tuple) or len(<tuple>second) != count:
+                raise TypeError(f"cyad: the hvp output must be a tuple of {count} arrays, one "
+                                "per tangent")
+            else:
+                for k in range(count):
+                    self.check_out((<tuple>second)[k], shape, ndim, dims, "the hvp output")
+            seconds = <tuple>second
+        else:
+            if second is None:
+                second = np.empty(shape, self.dtype)
+            else:
+                self.check_out(second, shape, ndim, dims, "out")
+            seconds = (second,)
+        self.raise_for(self._run_second(x, y, value, first, seconds))
+        return (value, first, second)
+
+    cdef int _run_second(self, object x, object y, object value, object first, tuple second):
+        cdef void* yp = NULL if y is None else _data(y)
+        cdef void* vp = NULL if value is None else _data(value)
+        cdef void* fp = NULL if first is None else _data(first)
+        cdef Py_ssize_t k
+        cdef void** tangents = self.tangents if self.family == HVP else NULL
+        for k in range(len(second)):
+            self.outs[k] = _data(second[k])
+        if self.state.float32:
+            return run_second(&self.state, <float*>_data(x), <const float* const*>tangents,
+                              <float*>yp, <float*>vp, <float*>fp, <float**>self.outs)
+        return run_second(&self.state, <double*>_data(x), <const double* const*>tangents,
+                          <double*>yp, <double*>vp, <double*>fp, <double**>self.outs)
+
+    cdef tuple split(self, object out, int count):
+        if not isinstance(out, tuple) or len(<tuple>out) != count:
+            raise TypeError(f"cyad: out= of this operator is a tuple of {count} outputs")
+        return <tuple>out
 
     cdef tuple split_pair(self, object out):
         if not isinstance(out, tuple) or len(<tuple>out) != 2:
@@ -606,6 +885,19 @@ cdef class Prep:
                 self.tangents[k] = _data(tangents[k])
         else:
             self.tangents[0] = _data(dx)
+        if self.python is not None:
+            enter(self.tag)
+            try:
+                return self._pushforward(x, y, out, with_value, batch, given, pair, value_out)
+            finally:
+                leave()
+        return self._pushforward(x, y, out, with_value, batch, given, pair, value_out)
+
+    cdef object _pushforward(self, object x, object y, object out, bint with_value, bint batch,
+                             Py_ssize_t given, object pair, object value_out):
+        cdef Py_ssize_t k
+        cdef object value
+        cdef int status
         if self.out_shape is None:
             self.discover(x)
         if out is None:
@@ -650,6 +942,18 @@ cdef class Prep:
         if with_value and out is not None:
             pair = out
             value_out, out = self.split_pair(out)
+        if self.python is not None:
+            enter(self.tag)
+            try:
+                return self._jacobian(x, y, out, with_value, pair, value_out)
+            finally:
+                leave()
+        return self._jacobian(x, y, out, with_value, pair, value_out)
+
+    cdef object _jacobian(self, object x, object y, object out, bint with_value, object pair,
+                          object value_out):
+        cdef object value
+        cdef int status
         if self.out_shape is None:
             self.discover(x)
         if out is None:

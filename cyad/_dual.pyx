@@ -6,6 +6,13 @@ broadcasting, indexing and assignment, NumPy ufuncs through `__array_ufunc__`
 (each one a rule of `_rules.pxd` run by the chunk loops of `_kernels.pyx`) and
 NumPy functions through `__array_function__` (`_dual_functions.py`).
 
+Nested differentiation: every dual carries the `Tag` of its differentiation. When
+duals of two differentiations meet (a function differentiated inside another), both
+become nested duals of a nested tag, whose lanes hold the outer differentiation's
+partials, the inner one's, and the second derivatives across them (the second-order
+layout of cyad._wrapper); the elementwise rules add their second-derivative terms
+from the rule table's second column. Two levels are supported.
+
 Nothing here ever drops a derivative silently: converting a dual to a float or
 a plain ndarray raises TypeError, and so does any NumPy function or ufunc cyad
 does not know.
@@ -19,7 +26,8 @@ from cpython.object cimport PyObject
 from libc.string cimport memmove
 
 from cyad._fused cimport real
-from cyad._kernels cimport unary_chunks, binary_chunks
+from cyad._kernels cimport (unary_chunks, binary_chunks, unary_cross, binary_cross,
+                            second_order_width)
 from cyad._rules cimport UnaryOp, BinaryOp
 
 cnp.import_array()
@@ -38,12 +46,127 @@ _CONVERSION_HINT = (
 )
 
 _NESTING_ERROR = (
-    "cyad: cannot combine dual arrays of two different differentiations "
-    "(nested differentiation is not supported yet)"
+    "cyad: cannot combine dual arrays of these differentiations: only two levels of "
+    "differentiation nest (a derivative of a derivative), and a dual array is valid only "
+    "inside the call that made it"
 )
 
 
-cdef Dual new_dual(cnp.ndarray values, cnp.ndarray partials, Py_ssize_t width, object tag):
+# -- tags: which differentiation a dual belongs to ---------------------------------
+
+cdef int _depth = 0   # differentiations of Python callables running, one inside another
+
+
+cdef class Tag:
+    """Marks the dual arrays of one differentiation (or, nested, of two at once)."""
+
+    def __init__(self, Py_ssize_t width):
+        self.width = width
+        self.level = 0
+
+    @property
+    def is_nested(self):
+        return self.outer is not None
+
+    def __repr__(self):
+        if self.outer is None:
+            return f"<cyad.Tag of {self.width} lanes at level {self.level}>"
+        return f"<cyad.Tag nesting {self.inner!r} in {self.outer!r}>"
+
+
+cdef Tag nested_tag(Tag outer, Tag inner):
+    """The tag of duals of `inner`'s differentiation running inside `outer`'s."""
+    cdef Tag t = inner.nested
+    if t is not None and t.outer is outer and t.width == second_order_width(outer.width, inner.width):
+        return t
+    t = Tag.__new__(Tag)
+    t.width = second_order_width(outer.width, inner.width)
+    t.outer = outer
+    t.inner = inner
+    inner.nested = t
+    return t
+
+
+cdef int enter(Tag tag) except -1:
+    """Start a differentiation: its duals rank inside those of the running ones."""
+    global _depth
+    _depth += 1
+    tag.level = _depth
+    return 0
+
+
+cdef void leave() noexcept:
+    global _depth
+    _depth -= 1
+
+
+cdef bint differentiating() noexcept:
+    """Whether a differentiation of a Python callable is running (we are inside its f)."""
+    return _depth > 0
+
+
+def make_nested_tag(Tag outer, Tag inner):
+    """The tag of duals of `inner`'s differentiation running inside `outer`'s."""
+    return nested_tag(outer, inner)
+
+
+def tagged_dual(cnp.ndarray values, cnp.ndarray partials, Tag tag):
+    """A dual of `tag` (partials: values.shape + (tag.width,))."""
+    return new_dual(values, partials, tag.width, tag)
+
+
+def _enter(Tag tag):
+    enter(tag)
+
+
+def _leave():
+    leave()
+
+
+def _differentiating():
+    return differentiating()
+
+
+cdef Tag common_tag(Tag s, Tag t):
+    """The tag of a result of duals marked s and t."""
+    if s is t:
+        return s
+    if s.outer is None and t.outer is None and s.level != t.level and s.level > 0 and t.level > 0:
+        return nested_tag(s, t) if s.level < t.level else nested_tag(t, s)
+    if s.outer is not None and (t is s.outer or t is s.inner):
+        return s
+    if t.outer is not None and (s is t.outer or s is t.inner):
+        return t
+    raise TypeError(_NESTING_ERROR)
+
+
+cdef object promoted(object x, Tag tag):
+    """x as a dual of `tag`: a dual of one of its differentiations gets its lanes there."""
+    cdef Dual d
+    cdef Py_ssize_t offset
+    if not isinstance(x, Dual) or (<Dual>x).tag is tag:
+        return x
+    d = <Dual>x
+    if tag.outer is None or (d.tag is not tag.outer and d.tag is not tag.inner):
+        raise TypeError(_NESTING_ERROR)
+    offset = 0 if d.tag is tag.outer else tag.outer.width
+    partials = np.zeros((<object>d.values).shape + (tag.width,), d.values.dtype)
+    partials[..., offset:offset + d.width] = d.partials
+    return new_dual(d.values, partials, tag.width, tag)
+
+
+def promote(*operands):
+    """The operands with every dual among them made a dual of one common tag."""
+    cdef Tag tag = None
+    for x in operands:
+        if isinstance(x, Dual):
+            tag = (<Dual>x).tag if tag is None else common_tag(tag, (<Dual>x).tag)
+    if tag is None:
+        return operands
+    return tuple([promoted(x, tag) for x in operands])
+
+
+cdef Dual new_dual(cnp.ndarray values, cnp.ndarray partials, Py_ssize_t width, Tag tag):
     cdef Dual d = Dual.__new__(Dual)
     d.values = values
     d.partials = partials
@@ -72,12 +195,8 @@ def float_dtype(dtype):
 
 
 cdef Dual _common_dual(object a, object b):
-    # the dual operand of a binary operation (checking both belong to one differentiation)
-    if isinstance(a, Dual):
-        if isinstance(b, Dual) and (<Dual>a).tag is not (<Dual>b).tag:
-            raise TypeError(_NESTING_ERROR)
-        return <Dual>a
-    return <Dual>b
+    # the dual operand of a binary operation (both belong to one differentiation)
+    return <Dual>a if isinstance(a, Dual) else <Dual>b
 
 
 # -- the elementwise operations -------------------------------------------------
@@ -103,11 +222,9 @@ cdef Dual _target(object out, tuple shape, object dtype, Dual like, tuple operan
         raise TypeError("cyad: the result of an operation on dual arrays must go into a dual "
                         "array, not a plain ndarray (the derivative would be lost). " + _CONVERSION_HINT)
     o = <Dual>out
-    if o.tag is not like.tag:
-        raise TypeError(_NESTING_ERROR)
     if (<object>o.values).shape != shape:
         raise ValueError(f"cyad: output of shape {(<object>o.values).shape} cannot hold a result of shape {shape}")
-    if (o.values.dtype == dtype and cnp.PyArray_IS_C_CONTIGUOUS(o.values)
+    if (o.tag is like.tag and o.values.dtype == dtype and cnp.PyArray_IS_C_CONTIGUOUS(o.values)
             and cnp.PyArray_IS_C_CONTIGUOUS(o.partials) and not _overlaps(o, operands)):
         return o
     return _empty_like_result(shape, dtype, like)
@@ -140,8 +257,7 @@ cdef object _finish(Dual result, object out):
     # copy into `out` when the result could not be computed there directly
     if out is None or result is out:
         return result
-    (<Dual>out).values[...] = result.values
-    (<Dual>out).partials[...] = result.partials
+    out[...] = result
     return out
 
 
@@ -176,15 +292,26 @@ cdef object unary(int op, Dual x, object out=None):
 
 
 cdef void _run_unary(int op, Py_ssize_t width, cnp.ndarray xv, cnp.ndarray xp, Dual y):
-    cdef Py_ssize_t n = cnp.PyArray_SIZE(xv)
     if cnp.PyArray_TYPE(xv) == cnp.NPY_FLOAT64:
-        with nogil:
-            unary_chunks(op, width, n, <double*>cnp.PyArray_DATA(xv), <double*>cnp.PyArray_DATA(xp),
-                         <double*>cnp.PyArray_DATA(y.values), <double*>cnp.PyArray_DATA(y.partials))
+        _run_unary_typed(<double*>NULL, op, width, xv, xp, y)
     else:
+        _run_unary_typed(<float*>NULL, op, width, xv, xp, y)
+
+
+cdef void _run_unary_typed(real* kind, int op, Py_ssize_t width, cnp.ndarray xv, cnp.ndarray xp,
+                           Dual y):
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(xv)
+    cdef Tag tag = y.tag
+    cdef const real* xvp = <real*>cnp.PyArray_DATA(xv)
+    cdef const real* xpp = <real*>cnp.PyArray_DATA(xp)
+    cdef real* yp = <real*>cnp.PyArray_DATA(y.partials)
+    with nogil:
+        unary_chunks(op, width, n, xvp, xpp, <real*>cnp.PyArray_DATA(y.values), yp)
+    cdef Py_ssize_t outer, inner
+    if tag.outer is not None:
+        outer, inner = tag.outer.width, tag.inner.width
         with nogil:
-            unary_chunks(op, width, n, <float*>cnp.PyArray_DATA(xv), <float*>cnp.PyArray_DATA(xp),
-                         <float*>cnp.PyArray_DATA(y.values), <float*>cnp.PyArray_DATA(y.partials))
+            unary_cross(op, outer, inner, width, n, xvp, xpp, yp)
 
 
 cdef class _Operand:
@@ -228,6 +355,8 @@ cdef object binary(int op, object a, object b, object out=None):
         result = _binary_fast(op, a, b)
         if result is not None:
             return result
+    if isinstance(a, Dual) and isinstance(b, Dual) and (<Dual>a).tag is not (<Dual>b).tag:
+        a, b = promote(a, b)
     cdef Dual like = _common_dual(a, b)
     a = _array_like(a)
     b = _array_like(b)
@@ -255,11 +384,23 @@ cdef void _run_binary_typed(real* kind, int op, Py_ssize_t width, _Operand a, _O
         ap = <real*>cnp.PyArray_DATA(a.partials)
     if b.partials is not None:
         bp = <real*>cnp.PyArray_DATA(b.partials)
+    _binary_kernels(op, y.tag, width, n, <real*>cnp.PyArray_DATA(a.values), a.step, ap,
+                    <real*>cnp.PyArray_DATA(b.values), b.step, bp,
+                    <real*>cnp.PyArray_DATA(y.values), <real*>cnp.PyArray_DATA(y.partials))
+
+
+cdef inline void _binary_kernels(int op, Tag tag, Py_ssize_t width, Py_ssize_t n,
+                                 const real* av, Py_ssize_t a_step, const real* ap,
+                                 const real* bv, Py_ssize_t b_step, const real* bp,
+                                 real* yv, real* yp) noexcept:
+    # the first-order kernel, then a nested dual's second-derivative terms
     with nogil:
-        binary_chunks(op, width, n,
-                      <real*>cnp.PyArray_DATA(a.values), a.step, ap,
-                      <real*>cnp.PyArray_DATA(b.values), b.step, bp,
-                      <real*>cnp.PyArray_DATA(y.values), <real*>cnp.PyArray_DATA(y.partials))
+        binary_chunks(op, width, n, av, a_step, ap, bv, b_step, bp, yv, yp)
+    cdef Py_ssize_t outer, inner
+    if tag.outer is not None:
+        outer, inner = tag.outer.width, tag.inner.width
+        with nogil:
+            binary_cross(op, outer, inner, width, n, av, a_step, ap, bv, b_step, bp, yp)
 
 
 cdef object _binary_fast(int op, object a, object b):
@@ -307,9 +448,9 @@ cdef Dual _binary_fast_typed(real* kind, int op, object a, object b, Dual like):
         b_step = 1
     else:
         b_scalar = <real><double>b
-    with nogil:
-        binary_chunks(op, like.width, cnp.PyArray_SIZE(y.values), av, a_step, ap, bv, b_step, bp,
-                      <real*>cnp.PyArray_DATA(y.values), <real*>cnp.PyArray_DATA(y.partials))
+    _binary_kernels(op, like.tag, like.width, cnp.PyArray_SIZE(y.values), av, a_step, ap,
+                    bv, b_step, bp, <real*>cnp.PyArray_DATA(y.values),
+                    <real*>cnp.PyArray_DATA(y.partials))
     return y
 
 
@@ -586,9 +727,7 @@ cdef class Dual:
                 return
         vkey, pkey = _keys(key)
         if isinstance(value, Dual):
-            v = <Dual>value
-            if v.tag is not self.tag:
-                raise TypeError(_NESTING_ERROR)
+            v = <Dual>promoted(value, self.tag)
             self.values[vkey] = v.values
             self.partials[pkey] = v.partials
         else:

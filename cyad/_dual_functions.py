@@ -8,6 +8,12 @@ and solves hand all lanes to one BLAS/LAPACK call.
 
 Operands that are not dual arrays are constants (zero partials). Results take
 NumPy's promotion of the values, as float64 or float32.
+
+Duals of two differentiations (one running inside the other) are first made duals
+of their nested tag (`cyad._dual.promote`); a function linear in its dual operands
+then needs nothing more, since it treats every lane alike. The bilinear products
+add the second-order cross terms; the other nonlinear functions are registered with
+``second_order=False`` and refuse nested duals.
 """
 import functools
 import inspect
@@ -21,19 +27,20 @@ except ImportError:  # NumPy 1.x
     from numpy.core.multiarray import normalize_axis_index
     from numpy.core.numeric import normalize_axis_tuple
 
-from cyad._dual import _NESTING_ERROR, Dual, float_dtype, make_dual, primal
+from cyad._dual import Dual, float_dtype, make_dual, primal, promote
 
 HANDLED_FUNCTIONS = {}
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def implements(numpy_function):
+def implements(numpy_function, second_order=True):
     """Register the decorated function as `numpy_function` on dual arrays.
 
     Its parameters carry NumPy's names, in NumPy's positions, but only those it
     supports: a call passing any other argument (other than at NumPy's default)
-    raises TypeError naming the function and the argument.
+    raises TypeError naming the function and the argument. With
+    ``second_order=False`` it refuses nested duals.
     """
     def register(impl):
         parameters = inspect.signature(impl).parameters.values()
@@ -45,6 +52,13 @@ def implements(numpy_function):
 
         @functools.wraps(impl)
         def checked(*args, **kwargs):
+            tags = _tags(args)
+            if len(tags) > 1:
+                args = _promoted(args)
+                tags = _tags(args)
+            if not second_order and any(tag.is_nested for tag in tags):
+                raise TypeError(f"cyad: {_name(numpy_function)} of dual arrays of a nested "
+                                "differentiation (second order) is not supported")
             if len(args) <= positional and accepted.issuperset(kwargs):
                 return impl(*args, **kwargs)
             return impl(**_supported_arguments(numpy_function, accepted, args, kwargs))
@@ -67,23 +81,40 @@ def _supported_arguments(numpy_function, accepted, args, kwargs):
             name = next(iter(value))
         elif value is parameter.default:
             continue
-        module = getattr(numpy_function, "__module__", None) or "numpy"
-        raise TypeError(f"cyad: {module}.{numpy_function.__name__} does not support the "
+        raise TypeError(f"cyad: {_name(numpy_function)} does not support the "
                         f"argument {name!r} on dual arrays")
     return supported
+
+
+def _name(numpy_function):
+    module = getattr(numpy_function, "__module__", None) or "numpy"
+    return f"{module}.{numpy_function.__name__}"
+
+
+def _tags(args):
+    # the tags of the duals among the arguments (and in a list or tuple argument)
+    tags = set()
+    for x in args:
+        if isinstance(x, Dual):
+            tags.add(x.tag)
+        elif isinstance(x, (list, tuple)):
+            tags.update(y.tag for y in x if isinstance(y, Dual))
+    return tags
+
+
+def _promoted(args):
+    # the arguments with all their duals made duals of one (nested) tag
+    flat = [y for x in args for y in (x if isinstance(x, (list, tuple)) else (x,))]
+    done = iter(promote(*flat))
+    return tuple([type(x)(next(done) for _ in x) if isinstance(x, (list, tuple)) else next(done)
+                  for x in args])
 
 
 # -- helpers ----------------------------------------------------------------------
 
 def _common(operands):
     """The dual among `operands` whose differentiation the result joins, and the result dtype."""
-    like = None
-    for x in operands:
-        if isinstance(x, Dual):
-            if like is None:
-                like = x
-            elif x.tag is not like.tag:
-                raise TypeError(_NESTING_ERROR)
+    like = next(x for x in operands if isinstance(x, Dual))
     values = [primal(x) if isinstance(x, (Dual, np.ndarray, np.generic, int, float))
               else np.asarray(x) for x in operands]
     return like, float_dtype(np.result_type(*values))
@@ -192,7 +223,7 @@ def _mean(a, axis=None, *, keepdims=False):
                    np.mean(a.partials, axes, keepdims=keepdims), a)
 
 
-@implements(np.prod)
+@implements(np.prod, second_order=False)
 def _prod(a, axis=None, *, keepdims=False):
     # d prod = sum_i (product of the other elements) dx_i: exact, zeros included
     axes = _axes(axis, a.ndim)
@@ -284,6 +315,25 @@ def _product_rule(da_b, a_db):
     return da_b if a_db is None else da_b + a_db
 
 
+def _with_cross_terms(partials, like, ap, bp, da_b, a_db):
+    """A bilinear product's partials with the second-order terms of nested duals added.
+
+    da_b(p, v) and a_db(v, p) are the product of lanes p by values v and of values
+    by lanes. Along inner direction j and outer direction k the product of nested
+    duals A and B gains A.b[j] B.a[k] + A.a[k] B.b[j].
+    """
+    tag = like.tag
+    if not tag.is_nested or ap is None or bp is None:
+        return partials
+    outer, inner = tag.outer.width, tag.inner.width
+    partials = np.array(partials)
+    for j in range(inner):
+        lane, cross = outer + j, outer + inner + j * outer
+        partials[..., cross:cross + outer] += (a_db(ap[..., lane], bp[..., :outer])
+                                               + da_b(ap[..., :outer], bp[..., lane]))
+    return partials
+
+
 @implements(np.matmul)
 def _matmul(x1, x2, out=None):
     like, dtype = _common((x1, x2))
@@ -296,6 +346,8 @@ def _matmul(x1, x2, out=None):
         bv, bp = bv[:, None], None if bp is None else bp[:, None]
     partials = _product_rule(None if ap is None else _partials_times_const(ap, bv),
                              None if bp is None else _const_times_partials(av, bp))
+    partials = _with_cross_terms(partials, like, ap, bp, _partials_times_const,
+                                 _const_times_partials)
     return _into(out, _lanes_result(values, partials, like))
 
 
@@ -304,10 +356,17 @@ def _contracted(a, b, b_axis):
     like, dtype = _common((a, b))
     (av, ap), (bv, bp) = _parts(a, dtype), _parts(b, dtype)
     axes = ([av.ndim - 1], [b_axis])
-    # in tensordot(ap, bv) the lane axis lands behind a's kept axes: move it last
-    partials = _product_rule(
-        None if ap is None else np.moveaxis(np.tensordot(ap, bv, axes), av.ndim - 1, -1),
-        None if bp is None else np.tensordot(av, bp, axes))
+
+    def da_b(p, v):
+        # in tensordot(p, v) the lane axis lands behind a's kept axes: move it last
+        return np.moveaxis(np.tensordot(p, v, axes), av.ndim - 1, -1)
+
+    def a_db(v, p):
+        return np.tensordot(v, p, axes)
+
+    partials = _product_rule(None if ap is None else da_b(ap, bv),
+                             None if bp is None else a_db(av, bp))
+    partials = _with_cross_terms(partials, like, ap, bp, da_b, a_db)
     return _result(np.tensordot(av, bv, axes), np.ascontiguousarray(partials), like)
 
 
@@ -529,8 +588,7 @@ def _like_result(values, a, fill=None):
         raise TypeError(f"cyad: dual arrays hold float64 or float32, not {values.dtype}")
     if not isinstance(fill, Dual):
         return _constant(values, a)
-    if fill.tag is not a.tag:
-        raise TypeError(_NESTING_ERROR)
+    fill, a = promote(fill, a)
     partials = np.broadcast_to(fill.partials.astype(values.dtype, copy=False),
                                values.shape + (a.width,))
     return _result(values, partials.copy(), a)
@@ -601,7 +659,7 @@ def _matrix_norm(x, ord, axes, keepdims):
                     "(only None and 'fro')")
 
 
-@implements(np.linalg.det)
+@implements(np.linalg.det, second_order=False)
 def _det(a):
     """The derivative goes through inv(A): a singular A raises LinAlgError."""
     # d det(A) = sum_ij det(A) inv(A)_ji dA_ij, as one matmul over all lanes
@@ -613,14 +671,14 @@ def _det(a):
     return _lanes_result(values, lanes, a)
 
 
-@implements(np.linalg.inv)
+@implements(np.linalg.inv, second_order=False)
 def _inv(a):
     # d inv(A) = -Y dA Y with Y = inv(A)
     y = np.linalg.inv(a.values)
     return _result(y, -_partials_times_const(_const_times_partials(y, a.partials), y), a)
 
 
-@implements(np.linalg.solve)
+@implements(np.linalg.solve, second_order=False)
 def _solve(a, b):
     # x = solve(A, b); dx = solve(A, db - dA x), every lane a right-hand side of one solve
     like, dtype = _common((a, b))

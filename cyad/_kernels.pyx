@@ -13,7 +13,7 @@ so one singular entry cannot poison the directions that do not touch it.
 """
 from libc.math cimport isfinite
 from cyad._fused cimport real, lanes, lanes1, lanes2, lanes4, lanes8, lanes16
-from cyad._rules cimport unary_rule, binary_rule, careful_product
+from cyad._rules cimport unary_rule, binary_rule, unary_second, binary_second, careful_product
 
 
 cdef Py_ssize_t lane_count(Py_ssize_t chunk) noexcept nogil:
@@ -24,6 +24,11 @@ cdef Py_ssize_t lane_count(Py_ssize_t chunk) noexcept nogil:
     while width < chunk:
         width *= 2
     return width
+
+
+def padded_width(Py_ssize_t chunk):
+    """lane_count for Python code."""
+    return lane_count(chunk)
 
 
 cdef Py_ssize_t second_order_width(Py_ssize_t outer, Py_ssize_t inner) noexcept nogil:
@@ -149,3 +154,112 @@ cdef void binary_chunks(int op, Py_ssize_t width, Py_ssize_t n,
         binary_loop(<lanes16*>NULL, op, n, 1, av, a_step, ap, bv, b_step, bp, yv, yp)
     else:
         binary_loop(<lanes8*>NULL, op, n, width // 8, av, a_step, ap, bv, b_step, bp, yv, yp)
+
+
+# -- second order: the cross lanes of nested duals ----------------------------------
+# A nested dual's row (cyad._wrapper's second-order layout) holds a (outer lanes),
+# b (inner lanes) and c (inner x outer lanes). The first-order loops above already
+# give every lane its g' term; these add g'' b[j] a[k] to c[j][k]. The outer width is
+# a lane count, so the k loop runs on compile-time blocks; j loops over `inner`.
+
+cdef inline void add_scaled_row(lanes* tag, Py_ssize_t blocks, double s,
+                                const real* p, real* out) noexcept nogil:
+    # out += s * p, with a careful product (0 * inf = 0) when s is not finite
+    cdef Py_ssize_t b, k
+    if not isfinite(s):
+        for k in range(blocks * <Py_ssize_t>sizeof(lanes)):
+            out[k] = <real>(out[k] + careful_product(s, p[k]))
+        return
+    for b in range(blocks):
+        for k in range(<Py_ssize_t>sizeof(lanes)):
+            out[k] = <real>(out[k] + s * p[k])
+        p += sizeof(lanes)
+        out += sizeof(lanes)
+
+
+cdef void unary_cross_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks, Py_ssize_t inner,
+                           Py_ssize_t width, const real* xv, const real* xp,
+                           real* yp) noexcept nogil:
+    cdef Py_ssize_t i, j, outer = blocks * sizeof(lanes)
+    cdef double v, d, dd
+    cdef const real* row
+    cdef real* cross
+    for i in range(n):
+        v = unary_rule(op, xv[i], &d)
+        dd = unary_second(op, xv[i], v, d)
+        if dd == 0.0:
+            continue
+        row = xp + i * width
+        cross = yp + i * width + outer + inner
+        for j in range(inner):
+            if row[outer + j] != 0:
+                add_scaled_row(tag, blocks, careful_product(dd, row[outer + j]), row, cross + j * outer)
+
+
+cdef void binary_cross_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks, Py_ssize_t inner,
+                            Py_ssize_t width,
+                            const real* av, Py_ssize_t a_step, const real* ap,
+                            const real* bv, Py_ssize_t b_step, const real* bp,
+                            real* yp) noexcept nogil:
+    cdef Py_ssize_t i, j, outer = blocks * sizeof(lanes)
+    cdef double v, da, db, daa, dab, dbb, a_inner, b_inner, sa, sb
+    cdef const real* a_row
+    cdef const real* b_row
+    cdef real* cross
+    for i in range(n):
+        v = binary_rule(op, av[i * a_step], bv[i * b_step], &da, &db)
+        binary_second(op, av[i * a_step], bv[i * b_step], v, da, db, &daa, &dab, &dbb)
+        if daa == 0.0 and dab == 0.0 and dbb == 0.0:
+            continue
+        a_row = NULL if ap == NULL else ap + i * a_step * width
+        b_row = NULL if bp == NULL else bp + i * b_step * width
+        cross = yp + i * width + outer + inner
+        for j in range(inner):
+            # c[j] += (daa A.b[j] + dab B.b[j]) A.a + (dab A.b[j] + dbb B.b[j]) B.a
+            a_inner = 0.0 if a_row == NULL else a_row[outer + j]
+            b_inner = 0.0 if b_row == NULL else b_row[outer + j]
+            if a_row != NULL:
+                sa = careful_product(daa, a_inner) + careful_product(dab, b_inner)
+                if sa != 0.0:
+                    add_scaled_row(tag, blocks, sa, a_row, cross + j * outer)
+            if b_row != NULL:
+                sb = careful_product(dab, a_inner) + careful_product(dbb, b_inner)
+                if sb != 0.0:
+                    add_scaled_row(tag, blocks, sb, b_row, cross + j * outer)
+
+
+cdef void unary_cross(int op, Py_ssize_t outer, Py_ssize_t inner, Py_ssize_t width, Py_ssize_t n,
+                      const real* xv, const real* xp, real* yp) noexcept nogil:
+    """The g'' terms of y = g(x) on nested duals, added to yp (which holds the g' terms)."""
+    if outer == 1:
+        unary_cross_loop(<lanes1*>NULL, op, n, 1, inner, width, xv, xp, yp)
+    elif outer == 2:
+        unary_cross_loop(<lanes2*>NULL, op, n, 1, inner, width, xv, xp, yp)
+    elif outer == 4:
+        unary_cross_loop(<lanes4*>NULL, op, n, 1, inner, width, xv, xp, yp)
+    elif outer == 8:
+        unary_cross_loop(<lanes8*>NULL, op, n, 1, inner, width, xv, xp, yp)
+    elif outer == 16:
+        unary_cross_loop(<lanes16*>NULL, op, n, 1, inner, width, xv, xp, yp)
+    else:
+        unary_cross_loop(<lanes8*>NULL, op, n, outer // 8, inner, width, xv, xp, yp)
+
+
+cdef void binary_cross(int op, Py_ssize_t outer, Py_ssize_t inner, Py_ssize_t width, Py_ssize_t n,
+                       const real* av, Py_ssize_t a_step, const real* ap,
+                       const real* bv, Py_ssize_t b_step, const real* bp,
+                       real* yp) noexcept nogil:
+    """The second-partial terms of y = g(a, b) on nested duals, added to yp."""
+    if outer == 1:
+        binary_cross_loop(<lanes1*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp, yp)
+    elif outer == 2:
+        binary_cross_loop(<lanes2*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp, yp)
+    elif outer == 4:
+        binary_cross_loop(<lanes4*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp, yp)
+    elif outer == 8:
+        binary_cross_loop(<lanes8*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp, yp)
+    elif outer == 16:
+        binary_cross_loop(<lanes16*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp, yp)
+    else:
+        binary_cross_loop(<lanes8*>NULL, op, n, outer // 8, inner, width,
+                          av, a_step, ap, bv, b_step, bp, yp)

@@ -1,13 +1,17 @@
-"""The public first-order operators: thin, compiled, allocation-free with a prep and out=.
+"""The public operators: thin, compiled, allocation-free with a prep and out=.
 
 Each operator finds (or checks) its `Prep` and makes one call into it; all the
-work is in `_core.pyx`. They are compiled so that a prepared call with `out=`
+work is in `_core.pyx`. A call made while cyad differentiates a Python callable
+(from inside that callable) is a nested differentiation and goes to `_nested.py`. They are compiled so that a prepared call with `out=`
 creates no Python objects: keyword arguments are parsed without a dict, and the
 result is the caller's own buffer (or pair of buffers).
 """
 import numpy as np
 
-from cyad._core cimport Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN
+from cyad._core cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
+                         SECOND_DERIVATIVE, HVP, HESSIAN)
+from cyad._dual cimport differentiating
+from cyad import _nested
 
 
 cdef Prep _prep(Family family, object f, object x, object dx, object y,
@@ -26,12 +30,14 @@ cdef Prep _prep(Family family, object f, object x, object dx, object y,
 
 
 cdef Prep _new_prep(Family family, object f, object x, object dx, object y, object chunk):
-    if family == PUSHFORWARD:
+    if family == PUSHFORWARD or family == HVP:
         directions = len(<tuple>dx) if isinstance(dx, tuple) else 1
-    elif family == DERIVATIVE:
+    elif family == DERIVATIVE or family == SECOND_DERIVATIVE:
         if np.ndim(x) != 0:
-            raise ValueError(f"cyad: derivative takes a scalar x, not an array of shape "
-                             f"{np.shape(x)}; use pushforward or jacobian for arrays")
+            name = "derivative" if family == DERIVATIVE else "second_derivative"
+            raise ValueError(f"cyad: {name} takes a scalar x, not an array of shape "
+                             f"{np.shape(x)}; use pushforward or jacobian (hvp or hessian) for "
+                             "arrays")
         directions = 1
     else:
         directions = np.size(x)
@@ -86,6 +92,8 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     -------
     ndarray or float, or a tuple of them for a batch
     """
+    if differentiating():
+        return _nested.pushforward(f, x, dx, y, out, False)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
     return _scalar_result(p.pushforward(f, x, dx, y, out, False), out)
 
@@ -101,6 +109,8 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     -------
     (value, pushforward)
     """
+    if differentiating():
+        return _nested.pushforward(f, x, dx, y, out, True)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
     return _scalar_pair(p.pushforward(f, x, dx, y, out, True), out)
 
@@ -132,6 +142,8 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     ndarray or float
     """
+    if differentiating():
+        return _nested.pushforward(f, x, 1.0, y, out, False, True)
     cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
     return _scalar_result(p.pushforward(f, x, 1.0, y, out, False), out)
 
@@ -143,6 +155,8 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     (value, derivative)
     """
+    if differentiating():
+        return _nested.pushforward(f, x, 1.0, y, out, True, True)
     cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
     return _scalar_pair(p.pushforward(f, x, 1.0, y, out, True), out)
 
@@ -174,6 +188,8 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     ndarray
     """
+    if differentiating():
+        return _nested.jacobian(f, x, y, out, False, True)
     cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
     return p.jacobian(f, x, y, out, False)
 
@@ -186,6 +202,8 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     (float, ndarray)
     """
+    if differentiating():
+        return _nested.jacobian(f, x, y, out, True, True)
     cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
     return _scalar_pair(p.jacobian(f, x, y, out, True), out)
 
@@ -217,6 +235,8 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     ndarray
     """
+    if differentiating():
+        return _nested.jacobian(f, x, y, out, False, False)
     cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
     return p.jacobian(f, x, y, out, False)
 
@@ -228,8 +248,154 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     (value, ndarray)
     """
+    if differentiating():
+        return _nested.jacobian(f, x, y, out, True, False)
     cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
     return _scalar_pair(p.jacobian(f, x, y, out, True), out)
+
+
+# -- second order ------------------------------------------------------------------------
+
+cdef _refuse_nesting(str name):
+    # second order nests forward over forward itself: a third level is not supported
+    if differentiating():
+        raise TypeError(f"cyad: {name} cannot run inside a function cyad is differentiating "
+                        "(only two levels of differentiation nest)")
+
+
+def prepare_second_derivative(f, x, *, y=None, chunk=None):
+    """Prepare `second_derivative` and `value_derivative_and_second_derivative` of f at a
+    scalar x.
+
+    Returns
+    -------
+    Prep
+    """
+    return _new_prep(SECOND_DERIVATIVE, f, x, None, y, chunk)
+
+
+def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
+    """d2f/dx2 for a scalar x, shaped like f(x).
+
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        ``f(x)``, or ``f(y, x)`` writing into y when ``y=`` is given. A C function needs
+        a second-order function of cyad's signature.
+    x : float
+    y, prep, out, chunk
+        As for `derivative`.
+
+    Returns
+    -------
+    ndarray or float
+    """
+    _refuse_nesting("second_derivative")
+    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk)
+    return _scalar_result(p.second(f, x, None, y, out, 1), out)
+
+
+def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
+    """f(x), df/dx and d2f/dx2 for a scalar x; ``out=`` is a triple of buffers.
+
+    Returns
+    -------
+    (value, derivative, second_derivative)
+    """
+    _refuse_nesting("value_derivative_and_second_derivative")
+    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk)
+    return _scalar_tuple(p.second(f, x, None, y, out, 3), out)
+
+
+def prepare_hvp(f, x, v, *, y=None, chunk=None):
+    """Prepare `hvp` and `gradient_and_hvp` of a scalar-valued f at inputs shaped like x,
+    for one tangent v or a tuple of them.
+
+    Returns
+    -------
+    Prep
+    """
+    return _new_prep(HVP, f, x, v, y, chunk)
+
+
+def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
+    """The Hessian-vector product H(x) @ v of a scalar-valued f, shaped like x.
+
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        ``f(x)`` returning a scalar, or ``f(y, x)`` writing into a 0-d y.
+    x : array_like
+    v : array_like or tuple of them
+        A tangent shaped like x, or a tuple of them (answered by a tuple).
+    y, prep, out, chunk
+        As for `gradient`; ``chunk`` is the number of basis directions per evaluation.
+
+    Returns
+    -------
+    ndarray, or a tuple of them for a tuple of tangents
+    """
+    _refuse_nesting("hvp")
+    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk)
+    return p.second(f, x, v, y, out, 1)
+
+
+def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
+    """The gradient of a scalar-valued f and H(x) @ v; ``out=`` is a pair
+    ``(gradient_out, hvp_out)``.
+
+    Returns
+    -------
+    (ndarray, ndarray or tuple of ndarray)
+    """
+    _refuse_nesting("gradient_and_hvp")
+    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk)
+    return p.second(f, x, v, y, out, 2)
+
+
+def prepare_hessian(f, x, *, y=None, chunk=None):
+    """Prepare `hessian` and `value_gradient_and_hessian` of a scalar-valued f at inputs
+    shaped like x.
+
+    Returns
+    -------
+    Prep
+    """
+    return _new_prep(HESSIAN, f, x, None, y, chunk)
+
+
+def hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
+    """The Hessian of a scalar-valued f, of shape ``x.shape + x.shape``.
+
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        ``f(x)`` returning a scalar, or ``f(y, x)`` writing into a 0-d y.
+    x : array_like
+    y, prep, out, chunk
+        As for `gradient`; ``chunk`` is the number of directions per evaluation at each
+        of the two levels.
+
+    Returns
+    -------
+    ndarray
+    """
+    _refuse_nesting("hessian")
+    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk)
+    return p.second(f, x, None, y, out, 1)
+
+
+def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
+    """f(x) as a float, its gradient and its Hessian; ``out=`` is a triple
+    ``(value_out, gradient_out, hessian_out)`` with ``value_out`` a 0-d array.
+
+    Returns
+    -------
+    (float, ndarray, ndarray)
+    """
+    _refuse_nesting("value_gradient_and_hessian")
+    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk)
+    return _scalar_tuple(p.second(f, x, None, y, out, 3), out)
 
 
 # -- 0-d results are returned as floats when the caller gave no buffer ------------------
@@ -244,3 +410,9 @@ cdef object _scalar_pair(tuple r, object out):
     if out is not None:
         return out
     return (_scalar_result(r[0], None), _scalar_result(r[1], None))
+
+
+cdef object _scalar_tuple(tuple r, object out):
+    if out is not None:
+        return out
+    return tuple([_scalar_result(x, None) for x in r])

@@ -304,8 +304,7 @@ cdef class PythonFunction:
         if isinstance(r, Dual):
             d = <Dual>r
             if d.tag is not yd.tag:
-                raise TypeError("cyad: f returned a dual array of another differentiation "
-                                "(nested differentiation is not supported yet)")
+                raise TypeError("cyad: f returned a dual array of another differentiation")
             if not cnp.PyArray_SAMESHAPE(d.values, yd.values):
                 raise _changed_output(r.shape, yd)
             if (cnp.PyArray_TYPE(d.values) == cnp.PyArray_TYPE(yd.values)

@@ -398,11 +398,6 @@ def test_f_may_change_its_input_in_place():
     np.testing.assert_allclose(cyad.jacobian(f, x, chunk=2), np.diag(8.0 * x), rtol=1e-15)
 
 
-def test_nested_differentiation_is_refused_for_now():
-    with pytest.raises(TypeError, match="nested"):
-        cyad.derivative(lambda x: cyad.derivative(lambda y: x * y, 1.0), 2.0)
-
-
 # -- the default chunk -----------------------------------------------------------------------
 
 def test_default_chunk_is_vector_mode_for_small_inputs():

@@ -1,0 +1,212 @@
+"""First-order operators called inside a function that cyad is differentiating.
+
+Such a call (``derivative(lambda x: x * derivative(lambda y: x + y, 1.0), 1.0)``)
+must keep its perturbations apart from those of the differentiation around it. It
+gets a tag of its own, ranked inside the running one (`cyad._dual.Tag`), and seeds
+its directions on that tag: where they meet duals of the outer differentiation - in
+x, in the tangents, or captured by f - the elementwise rules build nested duals,
+whose lanes keep both sets of partials and the second derivatives across them. The
+results are then duals of the outer differentiation (or plain arrays when nothing
+outer was involved), which the outer differentiation goes on differentiating.
+
+This path evaluates f once with all directions and allocates its buffers per call:
+nesting is for correctness, the prepared operators are for speed.
+"""
+import numpy as np
+
+from cyad._dual import Dual, Tag, _enter, _leave, make_nested_tag, tagged_dual
+from cyad._kernels import padded_width
+from cyad._wrapper import constant_result, is_python_function
+
+_NESTING_ERROR = ("cyad: only two levels of differentiation nest (a derivative of a "
+                  "derivative); this call would be a third")
+
+
+def _dtype(x):
+    dtype = np.result_type(x.values if isinstance(x, Dual) else np.asarray(x))
+    if dtype == np.float32:
+        return dtype
+    if dtype.kind in "biuf":
+        return np.dtype(np.float64)
+    raise TypeError(f"cyad: cannot differentiate with respect to an input of dtype {dtype}")
+
+
+def _outer_tag(*arrays):
+    """The tag of the outer differentiation among the duals given, or None."""
+    outer = None
+    for a in arrays:
+        if isinstance(a, Dual):
+            if a.tag.is_nested or (outer is not None and a.tag is not outer):
+                raise TypeError(_NESTING_ERROR)
+            outer = a.tag
+    return outer
+
+
+def _values(a, dtype):
+    return np.asarray(a.values if isinstance(a, Dual) else a, dtype=dtype)
+
+
+def _evaluate(f, x, seeds, seed_partials, y):
+    """f at x seeded along `seeds` (x.shape + (k,)) on a new tag ranked inside the running ones.
+
+    seed_partials: the seeds' partials along the outer differentiation (x.shape + (k, W1))
+    or None. Returns (value, derivatives, derivative_partials, outer tag): the value as
+    an array or a dual of the outer differentiation, the derivatives along the seeds
+    (shape + (k,)) and, with an outer differentiation, their partials (shape + (k, W1)).
+    """
+    dtype = _dtype(x)
+    k = seeds.shape[-1]
+    inner = Tag(padded_width(k))
+    outer = _outer_tag(x, y)
+    xv = _values(x, dtype)
+    _enter(inner)
+    try:
+        if outer is None and seed_partials is None:
+            partials = np.zeros(xv.shape + (inner.width,), dtype)
+            partials[..., :k] = seeds
+            x_in = tagged_dual(xv, partials, inner)
+        else:
+            tag = make_nested_tag(outer, inner)
+            w1 = outer.width
+            partials = np.zeros(xv.shape + (tag.width,), dtype)
+            if isinstance(x, Dual):
+                partials[..., :w1] = x.partials
+            partials[..., w1:w1 + k] = seeds
+            if seed_partials is not None:
+                cross = partials[..., w1 + inner.width:w1 + inner.width + inner.width * w1]
+                cross.reshape(xv.shape + (inner.width, w1))[..., :k, :] = seed_partials
+            x_in = tagged_dual(xv, partials, tag)
+        if y is None:
+            r = f(x_in)
+        else:
+            r = _output_dual(y, x_in.tag, dtype)
+            f(r, x_in)
+            _write_back(r, y)
+    finally:
+        _leave()
+    return _split(r, inner, k)
+
+
+def _output_dual(y, tag, dtype):
+    # the two-argument form's output, as a dual of the tag f runs on
+    values = np.array(_values(y, dtype))
+    partials = np.zeros(values.shape + (tag.width,), dtype)
+    if isinstance(y, Dual):
+        if y.tag is not tag and y.tag is not tag.outer:
+            raise TypeError(_NESTING_ERROR)
+        partials[..., :y.width] = y.partials
+    return tagged_dual(values, partials, tag)
+
+
+def _write_back(r, y):
+    # f's value into the caller's y (a dual of the outer differentiation keeps its partials)
+    if isinstance(y, Dual):
+        y.values[...] = r.values
+        y.partials[...] = r.partials[..., :y.width]
+        return
+    if r.tag.is_nested and np.any(r.partials[..., :r.tag.outer.width]):
+        raise TypeError("cyad: f's value depends on the outer differentiation, so y must be "
+                        "a dual array of it, not a plain ndarray")
+    y[...] = r.values
+
+
+def _split(r, inner, k):
+    if not isinstance(r, Dual):
+        c = constant_result(r)
+        return c, np.zeros(c.shape + (k,), c.dtype), None, None
+    shape = r.shape
+    tag = r.tag
+    if tag is inner:
+        return r.values, r.partials[..., :k], None, None
+    if tag.is_nested and tag.inner is inner:
+        outer = tag.outer
+        w1, w2 = outer.width, inner.width
+        value = tagged_dual(r.values, np.array(r.partials[..., :w1], order="C"), outer)
+        cross = r.partials[..., w1 + w2:w1 + w2 + w2 * w1].reshape(shape + (w2, w1))
+        return value, r.partials[..., w1:w1 + k], cross[..., :k, :], outer
+    if not tag.is_nested and tag.level < inner.level:
+        # f's result involves only the outer differentiation: zero derivative here
+        zeros = np.zeros(shape + (k,), r.dtype)
+        return r, zeros, np.zeros(shape + (k, tag.width), r.dtype), tag
+    raise TypeError(_NESTING_ERROR)
+
+
+def _result(values, partials, outer):
+    values = np.array(values, order="C")
+    if outer is None:
+        return float(values) if values.ndim == 0 else values
+    return tagged_dual(values, np.array(partials, order="C"), outer)
+
+
+def _deliver(result, out):
+    """The result, written into `out` when one is given."""
+    if out is None:
+        return result
+    if isinstance(out, Dual):
+        out[...] = result
+    elif isinstance(result, Dual):
+        raise TypeError("cyad: this result depends on the outer differentiation: out= must be "
+                        "a dual array of it, not a plain ndarray")
+    else:
+        np.copyto(out, result)
+    return out
+
+
+def _check_function(f, x, extra):
+    if not is_python_function(f) and (isinstance(x, Dual) or any(isinstance(t, Dual) for t in extra)):
+        raise TypeError("cyad: a C function cannot be differentiated with respect to dual "
+                        "arrays of another differentiation")
+
+
+def pushforward(f, x, dx, y, out, with_value, scalar_input=False):
+    """J(x) @ dx (a tangent or a tuple of them), and f(x) if with_value."""
+    if scalar_input and np.ndim(x.values if isinstance(x, Dual) else x) != 0:
+        raise ValueError(f"cyad: derivative takes a scalar x, not an array of shape {np.shape(x)}")
+    batch = isinstance(dx, tuple)
+    tangents = dx if batch else (dx,)
+    _check_function(f, x, tangents)
+    dtype = _dtype(x)
+    shape = np.shape(x.values if isinstance(x, Dual) else x)
+    for t in tangents:
+        if np.shape(t.values if isinstance(t, Dual) else t) != shape:
+            raise ValueError(f"cyad: a tangent has shape {np.shape(t)}, but x has shape {shape}")
+    seeds = np.stack([np.broadcast_to(_values(t, dtype), shape) for t in tangents], axis=-1)
+    outer = _outer_tag(x, *tangents)
+    seed_partials = None
+    if any(isinstance(t, Dual) for t in tangents):
+        seed_partials = np.stack([t.partials if isinstance(t, Dual) else
+                                  np.zeros(shape + (outer.width,), dtype) for t in tangents], axis=-2)
+    value, d, dp, outer = _evaluate(f, x, seeds, seed_partials, y)
+    results = tuple(_result(d[..., i], None if dp is None else dp[..., i, :], outer)
+                    for i in range(len(tangents)))
+    if with_value:
+        value_out, out = (None, None) if out is None else out
+        value = _deliver(_result(_values(value, None) if outer is None else value.values,
+                                 None if outer is None else value.partials, outer), value_out)
+    if out is not None:
+        results = tuple(_deliver(r, o) for r, o in zip(results, out if batch else (out,)))
+    results = results if batch else results[0]
+    return (value, results) if with_value else results
+
+
+def jacobian(f, x, y, out, with_value, scalar_output):
+    """The Jacobian of f at x (its gradient if scalar_output), and f(x) if with_value."""
+    _check_function(f, x, ())
+    dtype = _dtype(x)
+    xv = _values(x, dtype)
+    n = xv.size
+    seeds = np.eye(n, dtype=dtype).reshape(xv.shape + (n,))
+    value, d, dp, outer = _evaluate(f, x, seeds, None, y)
+    out_shape = d.shape[:-1]
+    if scalar_output and out_shape != ():
+        raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returns shape "
+                         f"{out_shape}; use jacobian")
+    result = _result(d.reshape(out_shape + xv.shape),
+                     None if dp is None else dp.reshape(out_shape + xv.shape + dp.shape[-1:]),
+                     outer)
+    if with_value:
+        value_out, out = (None, None) if out is None else out
+        value = _deliver(_result(_values(value, None) if outer is None else value.values,
+                                 None if outer is None else value.partials, outer), value_out)
+        return value, _deliver(result, out)
+    return _deliver(result, out)

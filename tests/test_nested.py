@@ -1,0 +1,98 @@
+"""Nested differentiation: an operator inside a function cyad differentiates keeps each
+differentiation's perturbations apart."""
+import numpy as np
+import pytest
+
+import cyad
+from cyad import derivative, gradient, jacobian, pushforward
+
+
+def test_the_perturbation_confusion_example():
+    # d/dx [x * d/dy (x + y)] = d/dx [x * 1] = 1 (confusing the two gives 2)
+    assert derivative(lambda x: x * derivative(lambda y: x + y, 1.0), 1.0) == 1.0
+
+
+def test_an_inner_derivative_of_a_constant_is_zero():
+    assert derivative(lambda x: derivative(lambda y: x, x), 1.0) == 0.0
+
+
+def test_jacobian_of_a_gradient_is_the_matrix():
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((10, 8))
+    x0, y0 = rng.standard_normal(8), rng.standard_normal(10)
+    j = jacobian(lambda x: gradient(lambda y: y @ (a @ x), y0), x0)
+    assert j.shape == (10, 8)
+    np.testing.assert_allclose(j, a, rtol=1e-14, atol=1e-14)
+
+
+def test_gradient_of_a_function_calling_derivative_on_a_closure():
+    # f(x) = d/dt sum(sin(t x)) at t = 0.5 = sum(x cos(x / 2))
+    def f(x):
+        return derivative(lambda t: np.sum(np.sin(t * x)), 0.5)
+
+    x = np.array([0.3, -1.2, 2.0, 0.7])
+    np.testing.assert_allclose(gradient(f, x), np.cos(x / 2) - x / 2 * np.sin(x / 2),
+                               rtol=1e-14)
+
+
+def test_the_inner_call_may_take_the_outer_dual_as_its_input():
+    # d/dx [d/dy sin(x y) at y = x] = d/dx [x cos(x^2)] = cos(x^2) - 2 x^2 sin(x^2)
+    x = 0.7
+    expected = np.cos(x * x) - 2 * x * x * np.sin(x * x)
+    assert derivative(lambda x: derivative(lambda y: np.sin(x * y), x), x) == pytest.approx(
+        expected, rel=1e-14)
+
+
+def test_a_hessian_as_the_jacobian_of_a_gradient():
+    def f(x):
+        return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    x = np.array([0.1, 0.2, 0.3])
+    h = jacobian(lambda x: gradient(f, x), x)
+    np.testing.assert_allclose(h, cyad.hessian(f, x), rtol=1e-14)
+    np.testing.assert_allclose(h, [[-66, -40, 0], [-40, 130, -80], [0, -80, 200]], atol=1e-12)
+
+
+def test_nested_pushforward_with_tangents_of_the_outer_differentiation():
+    # g(s) = J_f(x(s)) @ v(s) with f = sin, x(s) = s, v(s) = s^2 (elementwise)
+    # g = cos(s) s^2, g' = -sin(s) s^2 + 2 s cos(s)
+    def g(s):
+        return pushforward(np.sin, s, s * s)
+
+    s = np.array([0.4, -0.9])
+    expected = np.diag(-np.sin(s) * s * s + 2 * s * np.cos(s))
+    np.testing.assert_allclose(jacobian(g, s), expected, rtol=1e-14)
+
+
+def test_matrix_products_of_two_differentiations():
+    # d/da of the gradient of b -> (a b) @ M @ (a b), a product of duals of both
+    m = np.array([[2.0, 0.5], [0.5, 1.0]])
+    b0 = np.array([0.3, -0.4])
+
+    def inner_gradient(a):
+        return gradient(lambda b: (a * b) @ m @ (a * b), b0)
+
+    def plain(a):
+        return 2 * a * (m @ (a * b0))
+
+    a = np.array([1.2, 0.7])
+    h = 1e-6
+    reference = np.stack([(plain(a + h * e) - plain(a - h * e)) / (2 * h) for e in np.eye(2)],
+                         axis=-1)
+    np.testing.assert_allclose(jacobian(inner_gradient, a), reference, rtol=1e-8)
+
+
+def test_a_third_level_is_refused():
+    def f(x):
+        return derivative(lambda y: derivative(lambda z: x * y * z, 1.0), 1.0)
+
+    with pytest.raises(TypeError, match="two levels"):
+        derivative(f, 1.0)
+
+
+def test_nonlinear_linear_algebra_of_nested_duals_is_refused():
+    def f(x):
+        return gradient(lambda y: np.linalg.det(np.diag(x * y)), np.ones(2))
+
+    with pytest.raises(TypeError, match="det"):
+        jacobian(f, np.ones(2))
