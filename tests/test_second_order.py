@@ -41,10 +41,11 @@ def fd_hessian(f, x, h=1e-5):
 
 
 def mixed(x):
-    # every kind of operation: unary and binary rules, a reduction, a constant product
+    # every kind of operation: unary and binary rules, reductions, products of duals
     a = np.linspace(0.5, 1.5, x.size)
     return (np.sum(np.sin(x) * np.exp(0.3 * x)) + np.log1p(x @ x) + np.prod(a)
-            + np.sum(x[:-1] / (2.0 + x[1:] ** 2)) + np.sum(np.sqrt(1.0 + (a @ x) ** 2)))
+            + np.sum(x[:-1] / (2.0 + x[1:] ** 2)) + np.sum(np.sqrt(1.0 + (a @ x) ** 2))
+            + np.dot(x, x[::-1]) * np.inner(x ** 2, a) + np.max(x * x) + (1.5 + x[0]) ** x[1])
 
 
 # -- the Hessian and the analytic one ---------------------------------------------
