@@ -427,9 +427,9 @@ def input_dtype(x):
 
 
 def _nested_error(name):
-    return TypeError(f"cyad: {name} is a dual array of a differentiation that is not running "
-                     "(an operator inside a differentiated function nests; a prep does not take "
-                     "dual arrays)")
+    return TypeError(f"cyad: {name} is a dual array: only a Python callable differentiated inside "
+                     "another differentiation takes dual arrays (a C function or a prep does not, "
+                     "nor does a call outside the differentiation that made them)")
 
 
 cdef class Prep:

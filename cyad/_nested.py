@@ -16,7 +16,7 @@ import numpy as np
 
 from cyad._dual import Dual, Tag, _enter, _leave, make_nested_tag, tagged_dual
 from cyad._kernels import padded_width
-from cyad._wrapper import constant_result, is_python_function
+from cyad._wrapper import constant_result
 
 _NESTING_ERROR = ("cyad: only two levels of differentiation nest (a derivative of a "
                   "derivative); this call would be a third")
@@ -152,19 +152,12 @@ def _deliver(result, out):
     return out
 
 
-def _check_function(f, x, extra):
-    if not is_python_function(f) and (isinstance(x, Dual) or any(isinstance(t, Dual) for t in extra)):
-        raise TypeError("cyad: a C function cannot be differentiated with respect to dual "
-                        "arrays of another differentiation")
-
-
 def pushforward(f, x, dx, y, out, with_value, scalar_input=False):
     """J(x) @ dx (a tangent or a tuple of them), and f(x) if with_value."""
     if scalar_input and np.ndim(x.values if isinstance(x, Dual) else x) != 0:
         raise ValueError(f"cyad: derivative takes a scalar x, not an array of shape {np.shape(x)}")
     batch = isinstance(dx, tuple)
     tangents = dx if batch else (dx,)
-    _check_function(f, x, tangents)
     dtype = _dtype(x)
     shape = np.shape(x.values if isinstance(x, Dual) else x)
     for t in tangents:
@@ -191,7 +184,6 @@ def pushforward(f, x, dx, y, out, with_value, scalar_input=False):
 
 def jacobian(f, x, y, out, with_value, scalar_output):
     """The Jacobian of f at x (its gradient if scalar_output), and f(x) if with_value."""
-    _check_function(f, x, ())
     dtype = _dtype(x)
     xv = _values(x, dtype)
     n = xv.size

@@ -1,8 +1,8 @@
 """The public operators: thin, compiled, allocation-free with a prep and out=.
 
 Each operator finds (or checks) its `Prep` and makes one call into it; all the
-work is in `_core.pyx`. A call made while cyad differentiates a Python callable
-(from inside that callable) is a nested differentiation and goes to `_nested.py`. They are compiled so that a prepared call with `out=`
+work is in `_core.pyx`. A call of a Python callable made while cyad differentiates
+another (from inside that one) is a nested differentiation and goes to `_nested.py`. They are compiled so that a prepared call with `out=`
 creates no Python objects: keyword arguments are parsed without a dict, and the
 result is the caller's own buffer (or pair of buffers).
 """
@@ -11,6 +11,7 @@ import numpy as np
 from cyad._core cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN)
 from cyad._dual cimport differentiating
+from cyad._wrapper cimport is_python_function
 from cyad import _nested
 
 
@@ -92,7 +93,7 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     -------
     ndarray or float, or a tuple of them for a batch
     """
-    if differentiating():
+    if differentiating() and is_python_function(f):
         return _nested.pushforward(f, x, dx, y, out, False)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
     return _scalar_result(p.pushforward(f, x, dx, y, out, False), out)
@@ -109,7 +110,7 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     -------
     (value, pushforward)
     """
-    if differentiating():
+    if differentiating() and is_python_function(f):
         return _nested.pushforward(f, x, dx, y, out, True)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
     return _scalar_pair(p.pushforward(f, x, dx, y, out, True), out)
@@ -142,7 +143,7 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     ndarray or float
     """
-    if differentiating():
+    if differentiating() and is_python_function(f):
         return _nested.pushforward(f, x, 1.0, y, out, False, True)
     cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
     return _scalar_result(p.pushforward(f, x, 1.0, y, out, False), out)
@@ -155,7 +156,7 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     (value, derivative)
     """
-    if differentiating():
+    if differentiating() and is_python_function(f):
         return _nested.pushforward(f, x, 1.0, y, out, True, True)
     cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
     return _scalar_pair(p.pushforward(f, x, 1.0, y, out, True), out)
@@ -188,7 +189,7 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     ndarray
     """
-    if differentiating():
+    if differentiating() and is_python_function(f):
         return _nested.jacobian(f, x, y, out, False, True)
     cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
     return p.jacobian(f, x, y, out, False)
@@ -202,7 +203,7 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     (float, ndarray)
     """
-    if differentiating():
+    if differentiating() and is_python_function(f):
         return _nested.jacobian(f, x, y, out, True, True)
     cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
     return _scalar_pair(p.jacobian(f, x, y, out, True), out)
@@ -235,7 +236,7 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     ndarray
     """
-    if differentiating():
+    if differentiating() and is_python_function(f):
         return _nested.jacobian(f, x, y, out, False, False)
     cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
     return p.jacobian(f, x, y, out, False)
@@ -248,7 +249,7 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     -------
     (value, ndarray)
     """
-    if differentiating():
+    if differentiating() and is_python_function(f):
         return _nested.jacobian(f, x, y, out, True, False)
     cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
     return _scalar_pair(p.jacobian(f, x, y, out, True), out)

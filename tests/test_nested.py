@@ -96,3 +96,14 @@ def test_nonlinear_linear_algebra_of_nested_duals_is_refused():
 
     with pytest.raises(TypeError, match="det"):
         jacobian(f, np.ones(2))
+
+
+def test_a_c_function_inside_a_differentiation(example):
+    f = example.robertson_function()
+    u = np.array([1.0, 2e-5, 3e-5])
+    total = np.sum(cyad.jacobian(f, u))
+
+    # on plain inputs it runs as usual; on the outer differentiation's duals it cannot
+    assert derivative(lambda s: s * np.sum(cyad.jacobian(f, u)), 2.0) == pytest.approx(total)
+    with pytest.raises(TypeError, match="C function"):
+        derivative(lambda s: cyad.pushforward(f, u * s, u), 1.0)
