@@ -77,7 +77,7 @@ cdef class Tag:
 cdef Tag nested_tag(Tag outer, Tag inner):
     """The tag of duals of `inner`'s differentiation running inside `outer`'s."""
     cdef Tag t = inner.nested
-    if t is not None and t.outer is outer and t.width == second_order_width(outer.width, inner.width):
+    if t is not None and t.outer is outer:
         return t
     t = Tag.__new__(Tag)
     t.width = second_order_width(outer.width, inner.width)
@@ -121,10 +121,6 @@ def _enter(Tag tag):
 
 def _leave():
     leave()
-
-
-def _differentiating():
-    return differentiating()
 
 
 cdef Tag common_tag(Tag s, Tag t):
@@ -305,9 +301,9 @@ cdef void _run_unary_typed(real* kind, int op, Py_ssize_t width, cnp.ndarray xv,
     cdef const real* xvp = <real*>cnp.PyArray_DATA(xv)
     cdef const real* xpp = <real*>cnp.PyArray_DATA(xp)
     cdef real* yp = <real*>cnp.PyArray_DATA(y.partials)
+    cdef Py_ssize_t outer, inner
     with nogil:
         unary_chunks(op, width, n, xvp, xpp, <real*>cnp.PyArray_DATA(y.values), yp)
-    cdef Py_ssize_t outer, inner
     if tag.outer is not None:
         outer, inner = tag.outer.width, tag.inner.width
         with nogil:
@@ -394,9 +390,9 @@ cdef inline void _binary_kernels(int op, Tag tag, Py_ssize_t width, Py_ssize_t n
                                  const real* bv, Py_ssize_t b_step, const real* bp,
                                  real* yv, real* yp) noexcept:
     # the first-order kernel, then a nested dual's second-derivative terms
+    cdef Py_ssize_t outer, inner
     with nogil:
         binary_chunks(op, width, n, av, a_step, ap, bv, b_step, bp, yv, yp)
-    cdef Py_ssize_t outer, inner
     if tag.outer is not None:
         outer, inner = tag.outer.width, tag.inner.width
         with nogil:
