@@ -1,15 +1,16 @@
-"""FunctionWrapper: any callable behind cyad's one dual-level C signature.
+"""FunctionWrapper: any callable behind cyad's dual-level C signatures.
 
 The outer routines of cyad (seeding, chunk loops, extraction) are compiled once
 and reach the user's function through a `cyad_function`: a function pointer per
-dtype and a context pointer. A FunctionWrapper fills that struct from whatever
-the user has - a PyCapsule (a Cython `cdef` function from a module's
+dtype and order, and a context pointer. A FunctionWrapper fills that struct from
+whatever the user has - a PyCapsule (a Cython `cdef` function from a module's
 `__pyx_capi__`, or any capsule named by its signature), a `scipy.LowLevelCallable`,
 a ctypes or cffi function pointer, a numba `cfunc` - and keeps alive whatever owns
-the function and its context. A wrapper holds any of the four C functions: first
-and second order (cyad._wrapper.pxd), each in float64 and float32. A Python callable is wrapped too: a prep binds it to
-its dual arrays through `PythonFunction`, whose trampolines have the same
-signature, so it runs through the very same routines.
+the function and its context. It holds any of the four C functions: first and
+second order (signatures in cyad/_wrapper.pxd), each in float64 and float32. A
+Python callable is wrapped too: a prep binds it to its dual arrays through
+`PythonFunction`, whose trampolines have the same signatures, so it runs through
+the very same routines.
 """
 import ctypes
 
