@@ -17,6 +17,13 @@
 # the branch not taken is not compiled. Inside a specialisation n_lanes(a) (N) is a
 # constant, and the C compiler unrolls the lane loops.
 #
+# Cython type-checks every specialisation of a fused function, used or not, so a generic
+# function over `dual` may only touch what both orders have (a.v and the functions
+# below). One that reads a.p (written before `dual` covered second order) takes
+# `first_order_dual` instead, or reads a.p under `if dual in first_order_dual:`. Only
+# the specialisations a module calls end up in its C code, so code that never uses an
+# hdual type costs no more to build than before.
+#
 # Stable: the type and function names below, the struct layouts {v; p[N]} and
 # {v; a; b[N]; c[N]} (read a.v for the value, e.g. to branch), and the op codes
 # UnaryOp.X and BinaryOp.X of the rule table (cimported here, so

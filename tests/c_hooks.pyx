@@ -336,3 +336,32 @@ def hdual_shorthands(x, y, bint single):
         results = hdual_shorthands_of(<hdual4*>NULL, helement(x[0], x[1], x[2], x[3]),
                                       helement(y[0], y[1], y[2], y[3]), a, b)
     return {name: (r["v"], r["a"], list(r["b"]), list(r["c"])) for name, r in results.items()}
+
+
+# Generic code that reads the fields of one order: over first_order_dual, or under a
+# compile-time branch on the order.
+cdef double squared_first_lane(first_order_dual* tag, const double* x,
+                               const double* dx) noexcept nogil:
+    cdef first_order_dual a
+    load(&a, x, dx, 0, n_lanes(a), 0)
+    return square(a).p[0]
+
+
+cdef double squared_outer_or_first_lane(dual* tag, const double* x,
+                                        const double* dx) noexcept nogil:
+    cdef dual a
+    load(&a, x, dx, 0, 1, 0)   # width 1, or inner 1: rows of 1 or 4 lanes
+    a = square(a)
+    if dual in second_order_dual:
+        return a.a
+    else:
+        return a.p[0]
+
+
+def order_specific_fields(double x):
+    """d(x^2) along a unit tangent through both kinds of order-specific code."""
+    cdef double dx[4]
+    dx[:] = [1.0, 1.0, 0.0, 0.0]
+    return [squared_first_lane(<dual1*>NULL, &x, dx), squared_first_lane(<dual2f*>NULL, &x, dx),
+            squared_outer_or_first_lane(<dual1*>NULL, &x, dx),
+            squared_outer_or_first_lane(<hdual1*>NULL, &x, dx)]

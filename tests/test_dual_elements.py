@@ -352,6 +352,11 @@ def test_zero_seed_gets_zero_where_the_second_derivative_is_infinite(c_hooks):
     assert (v, a, b2, c) == (0.0, 0.0, [np.inf, 0.0, -np.inf, 0.0], [0.0] * 4)
 
 
+def test_generic_code_reading_the_fields_of_one_order(c_hooks):
+    # compiled at all: over first_order_dual, or under `if dual in second_order_dual`
+    assert c_hooks.order_specific_fields(1.5) == [3.0] * 4
+
+
 def test_constant_second_order_element(c_hooks):
     for single in (False, True):
         assert c_hooks.hdual_constant(2.5, single) == (2.5, 0.0, [0.0] * 4, [0.0] * 4)
