@@ -7,8 +7,14 @@
 #   x (n_x), dx (n_x x width), y (n_y), dy (n_y x width), row-major, C-contiguous; on
 #   entry y holds the output's current values and dy is zero; it returns 0 or a nonzero
 #   status. cyad_f64 and cyad_f32 are its float64 and float32 forms.
-# - `wrap(f64, f32, context)` makes a FunctionWrapper of such functions for the Python
-#   operators and the prepare_* functions (f64 or f32 may be NULL).
+# - The second-order signature (cyad2_f64, cyad2_f32) takes `outer, inner` where the
+#   first order takes `width`: every element is a nested dual over outer and inner
+#   directions, in a row of second_order_width(outer, inner) lanes (the layout is in
+#   cyad/_wrapper.pxd). cyad calls C functions with outer == 1; the second-order
+#   elements of cyad.dual (hdual1 ... hdual16f) read and write that layout.
+# - `wrap(f64, f32, context, out_shape=None, owner=None, second_f64=NULL,
+#   second_f32=NULL)` makes a FunctionWrapper of such functions for the Python
+#   operators and the prepare_* functions (at least one of the four non-NULL).
 # - Prepare with the GIL (cyad.prepare_jacobian(...) etc.), get `prep_state(prep)`, then
 #   call the *_nogil entry points inside `with nogil:` on raw pointers of the prep's
 #   dtype and shapes. y is the two-argument form's in/out output (NULL in the
@@ -19,7 +25,9 @@
 # - A prep belongs to one thread at a time; preps on different threads run in
 #   parallel without the GIL when their functions are C functions.
 
-from cyad._wrapper cimport cyad_f64, cyad_f32, cyad_function, FunctionWrapper, wrap
+from cyad._wrapper cimport (
+    cyad_f64, cyad_f32, cyad2_f64, cyad2_f32, cyad_function, FunctionWrapper, wrap,
+)
 from cyad._core cimport (
     cyad_prep, Prep, prep_state, PYTHON_ERROR, WRONG_CALL,
     pushforward_nogil, value_and_pushforward_nogil, gradient_nogil, jacobian_nogil,

@@ -64,7 +64,7 @@ cdef class FunctionWrapper:
 
 
 cdef FunctionWrapper wrap(cyad_f64 f64, cyad_f32 f32, void* context, object out_shape=*,
-                          object owner=*)
+                          object owner=*, cyad2_f64 second_f64=*, cyad2_f32 second_f32=*)
 
 
 cdef class PythonFunction:

@@ -1,14 +1,16 @@
-"""FunctionWrapper: any callable behind cyad's one dual-level C signature.
+"""FunctionWrapper: any callable behind cyad's dual-level C signatures.
 
 The outer routines of cyad (seeding, chunk loops, extraction) are compiled once
 and reach the user's function through a `cyad_function`: a function pointer per
-dtype and a context pointer. A FunctionWrapper fills that struct from whatever
-the user has - a PyCapsule (a Cython `cdef` function from a module's
+dtype and order, and a context pointer. A FunctionWrapper fills that struct from
+whatever the user has - a PyCapsule (a Cython `cdef` function from a module's
 `__pyx_capi__`, or any capsule named by its signature), a `scipy.LowLevelCallable`,
 a ctypes or cffi function pointer, a numba `cfunc` - and keeps alive whatever owns
-the function and its context. A Python callable is wrapped too: a prep binds it to
-its dual arrays through `PythonFunction`, whose trampolines have the same
-signature, so it runs through the very same routines.
+the function and its context. It holds any of the four C functions: first and
+second order (signatures in cyad/_wrapper.pxd), each in float64 and float32. A
+Python callable is wrapped too: a prep binds it to its dual arrays through
+`PythonFunction`, whose trampolines have the same signatures, so it runs through
+the very same routines.
 """
 import ctypes
 
@@ -27,6 +29,10 @@ F64_SIGNATURE = ("int (double const *, double const *, double *, double *, "
                  "Py_ssize_t, Py_ssize_t, Py_ssize_t, void *)")
 F32_SIGNATURE = ("int (float const *, float const *, float *, float *, "
                  "Py_ssize_t, Py_ssize_t, Py_ssize_t, void *)")
+SECOND_F64_SIGNATURE = ("int (double const *, double const *, double *, double *, "
+                        "Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, void *)")
+SECOND_F32_SIGNATURE = ("int (float const *, float const *, float *, float *, "
+                        "Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, void *)")
 
 # the status a trampoline returns when the Python callable raised (the exception is kept)
 cdef enum:
@@ -57,11 +63,15 @@ def _normalise(signature):
 
 _F64 = _normalise(F64_SIGNATURE)
 _F32 = _normalise(F32_SIGNATURE)
+_SECOND_F64 = _normalise(SECOND_F64_SIGNATURE)
+_SECOND_F32 = _normalise(SECOND_F32_SIGNATURE)
 
 
 def _signature_error(got):
     return TypeError(f"cyad: a function of signature {got!r} cannot be differentiated; "
-                     f"the accepted signatures are\n  {F64_SIGNATURE}\n  {F32_SIGNATURE}")
+                     f"the accepted signatures are\n  {F64_SIGNATURE}\n  {F32_SIGNATURE}\n"
+                     f"  {SECOND_F64_SIGNATURE}  (second order)\n"
+                     f"  {SECOND_F32_SIGNATURE}  (second order)")
 
 
 cdef class FunctionWrapper:
@@ -70,11 +80,12 @@ cdef class FunctionWrapper:
     Parameters
     ----------
     *functions
-        A Python callable, or one or two C-level functions of cyad's signature
-        (one for float64, one for float32): PyCapsules whose name is the
-        signature (as in a Cython module's ``__pyx_capi__``),
-        ``scipy.LowLevelCallable`` objects, ctypes or cffi function pointers,
-        numba ``cfunc`` objects.
+        A Python callable, or up to four C-level functions of cyad's signatures,
+        at most one of each: first order float64 and float32, second order
+        float64 and float32 (any subset). Each is a PyCapsule whose name is the
+        signature (as in a Cython module's ``__pyx_capi__``), a
+        ``scipy.LowLevelCallable``, a ctypes or cffi function pointer or a numba
+        ``cfunc``; its signature says which of the four it is.
     user_data : optional
         The context pointer passed to a C function: a PyCapsule, a ctypes
         pointer or an int address. A capsule or LowLevelCallable brings its own.
@@ -92,6 +103,13 @@ cdef class FunctionWrapper:
     ``dx`` is ``n_x x width`` and ``dy`` is ``n_y x width``, row-major. On entry
     ``y`` holds the output's current values and ``dy`` is zero; f writes both
     and returns 0, or a nonzero status that cyad raises as `FunctionError`.
+
+    The second-order signature (hessian, hvp, second_derivative) replaces
+    ``width`` by ``Py_ssize_t outer, Py_ssize_t inner``: every element of the
+    buffers is a nested dual over `outer` and `inner` directions, in a row of
+    ``second_order_width(outer, inner)`` lanes (layout in cyad/_wrapper.pxd;
+    cyad calls C functions with ``outer == 1``). All the functions of one
+    wrapper share its context.
     """
 
     def __init__(self, *functions, user_data=None, out_shape=None):
@@ -138,11 +156,19 @@ cdef class FunctionWrapper:
             if self.function.f32 != NULL:
                 raise TypeError("cyad: two float32 functions given")
             self.function.f32 = <cyad_f32>pointer
+        elif normal == _SECOND_F64:
+            if self.function.second_f64 != NULL:
+                raise TypeError("cyad: two second-order float64 functions given")
+            self.function.second_f64 = <cyad2_f64>pointer
+        elif normal == _SECOND_F32:
+            if self.function.second_f32 != NULL:
+                raise TypeError("cyad: two second-order float32 functions given")
+            self.function.second_f32 = <cyad2_f32>pointer
         else:
             raise _signature_error(signature)
         if context != NULL:
             if self.function.context != NULL and self.function.context != context:
-                raise TypeError("cyad: the float64 and float32 functions have different contexts")
+                raise TypeError("cyad: the functions of one wrapper have different contexts")
             self.function.context = context
         self.kind = kind
         self.owner.extend([f, owner, user_data])
@@ -155,24 +181,40 @@ cdef class FunctionWrapper:
     def supports_float32(self):
         return self.callable is not None or self.function.f32 != NULL
 
+    @property
+    def supports_second_order_float64(self):
+        return self.callable is not None or self.function.second_f64 != NULL
+
+    @property
+    def supports_second_order_float32(self):
+        return self.callable is not None or self.function.second_f32 != NULL
+
     def __repr__(self):
-        dtypes = [name for name, ok in (("float64", self.supports_float64),
-                                        ("float32", self.supports_float32)) if ok]
-        return f"<cyad.FunctionWrapper of a {self.kind} function for {'/'.join(dtypes)}>"
+        forms = [name for name, ok in (("float64", self.supports_float64),
+                                       ("float32", self.supports_float32),
+                                       ("second-order float64", self.supports_second_order_float64),
+                                       ("second-order float32", self.supports_second_order_float32))
+                 if ok]
+        return f"<cyad.FunctionWrapper of a {self.kind} function for {'/'.join(forms)}>"
 
 
 cdef FunctionWrapper wrap(cyad_f64 f64, cyad_f32 f32, void* context, object out_shape=None,
-                          object owner=None):
-    """A FunctionWrapper of C functions of cyad's signature (either may be NULL).
+                          object owner=None, cyad2_f64 second_f64=NULL,
+                          cyad2_f32 second_f32=NULL):
+    """A FunctionWrapper of C functions of cyad's signatures (at least one non-NULL).
 
-    For Cython code that has the function itself; `owner` is kept alive with the
-    wrapper (for example whatever `context` points into).
+    For Cython code that has the functions themselves: first order in float64
+    and float32, and optionally second order (`second_f64`, `second_f32`). All
+    share `context`; `owner` is kept alive with the wrapper (for example
+    whatever `context` points into).
     """
     cdef FunctionWrapper w = FunctionWrapper.__new__(FunctionWrapper)
-    if f64 == NULL and f32 == NULL:
-        raise TypeError("cyad: wrap needs a float64 or a float32 function")
+    if f64 == NULL and f32 == NULL and second_f64 == NULL and second_f32 == NULL:
+        raise TypeError("cyad: wrap needs at least one function")
     w.function.f64 = f64
     w.function.f32 = f32
+    w.function.second_f64 = second_f64
+    w.function.second_f32 = second_f32
     w.function.context = context
     w.kind = "cython"
     w.owner = [owner]

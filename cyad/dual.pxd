@@ -1,31 +1,67 @@
-# Dual numbers for C-level code: write a function once on dual elements, get its
-# derivatives with a compile-time lane count.
+# Dual numbers for C-level code: write a function once on dual elements, get its first
+# and second derivatives with a compile-time lane count.
 #
-# An element is a struct {v; p[N]}: a value and N partials (derivative lanes), N in
-# 1, 2, 4, 8, 16, in double (dual1 ... dual16) or float (dual1f ... dual16f). The fused
-# type `dual` covers all ten, so one generic `cdef` function serves every lane count
-# and dtype. Inside a specialisation n_lanes(a) == sizeof(a.p) // sizeof(a.p[0]) is
-# a constant, and the C compiler unrolls the lane loops.
+# First order: an element is a struct {v; p[N]}: a value and N partials (derivative
+# lanes), N in 1, 2, 4, 8, 16, in double (dual1 ... dual16) or float (dual1f ... dual16f).
+# Second order: an element is a nested dual struct {v; a; b[N]; c[N]} over one outer
+# direction and N inner directions: the value v, its partial a along the outer
+# direction, and for inner direction j the partial b[j] and the second derivative c[j]
+# along inner direction j and the outer direction; in double (hdual1 ... hdual16) or
+# float (hdual1f ... hdual16f).
 #
-# Stable: the type and function names below, the struct layout {v; p[N]} (read a.v
-# for the value, e.g. to branch), and the op codes UnaryOp.X and BinaryOp.X of the rule
-# table (cimported here, so `from cyad.dual cimport *` brings them and `real`). The
-# shorthands sqrt, exp, log, ... shadow libc.math's names; a module that needs both
-# can `cimport cyad.dual as ad` and write ad.sqrt.
+# The fused type `dual` covers all twenty, so one generic `cdef` function serves both
+# orders, every lane count and dtype: every function below takes either order. The fused
+# types `first_order_dual` and `second_order_dual` cover one order each, for code that
+# reads the fields of one order (a.p; a.a, a.b, a.c), or branches on the order:
+# `if dual in second_order_dual:` is decided at compile time, per specialisation, and
+# the branch not taken is not compiled. Inside a specialisation n_lanes(a) (N) is a
+# constant, and the C compiler unrolls the lane loops.
 #
-# Derivatives come only from the rule table (cyad._rules), with its conventions; in
-# particular a lane whose tangent is 0 gets 0 even where the derivative coefficient is
-# infinite or NaN (sqrt at 0), never 0 * inf = nan. Values and coefficients are computed
-# in double; float elements round the results to float.
+# Cython type-checks every specialisation of a fused function, used or not, so a generic
+# function over `dual` may only touch what both orders have (a.v and the functions
+# below). One that reads a.p (written before `dual` covered second order) takes
+# `first_order_dual` instead, or reads a.p under `if dual in first_order_dual:`. Only
+# the specialisations a module calls end up in its C code, so code that never uses an
+# hdual type costs no more to build than before.
 #
-# Buffers follow the signature of cyad._wrapper: element i has the value x[i] and the
-# partials dx[i * width : (i + 1) * width]. load and store move element i, lanes
-# [lane0, lane0 + N), between a buffer and an element. Derivative propagation is linear
-# in the tangents, so a width above 16 (a multiple of 8) is exactly processed by running
-# the function once per block of 8 lanes; the values are recomputed for every block.
+# Stable: the type and function names below, the struct layouts {v; p[N]} and
+# {v; a; b[N]; c[N]} (read a.v for the value, e.g. to branch), and the op codes
+# UnaryOp.X and BinaryOp.X of the rule table (cimported here, so
+# `from cyad.dual cimport *` brings them and `real`). The shorthands sqrt, exp, log, ...
+# shadow libc.math's names; a module that needs both can `cimport cyad.dual as ad` and
+# write ad.sqrt.
+#
+# Derivatives come only from the rule table (cyad._rules), first and second columns,
+# with its conventions; in particular a lane whose tangent is 0 gets 0 even where the
+# derivative coefficient is infinite or NaN (sqrt at 0), never 0 * inf = nan (for a
+# second derivative, the tangent is the product b[j] * a). Values and coefficients are
+# computed in double; float elements round the results to float. Propagation through
+# y = g(x):  y.p = g' x.p  (first order);  y.a = g' x.a, y.b[j] = g' x.b[j],
+# y.c[j] = g' x.c[j] + g'' x.b[j] x.a  (second order); binary rules likewise with the
+# second partials daa, dab, dbb.
+#
+# Buffers follow the signatures of cyad._wrapper. load and store move element i between
+# a buffer and an element:
+#     load(&a, x, dx, i, width, lane0)      store(a, y, dy, i, width, lane0)
+# First order: `width` is the call's width; element i has the value x[i] and the
+# partials dx[i * width : (i + 1) * width], and the element holds lanes
+# [lane0, lane0 + N). Second order: `width` is the call's `inner` (cyad calls C
+# functions with outer == 1); element i has the value x[i] and a row of
+# second_order_row(inner) lanes at dx + i * second_order_row(inner), laid out as
+#     lane 0: a     lane 1 + j: b[j]     lane 1 + inner + j: c[j]     then zero padding
+# and the element holds inner directions [lane0, lane0 + N) (its a is lane 0 whatever
+# lane0). So a generic body taking (width, lane0) serves both orders: the first-order
+# function passes its width, the second-order function its inner.
+#
+# Derivative propagation is linear in the tangents, so a width above 16 (a multiple of
+# 8) is exactly processed by running the function once per block of 8 lanes; so is an
+# inner above 16, since each inner direction's (b[j], c[j]) depends only on the values,
+# the outer partials and its own seeds. The values (and a) are recomputed, and stored
+# again, for every block.
 #
 # Example: Robertson's kinetics, generic in the element type (`tag` only selects the
-# specialisation) and dispatched on width in a function of cyad's signature.
+# specialisation) and dispatched on the lane count in functions of cyad's first- and
+# second-order signatures.
 #
 #     from cyad.dual cimport *
 #
@@ -64,14 +100,41 @@
 #                 break
 #         return status
 #
-# The float32 twin is the same dispatch with dual1f ... dual16f and float buffers.
+#     cdef int robertson_second(const double* x, const double* dx, double* y, double* dy,
+#                               Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t outer,
+#                               Py_ssize_t inner, void* context) noexcept nogil:
+#         cdef Py_ssize_t lane0
+#         cdef int status = 0
+#         if outer != 1:
+#             return 1   # not a layout these elements read
+#         if inner == 1:
+#             return robertson_lanes(<hdual1*>NULL, x, dx, y, dy, inner, 0)
+#         if inner == 2:
+#             return robertson_lanes(<hdual2*>NULL, x, dx, y, dy, inner, 0)
+#         if inner == 4:
+#             return robertson_lanes(<hdual4*>NULL, x, dx, y, dy, inner, 0)
+#         if inner == 8:
+#             return robertson_lanes(<hdual8*>NULL, x, dx, y, dy, inner, 0)
+#         if inner == 16:
+#             return robertson_lanes(<hdual16*>NULL, x, dx, y, dy, inner, 0)
+#         for lane0 in range(0, inner, 8):
+#             status = robertson_lanes(<hdual8*>NULL, x, dx, y, dy, inner, lane0)
+#             if status:
+#                 break
+#         return status
+#
+# The float32 twins are the same dispatches with dual1f ... dual16f, hdual1f ...
+# hdual16f and float buffers. cyad.wrap(robertson, NULL, NULL, (3,), None,
+# robertson_second) makes a FunctionWrapper carrying both orders.
 
 # cython: cdivision=True
 # (As in cyad._rules: plain C division whatever the cimporting module's directives.)
 
 from libc.math cimport isfinite
 from cyad._fused cimport real
-from cyad._rules cimport UnaryOp, BinaryOp, unary_rule, binary_rule, careful_product
+from cyad._rules cimport (
+    UnaryOp, BinaryOp, unary_rule, binary_rule, unary_second, binary_second, careful_product,
+)
 
 
 cdef struct dual1:
@@ -106,7 +169,59 @@ cdef struct dual16f:
     float v
     float p[16]
 
-ctypedef fused dual:
+cdef struct hdual1:
+    double v
+    double a
+    double b[1]
+    double c[1]
+cdef struct hdual2:
+    double v
+    double a
+    double b[2]
+    double c[2]
+cdef struct hdual4:
+    double v
+    double a
+    double b[4]
+    double c[4]
+cdef struct hdual8:
+    double v
+    double a
+    double b[8]
+    double c[8]
+cdef struct hdual16:
+    double v
+    double a
+    double b[16]
+    double c[16]
+
+cdef struct hdual1f:
+    float v
+    float a
+    float b[1]
+    float c[1]
+cdef struct hdual2f:
+    float v
+    float a
+    float b[2]
+    float c[2]
+cdef struct hdual4f:
+    float v
+    float a
+    float b[4]
+    float c[4]
+cdef struct hdual8f:
+    float v
+    float a
+    float b[8]
+    float c[8]
+cdef struct hdual16f:
+    float v
+    float a
+    float b[16]
+    float c[16]
+
+ctypedef fused first_order_dual:
     dual1
     dual2
     dual4
@@ -118,45 +233,124 @@ ctypedef fused dual:
     dual8f
     dual16f
 
+ctypedef fused second_order_dual:
+    hdual1
+    hdual2
+    hdual4
+    hdual8
+    hdual16
+    hdual1f
+    hdual2f
+    hdual4f
+    hdual8f
+    hdual16f
+
+ctypedef fused dual:
+    dual1
+    dual2
+    dual4
+    dual8
+    dual16
+    dual1f
+    dual2f
+    dual4f
+    dual8f
+    dual16f
+    hdual1
+    hdual2
+    hdual4
+    hdual8
+    hdual16
+    hdual1f
+    hdual2f
+    hdual4f
+    hdual8f
+    hdual16f
+
 
 cdef inline Py_ssize_t n_lanes(dual a) noexcept nogil:
-    """The number of partials of a (a compile-time constant)."""
-    return sizeof(a.p) // sizeof(a.p[0])
+    """The number of partials of a, or of inner directions (a compile-time constant)."""
+    if dual in second_order_dual:
+        return sizeof(a.b) // sizeof(a.b[0])
+    else:
+        return sizeof(a.p) // sizeof(a.p[0])
+
+
+cdef inline Py_ssize_t second_order_row(Py_ssize_t inner) noexcept nogil:
+    """The lanes of a second-order row for outer == 1 and `inner` inner directions.
+
+    cyad._kernels.second_order_width(1, inner): 1 + 2 inner lanes padded to 1, 2, 4,
+    8, 16 or a multiple of 8.
+    """
+    cdef Py_ssize_t lanes = 1 + 2 * inner, row = 1
+    if lanes > 16:
+        return (lanes + 7) // 8 * 8
+    while row < lanes:
+        row *= 2
+    return row
 
 
 # -- buffers and constants -------------------------------------------------------------
 
 cdef inline void load(dual* a, const real* x, const real* dx, Py_ssize_t i,
                       Py_ssize_t width, Py_ssize_t lane0) noexcept nogil:
-    """a = element i of (x, dx), lanes [lane0, lane0 + N) of its row of width lanes."""
+    """a = element i of (x, dx), lanes (or inner directions) [lane0, lane0 + N).
+
+    `width` is the call's width (first order) or its inner (second order).
+    """
     cdef Py_ssize_t k
+    cdef const real* row
     a.v = x[i]
-    for k in range(n_lanes(a[0])):
-        a.p[k] = dx[i * width + lane0 + k]
+    if dual in second_order_dual:
+        row = dx + i * second_order_row(width)
+        a.a = row[0]
+        for k in range(n_lanes(a[0])):
+            a.b[k] = row[1 + lane0 + k]
+            a.c[k] = row[1 + width + lane0 + k]
+    else:
+        for k in range(n_lanes(a[0])):
+            a.p[k] = dx[i * width + lane0 + k]
 
 
 cdef inline void store(dual a, real* y, real* dy, Py_ssize_t i,
                        Py_ssize_t width, Py_ssize_t lane0) noexcept nogil:
-    """Element i of (y, dy), lanes [lane0, lane0 + N) of its row, = a."""
+    """Element i of (y, dy), lanes (or inner directions) [lane0, lane0 + N), = a.
+
+    `width` is the call's width (first order) or its inner (second order).
+    """
     cdef Py_ssize_t k
+    cdef real* row
     y[i] = a.v
-    for k in range(n_lanes(a)):
-        dy[i * width + lane0 + k] = a.p[k]
+    if dual in second_order_dual:
+        row = dy + i * second_order_row(width)
+        row[0] = a.a
+        for k in range(n_lanes(a)):
+            row[1 + lane0 + k] = a.b[k]
+            row[1 + width + lane0 + k] = a.c[k]
+    else:
+        for k in range(n_lanes(a)):
+            dy[i * width + lane0 + k] = a.p[k]
 
 
 cdef inline void constant(dual* a, double c) noexcept nogil:
     """a = c with zero partials."""
     cdef Py_ssize_t k
     a.v = c
-    for k in range(n_lanes(a[0])):
-        a.p[k] = 0
+    if dual in second_order_dual:
+        a.a = 0
+        for k in range(n_lanes(a[0])):
+            a.b[k] = 0
+            a.c[k] = 0
+    else:
+        for k in range(n_lanes(a[0])):
+            a.p[k] = 0
 
 
 # -- rules on elements -----------------------------------------------------------------
 
-cdef inline dual _scaled(double v, double d, dual a) noexcept nogil:
+cdef inline first_order_dual _scaled(double v, double d, first_order_dual a) noexcept nogil:
     # value v, partials d * a.p
-    cdef dual r
+    cdef first_order_dual r
     cdef Py_ssize_t k
     r.v = v
     if isfinite(d):
@@ -168,9 +362,10 @@ cdef inline dual _scaled(double v, double d, dual a) noexcept nogil:
     return r
 
 
-cdef inline dual _combined(double v, double da, dual a, double db, dual b) noexcept nogil:
+cdef inline first_order_dual _combined(double v, double da, first_order_dual a,
+                                       double db, first_order_dual b) noexcept nogil:
     # value v, partials da * a.p + db * b.p
-    cdef dual r
+    cdef first_order_dual r
     cdef Py_ssize_t k
     r.v = v
     if isfinite(da) and isfinite(db):
@@ -182,39 +377,103 @@ cdef inline dual _combined(double v, double da, dual a, double db, dual b) noexc
     return r
 
 
+cdef inline second_order_dual _scaled2(double v, double d, double dd,
+                                       second_order_dual x) noexcept nogil:
+    # y = g(x) for g(x.v) = v, g' = d, g'' = dd:
+    # y.a = d x.a, y.b = d x.b, y.c = d x.c + dd x.b x.a
+    cdef second_order_dual r
+    cdef Py_ssize_t k
+    cdef double xa = x.a
+    r.v = v
+    if isfinite(d) and isfinite(dd):
+        r.a = d * xa
+        for k in range(n_lanes(x)):
+            r.b[k] = d * x.b[k]
+            r.c[k] = d * x.c[k] + dd * (x.b[k] * xa)
+    else:
+        r.a = careful_product(d, xa)
+        for k in range(n_lanes(x)):
+            r.b[k] = careful_product(d, x.b[k])
+            r.c[k] = careful_product(d, x.c[k]) + careful_product(dd, x.b[k] * xa)
+    return r
+
+
+cdef inline second_order_dual _combined2(double v, double da, double db, double daa,
+                                         double dab, double dbb, second_order_dual x,
+                                         second_order_dual y) noexcept nogil:
+    # z = f(x, y) for f = v, first partials da, db and second partials daa, dab, dbb:
+    # z.a = da x.a + db y.a (z.b likewise),
+    # z.c = da x.c + db y.c + daa x.b x.a + dab (x.b y.a + y.b x.a) + dbb y.b y.a
+    cdef second_order_dual r
+    cdef Py_ssize_t k
+    cdef double xa = x.a, ya = y.a
+    r.v = v
+    if (isfinite(da) and isfinite(db) and isfinite(daa) and isfinite(dab)
+            and isfinite(dbb)):
+        r.a = da * xa + db * ya
+        for k in range(n_lanes(x)):
+            r.b[k] = da * x.b[k] + db * y.b[k]
+            r.c[k] = (da * x.c[k] + db * y.c[k] + daa * (x.b[k] * xa)
+                      + dab * (x.b[k] * ya + y.b[k] * xa) + dbb * (y.b[k] * ya))
+    else:
+        r.a = careful_product(da, xa) + careful_product(db, ya)
+        for k in range(n_lanes(x)):
+            r.b[k] = careful_product(da, x.b[k]) + careful_product(db, y.b[k])
+            r.c[k] = (careful_product(da, x.c[k]) + careful_product(db, y.c[k])
+                      + careful_product(daa, x.b[k] * xa)
+                      + careful_product(dab, x.b[k] * ya) + careful_product(dab, y.b[k] * xa)
+                      + careful_product(dbb, y.b[k] * ya))
+    return r
+
+
 cdef inline dual unary(int op, dual a) noexcept nogil:
     """op(a) for a UnaryOp."""
     cdef double d
     cdef double v = unary_rule(op, a.v, &d)
-    return _scaled(v, d, a)
+    if dual in second_order_dual:
+        return _scaled2(v, d, unary_second(op, a.v, v, d), a)
+    else:
+        return _scaled(v, d, a)
 
 
 cdef inline dual binary(int op, dual a, dual b) noexcept nogil:
     """op(a, b) for a BinaryOp, both operands dual."""
-    cdef double da, db
+    cdef double da, db, daa, dab, dbb
     cdef double v = binary_rule(op, a.v, b.v, &da, &db)
-    return _combined(v, da, a, db, b)
+    if dual in second_order_dual:
+        binary_second(op, a.v, b.v, v, da, db, &daa, &dab, &dbb)
+        return _combined2(v, da, db, daa, dab, dbb, a, b)
+    else:
+        return _combined(v, da, a, db, b)
 
 
 cdef inline dual binary_dc(int op, dual a, double c) noexcept nogil:
     """op(a, c) for a BinaryOp and a constant c."""
-    cdef double da, db
+    cdef double da, db, daa, dab, dbb
     cdef double v
     if op == BinaryOp.POWER:
         # the same rule without d/dc, which would take a log nobody reads
         op = BinaryOp.POWER_CONST_EXPONENT
     v = binary_rule(op, a.v, c, &da, &db)
-    return _scaled(v, da, a)
+    if dual in second_order_dual:
+        binary_second(op, a.v, c, v, da, db, &daa, &dab, &dbb)
+        return _scaled2(v, da, daa, a)
+    else:
+        return _scaled(v, da, a)
 
 
 cdef inline dual binary_cd(int op, double c, dual b) noexcept nogil:
     """op(c, b) for a BinaryOp and a constant c."""
-    cdef double da, db
+    cdef double da, db, daa, dab, dbb
     cdef double v
     if op == BinaryOp.POWER:
         op = BinaryOp.POWER_CONST_BASE
     v = binary_rule(op, c, b.v, &da, &db)
-    return _scaled(v, db, b)
+    if dual in second_order_dual:
+        binary_second(op, c, b.v, v, da, db, &daa, &dab, &dbb)
+        return _scaled2(v, db, dbb, b)
+    else:
+        return _scaled(v, db, b)
 
 
 # -- shorthands ------------------------------------------------------------------------

@@ -166,3 +166,202 @@ def binary_derivatives(int op, double a, double b):
     cdef double v = binary_rule(op, a, b, &da, &db)
     binary_second(op, a, b, v, da, db, &daa, &dab, &dbb)
     return (da, db), (daa, dab, dbb)
+
+
+# -- second order: calling a wrapper's second-order function, and the hdual elements ------------
+
+from cyad._kernels cimport second_order_width
+
+
+def call_second(cyad.FunctionWrapper w, x, dx, y, dy, Py_ssize_t outer, Py_ssize_t inner):
+    """Call w's second-order function of x's dtype on the given C-contiguous arrays.
+
+    dx and dy are n x second_order_width(outer, inner); returns the status.
+    """
+    cdef double[::1] x64, y64
+    cdef double[:, ::1] dx64, dy64
+    cdef float[::1] x32, y32
+    cdef float[:, ::1] dx32, dy32
+    cdef int status
+    if x.dtype == np.float64:
+        x64, dx64, y64, dy64 = x, dx, y, dy
+        assert w.function.second_f64 != NULL
+        with nogil:
+            status = w.function.second_f64(&x64[0], &dx64[0, 0], &y64[0], &dy64[0, 0],
+                                           x64.shape[0], y64.shape[0], outer, inner,
+                                           w.function.context)
+    else:
+        x32, dx32, y32, dy32 = x, dx, y, dy
+        assert w.function.second_f32 != NULL
+        with nogil:
+            status = w.function.second_f32(&x32[0], &dx32[0, 0], &y32[0], &dy32[0, 0],
+                                           x32.shape[0], y32.shape[0], outer, inner,
+                                           w.function.context)
+    return status
+
+
+def row_widths(Py_ssize_t largest):
+    """(second_order_row(inner), cyad._kernels.second_order_width(1, inner)) for every inner."""
+    return [(second_order_row(inner), second_order_width(1, inner))
+            for inner in range(1, largest + 1)]
+
+
+cdef int copy_second(const double* x, const double* dx, double* y, double* dy,
+                     Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t outer, Py_ssize_t inner,
+                     void* context) noexcept nogil:
+    """y = x at second order, through hdual2 elements in blocks of 2 (inner even)."""
+    cdef hdual2 a
+    cdef Py_ssize_t i, lane0
+    if outer != 1 or inner % 2:
+        return 1
+    for lane0 in range(0, inner, 2):
+        for i in range(n_x):
+            load(&a, x, dx, i, inner, lane0)
+            store(a, y, dy, i, inner, lane0)
+    return 0
+
+
+def second_only_function():
+    """A FunctionWrapper made by cyad.wrap of a second-order float64 function alone."""
+    return cyad.wrap(NULL, NULL, NULL, None, None, copy_second)
+
+
+def wrap_nothing():
+    return cyad.wrap(NULL, NULL, NULL)
+
+
+def hdual_lane_counts():
+    """n_lanes of every second-order element type, double then float."""
+    cdef hdual1 d1
+    cdef hdual2 d2
+    cdef hdual4 d4
+    cdef hdual8 d8
+    cdef hdual16 d16
+    cdef hdual1f f1
+    cdef hdual2f f2
+    cdef hdual4f f4
+    cdef hdual8f f8
+    cdef hdual16f f16
+    return [n_lanes(d1), n_lanes(d2), n_lanes(d4), n_lanes(d8), n_lanes(d16),
+            n_lanes(f1), n_lanes(f2), n_lanes(f4), n_lanes(f8), n_lanes(f16)]
+
+
+def hdual_block(double[::1] x, double[:, ::1] dx, Py_ssize_t inner, Py_ssize_t lane0):
+    """Every element of (x, dx) loaded into an hdual4 from inner directions
+    [lane0, lane0 + 4) and stored into zeroed buffers: (y, dy)."""
+    cdef double[::1] y = np.zeros(x.shape[0])
+    cdef double[:, ::1] dy = np.zeros_like(dx)
+    cdef hdual4 a
+    cdef Py_ssize_t i
+    for i in range(x.shape[0]):
+        load(&a, &x[0], &dx[0, 0], i, inner, lane0)
+        store(a, &y[0], &dy[0, 0], i, inner, lane0)
+    return np.asarray(y), np.asarray(dy)
+
+
+def hdual_constant(double c, bint single):
+    """constant() into an hdual4 (or hdual4f): (v, a, b, c)."""
+    cdef hdual4 a
+    cdef hdual4f f
+    if single:
+        constant(&f, c)
+        return hresult_f(f)
+    constant(&a, c)
+    return hresult(a)
+
+
+cdef hdual4 helement(double v, double a, b, c):
+    cdef hdual4 r
+    cdef Py_ssize_t k
+    r.v = v
+    r.a = a
+    for k in range(4):
+        r.b[k] = b[k]
+        r.c[k] = c[k]
+    return r
+
+
+cdef hdual4f helement_f(double v, double a, b, c):
+    cdef hdual4f r
+    cdef Py_ssize_t k
+    r.v = <float>v
+    r.a = <float>a
+    for k in range(4):
+        r.b[k] = <float>b[k]
+        r.c[k] = <float>c[k]
+    return r
+
+
+cdef tuple hresult(hdual4 r):
+    return r.v, r.a, [r.b[k] for k in range(4)], [r.c[k] for k in range(4)]
+
+
+cdef tuple hresult_f(hdual4f r):
+    return r.v, r.a, [r.b[k] for k in range(4)], [r.c[k] for k in range(4)]
+
+
+def hdual_unary_op(int op, x):
+    """op on the hdual4 x = (v, a, b, c): (v, a, b, c)."""
+    return hresult(unary(op, helement(x[0], x[1], x[2], x[3])))
+
+
+def hdual_binary_op(int op, str operands, x, y):
+    """op(x, y) on hdual4 elements (v, a, b, c); operands "dd", "dc" (y a number) or "cd"."""
+    if operands == "dd":
+        return hresult(binary(op, helement(x[0], x[1], x[2], x[3]),
+                              helement(y[0], y[1], y[2], y[3])))
+    if operands == "dc":
+        return hresult(binary_dc(op, helement(x[0], x[1], x[2], x[3]), <double>y))
+    return hresult(binary_cd(op, <double>x, helement(y[0], y[1], y[2], y[3])))
+
+
+cdef dict hdual_shorthands_of(dual* tag, dual x, dual y, double a, double b):
+    return dict(
+        neg=neg(x), square=square(x), sqrt=sqrt(x), exp=exp(x), log=log(x), sin=sin(x),
+        cos=cos(x), tanh=tanh(x),
+        add=add(x, y), sub=sub(x, y), mul=mul(x, y), div=div(x, y),
+        add_c=add_c(x, b), sub_c=sub_c(x, b), mul_c=mul_c(x, b), div_c=div_c(x, b),
+        pow_c=pow_c(x, b), c_sub=c_sub(a, y), c_div=c_div(a, y),
+    )
+
+
+def hdual_shorthands(x, y, bint single):
+    """Every shorthand on the hdual4 (or hdual4f) elements x and y (v, a, b, c); the
+    constants are x's and y's values."""
+    cdef double a = x[0], b = y[0]
+    if single:
+        results = hdual_shorthands_of(<hdual4f*>NULL, helement_f(x[0], x[1], x[2], x[3]),
+                                      helement_f(y[0], y[1], y[2], y[3]), a, b)
+    else:
+        results = hdual_shorthands_of(<hdual4*>NULL, helement(x[0], x[1], x[2], x[3]),
+                                      helement(y[0], y[1], y[2], y[3]), a, b)
+    return {name: (r["v"], r["a"], list(r["b"]), list(r["c"])) for name, r in results.items()}
+
+
+# Generic code that reads the fields of one order: over first_order_dual, or under a
+# compile-time branch on the order.
+cdef double squared_first_lane(first_order_dual* tag, const double* x,
+                               const double* dx) noexcept nogil:
+    cdef first_order_dual a
+    load(&a, x, dx, 0, n_lanes(a), 0)
+    return square(a).p[0]
+
+
+cdef double squared_outer_or_first_lane(dual* tag, const double* x,
+                                        const double* dx) noexcept nogil:
+    cdef dual a
+    load(&a, x, dx, 0, 1, 0)   # width 1, or inner 1: rows of 1 or 4 lanes
+    a = square(a)
+    if dual in second_order_dual:
+        return a.a
+    else:
+        return a.p[0]
+
+
+def order_specific_fields(double x):
+    """d(x^2) along a unit tangent through both kinds of order-specific code."""
+    cdef double dx[4]
+    dx[:] = [1.0, 1.0, 0.0, 0.0]
+    return [squared_first_lane(<dual1*>NULL, &x, dx), squared_first_lane(<dual2f*>NULL, &x, dx),
+            squared_outer_or_first_lane(<dual1*>NULL, &x, dx),
+            squared_outer_or_first_lane(<hdual1*>NULL, &x, dx)]

@@ -22,6 +22,15 @@ def rosenbrock_gradient(x):
     return g
 
 
+def rosenbrock_hessian(x):
+    h = np.zeros((x.size, x.size))
+    i = np.arange(x.size - 1)
+    h[i, i] += 1200 * x[:-1] ** 2 - 400 * x[1:] + 2
+    h[i + 1, i + 1] += 200
+    h[i, i + 1] = h[i + 1, i] = -400 * x[:-1]
+    return h
+
+
 def robertson(u):
     return np.array([-0.04 * u[0] + 1e4 * u[1] * u[2],
                      0.04 * u[0] - 1e4 * u[1] * u[2] - 3e7 * u[1] ** 2,
@@ -72,6 +81,102 @@ def test_robertson_every_width(example, count, dtype, rtol):
         assert r.dtype == dtype
         # errors bounded by rtol times the sum of the magnitudes of the terms
         assert np.all(np.abs(r - jac @ t) <= rtol * (np.abs(jac) @ np.abs(t)))
+
+
+# -- second order: the same generic body on nested-dual elements ---------------------------------
+
+INNER_WIDTHS = [1, 2, 4, 8, 16, 24]
+ISSUE_POINT = np.array([0.1, 0.2, 0.3])
+ISSUE_HESSIAN = np.array([[-66.0, -40.0, 0.0], [-40.0, 130.0, -80.0], [0.0, -80.0, 200.0]])
+
+
+def second_order_row(inner):
+    """The lanes of a row with one outer and `inner` inner directions."""
+    lanes = 1 + 2 * inner
+    return -(-lanes // 8) * 8 if lanes > 16 else 1 << (lanes - 1).bit_length()
+
+
+def second_order_call(c_hooks, f, x, u, directions, inner):
+    """f's second-order function at x, outer direction u, the given inner directions (at
+    most `inner`, the rest zero) and zero second-order seeds: (value, a, b, c)."""
+    n, row, count = x.size, second_order_row(inner), len(directions)
+    dx = np.zeros((n, row), x.dtype)
+    dx[:, 0] = u
+    dx[:, 1:1 + count] = np.transpose(directions)
+    y, dy = np.zeros(1, x.dtype), np.zeros((1, row), x.dtype)
+    assert c_hooks.call_second(f, x, dx, y, dy, 1, inner) == 0
+    assert not dy[0, 1 + 2 * inner:].any()   # the padding stays zero
+    return y[0], dy[0, 0], dy[0, 1:1 + count], dy[0, 1 + inner:1 + inner + count]
+
+
+def issue_hessian(c_hooks, f, inner, dtype):
+    """Rosenbrock's Hessian at the issue point, column k from outer direction e_k and the
+    inner directions e_0, e_1, e_2 in as many calls as `inner` lanes need."""
+    x, eye = ISSUE_POINT.astype(dtype), np.eye(3)
+    gradient = np.array([-9.4, 15.6, 52.0])
+    rtol = 1e-6 if dtype == np.float32 else 1e-14
+    hessian = np.zeros((3, 3))
+    for k in range(3):
+        for first in range(0, 3, inner):
+            value, a, b, c = second_order_call(c_hooks, f, x, eye[k], eye[first:first + inner],
+                                               inner)
+            hessian[first:first + inner, k] = c
+            assert value == pytest.approx(rosenbrock(ISSUE_POINT), rel=rtol)
+            assert a == pytest.approx(gradient[k], rel=rtol)
+            assert_allclose(b, gradient[first:first + inner], rtol=rtol)
+    return hessian
+
+
+def both_orders(example):
+    """Rosenbrock's first- and second-order functions from the module's __pyx_capi__."""
+    return cyad.FunctionWrapper(example.__pyx_capi__["rosenbrock"],
+                                example.__pyx_capi__["rosenbrock_second"])
+
+
+def test_rosenbrock_function_carries_both_orders(example):
+    for f in [example.rosenbrock_function(), both_orders(example)]:
+        assert f.supports_float64 and f.supports_second_order_float64
+        assert not (f.supports_float32 or f.supports_second_order_float32)
+    f32 = cyad.FunctionWrapper(example.__pyx_capi__["rosenbrock_second_f32"])
+    assert f32.supports_second_order_float32 and not f32.supports_second_order_float64
+
+
+@pytest.mark.parametrize("inner", INNER_WIDTHS)
+def test_rosenbrock_hessian_at_the_issue_point(c_hooks, example, inner):
+    for f in [example.rosenbrock_function(), both_orders(example)]:
+        assert_allclose(issue_hessian(c_hooks, f, inner, np.float64), ISSUE_HESSIAN,
+                        rtol=1e-14, atol=1e-13)
+
+
+@pytest.mark.parametrize("inner", INNER_WIDTHS)
+def test_rosenbrock_hessian_float32(c_hooks, example, inner):
+    f = cyad.FunctionWrapper(example.__pyx_capi__["rosenbrock_second_f32"])
+    assert_allclose(issue_hessian(c_hooks, f, inner, np.float32), ISSUE_HESSIAN,
+                    rtol=2e-6, atol=2e-5)
+
+
+# (inner lanes, directions): every specialisation, and blocks of 8 with zero lanes left over
+@pytest.mark.parametrize("inner, count", [(1, 1), (2, 2), (4, 3), (8, 8), (16, 16), (24, 17),
+                                          (24, 24), (40, 33)])
+def test_rosenbrock_second_order_in_random_directions(c_hooks, example, inner, count):
+    rng = np.random.default_rng(count)
+    x = rng.uniform(-1.0, 1.5, 20)
+    u, directions = rng.standard_normal(20), rng.standard_normal((count, 20))
+    value, a, b, c = second_order_call(c_hooks, example.rosenbrock_function(), x, u,
+                                       directions, inner)
+    g, h = rosenbrock_gradient(x), rosenbrock_hessian(x)
+    assert value == pytest.approx(rosenbrock(x), rel=1e-15)
+    assert abs(a - g @ u) <= 1e-13 * (np.abs(g) @ np.abs(u))
+    assert np.all(np.abs(b - directions @ g) <= 1e-13 * (np.abs(directions) @ np.abs(g)))
+    assert np.all(np.abs(c - directions @ h @ u)
+                  <= 1e-13 * (np.abs(directions) @ np.abs(h) @ np.abs(u)))
+
+
+def test_rosenbrock_second_order_refuses_other_outer_counts(c_hooks, example):
+    dx, dy = np.zeros((3, 8)), np.zeros((1, 8))
+    status = c_hooks.call_second(example.rosenbrock_function(), ISSUE_POINT, dx, np.zeros(1),
+                                 dy, 2, 1)
+    assert status == 1
 
 
 # -- the example's nogil loops -----------------------------------------------------------------

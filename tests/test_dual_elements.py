@@ -223,3 +223,155 @@ def test_binary_second_derivatives(c_hooks, name):
     assert_allclose(second[:, 1], dab, **SECOND_TOL)
     assert_allclose(second[:, 1], dba, **SECOND_TOL)    # the mixed partials agree
     assert_allclose(second[:, 2], dbb, **SECOND_TOL)
+
+
+# -- second-order elements (hdual): every rule against differences of first-order elements ------
+#
+# An hdual4 x = (v, a, b, c) is the point x(s, t) = v + s a + t_j b[j] + s t_j c[j] seen
+# through its derivatives at 0 in s (the outer direction) and t_j (inner direction j):
+# y.a = dy/ds, y.b[j] = dy/dt_j, y.c[j] = d2y/ds dt_j. At a fixed s, the first-order
+# dual4 element with value v + s a and partials b + s c gives the dy/dt_j; their central
+# difference in s is the reference for y.c.
+
+OUTER_A, OUTER_B = 0.7, -1.3                       # a of the two operands
+CA = np.array([0.3, 0.0, -1.0, 0.0])               # c of the two operands; lane 3 all zero
+CB = np.array([0.0, 0.5, 0.25, 0.0])
+
+
+def s_difference(g, h=1e-3):
+    """d/ds at s = 0 of a function of s (arrays), fourth-order central stencil."""
+    return (g(-2 * h) - 8 * g(-h) + 8 * g(h) - g(2 * h)) / (12 * h)
+
+
+def assert_second_order(result, value, along_a, along_b, along_c, err_msg=""):
+    v, a, b, c = result
+    assert_allclose(v, value, **VALUE_TOL, err_msg=err_msg)
+    assert_allclose(a, along_a, rtol=1e-14, atol=1e-15, err_msg=err_msg)
+    assert_allclose(b, along_b, rtol=1e-14, atol=1e-15, err_msg=err_msg)
+    assert_allclose(c, along_c, **SECOND_TOL, err_msg=err_msg)
+
+
+def test_hdual_lane_counts(c_hooks):
+    assert c_hooks.hdual_lane_counts() == [1, 2, 4, 8, 16] * 2
+
+
+def test_second_order_row_is_the_engines_width(c_hooks):
+    for row, engine in c_hooks.row_widths(40):
+        assert row == engine
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_rule_on_second_order_elements(c_hooks, name):
+    op, domain = c_hooks.UNARY_OPS[name], UNARY[name][1]
+    for v in points(domain, np.random.default_rng(5)):
+        first = lambda s, t: np.array(c_hooks.unary_op(op, v + s * OUTER_A, t)[1])
+        result = c_hooks.hdual_unary_op(op, (v, OUTER_A, TA, CA))
+        assert_second_order(result, c_hooks.unary_op(op, v, TA)[0],
+                            first(0.0, [OUTER_A, 0, 0, 0])[0], first(0.0, TA),
+                            s_difference(lambda s: first(s, TA + s * CA)), name)
+        assert result[3][3] == 0.0   # no seed in lane 3
+
+
+@pytest.mark.parametrize("name, operands", [(name, operands) for name in sorted(BINARY)
+                                            for operands in BINARY[name][3]])
+def test_binary_rule_on_second_order_elements(c_hooks, name, operands):
+    op, a_domain, b_domain = c_hooks.BINARY_OPS[name], BINARY[name][1], BINARY[name][2]
+    rng = np.random.default_rng(6)
+    a_points = points(a_domain, rng)
+    if b_domain == APART:
+        b_points = a_points + rng.choice([-1.0, 1.0], N) * rng.uniform(0.1, 1.0, N)
+    else:
+        b_points = points(b_domain, rng)
+    # a constant operand does not move: no outer partial
+    sa = OUTER_A if operands[0] == "d" else 0.0
+    sb = OUTER_B if operands[1] == "d" else 0.0
+    for u, w in zip(a_points, b_points):
+        def first(s, ta, tb):
+            return np.array(c_hooks.binary_op(op, operands, u + s * sa, w + s * sb, ta, tb)[1])
+
+        x = (u, OUTER_A, TA, CA) if operands[0] == "d" else u
+        y = (w, OUTER_B, TB, CB) if operands[1] == "d" else w
+        result = c_hooks.hdual_binary_op(op, operands, x, y)
+        assert_second_order(
+            result, c_hooks.binary_op(op, operands, u, w, TA, TB)[0],
+            first(0.0, [OUTER_A, 0, 0, 0], [OUTER_B, 0, 0, 0])[0], first(0.0, TA, TB),
+            s_difference(lambda s: first(s, TA + s * CA, TB + s * CB)), f"{name} at {u}, {w}")
+
+
+def test_shorthands_on_second_order_elements(c_hooks):
+    for u, w in [(1.3, 0.7), (0.4, -2.1), (2.5, 1.5)]:
+        x, y = (u, OUTER_A, TA, CA), (w, OUTER_B, TB, CB)
+        results = c_hooks.hdual_shorthands(x, y, False)
+        assert sorted(results) == sorted(SHORTHANDS)
+        for name, (func, operands) in SHORTHANDS.items():
+            sa = OUTER_A if operands[0] == "d" else 0.0
+            sb = OUTER_B if operands[1] == "d" else 0.0
+
+            def first(s, ta, tb):
+                # the first-order partials of func at (u + s sa, w + s sb), by differences
+                at = lambda p, q: np.float64(func(p, q))
+                d_a = central_difference(lambda p: at(p, w + s * sb), np.float64(u + s * sa))
+                d_b = central_difference(lambda q: at(u + s * sa, q), np.float64(w + s * sb))
+                return (d_a * np.asarray(ta) if operands[0] == "d" else 0.0) + \
+                       (d_b * np.asarray(tb) if operands[1] == "d" else 0.0)
+
+            v, a, b, c = results[name]
+            assert_allclose(v, func(u, w), **VALUE_TOL, err_msg=name)
+            assert_allclose(a, first(0.0, [OUTER_A], [OUTER_B])[0], **DERIVATIVE_TOL, err_msg=name)
+            assert_allclose(b, first(0.0, TA, TB), **DERIVATIVE_TOL, err_msg=name)
+            assert_allclose(c, s_difference(lambda s: first(s, TA + s * CA, TB + s * CB), h=1e-2),
+                            rtol=1e-5, atol=1e-7, err_msg=name)
+
+
+def test_shorthands_on_float_second_order_elements(c_hooks):
+    # the float elements are the double ones rounded: their inputs are floats already
+    x = (np.float32(1.3), np.float32(0.5), TA, CA)
+    y = (np.float32(0.7), np.float32(-1.25), TB, CB)
+    singles = c_hooks.hdual_shorthands(x, y, True)
+    doubles = c_hooks.hdual_shorthands(tuple(map(np.float64, x[:2])) + x[2:],
+                                       tuple(map(np.float64, y[:2])) + y[2:], False)
+    for name in SHORTHANDS:
+        for got, expected in zip(singles[name], doubles[name]):
+            assert_allclose(got, expected, rtol=2e-7, atol=1e-7, err_msg=name)
+            assert_array_equal(np.float32(got), got)   # rounded to float
+
+
+def test_zero_seed_gets_zero_where_the_second_derivative_is_infinite(c_hooks):
+    sqrt = c_hooks.UNARY_OPS["sqrt"]
+    b = [1.0, 0.0, -2.0, 0.0]
+    # no outer partial: c = g' c + g'' b a has only zero seeds, whatever g' and g''
+    assert c_hooks.hdual_unary_op(sqrt, (0.0, 0.0, b, [0.0] * 4)) == (
+        0.0, 0.0, [np.inf, 0.0, -np.inf, 0.0], [0.0] * 4)
+    # an outer partial: g'' = -inf reaches exactly the lanes with b != 0
+    assert c_hooks.hdual_unary_op(sqrt, (0.0, 1.0, b, [0.0] * 4)) == (
+        0.0, np.inf, [np.inf, 0.0, -np.inf, 0.0], [-np.inf, 0.0, np.inf, 0.0])
+    # both operands dual: d/da of 0 ** 0.5 is inf, d2/da2 -inf; a lane no operand moves is 0
+    power = c_hooks.BINARY_OPS["power"]
+    v, a, b2, c = c_hooks.hdual_binary_op(power, "dd", (0.0, 0.0, b, [0.0] * 4),
+                                          (0.5, 0.0, [0.0] * 4, [0.0] * 4))
+    assert (v, a, b2, c) == (0.0, 0.0, [np.inf, 0.0, -np.inf, 0.0], [0.0] * 4)
+
+
+def test_generic_code_reading_the_fields_of_one_order(c_hooks):
+    # compiled at all: over first_order_dual, or under `if dual in second_order_dual`
+    assert c_hooks.order_specific_fields(1.5) == [3.0] * 4
+
+
+def test_constant_second_order_element(c_hooks):
+    for single in (False, True):
+        assert c_hooks.hdual_constant(2.5, single) == (2.5, 0.0, [0.0] * 4, [0.0] * 4)
+
+
+@pytest.mark.parametrize("inner, lane0", [(4, 0), (8, 4), (16, 12), (24, 16), (24, 20)])
+def test_second_order_load_and_store_move_their_block(c_hooks, inner, lane0):
+    # an hdual4 moves lane 0 (a), and b[j], c[j] for inner directions lane0 ... lane0 + 3
+    n = 3
+    row = c_hooks.row_widths(inner)[-1][0]
+    x = np.arange(1.0, n + 1.0)
+    dx = np.arange(1.0, n * row + 1.0).reshape(n, row)
+    y, dy = c_hooks.hdual_block(x, dx, inner, lane0)
+    moved = [0] + [1 + lane0 + j for j in range(4)] + [1 + inner + lane0 + j for j in range(4)]
+    expected = np.zeros_like(dx)
+    expected[:, moved] = dx[:, moved]
+    assert_array_equal(y, x)
+    assert_array_equal(dy, expected)

@@ -13,6 +13,9 @@ SIGNATURE = (ctypes.c_int, P(ctypes.c_double), P(ctypes.c_double), P(ctypes.c_do
 SIGNATURE_F32 = (ctypes.c_int, P(ctypes.c_float), P(ctypes.c_float), P(ctypes.c_float),
                  P(ctypes.c_float), ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_ssize_t,
                  ctypes.c_void_p)
+# second order: (outer, inner) where the first order has width
+SECOND = SIGNATURE[:8] + (ctypes.c_ssize_t,) + SIGNATURE[8:]
+SECOND_F32 = SIGNATURE_F32[:8] + (ctypes.c_ssize_t,) + SIGNATURE_F32[8:]
 
 
 def _arrays(x, dx, y, dy, n_x, n_y, width):
@@ -47,11 +50,12 @@ def failing(x, dx, y, dy, n_x, n_y, width, context):
 
 
 ctypes_function = ctypes.CFUNCTYPE(*SIGNATURE)
+second_ctypes_function = ctypes.CFUNCTYPE(*SECOND)
 
 
-def make(kind, impl):
-    """impl as a C-level function of the given kind."""
-    fn = ctypes_function(impl)
+def make(kind, impl, second=False):
+    """impl as a C-level function of the given kind (of the second-order signature if second)."""
+    fn = (second_ctypes_function if second else ctypes_function)(impl)
     if kind == "ctypes":
         return fn
     if kind == "LowLevelCallable":
@@ -61,15 +65,17 @@ def make(kind, impl):
         new_capsule = ctypes.pythonapi.PyCapsule_New
         new_capsule.restype = ctypes.py_object
         new_capsule.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
-        name = ctypes.create_string_buffer(cyad._wrapper.F64_SIGNATURE.encode())
+        signature = cyad._wrapper.SECOND_F64_SIGNATURE if second else cyad._wrapper.F64_SIGNATURE
+        name = ctypes.create_string_buffer(signature.encode())
         capsule = new_capsule(ctypes.cast(fn, ctypes.c_void_p), name, None)
         _keep_alive.extend([fn, name])
         return capsule
     if kind == "cffi":
         cffi = pytest.importorskip("cffi")
         ffi = cffi.FFI()
+        sizes = "ssize_t, " * (4 if second else 3)
         callback = ffi.callback(
-            "int(double *, double *, double *, double *, ssize_t, ssize_t, ssize_t, void *)",
+            f"int(double *, double *, double *, double *, {sizes}void *)",
             lambda *args: impl(*[_cffi_pointer(ffi, a) for a in args[:4]], *args[4:]))
         _keep_alive.append(callback)
         return callback
@@ -146,6 +152,7 @@ def test_python_callable_in_a_wrapper():
     x = point()
     f = cyad.FunctionWrapper(lambda x: x**3)
     assert f.kind == "python" and f.supports_float64 and f.supports_float32
+    assert f.supports_second_order_float64 and f.supports_second_order_float32
     np.testing.assert_allclose(cyad.jacobian(f, x), np.diag(3 * x**2), rtol=1e-15)
 
 
@@ -215,8 +222,16 @@ def test_python_exception_keeps_its_traceback():
 
 def test_wrong_signature_lists_the_accepted_ones():
     wrong = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(lambda x: x)
-    with pytest.raises(TypeError, match=r"accepted signatures.*\n.*double const \*"):
+    with pytest.raises(TypeError, match=r"accepted signatures.*\n.*double const \*") as info:
         cyad.FunctionWrapper(wrong)
+    message = str(info.value)
+    for signature in [cyad._wrapper.F64_SIGNATURE, cyad._wrapper.F32_SIGNATURE,
+                      cyad._wrapper.SECOND_F64_SIGNATURE, cyad._wrapper.SECOND_F32_SIGNATURE]:
+        assert signature in message
+    # one size argument too many is no signature of cyad's either
+    too_long = ctypes.CFUNCTYPE(*SECOND[:8] + (ctypes.c_ssize_t,) + SECOND[8:])(lambda *a: 0)
+    with pytest.raises(TypeError, match="cannot be differentiated"):
+        cyad.FunctionWrapper(too_long)
 
 
 def test_not_a_function():
@@ -278,3 +293,141 @@ def test_prepared_c_function_call_allocates_nothing(n, allocations_per_call):
     assert allocations_per_call(
         lambda: value_and_pushforward(copy, x, dx, y=y, prep=prep, out=pair)) == 0
     np.testing.assert_array_equal(pair[1], dx)
+
+
+# -- second order ------------------------------------------------------------------------------
+
+def row_width(outer, inner):
+    """The lanes of a second-order row: outer + inner + outer * inner, padded like a width."""
+    lanes = outer + inner + outer * inner
+    return -(-lanes // 8) * 8 if lanes > 16 else 1 << (lanes - 1).bit_length()
+
+
+def cubes_second(x, dx, y, dy, n_x, n_y, outer, inner, context):
+    """y_i = x_i**3 at second order, on nested duals written out by hand."""
+    x, dx, y, dy = _arrays(x, dx, y, dy, n_x, n_y, row_width(outer, inner))
+    a = dx[:, :outer]
+    b = dx[:, outer:outer + inner]
+    c = dx[:, outer + inner:outer + inner + outer * inner].reshape(n_x, inner, outer)
+    d, dd = 3 * x**2, 6 * x
+    y[:] = x**3
+    dy[:, :outer] = d[:, None] * a
+    dy[:, outer:outer + inner] = d[:, None] * b
+    dy[:, outer + inner:outer + inner + outer * inner] = (
+        d[:, None, None] * c + dd[:, None, None] * b[:, :, None] * a[:, None, :]).reshape(n_x, -1)
+    return 0
+
+
+def check_cubes_second(c_hooks, f, dtype=np.float64, rtol=1e-15, inner=2):
+    """Call f's second-order function on seeded buffers and check y = x**3 against calculus."""
+    rng = np.random.default_rng(inner)
+    n, row = 5, row_width(1, inner)
+    x = rng.uniform(0.5, 1.5, n).astype(dtype)
+    a = rng.standard_normal(n)
+    b, c = rng.standard_normal((n, inner)), rng.standard_normal((n, inner))
+    dx = np.zeros((n, row), dtype)
+    dx[:, 0], dx[:, 1:1 + inner], dx[:, 1 + inner:1 + 2 * inner] = a, b, c
+    y, dy = np.zeros(n, dtype), np.zeros((n, row), dtype)
+    assert c_hooks.call_second(f, x, dx, y, dy, 1, inner) == 0
+    x, a, b, c = (np.float64(t) for t in (x, dx[:, 0], dx[:, 1:1 + inner],
+                                          dx[:, 1 + inner:1 + 2 * inner]))
+    d, dd = 3 * x**2, 6 * x
+    np.testing.assert_allclose(y, x**3, rtol=rtol)
+    np.testing.assert_allclose(dy[:, 0], d * a, rtol=rtol)
+    np.testing.assert_allclose(dy[:, 1:1 + inner], d[:, None] * b, rtol=rtol)
+    np.testing.assert_allclose(dy[:, 1 + inner:1 + 2 * inner],
+                               d[:, None] * c + (dd * a)[:, None] * b, rtol=rtol, atol=rtol)
+    np.testing.assert_array_equal(dy[:, 1 + 2 * inner:], 0.0)   # padding untouched
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_second_order_function_of_every_kind(c_hooks, kind):
+    f = cyad.FunctionWrapper(make(kind, cubes_second, second=True))
+    assert f.kind == kind
+    assert f.supports_second_order_float64
+    assert not (f.supports_float64 or f.supports_float32 or f.supports_second_order_float32)
+    assert "second-order float64" in repr(f)
+    check_cubes_second(c_hooks, f)
+
+
+def test_second_order_numba_cfunc(c_hooks):
+    numba = pytest.importorskip("numba")
+    t = numba.types
+    signature = t.intc(t.CPointer(t.float64), t.CPointer(t.float64), t.CPointer(t.float64),
+                       t.CPointer(t.float64), t.intp, t.intp, t.intp, t.intp, t.voidptr)
+
+    @numba.cfunc(signature)
+    def cubes(x, dx, y, dy, n_x, n_y, outer, inner, context):
+        # outer == 1: row i is a, b[0 .. inner), c[0 .. inner), padding
+        lanes = 1 + 2 * inner
+        row = 1
+        while row < lanes:
+            row *= 2
+        if lanes > 16:
+            row = (lanes + 7) // 8 * 8
+        for i in range(n_x):
+            d, dd = 3 * x[i] ** 2, 6 * x[i]
+            y[i] = x[i] ** 3
+            a = dx[i * row]
+            dy[i * row] = d * a
+            for j in range(inner):
+                b = dx[i * row + 1 + j]
+                dy[i * row + 1 + j] = d * b
+                dy[i * row + 1 + inner + j] = d * dx[i * row + 1 + inner + j] + dd * b * a
+        return 0
+
+    f = cyad.FunctionWrapper(cubes)
+    assert f.kind == "numba" and f.supports_second_order_float64 and not f.supports_float64
+    for inner in [1, 2, 4, 8]:
+        check_cubes_second(c_hooks, f, inner=inner, rtol=1e-14)
+
+
+def test_both_orders_and_dtypes_in_one_wrapper(c_hooks):
+    def f32_impl(x, dx, y, dy, n_x, n_y, width, context):
+        return cube_plus_shift(x, dx, y, dy, n_x, n_y, width, context)
+
+    first32 = ctypes.CFUNCTYPE(*SIGNATURE_F32)(f32_impl)
+    second32 = ctypes.CFUNCTYPE(*SECOND_F32)(cubes_second)
+    f = cyad.FunctionWrapper(make("ctypes", cube_plus_shift), make("cffi", cubes_second, True),
+                             first32, second32, out_shape=7)
+    assert (f.supports_float64 and f.supports_float32 and f.supports_second_order_float64
+            and f.supports_second_order_float32)
+    x = point()
+    np.testing.assert_allclose(cyad.jacobian(f, x), cube_plus_shift_jacobian(x), rtol=1e-15)
+    for w in [f, cyad.FunctionWrapper(f)]:   # a wrapper of a wrapper has them too
+        check_cubes_second(c_hooks, w)
+        check_cubes_second(c_hooks, w, np.float32, rtol=1e-5, inner=4)
+
+
+def test_two_second_order_functions_of_one_dtype():
+    with pytest.raises(TypeError, match="two second-order float64 functions"):
+        cyad.FunctionWrapper(make("ctypes", cubes_second, True), make("cffi", cubes_second, True))
+
+
+def test_user_data_reaches_the_second_order_function(c_hooks):
+    scale = ctypes.c_double(4.0)
+    seen = []
+
+    def impl(*args):
+        seen.append(ctypes.cast(args[-1], P(ctypes.c_double))[0])
+        return cubes_second(*args)
+
+    f = cyad.FunctionWrapper(make("ctypes", cube_plus_shift), second_ctypes_function(impl),
+                             user_data=ctypes.pointer(scale))
+    check_cubes_second(c_hooks, f)
+    assert seen == [4.0]
+
+
+def test_wrap_of_second_order_functions(c_hooks):
+    f = c_hooks.second_only_function()
+    assert f.kind == "cython" and f.supports_second_order_float64
+    assert not (f.supports_float64 or f.supports_float32 or f.supports_second_order_float32)
+    x = np.arange(1.0, 4.0)
+    dx = np.arange(3.0 * 8).reshape(3, 8)   # inner 2: rows of 8 lanes, the last 3 padding
+    y, dy = np.zeros(3), np.zeros((3, 8))
+    assert c_hooks.call_second(f, x, dx, y, dy, 1, 2) == 0
+    np.testing.assert_array_equal(y, x)
+    np.testing.assert_array_equal(dy[:, :5], dx[:, :5])
+    np.testing.assert_array_equal(dy[:, 5:], 0.0)
+    with pytest.raises(TypeError, match="at least one function"):
+        c_hooks.wrap_nothing()

@@ -3,7 +3,9 @@
 Rosenbrock's function and Robertson's stiff chemical kinetics are written once,
 generically, on cyad's dual elements (cyad.dual): the same code runs for every
 lane count and dtype, and the rule table supplies every derivative. Each has a
-function of cyad's dual-level signature that dispatches on the lane width.
+function of cyad's dual-level signature that dispatches on the lane width;
+Rosenbrock's body also runs on the second-order elements, behind functions of
+the second-order signature (Hessians, Hessian-vector products).
 
 The def functions prepare once with the GIL and then compute gradients and
 Jacobians inside `with nogil:` through cyad's entry points.
@@ -49,6 +51,55 @@ cdef int rosenbrock(const double* x, const double* dx, double* y, double* dy,
         return rosenbrock_lanes(<dual16*>NULL, x, dx, y, dy, n_x, width, 0)
     for lane0 in range(0, width, 8):  # wider chunks: blocks of 8 lanes
         status = rosenbrock_lanes(<dual8*>NULL, x, dx, y, dy, n_x, width, lane0)
+        if status:
+            break
+    return status
+
+
+# The same body on second-order elements: `inner` takes the place of the width.
+cdef int rosenbrock_second(const double* x, const double* dx, double* y, double* dy,
+                           Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t outer, Py_ssize_t inner,
+                           void* context) noexcept nogil:
+    cdef Py_ssize_t lane0
+    cdef int status = 0
+    if outer != 1:
+        return 1  # the elements read rows of one outer direction, as cyad passes them
+    if inner == 1:
+        return rosenbrock_lanes(<hdual1*>NULL, x, dx, y, dy, n_x, inner, 0)
+    if inner == 2:
+        return rosenbrock_lanes(<hdual2*>NULL, x, dx, y, dy, n_x, inner, 0)
+    if inner == 4:
+        return rosenbrock_lanes(<hdual4*>NULL, x, dx, y, dy, n_x, inner, 0)
+    if inner == 8:
+        return rosenbrock_lanes(<hdual8*>NULL, x, dx, y, dy, n_x, inner, 0)
+    if inner == 16:
+        return rosenbrock_lanes(<hdual16*>NULL, x, dx, y, dy, n_x, inner, 0)
+    for lane0 in range(0, inner, 8):  # more inner directions: blocks of 8
+        status = rosenbrock_lanes(<hdual8*>NULL, x, dx, y, dy, n_x, inner, lane0)
+        if status:
+            break
+    return status
+
+
+cdef int rosenbrock_second_f32(const float* x, const float* dx, float* y, float* dy,
+                               Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t outer,
+                               Py_ssize_t inner, void* context) noexcept nogil:
+    cdef Py_ssize_t lane0
+    cdef int status = 0
+    if outer != 1:
+        return 1
+    if inner == 1:
+        return rosenbrock_lanes(<hdual1f*>NULL, x, dx, y, dy, n_x, inner, 0)
+    if inner == 2:
+        return rosenbrock_lanes(<hdual2f*>NULL, x, dx, y, dy, n_x, inner, 0)
+    if inner == 4:
+        return rosenbrock_lanes(<hdual4f*>NULL, x, dx, y, dy, n_x, inner, 0)
+    if inner == 8:
+        return rosenbrock_lanes(<hdual8f*>NULL, x, dx, y, dy, n_x, inner, 0)
+    if inner == 16:
+        return rosenbrock_lanes(<hdual16f*>NULL, x, dx, y, dy, n_x, inner, 0)
+    for lane0 in range(0, inner, 8):
+        status = rosenbrock_lanes(<hdual8f*>NULL, x, dx, y, dy, n_x, inner, lane0)
         if status:
             break
     return status
@@ -101,8 +152,8 @@ cdef int robertson_f32(const float* x, const float* dx, float* y, float* dy,
 # -- Python-facing functions: prepare with the GIL, compute without it ------------------------
 
 def rosenbrock_function():
-    """Rosenbrock as a cyad.FunctionWrapper, for cyad's Python operators."""
-    return cyad.wrap(rosenbrock, NULL, NULL, ())
+    """Rosenbrock as a cyad.FunctionWrapper of both orders (float64), for cyad's operators."""
+    return cyad.wrap(rosenbrock, NULL, NULL, (), None, second_f64=rosenbrock_second)
 
 
 def robertson_function():
