@@ -31,4 +31,5 @@ from cyad._wrapper cimport (
 from cyad._core cimport (
     cyad_prep, Prep, prep_state, PYTHON_ERROR, WRONG_CALL,
     pushforward_nogil, value_and_pushforward_nogil, gradient_nogil, jacobian_nogil,
+    hvp_nogil, hessian_nogil,
 )

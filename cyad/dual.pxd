@@ -9,20 +9,18 @@
 # along inner direction j and the outer direction; in double (hdual1 ... hdual16) or
 # float (hdual1f ... hdual16f).
 #
-# The fused type `dual` covers all twenty, so one generic `cdef` function serves both
-# orders, every lane count and dtype: every function below takes either order. The fused
-# types `first_order_dual` and `second_order_dual` cover one order each, for code that
-# reads the fields of one order (a.p; a.a, a.b, a.c), or branches on the order:
-# `if dual in second_order_dual:` is decided at compile time, per specialisation, and
-# the branch not taken is not compiled. Inside a specialisation n_lanes(a) (N) is a
-# constant, and the C compiler unrolls the lane loops.
+# Fused types: `dual` covers the ten first-order elements, `second_order_dual` the ten
+# second-order ones, and `any_dual` all twenty. Every function below takes any_dual, so
+# a generic `cdef` function over `any_dual` serves both orders, every lane count and
+# dtype; one over `dual` serves first order (and may read a.p). A generic function
+# branches on the order with `if any_dual in second_order_dual:`, decided at compile
+# time per specialisation (the branch not taken is not compiled). Inside a
+# specialisation n_lanes(a) (N) is a constant, and the C compiler unrolls the lane loops.
 #
-# Cython type-checks every specialisation of a fused function, used or not, so a generic
-# function over `dual` may only touch what both orders have (a.v and the functions
-# below). One that reads a.p (written before `dual` covered second order) takes
-# `first_order_dual` instead, or reads a.p under `if dual in first_order_dual:`. Only
-# the specialisations a module calls end up in its C code, so code that never uses an
-# hdual type costs no more to build than before.
+# Cython type-checks every specialisation of a fused function, used or not, so a
+# function over `any_dual` may only touch what both orders have (a.v and the functions
+# below), or read one order's fields under such a branch. Only the specialisations a
+# module calls end up in its C code.
 #
 # Stable: the type and function names below, the struct layouts {v; p[N]} and
 # {v; a; b[N]; c[N]} (read a.v for the value, e.g. to branch), and the op codes
@@ -65,9 +63,9 @@
 #
 #     from cyad.dual cimport *
 #
-#     cdef int robertson_lanes(dual* tag, const real* x, const real* dx, real* y, real* dy,
+#     cdef int robertson_lanes(any_dual* tag, const real* x, const real* dx, real* y, real* dy,
 #                              Py_ssize_t width, Py_ssize_t lane0) noexcept nogil:
-#         cdef dual u0, u1, u2, a, b, c
+#         cdef any_dual u0, u1, u2, a, b, c
 #         load(&u0, x, dx, 0, width, lane0)
 #         load(&u1, x, dx, 1, width, lane0)
 #         load(&u2, x, dx, 2, width, lane0)
@@ -221,7 +219,7 @@ cdef struct hdual16f:
     float b[16]
     float c[16]
 
-ctypedef fused first_order_dual:
+ctypedef fused dual:
     dual1
     dual2
     dual4
@@ -245,7 +243,7 @@ ctypedef fused second_order_dual:
     hdual8f
     hdual16f
 
-ctypedef fused dual:
+ctypedef fused any_dual:
     dual1
     dual2
     dual4
@@ -268,9 +266,9 @@ ctypedef fused dual:
     hdual16f
 
 
-cdef inline Py_ssize_t n_lanes(dual a) noexcept nogil:
+cdef inline Py_ssize_t n_lanes(any_dual a) noexcept nogil:
     """The number of partials of a, or of inner directions (a compile-time constant)."""
-    if dual in second_order_dual:
+    if any_dual in second_order_dual:
         return sizeof(a.b) // sizeof(a.b[0])
     else:
         return sizeof(a.p) // sizeof(a.p[0])
@@ -292,7 +290,7 @@ cdef inline Py_ssize_t second_order_row(Py_ssize_t inner) noexcept nogil:
 
 # -- buffers and constants -------------------------------------------------------------
 
-cdef inline void load(dual* a, const real* x, const real* dx, Py_ssize_t i,
+cdef inline void load(any_dual* a, const real* x, const real* dx, Py_ssize_t i,
                       Py_ssize_t width, Py_ssize_t lane0) noexcept nogil:
     """a = element i of (x, dx), lanes (or inner directions) [lane0, lane0 + N).
 
@@ -301,7 +299,7 @@ cdef inline void load(dual* a, const real* x, const real* dx, Py_ssize_t i,
     cdef Py_ssize_t k
     cdef const real* row
     a.v = x[i]
-    if dual in second_order_dual:
+    if any_dual in second_order_dual:
         row = dx + i * second_order_row(width)
         a.a = row[0]
         for k in range(n_lanes(a[0])):
@@ -312,7 +310,7 @@ cdef inline void load(dual* a, const real* x, const real* dx, Py_ssize_t i,
             a.p[k] = dx[i * width + lane0 + k]
 
 
-cdef inline void store(dual a, real* y, real* dy, Py_ssize_t i,
+cdef inline void store(any_dual a, real* y, real* dy, Py_ssize_t i,
                        Py_ssize_t width, Py_ssize_t lane0) noexcept nogil:
     """Element i of (y, dy), lanes (or inner directions) [lane0, lane0 + N), = a.
 
@@ -321,7 +319,7 @@ cdef inline void store(dual a, real* y, real* dy, Py_ssize_t i,
     cdef Py_ssize_t k
     cdef real* row
     y[i] = a.v
-    if dual in second_order_dual:
+    if any_dual in second_order_dual:
         row = dy + i * second_order_row(width)
         row[0] = a.a
         for k in range(n_lanes(a)):
@@ -332,11 +330,11 @@ cdef inline void store(dual a, real* y, real* dy, Py_ssize_t i,
             dy[i * width + lane0 + k] = a.p[k]
 
 
-cdef inline void constant(dual* a, double c) noexcept nogil:
+cdef inline void constant(any_dual* a, double c) noexcept nogil:
     """a = c with zero partials."""
     cdef Py_ssize_t k
     a.v = c
-    if dual in second_order_dual:
+    if any_dual in second_order_dual:
         a.a = 0
         for k in range(n_lanes(a[0])):
             a.b[k] = 0
@@ -348,9 +346,9 @@ cdef inline void constant(dual* a, double c) noexcept nogil:
 
 # -- rules on elements -----------------------------------------------------------------
 
-cdef inline first_order_dual _scaled(double v, double d, first_order_dual a) noexcept nogil:
+cdef inline dual _scaled(double v, double d, dual a) noexcept nogil:
     # value v, partials d * a.p
-    cdef first_order_dual r
+    cdef dual r
     cdef Py_ssize_t k
     r.v = v
     if isfinite(d):
@@ -362,10 +360,10 @@ cdef inline first_order_dual _scaled(double v, double d, first_order_dual a) noe
     return r
 
 
-cdef inline first_order_dual _combined(double v, double da, first_order_dual a,
-                                       double db, first_order_dual b) noexcept nogil:
+cdef inline dual _combined(double v, double da, dual a,
+                                       double db, dual b) noexcept nogil:
     # value v, partials da * a.p + db * b.p
-    cdef first_order_dual r
+    cdef dual r
     cdef Py_ssize_t k
     r.v = v
     if isfinite(da) and isfinite(db):
@@ -426,28 +424,28 @@ cdef inline second_order_dual _combined2(double v, double da, double db, double 
     return r
 
 
-cdef inline dual unary(int op, dual a) noexcept nogil:
+cdef inline any_dual unary(int op, any_dual a) noexcept nogil:
     """op(a) for a UnaryOp."""
     cdef double d
     cdef double v = unary_rule(op, a.v, &d)
-    if dual in second_order_dual:
+    if any_dual in second_order_dual:
         return _scaled2(v, d, unary_second(op, a.v, v, d), a)
     else:
         return _scaled(v, d, a)
 
 
-cdef inline dual binary(int op, dual a, dual b) noexcept nogil:
-    """op(a, b) for a BinaryOp, both operands dual."""
+cdef inline any_dual binary(int op, any_dual a, any_dual b) noexcept nogil:
+    """op(a, b) for a BinaryOp, both operands any_dual."""
     cdef double da, db, daa, dab, dbb
     cdef double v = binary_rule(op, a.v, b.v, &da, &db)
-    if dual in second_order_dual:
+    if any_dual in second_order_dual:
         binary_second(op, a.v, b.v, v, da, db, &daa, &dab, &dbb)
         return _combined2(v, da, db, daa, dab, dbb, a, b)
     else:
         return _combined(v, da, a, db, b)
 
 
-cdef inline dual binary_dc(int op, dual a, double c) noexcept nogil:
+cdef inline any_dual binary_dc(int op, any_dual a, double c) noexcept nogil:
     """op(a, c) for a BinaryOp and a constant c."""
     cdef double da, db, daa, dab, dbb
     cdef double v
@@ -455,21 +453,21 @@ cdef inline dual binary_dc(int op, dual a, double c) noexcept nogil:
         # the same rule without d/dc, which would take a log nobody reads
         op = BinaryOp.POWER_CONST_EXPONENT
     v = binary_rule(op, a.v, c, &da, &db)
-    if dual in second_order_dual:
+    if any_dual in second_order_dual:
         binary_second(op, a.v, c, v, da, db, &daa, &dab, &dbb)
         return _scaled2(v, da, daa, a)
     else:
         return _scaled(v, da, a)
 
 
-cdef inline dual binary_cd(int op, double c, dual b) noexcept nogil:
+cdef inline any_dual binary_cd(int op, double c, any_dual b) noexcept nogil:
     """op(c, b) for a BinaryOp and a constant c."""
     cdef double da, db, daa, dab, dbb
     cdef double v
     if op == BinaryOp.POWER:
         op = BinaryOp.POWER_CONST_BASE
     v = binary_rule(op, c, b.v, &da, &db)
-    if dual in second_order_dual:
+    if any_dual in second_order_dual:
         binary_second(op, c, b.v, v, da, db, &daa, &dab, &dbb)
         return _scaled2(v, db, dbb, b)
     else:
@@ -478,64 +476,64 @@ cdef inline dual binary_cd(int op, double c, dual b) noexcept nogil:
 
 # -- shorthands ------------------------------------------------------------------------
 
-cdef inline dual neg(dual a) noexcept nogil:
+cdef inline any_dual neg(any_dual a) noexcept nogil:
     return unary(UnaryOp.NEGATIVE, a)
 
-cdef inline dual square(dual a) noexcept nogil:
+cdef inline any_dual square(any_dual a) noexcept nogil:
     return unary(UnaryOp.SQUARE, a)
 
-cdef inline dual sqrt(dual a) noexcept nogil:
+cdef inline any_dual sqrt(any_dual a) noexcept nogil:
     return unary(UnaryOp.SQRT, a)
 
-cdef inline dual exp(dual a) noexcept nogil:
+cdef inline any_dual exp(any_dual a) noexcept nogil:
     return unary(UnaryOp.EXP, a)
 
-cdef inline dual log(dual a) noexcept nogil:
+cdef inline any_dual log(any_dual a) noexcept nogil:
     return unary(UnaryOp.LOG, a)
 
-cdef inline dual sin(dual a) noexcept nogil:
+cdef inline any_dual sin(any_dual a) noexcept nogil:
     return unary(UnaryOp.SIN, a)
 
-cdef inline dual cos(dual a) noexcept nogil:
+cdef inline any_dual cos(any_dual a) noexcept nogil:
     return unary(UnaryOp.COS, a)
 
-cdef inline dual tanh(dual a) noexcept nogil:
+cdef inline any_dual tanh(any_dual a) noexcept nogil:
     return unary(UnaryOp.TANH, a)
 
 
-cdef inline dual add(dual a, dual b) noexcept nogil:
+cdef inline any_dual add(any_dual a, any_dual b) noexcept nogil:
     return binary(BinaryOp.ADD, a, b)
 
-cdef inline dual sub(dual a, dual b) noexcept nogil:
+cdef inline any_dual sub(any_dual a, any_dual b) noexcept nogil:
     return binary(BinaryOp.SUBTRACT, a, b)
 
-cdef inline dual mul(dual a, dual b) noexcept nogil:
+cdef inline any_dual mul(any_dual a, any_dual b) noexcept nogil:
     return binary(BinaryOp.MULTIPLY, a, b)
 
-cdef inline dual div(dual a, dual b) noexcept nogil:
+cdef inline any_dual div(any_dual a, any_dual b) noexcept nogil:
     return binary(BinaryOp.DIVIDE, a, b)
 
 
 # a constant on the right: a + c, a - c, a * c, a / c, a ** c
-cdef inline dual add_c(dual a, double c) noexcept nogil:
+cdef inline any_dual add_c(any_dual a, double c) noexcept nogil:
     return binary_dc(BinaryOp.ADD, a, c)
 
-cdef inline dual sub_c(dual a, double c) noexcept nogil:
+cdef inline any_dual sub_c(any_dual a, double c) noexcept nogil:
     return binary_dc(BinaryOp.SUBTRACT, a, c)
 
-cdef inline dual mul_c(dual a, double c) noexcept nogil:
+cdef inline any_dual mul_c(any_dual a, double c) noexcept nogil:
     return binary_dc(BinaryOp.MULTIPLY, a, c)
 
-cdef inline dual div_c(dual a, double c) noexcept nogil:
+cdef inline any_dual div_c(any_dual a, double c) noexcept nogil:
     return binary_dc(BinaryOp.DIVIDE, a, c)
 
-cdef inline dual pow_c(dual a, double c) noexcept nogil:
+cdef inline any_dual pow_c(any_dual a, double c) noexcept nogil:
     return binary_dc(BinaryOp.POWER_CONST_EXPONENT, a, c)
 
 
 # a constant on the left: c - b, c / b
-cdef inline dual c_sub(double c, dual b) noexcept nogil:
+cdef inline any_dual c_sub(double c, any_dual b) noexcept nogil:
     return binary_cd(BinaryOp.SUBTRACT, c, b)
 
-cdef inline dual c_div(double c, dual b) noexcept nogil:
+cdef inline any_dual c_div(double c, any_dual b) noexcept nogil:
     return binary_cd(BinaryOp.DIVIDE, c, b)

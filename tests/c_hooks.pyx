@@ -315,7 +315,8 @@ def hdual_binary_op(int op, str operands, x, y):
     return hresult(binary_cd(op, <double>x, helement(y[0], y[1], y[2], y[3])))
 
 
-cdef dict hdual_shorthands_of(dual* tag, dual x, dual y, double a, double b):
+cdef dict hdual_shorthands_of(second_order_dual* tag, second_order_dual x, second_order_dual y,
+                              double a, double b):
     return dict(
         neg=neg(x), square=square(x), sqrt=sqrt(x), exp=exp(x), log=log(x), sin=sin(x),
         cos=cos(x), tanh=tanh(x),
@@ -338,21 +339,21 @@ def hdual_shorthands(x, y, bint single):
     return {name: (r["v"], r["a"], list(r["b"]), list(r["c"])) for name, r in results.items()}
 
 
-# Generic code that reads the fields of one order: over first_order_dual, or under a
-# compile-time branch on the order.
-cdef double squared_first_lane(first_order_dual* tag, const double* x,
+# Generic code that reads the fields of one order: over dual (first order), or over
+# any_dual under a compile-time branch on the order.
+cdef double squared_first_lane(dual* tag, const double* x,
                                const double* dx) noexcept nogil:
-    cdef first_order_dual a
+    cdef dual a
     load(&a, x, dx, 0, n_lanes(a), 0)
     return square(a).p[0]
 
 
-cdef double squared_outer_or_first_lane(dual* tag, const double* x,
+cdef double squared_outer_or_first_lane(any_dual* tag, const double* x,
                                         const double* dx) noexcept nogil:
-    cdef dual a
+    cdef any_dual a
     load(&a, x, dx, 0, 1, 0)   # width 1, or inner 1: rows of 1 or 4 lanes
     a = square(a)
-    if dual in second_order_dual:
+    if any_dual in second_order_dual:
         return a.a
     else:
         return a.p[0]

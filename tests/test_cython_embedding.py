@@ -262,3 +262,54 @@ def test_prep_state_needs_a_known_output(c_hooks):
     prep = cyad.prepare_jacobian(lambda x: x * 2.0, np.ones(3))
     with pytest.raises(ValueError, match="call the operator once"):
         c_hooks.jacobian_without_gil(prep, np.ones(3), np.zeros(3), np.zeros((3, 3)))
+
+
+# -- second order through cyad's operators and the nogil entry point ----------------------------
+
+@pytest.mark.parametrize("chunk", [None, 1, 2, 3, 4, 8, 16, 17])
+def test_c_function_hessian_through_the_operators(example, chunk):
+    f = example.rosenbrock_function()
+    x = np.linspace(-1.2, 1.3, 11)
+    h = cyad.hessian(f, x, chunk=chunk)
+    assert_allclose(h, rosenbrock_hessian(x), rtol=1e-13, atol=1e-10)
+    assert_array_equal(h, h.T)
+    value, g, h2 = cyad.value_gradient_and_hessian(f, x, chunk=chunk)
+    assert value == pytest.approx(rosenbrock(x), rel=1e-14)
+    assert_allclose(g, rosenbrock_gradient(x), rtol=1e-13, atol=1e-12)
+    assert_array_equal(h2, h)
+    assert_allclose(cyad.hessian(f, ISSUE_POINT, chunk=chunk), ISSUE_HESSIAN, atol=1e-12)
+
+
+def test_c_function_hvp_and_float32(example):
+    x = np.linspace(-1.2, 1.3, 11)
+    vs = (np.ones(11), np.arange(11.0))
+    g, products = cyad.gradient_and_hvp(example.rosenbrock_function(), x, vs, chunk=4)
+    assert_allclose(g, rosenbrock_gradient(x), rtol=1e-13, atol=1e-12)
+    for v, hv in zip(vs, products):
+        assert_allclose(hv, rosenbrock_hessian(x) @ v, rtol=1e-12, atol=1e-9)
+    f32 = cyad.FunctionWrapper(example.__pyx_capi__["rosenbrock_second_f32"], out_shape=())
+    h = cyad.hessian(f32, ISSUE_POINT.astype(np.float32))
+    assert h.dtype == np.float32
+    assert_allclose(h, ISSUE_HESSIAN, rtol=2e-6, atol=2e-5)
+
+
+def test_a_c_function_without_second_order_is_refused(example):
+    with pytest.raises(TypeError, match="second-order"):
+        cyad.hessian(example.robertson_function(), np.ones(3))
+
+
+def test_prepared_c_hessian_allocates_nothing(example, allocations_per_call):
+    f = example.rosenbrock_function()
+    x = np.linspace(-1.0, 1.0, 20)
+    prep = cyad.prepare_hessian(f, x)
+    out = np.zeros((20, 20))
+    assert allocations_per_call(lambda: cyad.hessian(f, x, prep=prep, out=out)) == 0
+    assert_allclose(out, rosenbrock_hessian(x), rtol=1e-13, atol=1e-10)
+
+
+@pytest.mark.parametrize("chunk", [None, 3])
+def test_hessians_in_a_nogil_loop(example, chunk):
+    points = np.random.default_rng(3).uniform(-1.5, 1.5, (6, 9))
+    hessians = example.rosenbrock_hessians(points, chunk)
+    for point, h in zip(points, hessians):
+        assert_allclose(h, rosenbrock_hessian(point), rtol=1e-13, atol=1e-10)

@@ -353,7 +353,7 @@ def test_zero_seed_gets_zero_where_the_second_derivative_is_infinite(c_hooks):
 
 
 def test_generic_code_reading_the_fields_of_one_order(c_hooks):
-    # compiled at all: over first_order_dual, or under `if dual in second_order_dual`
+    # compiled at all: over dual (first order), or under `if any_dual in second_order_dual`
     assert c_hooks.order_specific_fields(1.5) == [3.0] * 4
 
 

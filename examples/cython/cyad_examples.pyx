@@ -12,7 +12,7 @@ Jacobians inside `with nogil:` through cyad's entry points.
 """
 import numpy as np
 
-from cyad import prepare_gradient, prepare_jacobian
+from cyad import prepare_gradient, prepare_hessian, prepare_jacobian
 
 cimport cyad
 from cyad.dual cimport *
@@ -20,9 +20,9 @@ from cyad.dual cimport *
 
 # -- Rosenbrock: f(x) = sum_i 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2 ---------------------
 
-cdef int rosenbrock_lanes(dual* tag, const real* x, const real* dx, real* y, real* dy,
+cdef int rosenbrock_lanes(any_dual* tag, const real* x, const real* dx, real* y, real* dy,
                           Py_ssize_t n, Py_ssize_t width, Py_ssize_t lane0) noexcept nogil:
-    cdef dual xi, xn, total
+    cdef any_dual xi, xn, total
     cdef Py_ssize_t i
     constant(&total, 0.0)
     load(&xi, x, dx, 0, width, lane0)
@@ -193,3 +193,20 @@ def robertson_jacobians(double[:, ::1] states):
                 break
     prep.raise_for_status(status)
     return np.asarray(jacobians)
+
+
+def rosenbrock_hessians(double[:, ::1] points, chunk=None):
+    """The Hessian of Rosenbrock at every row of `points`, computed in one nogil loop."""
+    cdef Py_ssize_t k, m = points.shape[0], n = points.shape[1]
+    cdef double[:, :, ::1] hessians = np.empty((m, n, n))
+    cdef int status = 0
+    prep = prepare_hessian(rosenbrock_function(), np.asarray(points[0]), chunk=chunk)
+    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    with nogil:
+        for k in range(m):
+            status = cyad.hessian_nogil(state, &points[k, 0], <double*>NULL, <double*>NULL,
+                                        <double*>NULL, &hessians[k, 0, 0])
+            if status:
+                break
+    prep.raise_for_status(status)
+    return np.asarray(hessians)
