@@ -8,21 +8,25 @@ Problems (x random, float64 everywhere):
   P3  Jacobian of tanh(A @ x) + x**2 (A fixed, random), n = 10, 100, 1000
   P4  gradient of Rosenbrock's function, n = 10, 100, 1000
   P5  Hessian of Rosenbrock's function, n = 10, 100
+  P6  Hessian-vector product H(x) @ v of Rosenbrock's function, n = 100, 1000
 
 Every cell is the median time per call over repeats, and the ratio of that time to the time
 of the cyad row named in the last column (peer / cyad: above 1, cyad is faster). cyad is
 prepared and writes into out= buffers. The C-level rows use examples/cython, built with meson
-into a temporary folder (its rows are skipped, with the reason, when that build fails); CasADi's
-buffer call (Function.buffer(): arguments and results bound once to NumPy arrays) is their
+into a temporary folder (its rows are skipped, with the reason, when that build fails, and the
+second-order ones (P5, P6) when its Rosenbrock has no second-order function); CasADi's buffer
+call (Function.buffer(): arguments and results bound once to NumPy arrays) is their
 counterpart. Every result is checked against the analytic derivative before it is timed; a
 wrong one is reported, not timed. The "targets" section at the end compares the ratios of
-interest with their goals.
+interest with their goals (none yet for P5 and P6: their ratios are only reported).
 
 Peers, each optional ("not installed" in the tables otherwise):
-  JAX (jax.jit of jax.jvp / jax.jacfwd / jax.hessian, float64), torch.func (jvp / jacfwd /
-  hessian, float64), CasADi (SX functions, MX for large n; Jacobians and gradients in forward
-  mode), SciPy's finite differences (approx_derivative '2-point' and '3-point', approx_fprime)
-  and numdifftools.
+  JAX (jax.jit of jax.jvp / jax.jacfwd / jax.hessian, and of jax.jvp of jax.grad for a
+  Hessian-vector product, float64), torch.func (jvp / jacfwd / hessian, jvp of grad, float64),
+  CasADi (SX functions, MX for large n; Jacobians and gradients in forward mode, Hessian-vector
+  products as jtimes of the gradient), SciPy's finite differences (approx_derivative '2-point'
+  and '3-point', approx_fprime; for second order, of the exact gradient: column by column for a
+  Hessian, along v for a Hessian-vector product) and numdifftools (not for P6).
   Install them with `pip install ".[peers]"`. torch is not in that group, since the default
   Linux build of torch brings several GB of CUDA libraries: install a CPU-only build of torch
   yourself (from PyTorch's CPU wheel index, or `pip install torch==2.13.0` where the package
@@ -144,6 +148,10 @@ def derivative_shape(kind, n):
     return (n, n) if kind in ("jacobian", "hessian") else (n,)
 
 
+SECOND_ORDER = ("hessian", "value_gradient_and_hessian", "hvp", "gradient_and_hvp",
+                "second_derivative", "value_derivative_and_second_derivative")
+
+
 def cyad_row(key, label, operator, f, *, tangent=False, y=False, note=None, ref="cyad"):
     """cyad's `operator` of f, prepared and into out= buffers (a pair for value_and_*).
 
@@ -230,6 +238,9 @@ def jax_bench(jax, kind, f, d):
     x = jnp.asarray(d["x"])
     if kind == "jvp":
         g, args = jax.jit(lambda x, v: jax.jvp(fn, (x,), (v,))), (x, jnp.asarray(d["dx"]))
+    elif kind == "hvp":                 # forward over reverse
+        g = jax.jit(lambda x, v: jax.jvp(jax.grad(fn), (x,), (v,))[1])
+        args = (x, jnp.asarray(d["dx"]))
     else:
         transform = {"jacobian": jax.jacfwd, "gradient": jax.jacfwd, "hessian": jax.hessian}[kind]
         g, args = jax.jit(transform(fn)), (x,)
@@ -243,8 +254,9 @@ def torch_bench(torch, kind, f, d):
     fn = functools.partial(f, Namespace(torch, copy=torch.clone),
                            **{k: torch.from_numpy(c) for k, c in constants(d).items()})
     x = torch.from_numpy(d["x"])
-    if kind == "jvp":
-        call = functools.partial(torch.func.jvp, fn, (x,), (torch.from_numpy(d["dx"]),))
+    if kind in ("jvp", "hvp"):          # hvp: forward over reverse
+        g = fn if kind == "jvp" else torch.func.grad(fn)
+        call = functools.partial(torch.func.jvp, g, (x,), (torch.from_numpy(d["dx"]),))
         return Bench(call, lambda: call()[1].numpy())
     transform = {"jacobian": torch.func.jacfwd, "gradient": torch.func.jacfwd,
                  "hessian": torch.func.hessian}[kind]
@@ -254,7 +266,8 @@ def torch_bench(torch, kind, f, d):
 
 def casadi_function(ca, kind, f, d, sx_max):
     """A CasADi Function of the derivative (for a JVP: of the value and the tangent), and its
-    NumPy arguments. Jacobians and gradients in forward mode, as jax.jacfwd and cyad."""
+    NumPy arguments. Jacobians and gradients in forward mode, as jax.jacfwd and cyad;
+    Hessian-vector products as jtimes (forward) of the gradient (reverse)."""
     n = d["x"].size
     sym = ca.SX if n <= sx_max else ca.MX
     x = sym.sym("x", n)
@@ -263,6 +276,9 @@ def casadi_function(ca, kind, f, d, sx_max):
     if kind == "jvp":
         v = sym.sym("v", n)
         return ca.Function("jvp", [x, v], [e, ca.jtimes(e, x, v)]), [d["x"], d["dx"]]
+    if kind == "hvp":                   # forward over reverse
+        v = sym.sym("v", n)
+        return ca.Function("hvp", [x, v], [ca.jtimes(ca.gradient(e, x), x, v)]), [d["x"], d["dx"]]
     if kind == "hessian":
         derivative = ca.hessian(e, x)[0]
     else:
@@ -304,13 +320,20 @@ def casadi_buffer_bench(ca, kind, f, d, sx_max):
 
 
 def fd_bench(optimize, kind, f, d, method, gradient=None):
-    """SciPy's finite differences: of t -> f(x + t dx) for a JVP, of the gradient for a Hessian."""
+    """SciPy's finite differences: of t -> f(x + t dx) for a JVP, of the gradient for a Hessian
+    (column by column), of t -> gradient(x + t dx) for a Hessian-vector product (one direction,
+    so one or two gradients per call, as a JVP)."""
     approx_derivative = optimize._numdiff.approx_derivative
     fn = functools.partial(f, np, **constants(d))
     x = d["x"]
     if kind == "jvp":
         v = d["dx"]
         call = functools.partial(approx_derivative, lambda t: fn(x + t[0] * v), np.zeros(1),
+                                 method=method)
+        return Bench(call, lambda: call()[:, 0])
+    if kind == "hvp":
+        v, g = d["dx"], functools.partial(gradient, **constants(d))
+        call = functools.partial(approx_derivative, lambda t: g(x + t[0] * v), np.zeros(1),
                                  method=method)
         return Bench(call, lambda: call()[:, 0])
     if method == "fprime":
@@ -336,13 +359,16 @@ def numdifftools_bench(nd, kind, f, d):
 
 OPERATION = {"jvp": ("jax.jvp", "torch.func.jvp"), "jacobian": ("jax.jacfwd", "torch.func.jacfwd"),
              "gradient": ("jax.jacfwd", "torch.func.jacfwd"),
-             "hessian": ("jax.hessian", "torch.func.hessian")}
+             "hessian": ("jax.hessian", "torch.func.hessian"),
+             "hvp": ("jax.jvp of jax.grad", "torch.func.jvp of grad")}
 
 
 def peer_rows(peers, kind, f, *, gradient=None, buffer_ref="cyad", fd=True, nd_max=math.inf,
               casadi_sx_max=CASADI_SX_MAX):
-    """The peers' rows for one kind of derivative ("jvp", "jacobian", "gradient", "hessian") of
-    f(xp, x, **constants), where xp is the framework's NumPy-like namespace."""
+    """The peers' rows for one kind of derivative ("jvp", "jacobian", "gradient", "hessian",
+    "hvp") of f(xp, x, **constants), where xp is the framework's NumPy-like namespace.
+    `gradient(x, **constants)` is f's exact gradient, which SciPy differentiates for the
+    second-order kinds."""
     jax_op, torch_op = OPERATION[kind]
     in_casadi = functools.partial(casadi_bench, sx_max=casadi_sx_max)
     in_casadi_buffer = functools.partial(casadi_buffer_bench, sx_max=casadi_sx_max)
@@ -356,14 +382,16 @@ def peer_rows(peers, kind, f, *, gradient=None, buffer_ref="cyad", fd=True, nd_m
     if fd:
         for method in ("2-point", "3-point"):
             build = functools.partial(fd_bench, method=method, gradient=gradient)
-            label = (f"scipy {method} of the exact gradient" if kind == "hessian"
-                     else f"scipy approx_derivative {method}")
+            label = {"hessian": f"scipy {method} of the exact gradient",
+                     "hvp": f"scipy {method} of the exact gradient along v"}.get(
+                         kind, f"scipy approx_derivative {method}")
             specs.append((f"fd{method[0]}", "scipy", label, build, {"tol": FD_TOL}))
         if kind in ("jacobian", "gradient"):
             specs.append(("fprime", "scipy", "scipy approx_fprime",
                           functools.partial(fd_bench, method="fprime"), {"tol": FD_TOL}))
-        specs.append(("nd", "numdifftools", f"numdifftools {kind}", numdifftools_bench,
-                      {"tol": FD_TOL, "max_n": nd_max}))
+        if kind != "hvp":              # numdifftools has no Hessian-vector product
+            specs.append(("nd", "numdifftools", f"numdifftools {kind}", numdifftools_bench,
+                          {"tol": FD_TOL, "max_n": nd_max}))
     rows = []
     for key, peer, label, bench, options in specs:
         module = peers.get(peer)
@@ -406,10 +434,30 @@ def build_example(folder):
 
 def c_row(example, key, label, operator, make, ref, **kw):
     """A cyad row of a C-level function of the example module (`make` names the function that
-    returns its FunctionWrapper), or the reason it is skipped when `example` is that reason."""
+    returns its FunctionWrapper), or the reason it is skipped when `example` is that reason, or
+    when a second-order `operator` meets a function without a second-order C function."""
     if example is None or isinstance(example, str):
         return Row(key, label, note=f"skipped: {example or 'no C-level example'}", ref=ref)
-    return cyad_row(key, label, operator, getattr(example, make)(), ref=ref, **kw)
+    function = getattr(example, make)()
+    if operator in SECOND_ORDER:
+        missing = missing_second_order(function)
+        if missing:
+            return Row(key, label, note=f"skipped: {missing}", ref=ref)
+    return cyad_row(key, label, operator, function, ref=ref, **kw)
+
+
+def missing_second_order(function):
+    """Why cyad cannot take second derivatives of the FunctionWrapper `function` (cyad's
+    TypeError naming the missing second-order function), or None when it can."""
+    if not hasattr(cyad, "prepare_hessian"):
+        return None                    # cyad_row reports the missing operator itself
+    try:
+        cyad.prepare_hessian(function, np.zeros(2))
+    except TypeError as error:
+        if "second-order" in str(error):
+            return str(error).removeprefix("cyad: ")
+        raise
+    return None
 
 
 # -- the problems -------------------------------------------------------------------------------
@@ -546,14 +594,50 @@ def p4_gradient(peers, example):
 
 
 def p5_hessian(peers, example):
-    rows = [cyad_row("cyad", "cyad hessian", "hessian", functools.partial(rosenbrock, np),
-                     note="second order not available yet")]
-    rows += peer_rows(peers, "hessian", rosenbrock, gradient=rosenbrock_gradient)
+    rows = [
+        cyad_row("cyad", "cyad hessian, Python function", "hessian",
+                 functools.partial(rosenbrock, np)),
+        c_row(example, "cyad-C", "cyad hessian, C function", "hessian", "rosenbrock_function",
+              ref="cyad"),
+    ]
+    rows += peer_rows(peers, "hessian", rosenbrock, gradient=rosenbrock_gradient,
+                      buffer_ref="cyad-C" if rows[1].build else "cyad")
     return Problem("P5", "Hessian of Rosenbrock's function", (10, 100),
                    random_data, lambda d: rosenbrock_hessian(d["x"]), rows)
 
 
-PROBLEMS = {"P1": p1_copy, "P2": p2_jvp, "P3": p3_jacobian, "P4": p4_gradient, "P5": p5_hessian}
+def rosenbrock_hvp(x, v):
+    """H(x) @ v from the Hessian's three diagonals, without forming H."""
+    diagonal = np.zeros_like(x)
+    diagonal[:-1] = 1200 * x[:-1] ** 2 - 400 * x[1:] + 2
+    diagonal[1:] += 200
+    off = -400 * x[:-1]
+    product = diagonal * v
+    product[:-1] += off * v[1:]
+    product[1:] += off * v[:-1]
+    return product
+
+
+def p6_hvp(peers, example):
+    rows = [
+        cyad_row("cyad", "cyad hvp, Python function", "hvp", functools.partial(rosenbrock, np),
+                 tangent=True),
+        c_row(example, "cyad-C", "cyad hvp, C function", "hvp", "rosenbrock_function",
+              ref="cyad", tangent=True),
+    ]
+    rows += peer_rows(peers, "hvp", rosenbrock, gradient=rosenbrock_gradient,
+                      buffer_ref="cyad-C" if rows[1].build else "cyad")
+    return Problem("P6", "Hessian-vector product H(x) @ v of Rosenbrock's function", (100, 1000),
+                   random_data, lambda d: rosenbrock_hvp(d["x"], d["dx"]), rows,
+                   notes=("cyad: forward over forward, v outer and the n basis directions "
+                          "inner (its cost grows with n); JAX, torch.func, CasADi: forward over "
+                          "reverse.",
+                          "SciPy: approx_derivative of t -> gradient(x + t v) at t = 0, the "
+                          "exact gradient differenced along v (one direction).",))
+
+
+PROBLEMS = {"P1": p1_copy, "P2": p2_jvp, "P3": p3_jacobian, "P4": p4_gradient, "P5": p5_hessian,
+            "P6": p6_hvp}
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -609,6 +693,13 @@ def ratio(cells, row, n):
     return None
 
 
+def format_ratio(r):
+    """Two decimals; ratios below 0.01 (P6's) in two significant digits rather than 0.00."""
+    if r is None:
+        return "-"
+    return f"{r:.2f}" if r >= 0.01 else f"{r:.1e}"
+
+
 def print_table(problem, cells, label_width=42, cell_width=21):
     print(f"\n{problem.key}  {problem.title}")
     print("    median time per call, and its ratio to the row named in the last column")
@@ -624,7 +715,7 @@ def print_table(problem, cells, label_width=42, cell_width=21):
         for n, cell in zip(problem.sizes, texts):
             if isinstance(cell, Timing):
                 r = ratio(cells, row, n)
-                text = format_time(cell.median) + (f"  {r:6.2f}" if r is not None else f"  {'-':>6}")
+                text = format_time(cell.median) + f"  {format_ratio(r):>6}"
             else:
                 text = cell
             line += f"{text:>{cell_width}}"
@@ -730,7 +821,7 @@ def main(argv=None):
 
     with tempfile.TemporaryDirectory() as folder:
         example = None
-        if {"P1", "P4"} & set(wanted):
+        if {"P1", "P4", "P5", "P6"} & set(wanted):
             print("building examples/cython with meson ...", file=sys.stderr, flush=True)
             example, why = build_example(pathlib.Path(folder))
             if example is None:
@@ -744,8 +835,6 @@ def main(argv=None):
             problems.append(problem)
             print_table(problem, results[key])
             sys.stdout.flush()
-            if key == "P5" and problem.rows[0].build is None:
-                print(f"cyad: {problem.rows[0].note}")
 
     evaluated = evaluate_targets(results)
     print_targets(evaluated)

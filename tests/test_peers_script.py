@@ -1,6 +1,7 @@
 """asv_bench/peers.py times the right computations: its cyad rows give the analytic derivatives.
 
-The problems are built without any peer (as on a machine with none installed), at tiny sizes.
+The problems are built without any peer (as on a machine with none installed), at tiny sizes;
+only the test of the SciPy rows of P5 and P6 loads SciPy (and is skipped without it).
 """
 import dataclasses
 import importlib.util
@@ -68,11 +69,21 @@ def p5(d):
     return H
 
 
-ANALYTIC = {"P1": p1, "P2": p2, "P3": p3, "P4": p4, "P5": p5}
+def p6(d):
+    x, v = d["x"], d["dx"]
+    n = len(x)
+    Hv = np.zeros(n)
+    for i in range(n - 1):
+        Hv[i] += (1200 * x[i] ** 2 - 400 * x[i + 1] + 2) * v[i] - 400 * x[i] * v[i + 1]
+        Hv[i + 1] += 200 * v[i + 1] - 400 * x[i] * v[i]
+    return Hv
+
+
+ANALYTIC = {"P1": p1, "P2": p2, "P3": p3, "P4": p4, "P5": p5, "P6": p6}
 BASELINES = {"copyto", "numpy"}        # hand-written NumPy rows, timed as references
 
 
-@pytest.mark.parametrize("key", ["P1", "P2", "P3", "P4", "P5"])
+@pytest.mark.parametrize("key", ["P1", "P2", "P3", "P4", "P5", "P6"])
 def test_cyad_rows_compute_the_derivatives(script, example, key):
     problem = script.PROBLEMS[key](script.NO_PEERS, example)
     timed = [row for row in problem.rows if row.key.startswith("cyad") or row.key in BASELINES]
@@ -94,17 +105,49 @@ def test_cyad_rows_compute_the_derivatives(script, example, key):
 
 
 def test_every_problem_times_cyad(script, example):
+    assert set(script.PROBLEMS) == set(ANALYTIC)
     for key, make in script.PROBLEMS.items():
         rows = make(script.NO_PEERS, example).rows
         assert rows[0].key == "cyad"
-        if key == "P5" and not hasattr(cyad, "hessian"):
-            assert rows[0].build is None and rows[0].note == "second order not available yet"
-        else:
-            assert rows[0].build is not None, key
+        assert rows[0].build is not None, key
     c_level = [row for key in ("P1", "P4")
                for row in script.PROBLEMS[key](script.NO_PEERS, example).rows
                if row.key.startswith("cyad-C")]
     assert len(c_level) == 3 and all(row.build is not None for row in c_level)
+
+
+@pytest.mark.parametrize("key", ["P5", "P6"])
+def test_second_order_c_rows_run_or_name_the_missing_function(script, example, key):
+    """The C-level row is timed when the example's Rosenbrock has a second-order function, and
+    skipped with cyad's own reason only when it really has none."""
+    row = next(row for row in script.PROBLEMS[key](script.NO_PEERS, example).rows
+               if row.key == "cyad-C")
+    try:
+        cyad.prepare_hessian(example.rosenbrock_function(), np.zeros(3))
+    except TypeError as error:
+        assert "second-order" in str(error)
+        assert row.build is None and "second-order" in row.note and row.note.startswith("skipped")
+    else:
+        assert row.build is not None          # and test_cyad_rows_compute_the_derivatives runs it
+
+
+def test_missing_second_order_names_it(script):
+    from cyad import _profile
+    assert "second-order" in script.missing_second_order(_profile.copy_function())
+
+
+@pytest.mark.parametrize("key", ["P5", "P6"])
+def test_scipy_rows_difference_the_exact_gradient(script, example, key):
+    peers = dict(script.NO_PEERS, scipy=pytest.importorskip("scipy.optimize") and script._scipy())
+    problem = script.PROBLEMS[key](peers, example)
+    rows = [row for row in problem.rows if row.key in ("fd2", "fd3")]
+    assert len(rows) == 2
+    for n in SIZES:
+        d = problem.data(n)
+        expected = ANALYTIC[key](d)
+        for row in rows:
+            bench = row.build(d)
+            assert script.check(row, bench.result(), expected) is None, (key, row.label, n)
 
 
 def test_a_wrong_result_is_reported_not_timed(script, example):
@@ -122,7 +165,7 @@ def test_tables_and_targets_without_peers(script, example, capsys):
         problem = dataclasses.replace(make(script.NO_PEERS, example), sizes=(4,))
         results[key] = script.run_problem(problem, timing)
         script.print_table(problem, results[key])
-        assert isinstance(results[key]["cyad"][4], script.Timing) or key == "P5"
+        assert isinstance(results[key]["cyad"][4], script.Timing), key
     out = capsys.readouterr().out
     assert "jax: not installed" in out and "numdifftools: not installed" in out
     evaluated = script.evaluate_targets(results)           # no target is at n = 4

@@ -102,3 +102,25 @@ def copy(y, x):
 
 # The copy as a Python function and as the C function of cyad's signature in cyad._profile.
 COPIES = {"copy": copy, "C copy": cyad._profile.copy_function()}
+
+
+def c_rosenbrock(operator, *args):
+    """The C Rosenbrock of examples/cython (cyad_examples.rosenbrock_function()) for a
+    second-order `operator` at args (x, or x and the tangent), or skip when it cannot serve.
+
+    cyad ships no scalar-valued C function, so this one is taken from the example project when
+    it is installed in the benchmarked environment (`pip install --no-build-isolation
+    examples/cython`), and used only if it carries a second-order function.
+    """
+    try:
+        import cyad_examples
+    except ImportError:
+        skip("examples/cython is not installed (pip install --no-build-isolation examples/cython)")
+    f = cyad_examples.rosenbrock_function()
+    try:
+        getattr(cyad, f"prepare_{operator}")(f, *args)
+    except TypeError as error:
+        if "second-order" in str(error):
+            skip(str(error))
+        raise
+    return f
