@@ -561,3 +561,17 @@ def test_matrix_times_dual_vector_small_and_large(n, dtype):
     value, jac = cyad.value_and_jacobian(lambda x: a @ x, x)
     np.testing.assert_allclose(value, a @ x, rtol=1e-5 if dtype == np.float32 else 1e-13)
     np.testing.assert_array_equal(jac, a)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sum_of_all_elements_rounds_like_numpy(dtype):
+    # the compiled np.sum / .sum() of a whole dual gives np.sum's value to the last bit
+    rng = np.random.default_rng(5)
+    for n in [1, 7, 8, 9, 127, 128, 129, 130, 300, 1000, 4097]:
+        a = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)).astype(dtype)
+        seen = []
+        g = cyad.gradient(lambda x: seen.append((np.sum(x), x.sum())) or seen[-1][0], a)
+        for total in seen[0]:
+            assert total.values.dtype == dtype
+            assert total.values[()] == np.sum(a)
+        np.testing.assert_array_equal(g, np.ones(n, dtype))
