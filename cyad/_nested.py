@@ -138,6 +138,13 @@ def _result(values, partials, outer):
     return tagged_dual(values, np.array(partials, order="C"), outer)
 
 
+def _value(value, outer):
+    # f's value as the caller gets it: an array (a float if 0-d) or a dual of `outer`
+    if outer is None:
+        return _result(value, None, None)
+    return _result(value.values, value.partials, outer)
+
+
 def _deliver(result, out):
     """The result, written into `out` when one is given."""
     if out is None:
@@ -174,8 +181,7 @@ def pushforward(f, x, dx, y, out, with_value, scalar_input=False):
                     for i in range(len(tangents)))
     if with_value:
         value_out, out = (None, None) if out is None else out
-        value = _deliver(_result(_values(value, None) if outer is None else value.values,
-                                 None if outer is None else value.partials, outer), value_out)
+        value = _deliver(_value(value, outer), value_out)
     if out is not None:
         results = tuple(_deliver(r, o) for r, o in zip(results, out if batch else (out,)))
     results = results if batch else results[0]
@@ -198,7 +204,6 @@ def jacobian(f, x, y, out, with_value, scalar_output):
                      outer)
     if with_value:
         value_out, out = (None, None) if out is None else out
-        value = _deliver(_result(_values(value, None) if outer is None else value.values,
-                                 None if outer is None else value.partials, outer), value_out)
+        value = _deliver(_value(value, outer), value_out)
         return value, _deliver(result, out)
     return _deliver(result, out)

@@ -107,3 +107,16 @@ def test_a_c_function_inside_a_differentiation(example):
     assert derivative(lambda s: s * np.sum(cyad.jacobian(f, u)), 2.0) == pytest.approx(total)
     with pytest.raises(TypeError, match="C function"):
         derivative(lambda s: cyad.pushforward(f, u * s, u), 1.0)
+
+
+def test_nested_value_and_operators_return_duals_of_the_outer_differentiation():
+    # d/dx of the value x y^2 at y = 2 is 4; of its derivative 2 x y, 4; of the gradient, 2 y
+    assert derivative(lambda x: cyad.value_and_derivative(lambda y: x * y * y, 2.0)[0],
+                      3.0) == pytest.approx(4.0)
+    assert derivative(lambda x: cyad.value_and_derivative(lambda y: x * y * y, 2.0)[1],
+                      3.0) == pytest.approx(4.0)
+    y0 = np.array([1.0, -2.0])
+    np.testing.assert_allclose(
+        jacobian(lambda x: cyad.value_and_gradient(lambda y: x[0] * np.sum(y * y), y0)[1],
+                 np.array([3.0, 5.0])),
+        [[2.0, 0.0], [-4.0, 0.0]], rtol=1e-15)
