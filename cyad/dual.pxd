@@ -7,7 +7,8 @@
 # direction and N inner directions: the value v, its partial a along the outer
 # direction, and for inner direction j the partial b[j] and the second derivative c[j]
 # along inner direction j and the outer direction; in double (hdual1 ... hdual16) or
-# float (hdual1f ... hdual16f).
+# float (hdual1f ... hdual16f). (An hdual16 is 272 bytes: compilers copy it with string
+# moves: two blocks of hdual8 ran Rosenbrock at inner 16 5x faster than one hdual16.)
 #
 # Fused types: `dual` covers the ten first-order elements, `second_order_dual` the ten
 # second-order ones, and `any_dual` all twenty. Every function below takes any_dual, so

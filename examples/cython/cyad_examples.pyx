@@ -72,9 +72,9 @@ cdef int rosenbrock_second(const double* x, const double* dx, double* y, double*
         return rosenbrock_lanes(<hdual4*>NULL, x, dx, y, dy, n_x, inner, 0)
     if inner == 8:
         return rosenbrock_lanes(<hdual8*>NULL, x, dx, y, dy, n_x, inner, 0)
-    if inner == 16:
-        return rosenbrock_lanes(<hdual16*>NULL, x, dx, y, dy, n_x, inner, 0)
-    for lane0 in range(0, inner, 8):  # more inner directions: blocks of 8
+    # more inner directions: blocks of 8 (hdual8 copies fit in vector registers; a 272-byte
+    # hdual16 is copied with `rep movs`: Rosenbrock at inner 16 took 5x longer as one hdual16)
+    for lane0 in range(0, inner, 8):
         status = rosenbrock_lanes(<hdual8*>NULL, x, dx, y, dy, n_x, inner, lane0)
         if status:
             break
@@ -96,8 +96,6 @@ cdef int rosenbrock_second_f32(const float* x, const float* dx, float* y, float*
         return rosenbrock_lanes(<hdual4f*>NULL, x, dx, y, dy, n_x, inner, 0)
     if inner == 8:
         return rosenbrock_lanes(<hdual8f*>NULL, x, dx, y, dy, n_x, inner, 0)
-    if inner == 16:
-        return rosenbrock_lanes(<hdual16f*>NULL, x, dx, y, dy, n_x, inner, 0)
     for lane0 in range(0, inner, 8):
         status = rosenbrock_lanes(<hdual8f*>NULL, x, dx, y, dy, n_x, inner, lane0)
         if status:
