@@ -1,4 +1,7 @@
-"""cyad: forward-mode automatic differentiation for NumPy code, with a Cython hot path."""
+"""cyad: forward-mode automatic differentiation for NumPy code, with a Cython hot path.
+
+The examples in the docstrings assume ``import numpy as np`` and ``import cyad``.
+"""
 import os
 
 from cyad._core import Prep, default_chunk
@@ -41,8 +44,20 @@ prepare_value_gradient_and_hessian = prepare_hessian
 __version__ = "0.1.0"
 
 
-def get_include():
-    """The directory to put on Cython's include path to `cimport cyad`."""
+def get_include() -> str:
+    """The directory to put on Cython's include path to ``cimport cyad``.
+
+    Returns
+    -------
+    str
+        The folder holding the ``cyad`` package, with its ``.pxd`` files.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.path.isfile(os.path.join(cyad.get_include(), "cyad", "__init__.pxd"))
+    True
+    """
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

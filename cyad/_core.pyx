@@ -64,6 +64,29 @@ def default_chunk(Py_ssize_t directions, Py_ssize_t n_x, bint python=True):
     For a Python callable: all directions at once (vector mode) while the input
     partials stay within DEFAULT_PARTIALS_BUDGET numbers, beyond that the widest
     multiple of 8 that does. For a C function: DEFAULT_C_CHUNK.
+
+    Parameters
+    ----------
+    directions : int
+        The tangents of a pushforward, or the basis directions of x (its size).
+    n_x : int
+        The number of elements of x.
+    python : bool, optional
+        Whether f is a Python callable (True) or a C function.
+
+    Returns
+    -------
+    int
+        The chunk of a first-order operator.
+
+    Examples
+    --------
+    >>> cyad.default_chunk(10, 10)
+    10
+    >>> cyad.default_chunk(1000, 1000)    # 64 x 1000 partials fit in 65 536
+    64
+    >>> cyad.default_chunk(1000, 1000, python=False)
+    8
     """
     if not python:
         return max(1, min(directions, DEFAULT_C_CHUNK))
@@ -439,6 +462,57 @@ cdef class Prep:
     reused with other values of the same shapes, dtype and function form, and
     with another function of the same kind (Python callable or C function). It
     belongs to one thread at a time.
+
+    Parameters
+    ----------
+    family : Family
+        The operator family (a prep serves e.g. both `pushforward` and
+        `value_and_pushforward`).
+    f : callable or FunctionWrapper
+        The function to differentiate.
+    x : array_like or float
+        An input of the shape and dtype of later calls.
+    directions : int
+        Tangents of a pushforward or hvp, else the basis directions of x.
+    y : ndarray, optional
+        The output buffer of a two-argument f.
+    chunk : int, optional
+        Directions per evaluation of f.
+
+    Attributes
+    ----------
+    family : Family
+        The operator family the prep serves.
+    two_argument : bool
+        Whether f is of the form ``f(y, x)``.
+    dtype : numpy.dtype
+        float64 or float32: the dtype of x, the tangents and the results.
+    x_shape : tuple of int
+        The shape of x.
+    out_shape : tuple of int or None
+        The shape of f's output, once known (a Python ``f(x)`` tells it on its first call).
+    input_dual : Dual
+        The dual array a Python callable receives.
+
+    Raises
+    ------
+    ValueError
+        If x is empty or has more than 32 dimensions, or ``chunk`` is not a positive
+        integer.
+    TypeError
+        If x is not real, or f has no C function for x's dtype and the family's order.
+
+    Examples
+    --------
+    >>> prep = cyad.prepare_jacobian(np.sin, np.zeros(3))
+    >>> prep.n_x, prep.directions, prep.chunk, prep.evaluations, prep.is_python
+    (3, 3, 3, 1, True)
+    >>> prep.x_shape, prep.dtype == np.float64, prep.two_argument
+    ((3,), True, False)
+    >>> np.allclose(cyad.jacobian(np.sin, np.zeros(3), prep=prep), np.eye(3))
+    True
+    >>> cyad.prepare_gradient(np.sum, np.zeros(100), chunk=16).evaluations
+    7
     """
 
     def __cinit__(self):
@@ -560,10 +634,13 @@ cdef class Prep:
 
     @property
     def n_x(self):
+        """The number of elements of x."""
         return self.state.n_x
 
     @property
     def directions(self):
+        """Tangents of a pushforward, else basis directions of x (the inner ones at second
+        order)."""
         return self.state.directions
 
     @property
@@ -596,7 +673,36 @@ cdef class Prep:
         return self.python is not None
 
     def raise_for_status(self, int status):
-        """Raise what a nonzero status of a nogil entry point reports."""
+        """Raise what a nonzero status of a nogil entry point reports.
+
+        Parameters
+        ----------
+        status : int
+            What a nogil entry point (``cyad.jacobian_nogil`` etc., see cyad's
+            ``__init__.pxd``) returned: 0 on success.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        FunctionError
+            For a nonzero status of the C function.
+        Exception
+            The exception a Python callable raised (status ``PYTHON_ERROR``).
+        ValueError
+            If an entry point of another dtype or family than the prep's was called.
+
+        Examples
+        --------
+        >>> prep = cyad.prepare_gradient(np.sum, np.zeros(2))
+        >>> prep.raise_for_status(0)
+        >>> prep.raise_for_status(3)
+        Traceback (most recent call last):
+            ...
+        cyad._wrapper.FunctionError: cyad: the differentiated C function returned status 3
+        """
         self.raise_for(status)
 
     cdef raise_for(self, int status):

@@ -666,6 +666,41 @@ cdef class Dual:
     code treats them as ndarrays. `values` and `partials` give read access to
     the numbers; converting a dual to float or ndarray raises TypeError because
     it would drop the derivative.
+
+    Attributes
+    ----------
+    values : ndarray
+        The values (float64 or float32), of the dual's shape.
+    partials : ndarray
+        The directional derivatives, of shape ``values.shape + (width,)``.
+    width : int
+        Lanes of the partials: the directions of one evaluation, padded to 1, 2, 4, 8,
+        16 or a multiple of 8.
+    tag : Tag
+        The differentiation the dual belongs to.
+    shape, ndim, size, dtype : tuple of int, int, int, numpy.dtype
+        Those of `values`.
+    T : Dual
+        The transpose.
+
+    Raises
+    ------
+    TypeError
+        From ``float()``, ``int()``, ``np.asarray()``, assignment into a plain ndarray,
+        and NumPy functions or ufuncs without a derivative rule.
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     print(type(x).__name__, x.shape, x.width)
+    ...     return np.sum(x ** 2)
+    >>> cyad.gradient(f, np.array([1.0, 2.0]))
+    Dual (2,) 2
+    array([2., 4.])
+    >>> cyad.derivative(lambda x: float(x), 1.0)
+    Traceback (most recent call last):
+        ...
+    TypeError: cyad: a dual number cannot become a float: that would drop its derivative. ...
     """
 
     # -- array protocol ----------------------------------------------------

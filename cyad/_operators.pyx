@@ -53,19 +53,40 @@ def prepare_pushforward(f, x, dx, *, y=None, chunk=None):
     Parameters
     ----------
     f : callable or FunctionWrapper
-        ``f(x)`` returning an array or number, or ``f(y, x)`` writing into y (with ``y=``).
+        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
+        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
     x : array_like or float
-        An input of the shape and dtype later calls use.
+        An input of the shape and dtype the prepared calls take.
     dx : array_like, float or tuple of them
-        A tangent shaped like x, or a tuple of tangents (a batch).
+        A tangent shaped like x, or a tuple of tangents (a batch of that size).
     y : ndarray, optional
-        The output buffer of a two-argument f.
+        The output buffer of a two-argument f; afterwards it holds f's value.
     chunk : int, optional
-        Tangents carried per evaluation of f (default: all, within a memory budget).
+        Tangents carried by one evaluation of f (default: `default_chunk`).
 
     Returns
     -------
     Prep
+        Pass it as ``prep=`` to `pushforward` and `value_and_pushforward`.
+
+    Raises
+    ------
+    ValueError
+        If x is empty or ``chunk`` is not a positive integer.
+    TypeError
+        If x is not real, or f is neither a callable nor a C function of cyad's
+        signature (with the first-order function x's dtype needs).
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     return x ** 2
+    >>> x, dx, out = np.array([1.0, 2.0]), np.array([1.0, 1.0]), np.empty(2)
+    >>> prep = cyad.prepare_pushforward(f, x, dx)
+    >>> cyad.pushforward(f, x, dx, prep=prep, out=out) is out
+    True
+    >>> out
+    array([2., 4.])
     """
     return _new_prep(PUSHFORWARD, f, x, dx, y, chunk)
 
@@ -76,22 +97,58 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     Parameters
     ----------
     f : callable or FunctionWrapper
-        ``f(x)``, or ``f(y, x)`` writing its output into y when ``y=`` is given.
+        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
+        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
     x : array_like or float
+        Where to differentiate. float64 and float32 are kept; integers and bools become
+        float64.
     dx : array_like, float or tuple of them
-        One tangent shaped like x, or a tuple of tangents (answered by a tuple).
+        A tangent shaped like x, or a tuple of tangents (a batch, answered by a tuple).
     y : ndarray, optional
-        Output buffer of a two-argument f; afterwards it holds f's value.
+        The output buffer of a two-argument f; afterwards it holds f's value.
     prep : Prep, optional
-        From `prepare_pushforward`, for repeated calls.
+        From `prepare_pushforward`, for repeated calls at inputs of the same shapes,
+        dtype and function form.
     out : ndarray or tuple of ndarray, optional
-        Written in place and returned (a tuple for a batch of tangents).
+        C-contiguous buffer of exactly the result's shape and dtype (a tuple of them for a
+        batch), written in place and returned.
     chunk : int, optional
-        Tangents per evaluation of f.
+        Tangents carried by one evaluation of f (default: `default_chunk`).
 
     Returns
     -------
-    ndarray or float, or a tuple of them for a batch
+    ndarray or float, or tuple of ndarray
+        J(x) @ dx in x's dtype: a float when f is scalar-valued and no ``out=`` is given,
+        a tuple of arrays for a batch, ``out`` itself when given.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
+        does not fit the call (the message says what differs).
+    TypeError
+        If x is not real, f is neither a callable nor a C function of cyad's signature, or
+        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
+        NumPy function cyad has no rule for).
+    FunctionError
+        If a C function returns a nonzero status.
+
+    See Also
+    --------
+    value_and_pushforward, prepare_pushforward, jacobian
+
+    Examples
+    --------
+    >>> cyad.pushforward(np.sin, 0.0, 1.0)
+    1.0
+    >>> x = np.array([1.0, 2.0])
+    >>> cyad.pushforward(lambda x: x ** 2, x, np.array([1.0, 0.0]))
+    array([2., 0.])
+
+    A tuple of tangents is a batch, computed in one evaluation of f:
+
+    >>> cyad.pushforward(lambda x: x ** 2, x, (np.array([1.0, 0.0]), np.array([0.0, 1.0])))
+    (array([2., 0.]), array([0., 4.]))
     """
     if differentiating() and is_python_function(f):
         return _nested.pushforward(f, x, dx, y, out, False)
@@ -100,15 +157,37 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
 
 
 def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
-    """f(x) and J(x) @ dx.
+    """f(x) and the Jacobian-vector product J(x) @ dx.
 
-    Takes the arguments of `pushforward`; ``out=`` is a pair ``(value_out, tangent_out)``
-    (``tangent_out`` a tuple for a batch), written in place and returned. In the
-    two-argument form the value is also written into y.
+    Parameters
+    ----------
+    f, x, dx, y, prep, chunk
+        As for `pushforward`.
+    out : tuple, optional
+        A pair ``(value_out, tangent_out)`` (``tangent_out`` a tuple for a batch), written in
+        place and returned.
 
     Returns
     -------
-    (value, pushforward)
+    value : ndarray or float
+        f(x); in the two-argument form, y itself.
+    tangent : ndarray or float, or tuple of ndarray
+        J(x) @ dx, as `pushforward` returns it.
+
+    Raises
+    ------
+    ValueError
+        If the arguments do not fit ``prep``, ``y`` or ``out``
+        (see `pushforward`).
+    TypeError
+        If x is not real or f drops a derivative (see `pushforward`).
+    FunctionError
+        If a C function returns a nonzero status.
+
+    Examples
+    --------
+    >>> cyad.value_and_pushforward(lambda x: x ** 3, 2.0, 1.0)
+    (8.0, 12.0)
     """
     if differentiating() and is_python_function(f):
         return _nested.pushforward(f, x, dx, y, out, True)
@@ -121,27 +200,94 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
 def prepare_derivative(f, x, *, y=None, chunk=None):
     """Prepare `derivative` and `value_and_derivative` of f at a scalar x.
 
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
+        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
+    x : float or 0-d ndarray
+        A scalar input of the dtype the prepared calls take.
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    chunk : int, optional
+        Accepted for uniformity; a derivative has one direction.
+
     Returns
     -------
     Prep
+        Pass it as ``prep=`` to `derivative` and `value_and_derivative`.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or x is not a scalar.
+    TypeError
+        If x is not real, or f is neither a callable nor a C function of cyad's
+        signature (with the first-order function x's dtype needs).
+
+    Examples
+    --------
+    >>> def f(y, t):
+    ...     y[0] = t ** 2
+    ...     y[1] = 3.0 * t
+    >>> y, out = np.zeros(2), np.empty(2)
+    >>> prep = cyad.prepare_derivative(f, 1.0, y=y)
+    >>> cyad.derivative(f, 2.0, y=y, prep=prep, out=out)
+    array([4., 3.])
+    >>> y
+    array([4., 6.])
     """
     return _new_prep(DERIVATIVE, f, x, None, y, chunk)
 
 
 def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
-    """df/dx for a scalar x, shaped like f(x).
+    """The derivative df/dx at a scalar x, shaped like f(x).
 
     Parameters
     ----------
     f : callable or FunctionWrapper
-        ``f(x)``, or ``f(y, x)`` writing into y when ``y=`` is given.
-    x : float
-    y, prep, out, chunk
-        As for `pushforward`.
+        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
+        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
+    x : float or 0-d ndarray
+        Where to differentiate.
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    prep : Prep, optional
+        From `prepare_derivative`, for repeated calls at inputs of the same shapes,
+        dtype and function form.
+    out : ndarray, optional
+        Buffer of exactly the result's shape and dtype, written in place and returned.
+    chunk : int, optional
+        Accepted for uniformity; a derivative has one direction.
 
     Returns
     -------
     ndarray or float
+        df/dx in x's dtype; a float when f is scalar-valued and no ``out=`` is given.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
+        does not fit the call (the message says what differs).
+        Also if x is not a scalar (use `pushforward` or `jacobian`).
+    TypeError
+        If x is not real, f is neither a callable nor a C function of cyad's signature, or
+        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
+        NumPy function cyad has no rule for).
+    FunctionError
+        If a C function returns a nonzero status.
+
+    See Also
+    --------
+    value_and_derivative, prepare_derivative, second_derivative
+
+    Examples
+    --------
+    >>> cyad.derivative(np.sin, 0.0)
+    1.0
+    >>> cyad.derivative(lambda t: t * np.arange(3.0), 1.0)
+    array([0., 1., 2.])
     """
     if differentiating() and is_python_function(f):
         return _nested.pushforward(f, x, 1.0, y, out, False, True)
@@ -150,11 +296,36 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
 
 
 def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
-    """f(x) and df/dx for a scalar x; ``out=`` is a pair ``(value_out, derivative_out)``.
+    """f(x) and the derivative df/dx at a scalar x.
+
+    Parameters
+    ----------
+    f, x, y, prep, chunk
+        As for `derivative`.
+    out : tuple, optional
+        A pair ``(value_out, derivative_out)``, written in place and returned.
 
     Returns
     -------
-    (value, derivative)
+    value : ndarray or float
+        f(x); in the two-argument form, y itself.
+    derivative : ndarray or float
+        df/dx, as `derivative` returns it.
+
+    Raises
+    ------
+    ValueError
+        If the arguments do not fit ``prep``, ``y`` or ``out``, or x is not a scalar
+        (see `derivative`).
+    TypeError
+        If x is not real or f drops a derivative (see `derivative`).
+    FunctionError
+        If a C function returns a nonzero status.
+
+    Examples
+    --------
+    >>> cyad.value_and_derivative(np.exp, 0.0)
+    (1.0, 1.0)
     """
     if differentiating() and is_python_function(f):
         return _nested.pushforward(f, x, 1.0, y, out, True, True)
@@ -167,9 +338,40 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
 def prepare_gradient(f, x, *, y=None, chunk=None):
     """Prepare `gradient` and `value_and_gradient` of a scalar-valued f at inputs shaped like x.
 
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
+        into a 0-d y when ``y=`` is given.
+    x : array_like
+        An input of the shape and dtype the prepared calls take.
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    chunk : int, optional
+        Input directions carried by one evaluation of f (default: `default_chunk`).
+
     Returns
     -------
     Prep
+        Pass it as ``prep=`` to `gradient` and `value_and_gradient`.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or a two-argument f's y
+        is not 0-d.
+    TypeError
+        If x is not real, or f is neither a callable nor a C function of cyad's
+        signature (with the first-order function x's dtype needs).
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     return np.sum(x ** 2)
+    >>> prep = cyad.prepare_gradient(f, np.zeros(3))
+    >>> out = np.empty(3)
+    >>> cyad.gradient(f, np.array([1.0, 2.0, 3.0]), prep=prep, out=out)
+    array([2., 4., 6.])
     """
     return _new_prep(GRADIENT, f, x, None, y, chunk)
 
@@ -180,14 +382,47 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     Parameters
     ----------
     f : callable or FunctionWrapper
-        ``f(x)`` returning a scalar, or ``f(y, x)`` writing into a 0-d y.
+        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
+        into a 0-d y when ``y=`` is given.
     x : array_like
-    y, prep, out, chunk
-        As for `pushforward`; ``chunk`` is the number of input directions per evaluation.
+        Where to differentiate. float64 and float32 are kept; integers and bools become
+        float64.
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    prep : Prep, optional
+        From `prepare_gradient`, for repeated calls at inputs of the same shapes,
+        dtype and function form.
+    out : ndarray, optional
+        Buffer of x's shape and dtype, written in place and returned.
+    chunk : int, optional
+        Input directions carried by one evaluation of f (default: `default_chunk`).
 
     Returns
     -------
     ndarray
+        The gradient, of x's shape and dtype.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
+        does not fit the call (the message says what differs).
+        Also if f is not scalar-valued (use `jacobian`).
+    TypeError
+        If x is not real, f is neither a callable nor a C function of cyad's signature, or
+        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
+        NumPy function cyad has no rule for).
+    FunctionError
+        If a C function returns a nonzero status.
+
+    See Also
+    --------
+    value_and_gradient, prepare_gradient, hessian
+
+    Examples
+    --------
+    >>> cyad.gradient(lambda x: np.sum(x ** 2), np.array([1.0, 2.0, 3.0]))
+    array([2., 4., 6.])
     """
     if differentiating() and is_python_function(f):
         return _nested.jacobian(f, x, y, out, False, True)
@@ -196,12 +431,37 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
 
 
 def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
-    """f(x) as a float and its gradient; ``out=`` is a pair ``(value_out, gradient_out)``
-    with ``value_out`` a 0-d array.
+    """f(x) as a float, and the gradient of the scalar-valued f.
+
+    Parameters
+    ----------
+    f, x, y, prep, chunk
+        As for `gradient`.
+    out : tuple, optional
+        A pair ``(value_out, gradient_out)`` with ``value_out`` a 0-d array, written in
+        place and returned.
 
     Returns
     -------
-    (float, ndarray)
+    value : float
+        f(x).
+    gradient : ndarray
+        The gradient, of x's shape and dtype.
+
+    Raises
+    ------
+    ValueError
+        If the arguments do not fit ``prep``, ``y`` or ``out``, or f is not scalar-valued
+        (see `gradient`).
+    TypeError
+        If x is not real or f drops a derivative (see `gradient`).
+    FunctionError
+        If a C function returns a nonzero status.
+
+    Examples
+    --------
+    >>> cyad.value_and_gradient(lambda x: x @ x, np.array([1.0, 2.0]))
+    (5.0, array([2., 4.]))
     """
     if differentiating() and is_python_function(f):
         return _nested.jacobian(f, x, y, out, True, True)
@@ -214,9 +474,39 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
 def prepare_jacobian(f, x, *, y=None, chunk=None):
     """Prepare `jacobian` and `value_and_jacobian` of f at inputs shaped like x.
 
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
+        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
+    x : array_like
+        An input of the shape and dtype the prepared calls take.
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    chunk : int, optional
+        Input directions carried by one evaluation of f (default: `default_chunk`).
+
     Returns
     -------
     Prep
+        Pass it as ``prep=`` to `jacobian` and `value_and_jacobian`.
+
+    Raises
+    ------
+    ValueError
+        If x is empty or ``chunk`` is not a positive integer.
+    TypeError
+        If x is not real, or f is neither a callable nor a C function of cyad's
+        signature (with the first-order function x's dtype needs).
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     return 3.0 * x
+    >>> prep = cyad.prepare_jacobian(f, np.zeros(2))
+    >>> cyad.jacobian(f, np.array([1.0, 2.0]), prep=prep)
+    array([[3., 0.],
+           [0., 3.]])
     """
     return _new_prep(JACOBIAN, f, x, None, y, chunk)
 
@@ -227,14 +517,47 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     Parameters
     ----------
     f : callable or FunctionWrapper
-        ``f(x)``, or ``f(y, x)`` writing into y when ``y=`` is given.
+        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
+        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
     x : array_like
-    y, prep, out, chunk
-        As for `gradient`.
+        Where to differentiate. float64 and float32 are kept; integers and bools become
+        float64.
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    prep : Prep, optional
+        From `prepare_jacobian`, for repeated calls at inputs of the same shapes,
+        dtype and function form.
+    out : ndarray, optional
+        Buffer of exactly the Jacobian's shape and dtype, written in place and returned.
+    chunk : int, optional
+        Input directions carried by one evaluation of f (default: `default_chunk`).
 
     Returns
     -------
     ndarray
+        The Jacobian, in x's dtype.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
+        does not fit the call (the message says what differs).
+    TypeError
+        If x is not real, f is neither a callable nor a C function of cyad's signature, or
+        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
+        NumPy function cyad has no rule for).
+    FunctionError
+        If a C function returns a nonzero status.
+
+    See Also
+    --------
+    value_and_jacobian, prepare_jacobian, pushforward
+
+    Examples
+    --------
+    >>> cyad.jacobian(lambda x: x ** 2, np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
     """
     if differentiating() and is_python_function(f):
         return _nested.jacobian(f, x, y, out, False, False)
@@ -243,11 +566,39 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
 
 
 def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
-    """f(x) and its Jacobian; ``out=`` is a pair ``(value_out, jacobian_out)``.
+    """f(x) and the Jacobian of f at x.
+
+    Parameters
+    ----------
+    f, x, y, prep, chunk
+        As for `jacobian`.
+    out : tuple, optional
+        A pair ``(value_out, jacobian_out)``, written in place and returned.
 
     Returns
     -------
-    (value, ndarray)
+    value : ndarray or float
+        f(x) (a float for a scalar-valued f); in the two-argument form, y itself.
+    jacobian : ndarray
+        The Jacobian, of shape ``f(x).shape + x.shape``.
+
+    Raises
+    ------
+    ValueError
+        If the arguments do not fit ``prep``, ``y`` or ``out``
+        (see `jacobian`).
+    TypeError
+        If x is not real or f drops a derivative (see `jacobian`).
+    FunctionError
+        If a C function returns a nonzero status.
+
+    Examples
+    --------
+    >>> value, J = cyad.value_and_jacobian(lambda x: 2.0 * x, np.array([1.0, 2.0]))
+    >>> value
+    array([2., 4.])
+    >>> np.allclose(J, 2.0 * np.eye(2))
+    True
     """
     if differentiating() and is_python_function(f):
         return _nested.jacobian(f, x, y, out, True, False)
@@ -268,28 +619,90 @@ def prepare_second_derivative(f, x, *, y=None, chunk=None):
     """Prepare `second_derivative` and `value_derivative_and_second_derivative` of f at a
     scalar x.
 
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
+        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
+    x : float or 0-d ndarray
+        A scalar input of the dtype the prepared calls take.
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    chunk : int, optional
+        Accepted for uniformity; a second derivative has one direction.
+
     Returns
     -------
     Prep
+        Pass it as ``prep=`` to `second_derivative` and
+        `value_derivative_and_second_derivative`.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or x is not a scalar.
+    TypeError
+        If x is not real, or f is neither a callable nor a C function of cyad's
+        signature (with the second-order function x's dtype needs).
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     return x ** 3
+    >>> prep = cyad.prepare_second_derivative(f, 0.0)
+    >>> cyad.second_derivative(f, 2.0, prep=prep)
+    12.0
     """
     return _new_prep(SECOND_DERIVATIVE, f, x, None, y, chunk)
 
 
 def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
-    """d2f/dx2 for a scalar x, shaped like f(x).
+    """The second derivative d2f/dx2 at a scalar x, shaped like f(x).
 
     Parameters
     ----------
     f : callable or FunctionWrapper
         ``f(x)``, or ``f(y, x)`` writing into y when ``y=`` is given. A C function needs
         a second-order function of cyad's signature.
-    x : float
-    y, prep, out, chunk
-        As for `derivative`.
+    x : float or 0-d ndarray
+        Where to differentiate.
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    prep : Prep, optional
+        From `prepare_second_derivative`, for repeated calls at inputs of the same shapes,
+        dtype and function form.
+    out : ndarray, optional
+        Buffer of exactly the result's shape and dtype, written in place and returned.
+    chunk : int, optional
+        Accepted for uniformity; a second derivative has one direction.
 
     Returns
     -------
     ndarray or float
+        d2f/dx2 in x's dtype; a float when f is scalar-valued and no ``out=`` is given.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
+        does not fit the call (the message says what differs).
+        Also if x is not a scalar (use `hvp` or `hessian`).
+    TypeError
+        If x is not real, f is neither a callable nor a C function of cyad's signature, or
+        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
+        NumPy function cyad has no rule for).
+        Also if called inside a function cyad is differentiating.
+    FunctionError
+        If a C function returns a nonzero status.
+
+    See Also
+    --------
+    value_derivative_and_second_derivative, prepare_second_derivative, derivative
+
+    Examples
+    --------
+    >>> cyad.second_derivative(lambda x: x ** 3, 2.0)
+    12.0
     """
     _refuse_nesting("second_derivative")
     cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk)
@@ -297,11 +710,39 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
 
 
 def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
-    """f(x), df/dx and d2f/dx2 for a scalar x; ``out=`` is a triple of buffers.
+    """f(x), df/dx and d2f/dx2 at a scalar x.
+
+    Parameters
+    ----------
+    f, x, y, prep, chunk
+        As for `second_derivative`.
+    out : tuple, optional
+        A triple ``(value_out, derivative_out, second_derivative_out)``, written in place
+        and returned.
 
     Returns
     -------
-    (value, derivative, second_derivative)
+    value : ndarray or float
+        f(x); in the two-argument form, y itself.
+    derivative : ndarray or float
+        df/dx.
+    second_derivative : ndarray or float
+        d2f/dx2.
+
+    Raises
+    ------
+    ValueError
+        If the arguments do not fit ``prep``, ``y`` or ``out``, or x is not a scalar
+        (see `second_derivative`).
+    TypeError
+        If x is not real or f drops a derivative, or when nested (see `second_derivative`).
+    FunctionError
+        If a C function returns a nonzero status.
+
+    Examples
+    --------
+    >>> cyad.value_derivative_and_second_derivative(lambda x: x ** 3, 2.0)
+    (8.0, 12.0, 12.0)
     """
     _refuse_nesting("value_derivative_and_second_derivative")
     cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk)
@@ -309,12 +750,44 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
 
 
 def prepare_hvp(f, x, v, *, y=None, chunk=None):
-    """Prepare `hvp` and `gradient_and_hvp` of a scalar-valued f at inputs shaped like x,
-    for one tangent v or a tuple of them.
+    """Prepare `hvp` and `gradient_and_hvp` of a scalar-valued f at inputs shaped like x.
+
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
+        into a 0-d y when ``y=`` is given.
+    x : array_like
+        An input of the shape and dtype the prepared calls take.
+    v : array_like or tuple of them
+        A tangent shaped like x, or a tuple of tangents (a batch of that size).
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    chunk : int, optional
+        Basis directions carried by one evaluation of f (all tangents go together).
 
     Returns
     -------
     Prep
+        Pass it as ``prep=`` to `hvp` and `gradient_and_hvp`.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or a two-argument f's y
+        is not 0-d.
+    TypeError
+        If x is not real, or f is neither a callable nor a C function of cyad's
+        signature (with the second-order function x's dtype needs).
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     return np.sum(x ** 3)
+    >>> x, v = np.array([1.0, 2.0]), np.array([1.0, 1.0])
+    >>> prep = cyad.prepare_hvp(f, x, v)
+    >>> cyad.hvp(f, x, v, prep=prep)
+    array([ 6., 12.])
     """
     return _new_prep(HVP, f, x, v, y, chunk)
 
@@ -325,16 +798,52 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
     Parameters
     ----------
     f : callable or FunctionWrapper
-        ``f(x)`` returning a scalar, or ``f(y, x)`` writing into a 0-d y.
+        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
+        into a 0-d y when ``y=`` is given.
+        A C function needs a second-order function of cyad's signature.
     x : array_like
+        Where to differentiate.
     v : array_like or tuple of them
-        A tangent shaped like x, or a tuple of them (answered by a tuple).
-    y, prep, out, chunk
-        As for `gradient`; ``chunk`` is the number of basis directions per evaluation.
+        A tangent shaped like x, or a tuple of tangents (a batch, answered by a tuple).
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    prep : Prep, optional
+        From `prepare_hvp`, for repeated calls at inputs of the same shapes,
+        dtype and function form.
+    out : ndarray or tuple of ndarray, optional
+        Buffer of x's shape and dtype (a tuple of them for a batch), written in place and
+        returned.
+    chunk : int, optional
+        Basis directions carried by one evaluation of f (all tangents go together).
 
     Returns
     -------
-    ndarray, or a tuple of them for a tuple of tangents
+    ndarray or tuple of ndarray
+        H(x) @ v, of x's shape and dtype; a tuple for a batch.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
+        does not fit the call (the message says what differs).
+        Also if f is not scalar-valued.
+    TypeError
+        If x is not real, f is neither a callable nor a C function of cyad's signature, or
+        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
+        NumPy function cyad has no rule for).
+        Also if called inside a function cyad is differentiating.
+    FunctionError
+        If a C function returns a nonzero status.
+
+    See Also
+    --------
+    gradient_and_hvp, prepare_hvp, hessian
+
+    Examples
+    --------
+    >>> f = lambda x: np.sum(x ** 3)            # H(x) = diag(6 x)
+    >>> cyad.hvp(f, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    array([ 6., 12.])
     """
     _refuse_nesting("hvp")
     cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk)
@@ -342,12 +851,38 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
 
 
 def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
-    """The gradient of a scalar-valued f and H(x) @ v; ``out=`` is a pair
-    ``(gradient_out, hvp_out)``.
+    """The gradient of a scalar-valued f and the Hessian-vector product H(x) @ v.
+
+    Parameters
+    ----------
+    f, x, v, y, prep, chunk
+        As for `hvp`.
+    out : tuple, optional
+        A pair ``(gradient_out, hvp_out)`` (``hvp_out`` a tuple for a batch), written in
+        place and returned.
 
     Returns
     -------
-    (ndarray, ndarray or tuple of ndarray)
+    gradient : ndarray
+        The gradient, of x's shape and dtype.
+    hvp : ndarray or tuple of ndarray
+        H(x) @ v, as `hvp` returns it.
+
+    Raises
+    ------
+    ValueError
+        If the arguments do not fit ``prep``, ``y`` or ``out``, or f is not scalar-valued
+        (see `hvp`).
+    TypeError
+        If x is not real or f drops a derivative, or when nested (see `hvp`).
+    FunctionError
+        If a C function returns a nonzero status.
+
+    Examples
+    --------
+    >>> f = lambda x: np.sum(x ** 3)
+    >>> cyad.gradient_and_hvp(f, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    (array([ 3., 12.]), array([ 6., 12.]))
     """
     _refuse_nesting("gradient_and_hvp")
     cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk)
@@ -358,9 +893,42 @@ def prepare_hessian(f, x, *, y=None, chunk=None):
     """Prepare `hessian` and `value_gradient_and_hessian` of a scalar-valued f at inputs
     shaped like x.
 
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
+        into a 0-d y when ``y=`` is given.
+    x : array_like
+        An input of the shape and dtype the prepared calls take.
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    chunk : int, optional
+        Directions carried by one evaluation of f at each of the two levels.
+
     Returns
     -------
     Prep
+        Pass it as ``prep=`` to `hessian` and `value_gradient_and_hessian`.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or a two-argument f's y
+        is not 0-d.
+    TypeError
+        If x is not real, or f is neither a callable nor a C function of cyad's
+        signature (with the second-order function x's dtype needs).
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     return x[0] ** 2 * x[1]
+    >>> prep = cyad.prepare_hessian(f, np.zeros(2))
+    >>> prep.evaluations
+    1
+    >>> cyad.hessian(f, np.array([1.0, 2.0]), prep=prep)
+    array([[4., 2.],
+           [2., 0.]])
     """
     return _new_prep(HESSIAN, f, x, None, y, chunk)
 
@@ -371,15 +939,49 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
     Parameters
     ----------
     f : callable or FunctionWrapper
-        ``f(x)`` returning a scalar, or ``f(y, x)`` writing into a 0-d y.
+        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
+        into a 0-d y when ``y=`` is given.
+        A C function needs a second-order function of cyad's signature.
     x : array_like
-    y, prep, out, chunk
-        As for `gradient`; ``chunk`` is the number of directions per evaluation at each
-        of the two levels.
+        Where to differentiate.
+    y : ndarray, optional
+        The output buffer of a two-argument f; afterwards it holds f's value.
+    prep : Prep, optional
+        From `prepare_hessian`, for repeated calls at inputs of the same shapes,
+        dtype and function form.
+    out : ndarray, optional
+        Buffer of exactly the Hessian's shape and dtype, written in place and returned.
+    chunk : int, optional
+        Directions carried by one evaluation of f at each of the two levels.
 
     Returns
     -------
     ndarray
+        The (symmetric) Hessian, in x's dtype.
+
+    Raises
+    ------
+    ValueError
+        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
+        does not fit the call (the message says what differs).
+        Also if f is not scalar-valued.
+    TypeError
+        If x is not real, f is neither a callable nor a C function of cyad's signature, or
+        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
+        NumPy function cyad has no rule for).
+        Also if called inside a function cyad is differentiating.
+    FunctionError
+        If a C function returns a nonzero status.
+
+    See Also
+    --------
+    value_gradient_and_hessian, prepare_hessian, hvp
+
+    Examples
+    --------
+    >>> cyad.hessian(lambda x: x[0] ** 2 * x[1], np.array([1.0, 2.0]))
+    array([[4., 2.],
+           [2., 0.]])
     """
     _refuse_nesting("hessian")
     cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk)
@@ -387,12 +989,44 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
 
 
 def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
-    """f(x) as a float, its gradient and its Hessian; ``out=`` is a triple
-    ``(value_out, gradient_out, hessian_out)`` with ``value_out`` a 0-d array.
+    """f(x) as a float, the gradient and the Hessian of a scalar-valued f.
+
+    Parameters
+    ----------
+    f, x, y, prep, chunk
+        As for `hessian`.
+    out : tuple, optional
+        A triple ``(value_out, gradient_out, hessian_out)`` with ``value_out`` a 0-d array,
+        written in place and returned.
 
     Returns
     -------
-    (float, ndarray, ndarray)
+    value : float
+        f(x).
+    gradient : ndarray
+        The gradient, of x's shape.
+    hessian : ndarray
+        The Hessian, of shape ``x.shape + x.shape``.
+
+    Raises
+    ------
+    ValueError
+        If the arguments do not fit ``prep``, ``y`` or ``out``, or f is not scalar-valued
+        (see `hessian`).
+    TypeError
+        If x is not real or f drops a derivative, or when nested (see `hessian`).
+    FunctionError
+        If a C function returns a nonzero status.
+
+    Examples
+    --------
+    >>> value, g, H = cyad.value_gradient_and_hessian(lambda x: x[0] ** 2 * x[1],
+    ...                                               np.array([1.0, 2.0]))
+    >>> value, g
+    (2.0, array([4., 1.]))
+    >>> H
+    array([[4., 2.],
+           [2., 0.]])
     """
     _refuse_nesting("value_gradient_and_hessian")
     cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk)

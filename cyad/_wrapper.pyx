@@ -40,7 +40,34 @@ cdef enum:
 
 
 class FunctionError(RuntimeError):
-    """A C-level function reported failure: `status` is the nonzero int it returned."""
+    """A C-level function reported failure: `status` is the nonzero int it returned.
+
+    Parameters
+    ----------
+    status : int
+        The status the function returned.
+
+    Attributes
+    ----------
+    status : int
+        The status the function returned.
+
+    Examples
+    --------
+    A C function of cyad's signature, here a ctypes callback, that always fails:
+
+    >>> import ctypes
+    >>> p = ctypes.POINTER(ctypes.c_double)
+    >>> @ctypes.CFUNCTYPE(ctypes.c_int, p, p, p, p, ctypes.c_ssize_t, ctypes.c_ssize_t,
+    ...                   ctypes.c_ssize_t, ctypes.c_void_p)
+    ... def fails(x, dx, y, dy, n_x, n_y, width, context):
+    ...     return 7
+    >>> try:
+    ...     cyad.gradient(cyad.FunctionWrapper(fails, out_shape=()), np.zeros(2))
+    ... except cyad.FunctionError as error:
+    ...     print(error.status)
+    7
+    """
 
     def __init__(self, status):
         super().__init__(f"cyad: the differentiated C function returned status {status}")
@@ -93,6 +120,27 @@ cdef class FunctionWrapper:
         The output shape of a C function, needed to call it in the
         one-argument form (in the two-argument form ``y`` gives it).
 
+    Attributes
+    ----------
+    kind : str
+        What the functions are: "python", "capsule", "LowLevelCallable", "ctypes",
+        "cffi", "numba" or "cython" (made by ``cyad.wrap`` in Cython).
+    callable : callable or None
+        The Python callable, when it is one.
+    out_shape : tuple of int or None
+        A C function's declared output shape.
+    supports_float64, supports_float32 : bool
+        Whether it has a first-order function of that dtype (a Python callable has all).
+    supports_second_order_float64, supports_second_order_float32 : bool
+        Whether it has a second-order function of that dtype.
+
+    Raises
+    ------
+    TypeError
+        If no function is given, a function is not of cyad's signatures (the message
+        lists them), two functions of one kind or different contexts are given, or
+        ``out_shape`` is given with a Python callable.
+
     Notes
     -----
     The signature (float64; float32 likewise)::
@@ -110,6 +158,34 @@ cdef class FunctionWrapper:
     ``second_order_width(outer, inner)`` lanes (layout in cyad/_wrapper.pxd;
     cyad calls C functions with ``outer == 1``). All the functions of one
     wrapper share its context.
+
+    Examples
+    --------
+    A function of the float64 signature, written as a ctypes callback (a compiled
+    function - Cython, C through ctypes or cffi, numba - is wrapped the same way):
+    y = 2 x, so dy = 2 dx in every lane.
+
+    >>> import ctypes
+    >>> p = ctypes.POINTER(ctypes.c_double)
+    >>> @ctypes.CFUNCTYPE(ctypes.c_int, p, p, p, p, ctypes.c_ssize_t, ctypes.c_ssize_t,
+    ...                   ctypes.c_ssize_t, ctypes.c_void_p)
+    ... def double(x, dx, y, dy, n_x, n_y, width, context):
+    ...     for i in range(n_x):
+    ...         y[i] = 2.0 * x[i]
+    ...         for k in range(width):
+    ...             dy[i * width + k] = 2.0 * dx[i * width + k]
+    ...     return 0
+    >>> f = cyad.FunctionWrapper(double, out_shape=2)
+    >>> f.kind, f.supports_float64, f.supports_float32
+    ('ctypes', True, False)
+    >>> cyad.jacobian(f, np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 2.]])
+
+    A Python callable can be wrapped too; it runs on `Dual` arrays:
+
+    >>> cyad.derivative(cyad.FunctionWrapper(np.sin), 0.0)
+    1.0
     """
 
     def __init__(self, *functions, user_data=None, out_shape=None):

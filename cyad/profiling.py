@@ -11,24 +11,60 @@ in its inner loop. The allocations it reports are requests to Python's and NumPy
 allocators per call (see `allocations_per_call`); a function whose own body
 allocates shows its allocations here too, each evaluation of it counted.
 """
+from __future__ import annotations
+
 import dataclasses
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import cyad
 from cyad._profile import count_allocations
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from cyad._wrapper import FunctionWrapper
+
 OPERATORS = ("pushforward", "value_and_pushforward", "derivative", "value_and_derivative",
              "gradient", "value_and_gradient", "jacobian", "value_and_jacobian")
 
 
-def allocations_per_call(fn, calls=1000):
+def allocations_per_call(fn: Callable[[], object], calls: int = 1000) -> float:
     """Allocator requests per call of fn, counted at two loop lengths and subtracted.
 
     Every request to CPython's allocators (raw, mem and object domains) and to NumPy's
     array data handler counts, even when a cache serves it; requests made once (a
     first call, a lazily built table) cancel out.
+
+    Parameters
+    ----------
+    fn : callable
+        Called without arguments, ``1 + 3 * calls`` times.
+    calls : int, optional
+        The shorter of the two loop lengths.
+
+    Returns
+    -------
+    float
+        Requests per call of fn.
+
+    Examples
+    --------
+    >>> cyad.allocations_per_call(lambda: None)
+    0.0
+    >>> cyad.allocations_per_call(lambda: np.empty(3)) > 0
+    True
+
+    A prepared call with ``out=`` saves the allocations of preparing each call:
+
+    >>> f, x, out = (lambda x: np.sum(x ** 2)), np.ones(3), np.empty(3)
+    >>> prep = cyad.prepare_gradient(f, x)
+    >>> (cyad.allocations_per_call(lambda: cyad.gradient(f, x, prep=prep, out=out))
+    ...  < cyad.allocations_per_call(lambda: cyad.gradient(f, x)))
+    True
     """
     fn()
     return (count_allocations(fn, 2 * calls) - count_allocations(fn, calls)) / calls
@@ -36,10 +72,47 @@ def allocations_per_call(fn, calls=1000):
 
 @dataclasses.dataclass
 class Profile:
-    """The measured distribution of one prepared call (all times in seconds per call)."""
+    """The measured distribution of one prepared call (all times in seconds per call).
+
+    Made by `profile`; ``str()`` gives a short report.
+
+    Parameters
+    ----------
+    label : str
+        What was measured.
+    times : ndarray
+        The per-call time of every sample.
+    calls_per_sample : int
+        Calls timed together in one sample.
+    allocations : float
+        Allocator requests per call (see `allocations_per_call`).
+    evaluations : int
+        Evaluations of f per operator call.
+    chunk, width : int
+        The prep's chunk and lanes.
+    path : str
+        "python" when f ran on dual arrays, "c" for a C function.
+
+    Attributes
+    ----------
+    samples : int
+        The number of samples.
+    min, median, mean, max : float
+        Statistics of `times`.
+
+    Examples
+    --------
+    >>> p = cyad.Profile("f", np.array([2e-6, 1e-6, 3e-6]), 100, 0.0, 1, 4, 4, "python")
+    >>> p.samples, p.median, p.as_dict()["max"]
+    (3, 2e-06, 3e-06)
+    >>> print(p)
+    f: 3 samples with 100 evaluations
+      min 1 us, median 2 us, mean 2 us, max 3 us; 0 allocations per call
+      f evaluated 1 time(s) per call, chunk 4 (4 lanes), Python dual arrays
+    """
 
     label: str
-    times: np.ndarray            # per-call time of every sample
+    times: npt.NDArray[np.float64]   # per-call time of every sample
     calls_per_sample: int
     allocations: float           # per call
     evaluations: int             # evaluations of f per operator call
@@ -48,33 +121,39 @@ class Profile:
     path: str                    # "python": f ran on dual arrays; "c": a C function
 
     @property
-    def samples(self):
+    def samples(self) -> int:
+        """The number of samples."""
         return len(self.times)
 
     @property
-    def min(self):
+    def min(self) -> float:
+        """The shortest time per call."""
         return float(np.min(self.times))
 
     @property
-    def median(self):
+    def median(self) -> float:
+        """The median time per call."""
         return float(np.median(self.times))
 
     @property
-    def mean(self):
+    def mean(self) -> float:
+        """The mean time per call."""
         return float(np.mean(self.times))
 
     @property
-    def max(self):
+    def max(self) -> float:
+        """The longest time per call."""
         return float(np.max(self.times))
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
+        """The label, the statistics and the prep's figures, for JSON output."""
         return {"label": self.label, "samples": self.samples,
                 "calls_per_sample": self.calls_per_sample, "min": self.min,
                 "median": self.median, "mean": self.mean, "max": self.max,
                 "allocations": self.allocations, "evaluations": self.evaluations,
                 "chunk": self.chunk, "width": self.width, "path": self.path}
 
-    def __str__(self):
+    def __str__(self) -> str:
         return (f"{self.label}: {self.samples} samples with {self.calls_per_sample} evaluations\n"
                 f"  min {format_time(self.min)}, median {format_time(self.median)}, "
                 f"mean {format_time(self.mean)}, max {format_time(self.max)}; "
@@ -83,23 +162,24 @@ class Profile:
                 f"({self.width} lanes), {'Python dual arrays' if self.path == 'python' else 'C-level'}")
 
 
-def format_time(seconds):
+def format_time(seconds: float) -> str:
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
 
 
-def format_count(count):
+def format_count(count: float) -> str:
     return f"{count:.0f}" if count == round(count) else f"{count:.3g}"
 
 
-def time_samples(fn, seconds=1.0, max_samples=10_000):
+def time_samples(fn: Callable[[], object], seconds: float = 1.0,
+                 max_samples: int = 10_000) -> tuple[npt.NDArray[np.float64], int]:
     """Per-call times of fn: samples of `calls` calls each, for about `seconds`.
 
     `calls` is chosen so one sample lasts at least ~20 microseconds (clock resolution).
     """
-    def run(calls):
+    def run(calls: int) -> float:
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
@@ -110,14 +190,17 @@ def time_samples(fn, seconds=1.0, max_samples=10_000):
     # the best of three, so that one interruption does not fix the sample size
     while min(run(calls) for _ in range(3)) < 2e-5 and calls < 1 << 20:
         calls *= 2
-    times = []
+    times: list[float] = []
     deadline = start + seconds
     while (time.perf_counter() < deadline or len(times) < 3) and len(times) < max_samples:
         times.append(run(calls) / calls)
     return np.array(times), calls
 
 
-def profile(operator, f, x, dx=None, *, y=None, chunk=None, seconds=1.0, label=None):
+def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.ArrayLike,
+            dx: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None, *,
+            y: npt.NDArray[Any] | None = None, chunk: int | None = None, seconds: float = 1.0,
+            label: str | None = None) -> Profile:
     """Time and count allocations of the prepared in-place call of an operator.
 
     Parameters
@@ -132,13 +215,30 @@ def profile(operator, f, x, dx=None, *, y=None, chunk=None, seconds=1.0, label=N
     y : ndarray, optional
         The output buffer of a two-argument f.
     chunk : int, optional
-    seconds : float
+        Directions per evaluation of f, as for the operator.
+    seconds : float, optional
         How long to sample the time for.
     label : str, optional
+        The report's title (default: the operator and f's name).
 
     Returns
     -------
     Profile
+        The time distribution, allocations per call and the prep's figures.
+
+    Raises
+    ------
+    ValueError
+        If `operator` is not one of the first-order operators, or a pushforward has no
+        dx; and whatever the operator raises for these arguments.
+
+    Examples
+    --------
+    >>> p = cyad.profile("gradient", lambda x: np.sum(x ** 2), np.ones(3), seconds=0.01)
+    >>> p.evaluations, p.chunk, p.path
+    (1, 3, 'python')
+    >>> p.min <= p.median <= p.max
+    True
     """
     if operator not in OPERATORS:
         raise ValueError(f"cyad: no operator {operator!r}; choose one of {', '.join(OPERATORS)}")
@@ -150,10 +250,10 @@ def profile(operator, f, x, dx=None, *, y=None, chunk=None, seconds=1.0, label=N
     prep = getattr(cyad, f"prepare_{family}")(f, x, *extra, y=y, chunk=chunk)
     out = _buffers_like(run(f, x, *extra, y=y, prep=prep))   # also learns f's output
     if family == "pushforward":   # spelled out: a call with *args would allocate its tuple
-        def call():
+        def call() -> Any:
             return run(f, x, dx, y=y, prep=prep, out=out)
     else:
-        def call():
+        def call() -> Any:
             return run(f, x, y=y, prep=prep, out=out)
     times, calls = time_samples(call, seconds)
     allocations = allocations_per_call(call)
@@ -162,7 +262,7 @@ def profile(operator, f, x, dx=None, *, y=None, chunk=None, seconds=1.0, label=N
                    "python" if prep.is_python else "c")
 
 
-def _buffers_like(result):
+def _buffers_like(result: Any) -> Any:
     # out= buffers for a result: arrays (0-d for floats), tuples of them for pairs and batches
     if isinstance(result, tuple):
         return tuple(_buffers_like(r) for r in result)

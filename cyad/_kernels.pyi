@@ -1,0 +1,3 @@
+# Type stubs of cyad/_kernels.pyx (its loops are C-level only).
+
+def padded_width(chunk: int) -> int: ...

@@ -1,0 +1,76 @@
+"""Every public function and class of cyad (and of cyad.scipy, where it exists) has a
+numpydoc Examples section, and its examples pass as doctests.
+
+The examples assume ``import numpy as np`` and ``import cyad``. DocTestFinder skips
+compiled functions when it walks a module, and the properties of compiled classes when it
+walks a class, so every object (and every documented property) is handed to it directly.
+"""
+import doctest
+import importlib
+import importlib.util
+import inspect
+import io
+import re
+import types
+
+import numpy as np
+import pytest
+
+import cyad
+
+OPTIONS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
+EXAMPLES = re.compile(r"^\s*Examples\n\s*-{8}\s*$", re.M)
+
+
+def _modules():
+    modules = [cyad]
+    if importlib.util.find_spec("cyad.scipy") is not None:
+        modules.append(importlib.import_module("cyad.scipy"))
+    return modules
+
+
+def _public():
+    """(name, object) for every public object, each object once under its own name."""
+    seen = {}
+    for module in _modules():
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if id(obj) not in seen or getattr(obj, "__name__", None) == name:
+                seen[id(obj)] = (f"{module.__name__}.{name}", obj)
+    return sorted(seen.values(), key=lambda item: item[0])
+
+
+PUBLIC = _public()
+
+
+def _doctests(name, obj):
+    globs = {"np": np, "cyad": cyad}
+    tests = doctest.DocTestFinder().find(obj, name, module=False, globs=globs)
+    if inspect.isclass(obj):
+        for attr, member in vars(obj).items():
+            if (not attr.startswith("_") and isinstance(member, (
+                    property, types.GetSetDescriptorType, types.MemberDescriptorType))
+                    and isinstance(member.__doc__, str)):
+                tests += doctest.DocTestFinder(recurse=False).find(
+                    member, f"{name}.{attr}", module=False, globs=globs)
+    return [t for t in tests if t.examples]
+
+
+@pytest.mark.parametrize("name, obj", PUBLIC, ids=[name for name, _ in PUBLIC])
+def test_has_examples(name, obj):
+    assert inspect.isclass(obj) or callable(obj), f"{name} is neither a function nor a class"
+    doc = inspect.getdoc(obj) or ""
+    assert EXAMPLES.search(doc), f"{name}'s docstring has no numpydoc Examples section"
+
+
+@pytest.mark.parametrize("name, obj", PUBLIC, ids=[name for name, _ in PUBLIC])
+def test_examples_pass(name, obj):
+    tests = _doctests(name, obj)
+    assert tests, f"no doctest examples found for {name}"
+    report = io.StringIO()
+    runner = doctest.DocTestRunner(optionflags=OPTIONS)
+    for test in tests:
+        runner.run(test, out=report.write)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{name}: {result.failed} example(s) failed\n{report.getvalue()}"
+

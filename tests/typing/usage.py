@@ -1,0 +1,95 @@
+"""Typed use of cyad's public API.
+
+tests/test_typing.py type-checks this file with mypy --strict against the installed
+stubs (every `assert_type` must hold, every `type: ignore` must be needed) and runs it.
+"""
+from typing import Any, assert_type
+
+import numpy as np
+import numpy.typing as npt
+
+import cyad
+
+Floats = npt.NDArray[np.floating[Any]]
+
+
+def residual(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return np.sin(x) * x**2 + x[::-1]
+
+
+def objective(x: cyad.Dual) -> cyad.Dual:
+    return (x * x).sum() + 1.0
+
+
+def rhs(y: cyad.Dual, u: cyad.Dual) -> None:
+    y[0] = -0.04 * u[0] + 1e4 * u[1] * u[2]
+    y[1] = 0.04 * u[0] - 1e4 * u[1] * u[2] - 3e7 * u[1] ** 2
+    y[2] = 3e7 * u[1] ** 2
+
+
+Buffer = npt.NDArray[np.float64]
+x: Buffer = np.linspace(0.1, 1.0, 5)
+e0: Buffer = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
+e1: Buffer = np.array([0.0, 1.0, 0.0, 0.0, 0.0])
+
+# first order: one tangent, a batch of tangents, out= returns the caller's buffer
+assert_type(cyad.pushforward(residual, x, e0), Floats | float)
+assert_type(cyad.pushforward(residual, x, (e0, e1)), tuple[Floats, ...])
+tangent_out: Buffer = np.empty(5)
+assert_type(cyad.pushforward(residual, x, e0, out=tangent_out), Buffer)
+assert_type(cyad.value_and_pushforward(residual, x, e0), tuple[Floats | float, Floats | float])
+assert_type(cyad.value_and_pushforward(residual, x, (e0, e1)),
+            tuple[Floats | float, tuple[Floats, ...]])
+assert_type(cyad.derivative(np.sin, 0.0), Floats | float)
+assert_type(cyad.value_and_derivative(np.sin, 0.0), tuple[Floats | float, Floats | float])
+assert_type(cyad.gradient(objective, x), Floats)
+value, grad = cyad.value_and_gradient(objective, x)
+assert_type(value, float)
+pair: tuple[Buffer, Buffer] = (np.empty(()), np.empty(5))
+assert_type(cyad.value_and_gradient(objective, x, out=pair), tuple[Buffer, Buffer])
+assert_type(cyad.jacobian(residual, x), Floats)
+assert_type(cyad.value_and_jacobian(residual, x), tuple[Floats | float, Floats])
+
+# second order
+assert_type(cyad.second_derivative(np.sin, 0.0), Floats | float)
+assert_type(cyad.value_derivative_and_second_derivative(np.sin, 0.0),
+            tuple[Floats | float, Floats | float, Floats | float])
+assert_type(cyad.hvp(objective, x, e0), Floats)
+assert_type(cyad.hvp(objective, x, (e0, e1)), tuple[Floats, ...])
+assert_type(cyad.gradient_and_hvp(objective, x, e0), tuple[Floats, Floats])
+assert_type(cyad.hessian(objective, x), Floats)
+assert_type(cyad.value_gradient_and_hessian(objective, x), tuple[float, Floats, Floats])
+
+# prepared, in-place, two-argument calls
+u, y, jacobian_out = np.array([1.0, 0.0, 0.0]), np.zeros(3), np.zeros((3, 3))
+prep = cyad.prepare_jacobian(rhs, u, y=y, chunk=3)
+assert_type(prep, cyad.Prep)
+evaluations: int = prep.evaluations
+is_python: bool = prep.is_python
+shape: tuple[int, ...] = prep.x_shape
+cyad.jacobian(rhs, u, y=y, prep=prep, out=jacobian_out)
+cyad.value_and_jacobian(rhs, u, y=y, prep=cyad.prepare_value_and_jacobian(rhs, u, y=y))
+cyad.hessian(objective, x, prep=cyad.prepare_hessian(objective, x))
+chunk: int = cyad.default_chunk(100, 100)
+
+# FunctionWrapper, FunctionError, profiling
+wrapper = cyad.FunctionWrapper(residual)
+supported: bool = wrapper.supports_float64 and wrapper.supports_second_order_float32
+assert_type(wrapper.out_shape, tuple[int, ...] | None)
+assert_type(cyad.jacobian(wrapper, x), Floats)
+try:
+    raise cyad.FunctionError(3)
+except cyad.FunctionError as error:
+    status: int = error.status
+allocations: float = cyad.allocations_per_call(lambda: cyad.jacobian(residual, x), calls=10)
+include: str = cyad.get_include()
+
+
+
+def rejected(d: cyad.Dual) -> None:
+    """What the stubs reject (each line raises TypeError or ValueError at run time)."""
+    cyad.gradient(objective, x, chunk="8")  # type: ignore[arg-type]
+    cyad.jacobian(x, x)  # type: ignore[arg-type]
+    cyad.hvp(objective, x)  # type: ignore[call-overload]
+    float(d)  # type: ignore[arg-type]
+    pow(d, 2, 3)  # type: ignore[call-overload]
