@@ -16,7 +16,13 @@ njev None), so "f calls" counts every evaluation of the residuals: on floats, on
 and inside the finite differences. Times are the minimum over --repeat runs.
 """
 import argparse
+import os
 import time
+
+# BLAS on one thread unless the environment says otherwise: for matrices this small, threads
+# only add contention, and make the timings erratic on a busy machine.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
 import numpy as np
 from scipy.optimize import least_squares

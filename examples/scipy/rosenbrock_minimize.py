@@ -14,7 +14,13 @@ inside the finite differences. Times are the minimum over --repeat runs (a run s
 10 s is not repeated).
 """
 import argparse
+import os
 import time
+
+# BLAS on one thread unless the environment says otherwise: for matrices this small, threads
+# only add contention, and make the timings erratic on a busy machine.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
 import numpy as np
 from scipy.optimize import minimize

@@ -18,7 +18,13 @@ cyad's duals and inside the finite differences. max abs dy is the largest differ
 the two solutions at the final time. Times are the minimum over --repeat runs.
 """
 import argparse
+import os
 import time
+
+# BLAS on one thread unless the environment says otherwise: for matrices this small, threads
+# only add contention, and make the timings erratic on a busy machine.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
 import numpy as np
 from scipy.integrate import solve_ivp
