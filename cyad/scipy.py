@@ -16,8 +16,9 @@ Each function here turns a user's function into the callable a SciPy solver take
 The callables take the solver's extra arguments like SciPy passes them (``jac(x, *args)``,
 ``jac(t, y, *args)``). Each prepares its cyad operator once, on its first call (or from an
 ``x0`` given up front), and reuses the prep on every later call: a call allocates its result
-array and whatever the user's function allocates, nothing else. The derivatives are taken in
-float64, SciPy's dtype. SciPy itself is imported only by `check_derivatives`, so cyad depends
+array and whatever the user's function allocates, nothing else (with extra args, also the
+argument tuple of each ``fun(x, *args)``). The derivatives are taken in float64, SciPy's
+dtype. SciPy itself is imported only by `check_derivatives`, so cyad depends
 on NumPy alone.
 """
 import collections
