@@ -1,0 +1,669 @@
+"""Derivative callables for SciPy's solvers, prepared once and reused on every call.
+
+Each function here turns a user's function into the callable a SciPy solver takes:
+
+===========================  ==========================================================
+``gradient(fun)``            ``jac=`` of `scipy.optimize.minimize`
+``value_and_gradient(fun)``  ``fun=`` of ``minimize(..., jac=True)`` (f evaluated once)
+``hessian(fun)``             ``hess=`` of ``minimize``
+``hessp(fun)``               ``hessp=`` of ``minimize``
+``jacobian(fun)``            ``jac=`` of `scipy.optimize.least_squares` and `~scipy.optimize.root`
+``ode_jacobian(fun)``        ``jac=`` of `scipy.integrate.solve_ivp` for ``fun(t, y)``
+``ode_function(rhs)``        ``fun=`` of ``solve_ivp`` for an in-place ``rhs(dydt, t, y)``
+``check_derivatives``        cyad's derivative next to SciPy's finite differences
+===========================  ==========================================================
+
+The callables take the solver's extra arguments like SciPy passes them (``jac(x, *args)``,
+``jac(t, y, *args)``). Each prepares its cyad operator once, on its first call (or from an
+``x0`` given up front), and reuses the prep on every later call: a call allocates its result
+array and whatever the user's function allocates, nothing else (with extra args, also the
+argument tuple of each ``fun(x, *args)``). The derivatives are taken in float64, SciPy's
+dtype. SciPy itself is imported only by `check_derivatives`, so cyad depends
+on NumPy alone.
+"""
+import collections
+
+import numpy as np
+
+from cyad import _operators
+from cyad._wrapper import FunctionWrapper
+
+__all__ = [
+    "DerivativeCheck",
+    "check_derivatives",
+    "gradient",
+    "hessian",
+    "hessp",
+    "jacobian",
+    "ode_function",
+    "ode_jacobian",
+    "value_and_gradient",
+]
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _float64(x):
+    # x itself when SciPy passes what it always passes: a float64 ndarray
+    if type(x) is np.ndarray and x.dtype is _FLOAT64:
+        return x
+    return np.asarray(x, dtype=np.float64)
+
+
+class _Arguments:
+    """The solver call's current extra arguments (and time), read by the bound function."""
+
+    __slots__ = ("args", "t")
+
+    def __init__(self):
+        self.args = ()
+        self.t = 0.0
+
+
+class _Adapter:
+    """A user's function ``fun(x, *args)`` and the prep of one cyad operator for it.
+
+    The prep stays bound to one function object per form: ``fun`` itself when the solver
+    passes no extra arguments, otherwise one function made here, once, that reads the
+    current arguments from a holder. A call therefore never builds a closure.
+    """
+
+    __slots__ = ("fun", "chunk", "prep", "_state", "_with_args")
+    _operator = ""    # the prepare_<operator> function's suffix, for repr and errors
+
+    def __init__(self, fun, x0=None, chunk=None):
+        if not (callable(fun) or isinstance(fun, FunctionWrapper)):
+            raise TypeError(f"cyad.scipy: fun must be callable or a cyad.FunctionWrapper, not "
+                            f"{type(fun).__name__}")
+        self.fun = fun
+        self.chunk = chunk
+        self.prep = None
+        self._state = state = _Arguments()
+
+        def with_args(x):
+            return fun(x, *state.args)
+
+        self._with_args = with_args
+        if x0 is not None:
+            self._prepare(_float64(x0), fun)
+
+    def _target(self, args):
+        # the function the prep evaluates for a call with these extra arguments
+        if not args:
+            return self.fun
+        if isinstance(self.fun, FunctionWrapper):
+            raise TypeError("cyad.scipy: a FunctionWrapper (a C function) takes no extra args; "
+                            f"the solver passed {len(args)}")
+        self._state.args = args
+        return self._with_args
+
+    def _prepare(self, x, f):
+        prepare = getattr(_operators, "prepare_" + self._operator)
+        self.prep = prepare(f, x, chunk=self.chunk)
+        return self.prep
+
+    def __repr__(self):
+        name = getattr(self.fun, "__qualname__", None) or repr(self.fun)
+        state = "prepared" if self.prep is not None else "not yet prepared"
+        return f"<cyad.scipy.{type(self).__name__[1:]} of {name}, {state}>"
+
+
+class _Gradient(_Adapter):
+    __slots__ = ()
+    _operator = "gradient"
+
+    def __call__(self, x, *args):
+        x = _float64(x)
+        f = self._target(args)
+        prep = self.prep if self.prep is not None else self._prepare(x, f)
+        return _operators.gradient(f, x, prep=prep)
+
+
+class _ValueAndGradient(_Adapter):
+    __slots__ = ("_value",)
+    _operator = "gradient"
+
+    def __init__(self, fun, x0=None, chunk=None):
+        self._value = np.zeros(())
+        super().__init__(fun, x0, chunk)
+
+    def __call__(self, x, *args):
+        x = _float64(x)
+        f = self._target(args)
+        prep = self.prep if self.prep is not None else self._prepare(x, f)
+        g = np.empty_like(x, order="C")
+        _operators.value_and_gradient(f, x, prep=prep, out=(self._value, g))
+        return float(self._value), g
+
+
+class _Hessian(_Adapter):
+    __slots__ = ()
+    _operator = "hessian"
+
+    def __call__(self, x, *args):
+        x = _float64(x)
+        f = self._target(args)
+        prep = self.prep if self.prep is not None else self._prepare(x, f)
+        return _operators.hessian(f, x, prep=prep)
+
+
+class _Hessp(_Adapter):
+    __slots__ = ()
+    _operator = "hvp"
+
+    def __init__(self, fun, x0=None, chunk=None):
+        super().__init__(fun, None, chunk)
+        if x0 is not None:
+            x0 = _float64(x0)
+            self._prepare(x0, fun, x0)
+
+    def _prepare(self, x, f, p=None):
+        self.prep = _operators.prepare_hvp(f, x, x if p is None else p, chunk=self.chunk)
+        return self.prep
+
+    def __call__(self, x, p, *args):
+        x = _float64(x)
+        p = _float64(p)
+        f = self._target(args)
+        prep = self.prep if self.prep is not None else self._prepare(x, f, p)
+        return _operators.hvp(f, x, p, prep=prep)
+
+
+class _Jacobian(_Adapter):
+    __slots__ = ()
+    _operator = "jacobian"
+
+    def __call__(self, x, *args):
+        x = _float64(x)
+        f = self._target(args)
+        prep = self.prep if self.prep is not None else self._prepare(x, f)
+        return _operators.jacobian(f, x, prep=prep)
+
+
+class _OdeJacobian:
+    """The Jacobian of an ODE's right-hand side with respect to y, t passed through."""
+
+    __slots__ = ("fun", "in_place", "chunk", "prep", "_state", "_plain", "_with_args", "_dydt")
+
+    def __init__(self, fun, in_place=False, y0=None, chunk=None):
+        if isinstance(fun, FunctionWrapper):
+            raise TypeError("cyad.scipy: ode_jacobian takes a Python function of (t, y); a "
+                            "FunctionWrapper's C function has no t (use cyad.jacobian with a "
+                            "prep for an autonomous C right-hand side)")
+        if not callable(fun):
+            raise TypeError(f"cyad.scipy: fun must be callable, not {type(fun).__name__}")
+        self.fun = fun
+        self.in_place = bool(in_place)
+        self.chunk = chunk
+        self.prep = None
+        self._dydt = None
+        self._state = state = _Arguments()
+        if self.in_place:
+            def plain(dydt, y):
+                fun(dydt, state.t, y)
+
+            def with_args(dydt, y):
+                fun(dydt, state.t, y, *state.args)
+        else:
+            def plain(y):
+                return fun(state.t, y)
+
+            def with_args(y):
+                return fun(state.t, y, *state.args)
+        self._plain = plain
+        self._with_args = with_args
+        if y0 is not None:
+            self._prepare(_float64(y0), plain)
+
+    def _prepare(self, y, f):
+        if self.in_place:
+            if y.ndim != 1:
+                raise ValueError(f"cyad.scipy: y must be 1-D, not of shape {y.shape}")
+            self._dydt = np.zeros(y.shape)
+        self.prep = _operators.prepare_jacobian(f, y, y=self._dydt, chunk=self.chunk)
+        return self.prep
+
+    def __call__(self, t, y, *args):
+        y = _float64(y)
+        state = self._state
+        state.t = t
+        if args:
+            state.args = args
+            f = self._with_args
+        else:
+            f = self._plain
+        prep = self.prep if self.prep is not None else self._prepare(y, f)
+        return _operators.jacobian(f, y, y=self._dydt, prep=prep)
+
+    def __repr__(self):
+        name = getattr(self.fun, "__qualname__", None) or repr(self.fun)
+        form = "rhs(dydt, t, y)" if self.in_place else "fun(t, y)"
+        state = "prepared" if self.prep is not None else "not yet prepared"
+        return f"<cyad.scipy.ode_jacobian of {name} as {form}, {state}>"
+
+
+class _OdeFunction:
+    """``fun(t, y, *args)`` returning a new dydt filled by ``rhs(dydt, t, y, *args)``."""
+
+    __slots__ = ("rhs",)
+
+    def __init__(self, rhs):
+        if not callable(rhs):
+            raise TypeError(f"cyad.scipy: rhs must be callable, not {type(rhs).__name__}")
+        self.rhs = rhs
+
+    def __call__(self, t, y, *args):
+        dydt = np.empty(np.shape(y))
+        self.rhs(dydt, t, y, *args)
+        return dydt
+
+    def __repr__(self):
+        name = getattr(self.rhs, "__qualname__", None) or repr(self.rhs)
+        return f"<cyad.scipy.ode_function of {name}>"
+
+
+# -- public constructors ------------------------------------------------------------------
+
+def gradient(fun, x0=None, *, chunk=None):
+    """The gradient of a scalar objective, as ``jac=`` of `scipy.optimize.minimize`.
+
+    Parameters
+    ----------
+    fun : callable or cyad.FunctionWrapper
+        The objective ``fun(x, *args)``, returning a scalar, written with NumPy operations
+        (cyad calls it on dual arrays). A FunctionWrapper takes no extra args.
+    x0 : array_like, optional
+        Prepare now from an input of this shape; otherwise the first call prepares.
+    chunk : int, optional
+        Directions per evaluation of fun (cyad's default: all of them, within a budget).
+
+    Returns
+    -------
+    callable
+        ``jac(x, *args)`` returning the gradient, a new float64 array shaped like x.
+
+    Raises
+    ------
+    TypeError
+        If fun is not callable, or a FunctionWrapper is given extra args.
+    ValueError
+        From a call whose x has another shape than the first, or if fun is not scalar-valued.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import minimize
+    >>> import cyad.scipy
+    >>> def f(x, a):
+    ...     return np.sum((x - a) ** 2)
+    >>> res = minimize(f, np.zeros(3), args=(2.0,), jac=cyad.scipy.gradient(f), method="BFGS")
+    >>> np.round(res.x, 6)
+    array([2., 2., 2.])
+    """
+    return _Gradient(fun, x0, chunk)
+
+
+def value_and_gradient(fun, x0=None, *, chunk=None):
+    """The objective and its gradient from one evaluation, for ``minimize(..., jac=True)``.
+
+    Parameters
+    ----------
+    fun : callable or cyad.FunctionWrapper
+        The objective ``fun(x, *args)``, returning a scalar.
+    x0 : array_like, optional
+        Prepare now from an input of this shape; otherwise the first call prepares.
+    chunk : int, optional
+        Directions per evaluation of fun.
+
+    Returns
+    -------
+    callable
+        ``fg(x, *args)`` returning ``(value, gradient)``: a float and a new float64 array.
+
+    Raises
+    ------
+    TypeError
+        If fun is not callable, or a FunctionWrapper is given extra args.
+    ValueError
+        From a call whose x has another shape than the first, or if fun is not scalar-valued.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import minimize
+    >>> import cyad.scipy
+    >>> def f(x):
+    ...     return np.sum(np.cosh(x - 1.0))
+    >>> res = minimize(cyad.scipy.value_and_gradient(f), np.zeros(4), jac=True, method="BFGS")
+    >>> np.round(res.x, 4), res.nfev == res.njev
+    (array([1., 1., 1., 1.]), True)
+    """
+    return _ValueAndGradient(fun, x0, chunk)
+
+
+def hessian(fun, x0=None, *, chunk=None):
+    """The Hessian of a scalar objective, as ``hess=`` of `scipy.optimize.minimize`.
+
+    Parameters
+    ----------
+    fun : callable or cyad.FunctionWrapper
+        The objective ``fun(x, *args)``, returning a scalar (a FunctionWrapper needs a
+        second-order C function).
+    x0 : array_like, optional
+        Prepare now from an input of this shape; otherwise the first call prepares.
+    chunk : int, optional
+        Directions per evaluation of fun, at each of the two levels.
+
+    Returns
+    -------
+    callable
+        ``hess(x, *args)`` returning the Hessian, a new float64 array of shape
+        ``x.shape + x.shape``.
+
+    Raises
+    ------
+    TypeError
+        If fun is not callable, or a FunctionWrapper is given extra args.
+    ValueError
+        From a call whose x has another shape than the first, or if fun is not scalar-valued.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import minimize
+    >>> import cyad.scipy
+    >>> def f(x):
+    ...     return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+    >>> res = minimize(f, np.zeros(5), method="trust-exact",
+    ...                jac=cyad.scipy.gradient(f), hess=cyad.scipy.hessian(f))
+    >>> res.success, np.allclose(res.x, 1.0)
+    (True, True)
+    """
+    return _Hessian(fun, x0, chunk)
+
+
+def hessp(fun, x0=None, *, chunk=None):
+    """The Hessian-vector product of a scalar objective, as ``hessp=`` of ``minimize``.
+
+    Parameters
+    ----------
+    fun : callable or cyad.FunctionWrapper
+        The objective ``fun(x, *args)``, returning a scalar (a FunctionWrapper needs a
+        second-order C function).
+    x0 : array_like, optional
+        Prepare now from an input of this shape; otherwise the first call prepares.
+    chunk : int, optional
+        Basis directions per evaluation of fun.
+
+    Returns
+    -------
+    callable
+        ``hessp(x, p, *args)`` returning H(x) @ p, a new float64 array shaped like x.
+
+    Raises
+    ------
+    TypeError
+        If fun is not callable, or a FunctionWrapper is given extra args.
+    ValueError
+        From a call whose x or p has another shape than the first call's x.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import minimize
+    >>> import cyad.scipy
+    >>> def f(x):
+    ...     return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+    >>> res = minimize(f, np.zeros(5), method="Newton-CG", jac=cyad.scipy.gradient(f),
+    ...                hessp=cyad.scipy.hessp(f), options={"xtol": 1e-10})
+    >>> np.allclose(res.x, 1.0)
+    True
+    """
+    return _Hessp(fun, x0, chunk)
+
+
+def jacobian(fun, x0=None, *, chunk=None):
+    """The Jacobian of a residual function, as ``jac=`` of ``least_squares`` and ``root``.
+
+    Parameters
+    ----------
+    fun : callable or cyad.FunctionWrapper
+        The residuals ``fun(x, *args)``, returning an array (usually 1-D).
+    x0 : array_like, optional
+        Prepare now from an input of this shape; otherwise the first call prepares.
+    chunk : int, optional
+        Directions per evaluation of fun.
+
+    Returns
+    -------
+    callable
+        ``jac(x, *args)`` returning the Jacobian, a new float64 array of shape
+        ``fun(x).shape + x.shape``.
+
+    Raises
+    ------
+    TypeError
+        If fun is not callable, or a FunctionWrapper is given extra args.
+    ValueError
+        From a call whose x has another shape than the first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import least_squares, root
+    >>> import cyad.scipy
+    >>> t = np.linspace(0.0, 3.0, 20)
+    >>> data = 2.5 * np.exp(-1.3 * t)
+    >>> def residuals(p, t, data):
+    ...     return p[0] * np.exp(-p[1] * t) - data
+    >>> fit = least_squares(residuals, [1.0, 1.0], jac=cyad.scipy.jacobian(residuals),
+    ...                     args=(t, data))
+    >>> np.round(fit.x, 6)
+    array([2.5, 1.3])
+    >>> def g(x):
+    ...     return np.concatenate([x[:1] ** 2 + x[1:] ** 2 - 4.0, x[:1] - x[1:]])
+    >>> np.round(root(g, [1.0, 1.5], jac=cyad.scipy.jacobian(g)).x, 6)
+    array([1.414214, 1.414214])
+    """
+    return _Jacobian(fun, x0, chunk)
+
+
+def ode_jacobian(fun, *, in_place=False, y0=None, chunk=None):
+    """The Jacobian of an ODE right-hand side with respect to y, as ``jac=`` of
+    `scipy.integrate.solve_ivp` (BDF, Radau, LSODA).
+
+    Parameters
+    ----------
+    fun : callable
+        The right-hand side ``fun(t, y, *args)`` returning dy/dt, or with ``in_place=True``
+        ``rhs(dydt, t, y, *args)`` writing dy/dt into its first argument (output first, like
+        cyad's two-argument ``f(y, x)``; wrap it with `ode_function` for ``solve_ivp``'s
+        ``fun``). t and args pass through; y is differentiated.
+    in_place : bool, optional
+        Whether fun is the in-place form ``rhs(dydt, t, y, *args)``.
+    y0 : array_like, optional
+        Prepare now from a state of this shape; otherwise the first call prepares.
+    chunk : int, optional
+        Directions per evaluation of fun.
+
+    Returns
+    -------
+    callable
+        ``jac(t, y, *args)`` returning d(dy/dt)/dy, a new float64 array of shape (n, n).
+
+    Raises
+    ------
+    TypeError
+        If fun is not callable or is a FunctionWrapper (a C function has no t).
+    ValueError
+        From a call whose y has another shape than the first (in place: unless y is 1-D).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.integrate import solve_ivp
+    >>> import cyad.scipy
+    >>> def robertson(dydt, t, y):
+    ...     dydt[0] = -0.04 * y[0] + 1e4 * y[1] * y[2]
+    ...     dydt[1] = 0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2
+    ...     dydt[2] = 3e7 * y[1] ** 2
+    >>> sol = solve_ivp(cyad.scipy.ode_function(robertson), (0.0, 40.0), [1.0, 0.0, 0.0],
+    ...                 method="BDF", jac=cyad.scipy.ode_jacobian(robertson, in_place=True),
+    ...                 rtol=1e-6, atol=1e-10)
+    >>> sol.success, np.round(sol.y[:, -1], 4)
+    (True, array([0.7158, 0.    , 0.2842]))
+    """
+    return _OdeJacobian(fun, in_place, y0, chunk)
+
+
+def ode_function(rhs):
+    """``solve_ivp``'s ``fun(t, y, *args)`` for a right-hand side written in place.
+
+    Parameters
+    ----------
+    rhs : callable
+        ``rhs(dydt, t, y, *args)`` writing dy/dt into dydt (a float64 array shaped like y);
+        the same function `ode_jacobian` differentiates with ``in_place=True``.
+
+    Returns
+    -------
+    callable
+        ``fun(t, y, *args)`` returning a new array dydt filled by rhs.
+
+    Raises
+    ------
+    TypeError
+        If rhs is not callable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cyad.scipy
+    >>> def decay(dydt, t, y, k):
+    ...     dydt[...] = -k * y
+    >>> cyad.scipy.ode_function(decay)(0.0, np.array([1.0, 2.0]), 0.5)
+    array([-0.5, -1. ])
+    """
+    return _OdeFunction(rhs)
+
+
+# -- checking against finite differences ----------------------------------------------------
+
+DerivativeCheck = collections.namedtuple(
+    "DerivativeCheck", ["kind", "max_abs_error", "max_rel_error", "derivative", "approximation"])
+DerivativeCheck.__doc__ = """What `check_derivatives` found.
+
+Attributes
+----------
+kind : str
+    "gradient", "jacobian" or "hessian".
+max_abs_error : float
+    The largest absolute difference between cyad's derivative and the approximation.
+max_rel_error : float
+    max_abs_error divided by the largest absolute entry of the approximation (or by 1 if
+    the approximation is all zeros).
+derivative : ndarray
+    cyad's derivative, or the one given to `check_derivatives`.
+approximation : ndarray
+    SciPy's finite-difference approximation, of the same shape.
+"""
+
+
+def _approx_derivative():
+    try:
+        from scipy.optimize import approx_derivative
+    except ImportError:     # private in SciPy up to at least 1.17
+        from scipy.optimize._numdiff import approx_derivative
+    return approx_derivative
+
+
+def check_derivatives(fun, x, *, kind=None, args=(), derivative=None, method="3-point",
+                      rel_step=None):
+    """Compare cyad's derivative of fun with SciPy's finite differences, like
+    `scipy.optimize.check_grad`.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x, *args)``, scalar-valued for a gradient or a Hessian.
+    x : array_like
+        Where to compare.
+    kind : {None, "gradient", "jacobian", "hessian"}, optional
+        The derivative compared; by default the gradient for a scalar fun, else the Jacobian.
+    args : tuple, optional
+        Extra arguments of fun.
+    derivative : callable, optional
+        ``derivative(x, *args)`` to check in place of cyad's: a hand-written gradient,
+        Jacobian or Hessian, or one of this module's callables.
+    method : {"3-point", "2-point", "cs"}, optional
+        The finite-difference scheme of `scipy.optimize.approx_derivative` (private in
+        SciPy as ``scipy.optimize._numdiff.approx_derivative``). A Hessian is approximated
+        by differencing the finite-difference gradient, so it is good to about 1e-5
+        relative with "3-point" only.
+    rel_step : float, optional
+        Relative step of the scheme (SciPy's default when None).
+
+    Returns
+    -------
+    DerivativeCheck
+        ``(kind, max_abs_error, max_rel_error, derivative, approximation)``.
+
+    Raises
+    ------
+    ValueError
+        If kind is not one of those above, "gradient" or "hessian" for a fun that is not
+        scalar-valued, or the given derivative has the wrong number of entries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cyad.scipy
+    >>> def f(x):
+    ...     return np.stack([np.sin(x[0]) * x[1], x[0] * np.exp(x[1])])
+    >>> check = cyad.scipy.check_derivatives(f, [0.3, 0.7])
+    >>> check.kind, check.max_rel_error < 1e-8
+    ('jacobian', True)
+    >>> def wrong(x):           # a hand-written Jacobian with a mistake in it
+    ...     return np.array([[np.cos(x[0]) * x[1], np.sin(x[0])], [np.exp(x[1]), x[0]]])
+    >>> cyad.scipy.check_derivatives(f, [0.3, 0.7], derivative=wrong).max_abs_error > 0.1
+    True
+    """
+    approx_derivative = _approx_derivative()
+    x = np.array(x, dtype=np.float64)
+    shape = x.shape
+    value = np.asarray(fun(x, *args), dtype=np.float64)
+    if kind is None:
+        kind = "gradient" if value.ndim == 0 else "jacobian"
+    if kind not in ("gradient", "jacobian", "hessian"):
+        raise ValueError(f"cyad.scipy: kind must be 'gradient', 'jacobian' or 'hessian', not "
+                         f"{kind!r}")
+    if kind != "jacobian" and value.ndim != 0:
+        raise ValueError(f"cyad.scipy: a {kind} needs a scalar-valued fun, but fun returns "
+                         f"shape {value.shape}")
+
+    def flat(z):
+        return np.ravel(np.asarray(fun(z.reshape(shape), *args), dtype=np.float64))
+
+    def fd_gradient(z):
+        return approx_derivative(flat, z, method=method, rel_step=rel_step).ravel()
+
+    if derivative is not None:
+        derivative = derivative(x.copy(), *args)
+    else:
+        operator = {"gradient": _operators.gradient, "jacobian": _operators.jacobian,
+                    "hessian": _operators.hessian}[kind]
+        derivative = operator(lambda z: fun(z, *args), x)
+    if kind == "hessian":
+        approximation = approx_derivative(fd_gradient, x.ravel(), method=method,
+                                          rel_step=rel_step)
+    else:
+        approximation = approx_derivative(flat, x.ravel(), method=method, rel_step=rel_step)
+    derivative = np.asarray(derivative, dtype=np.float64)
+    if derivative.size != np.size(approximation):
+        raise ValueError(f"cyad.scipy: the derivative has shape {derivative.shape}; a {kind} "
+                         f"of this fun at x has {np.size(approximation)} entries")
+    approximation = np.reshape(approximation, derivative.shape)
+    max_abs = float(np.max(np.abs(derivative - approximation), initial=0.0))
+    scale = float(np.max(np.abs(approximation), initial=0.0))
+    return DerivativeCheck(kind, max_abs, max_abs / scale if scale > 0 else max_abs,
+                           derivative, approximation)
