@@ -566,6 +566,16 @@ derivative : ndarray
     cyad's derivative, or the one given to `check_derivatives`.
 approximation : ndarray
     SciPy's finite-difference approximation, of the same shape.
+
+Examples
+--------
+>>> import numpy as np
+>>> import cyad.scipy
+>>> check = cyad.scipy.check_derivatives(lambda x: np.sum(x ** 3), [1.0, 2.0])
+>>> check.kind, check.derivative.tolist()
+('gradient', [3.0, 12.0])
+>>> bool(check.max_abs_error < 1e-6)
+True
 """
 
 
