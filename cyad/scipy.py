@@ -198,22 +198,23 @@ class _OdeJacobian:
         self.prep = None
         self._dydt = None
         self._state = state = _Arguments()
-        if self.in_place:
-            def plain(dydt, y):
-                fun(dydt, state.t, y)
 
-            def with_args(dydt, y):
-                fun(dydt, state.t, y, *state.args)
-        else:
-            def plain(y):
-                return fun(state.t, y)
+        def in_place_plain(dydt, y):
+            fun(dydt, state.t, y)
 
-            def with_args(y):
-                return fun(state.t, y, *state.args)
-        self._plain = plain
-        self._with_args = with_args
+        def in_place_with_args(dydt, y):
+            fun(dydt, state.t, y, *state.args)
+
+        def plain(y):
+            return fun(state.t, y)
+
+        def with_args(y):
+            return fun(state.t, y, *state.args)
+
+        self._plain = in_place_plain if self.in_place else plain
+        self._with_args = in_place_with_args if self.in_place else with_args
         if y0 is not None:
-            self._prepare(_float64(y0), plain)
+            self._prepare(_float64(y0), self._plain)
 
     def _prepare(self, y, f):
         if self.in_place:
