@@ -7,28 +7,9 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import cyad
+from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
 
 TANGENT_COUNTS = [1, 2, 3, 8, 16, 17]   # lane widths 1, 2, 4, 8, 16 and 24 (3 blocks of 8)
-
-
-def rosenbrock(x):
-    return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
-
-
-def rosenbrock_gradient(x):
-    g = np.zeros_like(x)
-    g[:-1] = -400 * x[:-1] * (x[1:] - x[:-1] ** 2) - 2 * (1 - x[:-1])
-    g[1:] += 200 * (x[1:] - x[:-1] ** 2)
-    return g
-
-
-def rosenbrock_hessian(x):
-    h = np.zeros((x.size, x.size))
-    i = np.arange(x.size - 1)
-    h[i, i] += 1200 * x[:-1] ** 2 - 400 * x[1:] + 2
-    h[i + 1, i + 1] += 200
-    h[i, i + 1] = h[i + 1, i] = -400 * x[:-1]
-    return h
 
 
 def robertson(u):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import cyad
+from rosenbrock import rosenbrock, rosenbrock_gradient
 
 N = 19  # leaves a remainder chunk for every chunk width tested
 CHUNKS = [1, 2, 3, 8, 16, 17, N]  # N is vector mode
@@ -27,17 +28,6 @@ def neighbours_jacobian(x):
     jac[np.arange(n - 1), np.arange(n - 1)] = x[1:]
     jac[np.arange(n - 1), np.arange(1, n)] = x[:-1]
     return jac
-
-
-def rosenbrock(x):
-    return (100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2).sum()
-
-
-def rosenbrock_gradient(x):
-    g = np.zeros_like(x)
-    g[:-1] = -400.0 * x[:-1] * (x[1:] - x[:-1] ** 2) - 2.0 * (1.0 - x[:-1])
-    g[1:] += 200.0 * (x[1:] - x[:-1] ** 2)
-    return g
 
 
 def in_place(f):

@@ -13,6 +13,7 @@ from scipy.optimize import least_squares, minimize, root  # noqa: E402
 
 import cyad  # noqa: E402
 import cyad.scipy as cs  # noqa: E402
+from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian  # noqa: E402
 
 try:
     from scipy.optimize import approx_derivative  # noqa: E402
@@ -32,24 +33,6 @@ class Counted:
     def __call__(self, *args):
         self.calls += 1
         return self.fun(*args)
-
-
-def rosenbrock(x):
-    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-
-def rosenbrock_gradient(x):
-    g = np.zeros_like(x)
-    g[:-1] = -400.0 * x[:-1] * (x[1:] - x[:-1] ** 2) - 2.0 * (1.0 - x[:-1])
-    g[1:] += 200.0 * (x[1:] - x[:-1] ** 2)
-    return g
-
-
-def rosenbrock_hessian(x):
-    h = np.diag(np.r_[1200.0 * x[:-1] ** 2 - 400.0 * x[1:] + 2.0, 0.0]
-                + np.r_[0.0, np.full(len(x) - 1, 200.0)])
-    off = -400.0 * x[:-1]
-    return h + np.diag(off, 1) + np.diag(off, -1)
 
 
 def test_import_cyad_imports_no_scipy(tmp_path):

@@ -4,33 +4,10 @@ import numpy as np
 import pytest
 
 import cyad
+from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
 
 ISSUE_POINT = np.array([0.1, 0.2, 0.3])
 ISSUE_HESSIAN = np.array([[-66.0, -40.0, 0.0], [-40.0, 130.0, -80.0], [0.0, -80.0, 200.0]])
-
-
-def rosenbrock(x):
-    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-
-def rosenbrock_gradient(x):
-    g = np.zeros_like(x)
-    g[:-1] = -400.0 * x[:-1] * (x[1:] - x[:-1] ** 2) - 2.0 * (1.0 - x[:-1])
-    g[1:] += 200.0 * (x[1:] - x[:-1] ** 2)
-    return g
-
-
-def rosenbrock_hessian(x):
-    n = x.size
-    h = np.zeros((n, n))
-    d = np.zeros(n)
-    d[:-1] = 1200.0 * x[:-1] ** 2 - 400.0 * x[1:] + 2.0
-    d[1:] += 200.0
-    h[np.arange(n), np.arange(n)] = d
-    off = -400.0 * x[:-1]
-    h[np.arange(n - 1), np.arange(1, n)] = off
-    h[np.arange(1, n), np.arange(n - 1)] = off
-    return h
 
 
 def fd_hessian(f, x, h=1e-5):
