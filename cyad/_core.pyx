@@ -1002,7 +1002,7 @@ cdef class Prep:
             try:
                 return self._pushforward(x, y, out, with_value, batch, given, pair, value_out)
             finally:
-                leave()
+                leave(self.tag)
         return self._pushforward(x, y, out, with_value, batch, given, pair, value_out)
 
     cdef object _pushforward(self, object x, object y, object out, bint with_value, bint batch,
@@ -1058,7 +1058,7 @@ cdef class Prep:
             try:
                 return self._jacobian(x, y, out, with_value, pair, value_out)
             finally:
-                leave()
+                leave(self.tag)
         return self._jacobian(x, y, out, with_value, pair, value_out)
 
     cdef object _jacobian(self, object x, object y, object out, bint with_value, object pair,

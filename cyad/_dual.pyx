@@ -54,7 +54,15 @@ _NESTING_ERROR = (
 
 # -- tags: which differentiation a dual belongs to ---------------------------------
 
-cdef int _depth = 0   # differentiations of Python callables running, one inside another
+cdef extern from *:
+    """
+    /* differentiations of Python callables running in this thread, one inside another */
+    static _Thread_local int cyad_nesting_depth = 0;
+    /* counts the differentiations started: a later start has a larger stamp */
+    static long long cyad_start_stamp = 0;
+    """
+    int cyad_nesting_depth
+    long long cyad_start_stamp
 
 
 cdef class Tag:
@@ -63,6 +71,7 @@ cdef class Tag:
     def __init__(self, Py_ssize_t width):
         self.width = width
         self.level = 0
+        self.running = False
 
     @property
     def is_nested(self):
@@ -70,7 +79,8 @@ cdef class Tag:
 
     def __repr__(self):
         if self.outer is None:
-            return f"<cyad.Tag of {self.width} lanes at level {self.level}>"
+            state = "running" if self.running else "not running"
+            return f"<cyad.Tag of {self.width} lanes, started {self.level}, {state}>"
         return f"<cyad.Tag nesting {self.inner!r} in {self.outer!r}>"
 
 
@@ -89,20 +99,23 @@ cdef Tag nested_tag(Tag outer, Tag inner):
 
 cdef int enter(Tag tag) except -1:
     """Start a differentiation: its duals rank inside those of the running ones."""
-    global _depth
-    _depth += 1
-    tag.level = _depth
+    global cyad_nesting_depth, cyad_start_stamp
+    cyad_nesting_depth += 1
+    cyad_start_stamp += 1   # under the GIL
+    tag.level = cyad_start_stamp
+    tag.running = True
     return 0
 
 
-cdef void leave() noexcept:
-    global _depth
-    _depth -= 1
+cdef void leave(Tag tag) noexcept:
+    global cyad_nesting_depth
+    cyad_nesting_depth -= 1
+    tag.running = False
 
 
 cdef bint differentiating() noexcept:
-    """Whether a differentiation of a Python callable is running (we are inside its f)."""
-    return _depth > 0
+    """Whether this thread runs inside a differentiation of a Python callable (inside its f)."""
+    return cyad_nesting_depth > 0
 
 
 def make_nested_tag(Tag outer, Tag inner):
@@ -119,15 +132,16 @@ def _enter(Tag tag):
     enter(tag)
 
 
-def _leave():
-    leave()
+def _leave(Tag tag):
+    leave(tag)
 
 
 cdef Tag common_tag(Tag s, Tag t):
     """The tag of a result of duals marked s and t."""
     if s is t:
         return s
-    if s.outer is None and t.outer is None and s.level != t.level and s.level > 0 and t.level > 0:
+    if s.outer is None and t.outer is None and s.running and t.running:
+        # the differentiation started first is the outer one
         return nested_tag(s, t) if s.level < t.level else nested_tag(t, s)
     if s.outer is not None and (t is s.outer or t is s.inner):
         return s

@@ -83,7 +83,7 @@ def _evaluate(f, x, seeds, seed_partials, y):
             f(r, x_in)
             _write_back(r, y)
     finally:
-        _leave()
+        _leave(inner)
     return _split(r, inner, k)
 
 
@@ -124,7 +124,7 @@ def _split(r, inner, k):
         value = tagged_dual(r.values, np.array(r.partials[..., :w1], order="C"), outer)
         cross = r.partials[..., w1 + w2:w1 + w2 + w2 * w1].reshape(shape + (w2, w1))
         return value, r.partials[..., w1:w1 + k], cross[..., :k, :], outer
-    if not tag.is_nested and tag.level < inner.level:
+    if not tag.is_nested and tag.running and tag.level < inner.level:
         # f's result involves only the outer differentiation: zero derivative here
         zeros = np.zeros(shape + (k,), r.dtype)
         return r, zeros, np.zeros(shape + (k, tag.width), r.dtype), tag

@@ -120,3 +120,28 @@ def test_nested_value_and_operators_return_duals_of_the_outer_differentiation():
         jacobian(lambda x: cyad.value_and_gradient(lambda y: x[0] * np.sum(y * y), y0)[1],
                  np.array([3.0, 5.0])),
         [[2.0, 0.0], [-4.0, 0.0]], rtol=1e-15)
+
+
+def test_nesting_is_tracked_per_thread():
+    # another thread's differentiation starts before this one and ends inside it: neither
+    # may be taken for a level of the other
+    import threading
+
+    inside, release, results = threading.Event(), threading.Event(), []
+
+    def waiting(x):
+        inside.set()
+        release.wait(10)
+        return x * x
+
+    worker = threading.Thread(target=lambda: results.append(derivative(waiting, 3.0)))
+    worker.start()
+    assert inside.wait(10)
+
+    def outer(x):
+        release.set()
+        worker.join(10)
+        return x * derivative(lambda y: x + y, 1.0)
+
+    assert derivative(outer, 1.0) == 1.0
+    assert results == [6.0]
