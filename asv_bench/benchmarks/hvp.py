@@ -12,7 +12,7 @@ v at the outer one: its cost grows with n like a gradient's, not like a Hessian'
 import numpy as np
 
 from .common import CALLS, Call, Operator, c_rosenbrock, output
-from .gradient import rosenbrock, rosenbrock_by_hand
+from .gradient import rosenbrock_by_hand
 from .hessian import PYTHON_FUNCTIONS, elementwise_terms, rosenbrock_hessian_terms
 
 HVP_SIZES = [10, 100, 1_000]
