@@ -91,9 +91,10 @@ cdef class Prep:
                           object value_out)
     cdef int _run_jacobian(self, object x, object y, object value, object out)
     cdef object second(self, object f, object x, object v, object y, object out, int results)
-    cdef object _second(self, object x, object tangents, object y, tuple outs, int results,
-                        bint batch)
-    cdef int _run_second(self, object x, object y, object value, object first, tuple second)
+    cdef object _second(self, object x, object y, object out, object value_out,
+                        object first_out, object second_out, int results, bint batch,
+                        Py_ssize_t count)
+    cdef int _run_second(self, object x, object y, object value, object first)
     cdef tuple split(self, object out, int count)
     cdef tuple split_pair(self, object out)
     cdef object value_buffer(self, object value_out, object y, bint with_value)

@@ -862,7 +862,8 @@ cdef class Prep:
         2 (hvp) the gradient and it; 3 the value, the first-order and the second-order one."""
         cdef bint batch = isinstance(v, tuple)
         cdef Py_ssize_t given = len(<tuple>v) if batch else 1
-        cdef tuple tangents = None, outs = (None, None, out)
+        cdef object tangent = None, tangents = None
+        cdef object value_out = None, first_out = None, second_out = out
         cdef Py_ssize_t k
         self.bind(f)
         x = self.input(x)
@@ -870,41 +871,41 @@ cdef class Prep:
             if given != self.state.outer_directions:
                 raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
                                  f"{self.state.outer_directions}")
-            tangents = tuple([self.batch_tangent(t) for t in <tuple>v]) if batch \
-                else (self.tangent(v),)
-            for k in range(given):
-                self.tangents[k] = _data(tangents[k])
+            if batch:
+                tangents = tuple([self.batch_tangent(t) for t in <tuple>v])
+                for k in range(given):
+                    self.tangents[k] = _data(tangents[k])
+            else:
+                tangent = self.tangent(v)
+                self.tangents[0] = _data(tangent)
         if self.two_argument:
             self.check_y(y)
         if out is not None and results > 1:
-            outs = self.split(out, results)
+            self.split(out, results)
             if results == 2:
-                outs = (None,) + outs
+                first_out, second_out = out
+            else:
+                value_out, first_out, second_out = out
         if self.out_shape is None:
             self.discover(x)
-        r = self._second(x, tangents, y, outs, results, batch)
-        if out is not None:
-            return out
-        if results == 1:
-            return r[2]
-        return r[1:] if results == 2 else r
+        return self._second(x, y, out, value_out, first_out, second_out, results, batch, given)
 
-    cdef object _second(self, object x, object tangents, object y, tuple outs, int results,
-                        bint batch):
-        # checks or makes the outputs, runs the engine, returns (value, first, second)
+    cdef object _second(self, object x, object y, object out, object value_out,
+                        object first_out, object second_out, int results, bint batch,
+                        Py_ssize_t count):
+        # checks or makes the outputs, runs the engine, returns the operator's result
         cdef bint scalar_x = self.family == SECOND_DERIVATIVE   # results shaped like f(x)
         cdef tuple shape = self.out_shape if scalar_x else self.x_shape
         cdef int ndim = self.out_ndim if scalar_x else self.x_ndim
         cdef cnp.npy_intp* dims = &self.x_dims[0]
-        cdef object value = None, first = None, second = outs[2]
-        cdef tuple seconds
-        cdef Py_ssize_t k, count = len(tangents) if batch else 1
+        cdef object value = None, first = None, second = second_out
+        cdef Py_ssize_t k
         if scalar_x:
             dims = &self.out_dims[0]
         if results == 3:
-            value = self.value_buffer(outs[0], y, True)
+            value = self.value_buffer(value_out, y, True)
         if results >= 2:
-            first = outs[1]
+            first = first_out
             if first is None:
                 first = np.empty(shape, self.dtype)
             else:
@@ -915,34 +916,35 @@ cdef class Prep:
             else:
                 self.check_out(second, self.jacobian_shape, self.jacobian_ndim,
                                self.jacobian_dims, "the Hessian output")
-            seconds = (second,)
+            self.outs[0] = _data(second)
         elif batch:
             if second is None:
                 second = tuple([np.empty(shape, self.dtype) for k in range(count)])
             elif not isinstance(second, tuple) or len(<tuple>second) != count:
                 raise TypeError(f"cyad: the hvp output must be a tuple of {count} arrays, one "
                                 "per tangent")
-            else:
-                for k in range(count):
-                    self.check_out((<tuple>second)[k], shape, ndim, dims, "the hvp output")
-            seconds = <tuple>second
+            for k in range(count):
+                self.check_out((<tuple>second)[k], shape, ndim, dims, "the hvp output")
+                self.outs[k] = _data((<tuple>second)[k])
         else:
             if second is None:
                 second = np.empty(shape, self.dtype)
             else:
                 self.check_out(second, shape, ndim, dims, "out")
-            seconds = (second,)
-        self.raise_for(self._run_second(x, y, value, first, seconds))
-        return (value, first, second)
+            self.outs[0] = _data(second)
+        self.raise_for(self._run_second(x, y, value, first))
+        if out is not None:
+            return out
+        if results == 1:
+            return second
+        return (first, second) if results == 2 else (value, first, second)
 
-    cdef int _run_second(self, object x, object y, object value, object first, tuple second):
+    cdef int _run_second(self, object x, object y, object value, object first):
+        # the engine on the outputs in self.outs
         cdef void* yp = NULL if y is None else _data(y)
         cdef void* vp = NULL if value is None else _data(value)
         cdef void* fp = NULL if first is None else _data(first)
-        cdef Py_ssize_t k
         cdef void** tangents = self.tangents if self.family == HVP else NULL
-        for k in range(len(second)):
-            self.outs[k] = _data(second[k])
         if self.state.float32:
             return run_second(&self.state, <float*>_data(x), <const float* const*>tangents,
                               <float*>yp, <float*>vp, <float*>fp, <float**>self.outs)
