@@ -14,7 +14,8 @@ nesting is for correctness, the prepared operators are for speed.
 """
 import numpy as np
 
-from cyad._dual import Dual, Tag, _enter, _leave, make_nested_tag, tagged_dual
+from cyad._core import input_dtype
+from cyad._dual import Dual, Tag, _enter, _leave, make_nested_tag, primal, tagged_dual
 from cyad._kernels import padded_width
 from cyad._wrapper import constant_result
 
@@ -23,12 +24,8 @@ _NESTING_ERROR = ("cyad: only two levels of differentiation nest (a derivative o
 
 
 def _dtype(x):
-    dtype = np.result_type(x.values if isinstance(x, Dual) else np.asarray(x))
-    if dtype == np.float32:
-        return dtype
-    if dtype.kind in "biuf":
-        return np.dtype(np.float64)
-    raise TypeError(f"cyad: cannot differentiate with respect to an input of dtype {dtype}")
+    # the dtype cyad differentiates in, as for a prep (x may be a dual)
+    return input_dtype(primal(x))
 
 
 def _outer_tag(*arrays):
@@ -43,7 +40,7 @@ def _outer_tag(*arrays):
 
 
 def _values(a, dtype):
-    return np.asarray(a.values if isinstance(a, Dual) else a, dtype=dtype)
+    return np.asarray(primal(a), dtype=dtype)
 
 
 def _evaluate(f, x, seeds, seed_partials, y):
@@ -161,14 +158,14 @@ def _deliver(result, out):
 
 def pushforward(f, x, dx, y, out, with_value, scalar_input=False):
     """J(x) @ dx (a tangent or a tuple of them), and f(x) if with_value."""
-    if scalar_input and np.ndim(x.values if isinstance(x, Dual) else x) != 0:
+    if scalar_input and np.ndim(primal(x)) != 0:
         raise ValueError(f"cyad: derivative takes a scalar x, not an array of shape {np.shape(x)}")
     batch = isinstance(dx, tuple)
     tangents = dx if batch else (dx,)
     dtype = _dtype(x)
-    shape = np.shape(x.values if isinstance(x, Dual) else x)
+    shape = np.shape(primal(x))
     for t in tangents:
-        if np.shape(t.values if isinstance(t, Dual) else t) != shape:
+        if np.shape(primal(t)) != shape:
             raise ValueError(f"cyad: a tangent has shape {np.shape(t)}, but x has shape {shape}")
     seeds = np.stack([np.broadcast_to(_values(t, dtype), shape) for t in tangents], axis=-1)
     outer = _outer_tag(x, *tangents)
