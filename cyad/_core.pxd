@@ -74,6 +74,7 @@ cdef class Prep:
     cdef bind(self, object f)
     cdef object input(self, object x)
     cdef object tangent(self, object t)
+    cdef list point_to_tangents(self, tuple batch)
     cdef object batch_tangent(self, object t)
     cdef check_array(self, str name, object a)
     cdef check_y(self, object y)

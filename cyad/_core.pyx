@@ -784,6 +784,20 @@ cdef class Prep:
             return _fill(self.scalar_t, t)
         return self.batch_tangent(t)
 
+    cdef list point_to_tangents(self, tuple batch):
+        """self.tangents[k] = the data of batch[k], each checked; the tangents that had to be
+        converted are returned, to be kept alive through the call (None when none had)."""
+        cdef Py_ssize_t k
+        cdef list converted = None
+        for k in range(len(batch)):
+            t = self.batch_tangent(batch[k])
+            if t is not batch[k]:
+                if converted is None:
+                    converted = []
+                converted.append(t)
+            self.tangents[k] = _data(t)
+        return converted
+
     cdef object batch_tangent(self, object t):
         """A tangent of a batch (each its own array) as a C-contiguous array."""
         if _is_exact(t, self.typenum, self.x_ndim, self.x_dims):
@@ -862,9 +876,9 @@ cdef class Prep:
         2 (hvp) the gradient and it; 3 the value, the first-order and the second-order one."""
         cdef bint batch = isinstance(v, tuple)
         cdef Py_ssize_t given = len(<tuple>v) if batch else 1
-        cdef object tangent = None, tangents = None
+        cdef object tangent = None
+        cdef list converted     # tangents converted to the prep's dtype, alive through the call
         cdef object value_out = None, first_out = None, second_out = out
-        cdef Py_ssize_t k
         self.bind(f)
         x = self.input(x)
         if self.family == HVP:
@@ -872,9 +886,7 @@ cdef class Prep:
                 raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
                                  f"{self.state.outer_directions}")
             if batch:
-                tangents = tuple([self.batch_tangent(t) for t in <tuple>v])
-                for k in range(given):
-                    self.tangents[k] = _data(tangents[k])
+                converted = self.point_to_tangents(<tuple>v)
             else:
                 tangent = self.tangent(v)
                 self.tangents[0] = _data(tangent)
@@ -979,28 +991,23 @@ cdef class Prep:
         # dx: one tangent, or a tuple of them (a batch)
         cdef bint batch = isinstance(dx, tuple)
         cdef Py_ssize_t given = len(<tuple>dx) if batch else 1
-        cdef Py_ssize_t k
         cdef object pair = None, value_out = None
-        cdef tuple tangents
+        cdef list converted     # tangents converted to the prep's dtype, alive through the call
         if given != self.state.directions:
             raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
                              f"{self.state.directions}")
         self.bind(f)
         x = self.input(x)
         if batch:
-            tangents = tuple([self.batch_tangent(t) for t in <tuple>dx])
+            converted = self.point_to_tangents(<tuple>dx)
         else:
             dx = self.tangent(dx)
+            self.tangents[0] = _data(dx)
         if self.two_argument:
             self.check_y(y)
         if with_value and out is not None:
             pair = out
             value_out, out = self.split_pair(out)
-        if batch:
-            for k in range(given):
-                self.tangents[k] = _data(tangents[k])
-        else:
-            self.tangents[0] = _data(dx)
         if self.python is not None:
             # f may call cyad operators: they nest inside this differentiation
             enter(self.tag)

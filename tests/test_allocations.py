@@ -85,3 +85,16 @@ def test_cyad_adds_nothing_to_what_f_allocates(operator, allocations_per_call):
     assert per_evaluation > 0
     # (to within a rare amortised resize somewhere in the interpreter: < 1 per 100 calls)
     assert per_call == pytest.approx(prep.evaluations * per_evaluation, abs=0.01)
+
+
+def test_a_batch_of_tangents(allocations_per_call):
+    # tuples of tangents and outputs: pointed to as they are, nothing gathered per call
+    n = 10
+    x, y = np.arange(n, dtype=float), np.zeros(n)
+    tangents = (np.ones(n), np.arange(n, dtype=float), np.full(n, -2.0))
+    prep = cyad.prepare_pushforward(copy, x, tangents, y=y)
+    outs = (np.zeros(n), np.zeros(n), np.zeros(n))
+    assert allocations_per_call(
+        lambda: cyad.pushforward(copy, x, tangents, y=y, prep=prep, out=outs)) == 0
+    for t, o in zip(tangents, outs):
+        np.testing.assert_array_equal(o, t)

@@ -277,3 +277,16 @@ def test_a_prepared_hessian_of_a_function_that_allocates_nothing(allocations_per
         lambda: cyad.value_gradient_and_hessian(constant, x, prep=prep, out=triple)) == 0
     np.testing.assert_array_equal(out, 0.0)
     assert triple[0] == 2.5
+
+
+def test_a_prepared_hvp_of_a_batch_allocates_nothing(allocations_per_call):
+    def constant(x):
+        return 2.5
+
+    x = np.arange(6.0)
+    tangents = (np.ones(6), np.arange(6.0))
+    prep = cyad.prepare_hvp(constant, x, tangents)
+    outs = (np.ones(6), np.ones(6))
+    assert allocations_per_call(lambda: cyad.hvp(constant, x, tangents, prep=prep, out=outs)) == 0
+    np.testing.assert_array_equal(outs[0], 0.0)
+    np.testing.assert_array_equal(outs[1], 0.0)
