@@ -97,7 +97,6 @@ cdef class Prep:
                         Py_ssize_t count)
     cdef int _run_second(self, object x, object y, object value, object first)
     cdef tuple split(self, object out, int count)
-    cdef tuple split_pair(self, object out)
     cdef object value_buffer(self, object value_out, object y, bint with_value)
 
 

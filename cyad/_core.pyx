@@ -964,14 +964,10 @@ cdef class Prep:
                           <double*>yp, <double*>vp, <double*>fp, <double**>self.outs)
 
     cdef tuple split(self, object out, int count):
+        # out= of an operator with several results: a tuple of as many buffers
         if not isinstance(out, tuple) or len(<tuple>out) != count:
-            raise TypeError(f"cyad: out= of this operator is a tuple of {count} outputs")
-        return <tuple>out
-
-    cdef tuple split_pair(self, object out):
-        if not isinstance(out, tuple) or len(<tuple>out) != 2:
-            raise TypeError("cyad: out= of a value_and_* operator is a pair "
-                            "(value_out, result_out)")
+            what = "a pair of buffers" if count == 2 else f"a tuple of {count} buffers"
+            raise TypeError(f"cyad: out= of this operator is {what}, one per result")
         return <tuple>out
 
     cdef object value_buffer(self, object value_out, object y, bint with_value):
@@ -1007,7 +1003,7 @@ cdef class Prep:
             self.check_y(y)
         if with_value and out is not None:
             pair = out
-            value_out, out = self.split_pair(out)
+            value_out, out = self.split(out, 2)
         if self.python is not None:
             # f may call cyad operators: they nest inside this differentiation
             enter(self.tag)
@@ -1064,7 +1060,7 @@ cdef class Prep:
             self.check_y(y)
         if with_value and out is not None:
             pair = out
-            value_out, out = self.split_pair(out)
+            value_out, out = self.split(out, 2)
         if self.python is not None:
             enter(self.tag)
             try:
