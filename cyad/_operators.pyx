@@ -192,7 +192,7 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     if differentiating() and is_python_function(f):
         return _nested.pushforward(f, x, dx, y, out, True)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
-    return _scalar_pair(p.pushforward(f, x, dx, y, out, True), out)
+    return _scalar_tuple(p.pushforward(f, x, dx, y, out, True), out)
 
 
 # -- derivative ------------------------------------------------------------------------
@@ -330,7 +330,7 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     if differentiating() and is_python_function(f):
         return _nested.pushforward(f, x, 1.0, y, out, True, True)
     cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
-    return _scalar_pair(p.pushforward(f, x, 1.0, y, out, True), out)
+    return _scalar_tuple(p.pushforward(f, x, 1.0, y, out, True), out)
 
 
 # -- gradient --------------------------------------------------------------------------
@@ -466,7 +466,7 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     if differentiating() and is_python_function(f):
         return _nested.jacobian(f, x, y, out, True, True)
     cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
-    return _scalar_pair(p.jacobian(f, x, y, out, True), out)
+    return _scalar_tuple(p.jacobian(f, x, y, out, True), out)
 
 
 # -- jacobian --------------------------------------------------------------------------
@@ -603,7 +603,7 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     if differentiating() and is_python_function(f):
         return _nested.jacobian(f, x, y, out, True, False)
     cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
-    return _scalar_pair(p.jacobian(f, x, y, out, True), out)
+    return _scalar_tuple(p.jacobian(f, x, y, out, True), out)
 
 
 # -- second order ------------------------------------------------------------------------
@@ -1039,12 +1039,6 @@ cdef object _scalar_result(object r, object out):
     if out is None and isinstance(r, np.ndarray) and (<object>r).ndim == 0:
         return float(r)
     return r
-
-
-cdef object _scalar_pair(tuple r, object out):
-    if out is not None:
-        return out
-    return (_scalar_result(r[0], None), _scalar_result(r[1], None))
 
 
 cdef object _scalar_tuple(tuple r, object out):
