@@ -23,10 +23,12 @@ cimport numpy as cnp
 from cpython.float cimport PyFloat_CheckExact
 from cpython.long cimport PyLong_CheckExact
 from cpython.object cimport PyObject
-from libc.string cimport memmove
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from libc.string cimport memcpy, memmove
 
 from cyad._fused cimport real
-from cyad._kernels cimport (unary_chunks, binary_chunks, unary_cross, binary_cross,
+from cyad._kernels cimport (unary_chunks, binary_chunks, unary_nested, binary_nested,
                             second_order_width)
 from cyad._rules cimport UnaryOp, BinaryOp
 
@@ -209,13 +211,77 @@ cdef Dual _common_dual(object a, object b):
     return <Dual>a if isinstance(a, Dual) else <Dual>b
 
 
+# -- floating-point warnings -----------------------------------------------------------
+# The kernels compute in C, where NumPy's checks of the floating-point status do not run.
+# When a kernel raises a status flag, the operation computes its values once more with
+# NumPy's own ufunc on the same operands, so that NumPy warns (or raises) exactly as it
+# would in plain NumPy code, under the caller's np.errstate; a flag raised only by a
+# derivative (sqrt at 0) leaves no trace.
+
+cdef extern from "<fenv.h>" nogil:
+    int FE_DIVBYZERO
+    int FE_OVERFLOW
+    int FE_UNDERFLOW
+    int FE_INVALID
+    int fetestexcept(int excepts)
+    int feclearexcept(int excepts)
+
+cdef int _FP_FLAGS = FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID
+
+
+cdef inline void _clear_fp_flags() noexcept nogil:
+    if fetestexcept(_FP_FLAGS):
+        feclearexcept(_FP_FLAGS)
+
+
+cdef inline bint _fp_flags_raised() noexcept nogil:
+    return fetestexcept(_FP_FLAGS) != 0
+
+
+# The ufunc of a rule, for those second computations: the first one the ufunc table
+# lists for it (filled in below the table).
+_UFUNC_OF_UNARY = {}
+_UFUNC_OF_BINARY = {}
+
+
 # -- the elementwise operations -------------------------------------------------
+# A result goes into a fresh dual, or into `out` (in-place operators, ufuncs with out=).
+# The kernels (cyad._kernels) read each element's inputs before writing its outputs, so
+# `out` may be the very memory of an operand; any other overlap (a shifted or reversed
+# view, an element of out broadcast as an operand) is computed into a fresh dual, then
+# copied into out.
 
 cdef inline bint _is_plain(Dual d, cnp.ndarray shape_like, int typenum):
     # contiguous, of the computed dtype and of exactly the result's shape
     return (cnp.PyArray_IS_C_CONTIGUOUS(d.values) and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)
             and cnp.PyArray_TYPE(d.values) == typenum
             and cnp.PyArray_SAMESHAPE(d.values, shape_like))
+
+
+cdef inline bint _contiguous(Dual d):
+    return cnp.PyArray_IS_C_CONTIGUOUS(d.values) and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)
+
+
+cdef inline bint _fits(Dual d, Dual like):
+    # a contiguous dual of like's differentiation, dtype and shape
+    return (d.tag is like.tag and _contiguous(d)
+            and cnp.PyArray_TYPE(d.values) == cnp.PyArray_TYPE(like.values)
+            and cnp.PyArray_SAMESHAPE(d.values, like.values))
+
+
+cdef inline bint _disjoint(cnp.ndarray a, cnp.ndarray b):
+    # the bytes of two C-contiguous arrays do not overlap
+    cdef char* a0 = <char*>cnp.PyArray_DATA(a)
+    cdef char* b0 = <char*>cnp.PyArray_DATA(b)
+    return a0 + cnp.PyArray_NBYTES(a) <= b0 or b0 + cnp.PyArray_NBYTES(b) <= a0
+
+
+cdef inline bint _readable_into(Dual x, Dual out):
+    """Whether a kernel writing `out` may read x (both fitting one shape): x is out's very
+    memory, or apart from it."""
+    if cnp.PyArray_DATA(x.values) == cnp.PyArray_DATA(out.values):
+        return cnp.PyArray_DATA(x.partials) == cnp.PyArray_DATA(out.partials)
+    return _disjoint(x.values, out.values) and _disjoint(x.partials, out.partials)
 
 
 cdef Dual _empty_like_result(tuple shape, object dtype, Dual like):
@@ -234,22 +300,24 @@ cdef Dual _target(object out, tuple shape, object dtype, Dual like, tuple operan
     o = <Dual>out
     if (<object>o.values).shape != shape:
         raise ValueError(f"cyad: output of shape {(<object>o.values).shape} cannot hold a result of shape {shape}")
-    if (o.tag is like.tag and o.values.dtype == dtype and cnp.PyArray_IS_C_CONTIGUOUS(o.values)
-            and cnp.PyArray_IS_C_CONTIGUOUS(o.partials) and not _overlaps(o, operands)):
+    if (o.tag is like.tag and o.values.dtype == dtype and _contiguous(o)
+            and not _overlaps(o, operands)):
         return o
     return _empty_like_result(shape, dtype, like)
 
 
 cdef bint _overlaps(Dual o, tuple operands):
-    # memory shared with an operand, unless it is the very same elements in the same layout:
-    # an elementwise loop reads each element before writing it, but an operand that is
-    # broadcast (like y[0] in `y += y[0]`) is read again after it has been written
-    cdef cnp.ndarray xv
+    # memory shared with an operand (its values or partials), unless it is the very same
+    # elements in the same layout
     for x in operands:
-        if isinstance(x, Dual) and x is not o:
-            xv = (<Dual>x).values
-            if not _same_layout(xv, o.values) and np.may_share_memory(xv, o.values):
+        if isinstance(x, Dual):
+            if not (_same_layout((<Dual>x).values, o.values)
+                    and _same_layout((<Dual>x).partials, o.partials)) and (
+                    np.may_share_memory((<Dual>x).values, o.values)
+                    or np.may_share_memory((<Dual>x).partials, o.partials)):
                 return True
+        elif isinstance(x, np.ndarray) and np.may_share_memory(x, o.values):
+            return True
     return False
 
 
@@ -271,10 +339,6 @@ cdef object _finish(Dual result, object out):
     return out
 
 
-cdef inline bint _contiguous(Dual d):
-    return cnp.PyArray_IS_C_CONTIGUOUS(d.values) and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)
-
-
 cdef Dual _new_like(Dual x, int typenum):
     """A fresh C-contiguous dual of x's shape, width and tag, in dtype `typenum`."""
     cdef cnp.npy_intp dims[65]
@@ -286,42 +350,120 @@ cdef Dual _new_like(Dual x, int typenum):
                     cnp.PyArray_EMPTY(nd + 1, dims, typenum, 0), x.width, x.tag)
 
 
+# -- running a kernel -------------------------------------------------------------------
+
+cdef enum:
+    # an operand that its own result overwrites keeps its values here for a second
+    # computation of NumPy's warnings (larger ones on the heap)
+    SAVED_BYTES = 2048
+
+
+cdef int _run(int op, bint is_binary, Tag tag, Py_ssize_t width, Py_ssize_t n, int typenum,
+              const char* av, Py_ssize_t a_step, const char* ap, object a_value,
+              const char* bv, Py_ssize_t b_step, const char* bp, object b_value,
+              char* yv, char* yp) except -1:
+    """y = op(a) or op(a, b) over n elements of C-contiguous buffers, then NumPy's warnings.
+
+    Steps and NULL partials as in cyad._kernels; a_value and b_value are the operands as
+    NumPy takes them (arrays or numbers), for the warnings. y may be an operand's very
+    memory: that operand's values are kept for the warnings before they are overwritten.
+    """
+    cdef char stack[SAVED_BYTES]
+    cdef char* saved = NULL
+    cdef Py_ssize_t nbytes = n * (8 if typenum == cnp.NPY_FLOAT64 else 4)
+    cdef Py_ssize_t outer = 0, inner = 0
+    cdef bint a_saved = av == yv, b_saved = is_binary and bv == yv, raised
+    if tag.outer is not None:
+        outer, inner = tag.outer.width, tag.inner.width
+    if a_saved or b_saved:
+        if nbytes <= SAVED_BYTES:
+            saved = stack
+        else:
+            saved = <char*>PyMem_Malloc(nbytes)
+            if saved == NULL:
+                raise MemoryError()
+        memcpy(saved, yv, nbytes)
+    try:
+        with nogil:
+            _clear_fp_flags()
+            if typenum == cnp.NPY_FLOAT64:
+                _kernel(<double*>NULL, op, is_binary, outer, inner, width, n, av, a_step, ap,
+                        bv, b_step, bp, yv, yp)
+            else:
+                _kernel(<float*>NULL, op, is_binary, outer, inner, width, n, av, a_step, ap,
+                        bv, b_step, bp, yv, yp)
+            raised = _fp_flags_raised()
+        if raised:
+            if a_saved:
+                a_value = _saved_array(saved, nbytes, typenum, a_value)
+            if b_saved:
+                b_value = _saved_array(saved, nbytes, typenum, b_value)
+            _numpy_warnings(op, is_binary, a_value, b_value)
+    finally:
+        if saved != stack:
+            PyMem_Free(saved)
+    return 0
+
+
+cdef inline void _kernel(real* kind, int op, bint is_binary, Py_ssize_t outer, Py_ssize_t inner,
+                         Py_ssize_t width, Py_ssize_t n, const char* av, Py_ssize_t a_step,
+                         const char* ap, const char* bv, Py_ssize_t b_step, const char* bp,
+                         char* yv, char* yp) noexcept nogil:
+    # the first-order kernel, or the nested one of duals of a nested tag (outer > 0)
+    if is_binary and outer:
+        binary_nested(op, outer, inner, width, n, <const real*>av, a_step, <const real*>ap,
+                      <const real*>bv, b_step, <const real*>bp, <real*>yv, <real*>yp)
+    elif is_binary:
+        binary_chunks(op, width, n, <const real*>av, a_step, <const real*>ap,
+                      <const real*>bv, b_step, <const real*>bp, <real*>yv, <real*>yp)
+    elif outer:
+        unary_nested(op, outer, inner, width, n, <const real*>av, <const real*>ap,
+                     <real*>yv, <real*>yp)
+    else:
+        unary_chunks(op, width, n, <const real*>av, <const real*>ap, <real*>yv, <real*>yp)
+
+
+cdef object _saved_array(char* saved, Py_ssize_t nbytes, int typenum, object like):
+    # the kept values of an operand, as an array shaped like it
+    values = np.frombuffer(PyBytes_FromStringAndSize(saved, nbytes),
+                           np.float64 if typenum == cnp.NPY_FLOAT64 else np.float32)
+    return values.reshape(np.shape(like))
+
+
+cdef int _numpy_warnings(int op, bint is_binary, object a_value, object b_value) except -1:
+    # the values once more through NumPy, for its warnings alone
+    if is_binary:
+        _UFUNC_OF_BINARY[op](a_value, b_value)
+    else:
+        _UFUNC_OF_UNARY[op](a_value)
+    return 0
+
+
+# -- unary and binary operations ----------------------------------------------------------
+
 cdef object unary(int op, Dual x, object out=None):
-    cdef Dual y
-    if out is None and _contiguous(x):
-        # the common case, without any NumPy-level call
-        y = _new_like(x, cnp.PyArray_TYPE(x.values))
-        _run_unary(op, x.width, x.values, x.partials, y)
-        return y
-    cdef object dtype = (<object>x.values).dtype
-    xv = np.ascontiguousarray(x.values)
-    xp = np.ascontiguousarray(x.partials)
-    y = _target(out, (<object>x.values).shape, dtype, x, (x,))
-    _run_unary(op, x.width, xv, xp, y)
+    cdef Dual y, xc
+    cdef int typenum = cnp.PyArray_TYPE(x.values)
+    if _contiguous(x):
+        # the common cases, without any NumPy-level call
+        if out is None:
+            y = _new_like(x, typenum)
+            _run_unary(op, x, y)
+            return y
+        if type(out) is Dual and _fits(<Dual>out, x) and _readable_into(x, <Dual>out):
+            _run_unary(op, x, <Dual>out)
+            return out
+    xc = new_dual(np.ascontiguousarray(x.values), np.ascontiguousarray(x.partials), x.width, x.tag)
+    y = _target(out, (<object>x.values).shape, (<object>x.values).dtype, x, (x,))
+    _run_unary(op, xc, y)
     return _finish(y, out)
 
 
-cdef void _run_unary(int op, Py_ssize_t width, cnp.ndarray xv, cnp.ndarray xp, Dual y):
-    if cnp.PyArray_TYPE(xv) == cnp.NPY_FLOAT64:
-        _run_unary_typed(<double*>NULL, op, width, xv, xp, y)
-    else:
-        _run_unary_typed(<float*>NULL, op, width, xv, xp, y)
-
-
-cdef void _run_unary_typed(real* kind, int op, Py_ssize_t width, cnp.ndarray xv, cnp.ndarray xp,
-                           Dual y):
-    cdef Py_ssize_t n = cnp.PyArray_SIZE(xv)
-    cdef Tag tag = y.tag
-    cdef const real* xvp = <real*>cnp.PyArray_DATA(xv)
-    cdef const real* xpp = <real*>cnp.PyArray_DATA(xp)
-    cdef real* yp = <real*>cnp.PyArray_DATA(y.partials)
-    cdef Py_ssize_t outer, inner
-    with nogil:
-        unary_chunks(op, width, n, xvp, xpp, <real*>cnp.PyArray_DATA(y.values), yp)
-    if tag.outer is not None:
-        outer, inner = tag.outer.width, tag.inner.width
-        with nogil:
-            unary_cross(op, outer, inner, width, n, xvp, xpp, yp)
+cdef int _run_unary(int op, Dual x, Dual y) except -1:
+    return _run(op, False, y.tag, x.width, cnp.PyArray_SIZE(x.values), cnp.PyArray_TYPE(x.values),
+                <char*>cnp.PyArray_DATA(x.values), 1, <char*>cnp.PyArray_DATA(x.partials), x.values,
+                NULL, 0, NULL, None,
+                <char*>cnp.PyArray_DATA(y.values), <char*>cnp.PyArray_DATA(y.partials))
 
 
 cdef class _Operand:
@@ -359,12 +501,14 @@ cdef inline object _array_like(object x):
     return np.asarray(x) if isinstance(x, (list, tuple)) else x
 
 
+cdef inline char* _data_or_null(object a):
+    return NULL if a is None else <char*>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
 cdef object binary(int op, object a, object b, object out=None):
-    cdef object result
-    if out is None:
-        result = _binary_fast(op, a, b)
-        if result is not None:
-            return result
+    cdef object result = _binary_fast(op, a, b, out)
+    if result is not None:
+        return result
     if isinstance(a, Dual) and isinstance(b, Dual) and (<Dual>a).tag is not (<Dual>b).tag:
         a, b = promote(a, b)
     cdef Dual like = _common_dual(a, b)
@@ -375,57 +519,26 @@ cdef object binary(int op, object a, object b, object out=None):
     cdef _Operand oa = _operand(a, shape, dtype, like.width)
     cdef _Operand ob = _operand(b, shape, dtype, like.width)
     cdef Dual y = _target(out, shape, dtype, like, (a, b))
-    _run_binary(op, like.width, oa, ob, y)
+    _run(op, True, y.tag, like.width, cnp.PyArray_SIZE(y.values), cnp.PyArray_TYPE(y.values),
+         <char*>cnp.PyArray_DATA(oa.values), oa.step, _data_or_null(oa.partials), primal(a),
+         <char*>cnp.PyArray_DATA(ob.values), ob.step, _data_or_null(ob.partials), primal(b),
+         <char*>cnp.PyArray_DATA(y.values), <char*>cnp.PyArray_DATA(y.partials))
     return _finish(y, out)
 
 
-cdef void _run_binary(int op, Py_ssize_t width, _Operand a, _Operand b, Dual y):
-    if cnp.PyArray_TYPE(y.values) == cnp.NPY_FLOAT64:
-        _run_binary_typed(<double*>NULL, op, width, a, b, y)
-    else:
-        _run_binary_typed(<float*>NULL, op, width, a, b, y)
-
-
-cdef void _run_binary_typed(real* kind, int op, Py_ssize_t width, _Operand a, _Operand b, Dual y):
-    cdef Py_ssize_t n = cnp.PyArray_SIZE(y.values)
-    cdef const real* ap = NULL
-    cdef const real* bp = NULL
-    if a.partials is not None:
-        ap = <real*>cnp.PyArray_DATA(a.partials)
-    if b.partials is not None:
-        bp = <real*>cnp.PyArray_DATA(b.partials)
-    _binary_kernels(op, y.tag, width, n, <real*>cnp.PyArray_DATA(a.values), a.step, ap,
-                    <real*>cnp.PyArray_DATA(b.values), b.step, bp,
-                    <real*>cnp.PyArray_DATA(y.values), <real*>cnp.PyArray_DATA(y.partials))
-
-
-cdef inline void _binary_kernels(int op, Tag tag, Py_ssize_t width, Py_ssize_t n,
-                                 const real* av, Py_ssize_t a_step, const real* ap,
-                                 const real* bv, Py_ssize_t b_step, const real* bp,
-                                 real* yv, real* yp) noexcept:
-    # the first-order kernel, then a nested dual's second-derivative terms
-    cdef Py_ssize_t outer, inner
-    with nogil:
-        binary_chunks(op, width, n, av, a_step, ap, bv, b_step, bp, yv, yp)
-    if tag.outer is not None:
-        outer, inner = tag.outer.width, tag.inner.width
-        with nogil:
-            binary_cross(op, outer, inner, width, n, av, a_step, ap, bv, b_step, bp, yp)
-
-
-cdef object _binary_fast(int op, object a, object b):
+cdef object _binary_fast(int op, object a, object b, object out):
     """The common cases without any NumPy-level call, or None.
 
-    Two contiguous duals of one differentiation, shape and dtype; or a contiguous
-    dual and a Python float or int (which, like in NumPy, takes the dual's dtype).
+    Two contiguous duals of one differentiation, shape and dtype; or a contiguous dual
+    and a Python float or int (which, like in NumPy, takes the dual's dtype). The result
+    goes into a new dual, or into `out` when it is such a dual too and every operand is
+    either out itself or apart from it.
     """
-    cdef Dual d = None
+    cdef Dual d = None, y
     if type(a) is Dual:
         d = <Dual>a
         if type(b) is Dual:
-            if not ((<Dual>b).tag is d.tag and _contiguous(<Dual>b)
-                    and cnp.PyArray_TYPE((<Dual>b).values) == cnp.PyArray_TYPE(d.values)
-                    and cnp.PyArray_SAMESHAPE((<Dual>b).values, d.values)):
+            if not _fits(<Dual>b, d):
                 return None
         elif not (PyFloat_CheckExact(b) or PyLong_CheckExact(b)):
             return None
@@ -433,35 +546,47 @@ cdef object _binary_fast(int op, object a, object b):
         d = <Dual>b
     if d is None or not _contiguous(d):
         return None
+    if out is None:
+        y = _new_like(d, cnp.PyArray_TYPE(d.values))
+    elif (type(out) is Dual and _fits(<Dual>out, d)
+            and (type(a) is not Dual or _readable_into(<Dual>a, <Dual>out))
+            and (type(b) is not Dual or _readable_into(<Dual>b, <Dual>out))):
+        y = <Dual>out
+    else:
+        return None
     if cnp.PyArray_TYPE(d.values) == cnp.NPY_FLOAT64:
-        return _binary_fast_typed(<double*>NULL, op, a, b, d)
-    return _binary_fast_typed(<float*>NULL, op, a, b, d)
+        _binary_fast_typed(<double*>NULL, op, a, b, y)
+    else:
+        _binary_fast_typed(<float*>NULL, op, a, b, y)
+    return y
 
 
-cdef Dual _binary_fast_typed(real* kind, int op, object a, object b, Dual like):
-    cdef Dual y = _new_like(like, cnp.PyArray_TYPE(like.values))
+cdef int _binary_fast_typed(real* kind, int op, object a, object b, Dual y) except -1:
     cdef real a_scalar = 0, b_scalar = 0
     cdef const real* av = &a_scalar
     cdef const real* bv = &b_scalar
     cdef const real* ap = NULL
     cdef const real* bp = NULL
     cdef Py_ssize_t a_step = 0, b_step = 0
+    cdef object a_value = a, b_value = b
     if type(a) is Dual:
         av = <real*>cnp.PyArray_DATA((<Dual>a).values)
         ap = <real*>cnp.PyArray_DATA((<Dual>a).partials)
         a_step = 1
+        a_value = (<Dual>a).values
     else:
         a_scalar = <real><double>a
     if type(b) is Dual:
         bv = <real*>cnp.PyArray_DATA((<Dual>b).values)
         bp = <real*>cnp.PyArray_DATA((<Dual>b).partials)
         b_step = 1
+        b_value = (<Dual>b).values
     else:
         b_scalar = <real><double>b
-    _binary_kernels(op, like.tag, like.width, cnp.PyArray_SIZE(y.values), av, a_step, ap,
-                    bv, b_step, bp, <real*>cnp.PyArray_DATA(y.values),
-                    <real*>cnp.PyArray_DATA(y.partials))
-    return y
+    return _run(op, True, y.tag, y.width, cnp.PyArray_SIZE(y.values), cnp.PyArray_TYPE(y.values),
+                <const char*>av, a_step, <const char*>ap, a_value,
+                <const char*>bv, b_step, <const char*>bp, b_value,
+                <char*>cnp.PyArray_DATA(y.values), <char*>cnp.PyArray_DATA(y.partials))
 
 
 # A product this small runs as a plain loop; a larger one goes to BLAS through NumPy.
@@ -491,10 +616,13 @@ cdef Dual _matrix_times_dual(cnp.ndarray a, Dual b):
     dims[1] = b.width
     cdef Dual y = new_dual(cnp.PyArray_EMPTY(1, dims, typenum, 0),
                            cnp.PyArray_EMPTY(2, dims, typenum, 0), b.width, b.tag)
+    cdef bint raised
     if m * k * (b.width + 1) > SMALL_PRODUCT:
         np.dot(a, b.values, out=y.values)
         np.dot(a, b.partials, out=y.partials)
-    elif typenum == cnp.NPY_FLOAT64:
+        return y
+    _clear_fp_flags()
+    if typenum == cnp.NPY_FLOAT64:
         _small_product(<double*>cnp.PyArray_DATA(a), m, k, <double*>cnp.PyArray_DATA(b.values),
                        <double*>cnp.PyArray_DATA(b.partials), b.width,
                        <double*>cnp.PyArray_DATA(y.values), <double*>cnp.PyArray_DATA(y.partials))
@@ -502,6 +630,8 @@ cdef Dual _matrix_times_dual(cnp.ndarray a, Dual b):
         _small_product(<float*>cnp.PyArray_DATA(a), m, k, <float*>cnp.PyArray_DATA(b.values),
                        <float*>cnp.PyArray_DATA(b.partials), b.width,
                        <float*>cnp.PyArray_DATA(y.values), <float*>cnp.PyArray_DATA(y.partials))
+    if _fp_flags_raised():
+        np.matmul(a, b.values)   # NumPy's warnings, if its values raise them
     return y
 
 
@@ -554,6 +684,7 @@ cdef Dual sum_all(Dual d):
     cdef int typenum = cnp.PyArray_TYPE(d.values)
     cdef Dual y = new_dual(cnp.PyArray_EMPTY(0, NULL, typenum, 0),
                            cnp.PyArray_EMPTY(1, &width, typenum, 0), d.width, d.tag)
+    _clear_fp_flags()
     if typenum == cnp.NPY_FLOAT64:
         _sum_all(<double*>cnp.PyArray_DATA(d.values), <double*>cnp.PyArray_DATA(d.partials),
                  cnp.PyArray_SIZE(d.values), width, <double*>cnp.PyArray_DATA(y.values),
@@ -562,6 +693,8 @@ cdef Dual sum_all(Dual d):
         _sum_all(<float*>cnp.PyArray_DATA(d.values), <float*>cnp.PyArray_DATA(d.partials),
                  cnp.PyArray_SIZE(d.values), width, <float*>cnp.PyArray_DATA(y.values),
                  <float*>cnp.PyArray_DATA(y.partials))
+    if _fp_flags_raised():
+        np.add.reduce(d.values, axis=None)   # NumPy's warnings, if its values raise them
     return y
 
 
@@ -638,6 +771,14 @@ _BINARY_UFUNCS = {
     np.fmax: BinaryOp.FMAX, np.fmin: BinaryOp.FMIN,
     np.logaddexp: BinaryOp.LOGADDEXP, np.logaddexp2: BinaryOp.LOGADDEXP2,
 }
+
+for _ufunc, _op in reversed(_UNARY_UFUNCS.items()):
+    _UFUNC_OF_UNARY[_op] = _ufunc
+for _ufunc, _op in reversed(_BINARY_UFUNCS.items()):
+    _UFUNC_OF_BINARY[_op] = _ufunc
+for _op in (BinaryOp.POWER, BinaryOp.POWER_CONST_EXPONENT, BinaryOp.POWER_CONST_BASE):
+    _UFUNC_OF_BINARY[_op] = np.power
+del _ufunc, _op
 
 # ufuncs whose result carries no derivative: they read the values only
 _VALUE_UFUNCS = {
@@ -721,16 +862,18 @@ cdef class Dual:
     __hash__ = None
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        cdef object op
-        if not kwargs and method == "__call__":
-            # the common call, straight to the rule
+        cdef object op, out = None
+        if method == "__call__" and (not kwargs or (len(kwargs) == 1 and "out" in kwargs)):
+            # the common calls, straight to the rule
+            if kwargs:
+                out = _as_dual_out(kwargs["out"])
             op = _UNARY_UFUNCS.get(ufunc)
-            if op is not None:
-                return unary(op, <Dual?>inputs[0])
+            if op is not None and isinstance(inputs[0], Dual):
+                return unary(op, <Dual>inputs[0], out)
             op = _BINARY_UFUNCS.get(ufunc)
-            if op is not None:
-                return binary(op, inputs[0], inputs[1])
-            if ufunc is np.matmul:
+            if op is not None and (isinstance(inputs[0], Dual) or isinstance(inputs[1], Dual)):
+                return binary(op, inputs[0], inputs[1], out)
+            if ufunc is np.matmul and out is None:
                 return matmul(inputs[0], inputs[1])
         out = _as_dual_out(kwargs.pop("out", None))
         name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")

@@ -34,13 +34,19 @@ HANDLED_FUNCTIONS = {}
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def implements(numpy_function, second_order=True):
+def implements(numpy_function, second_order=True, promote=True):
     """Register the decorated function as `numpy_function` on dual arrays.
 
     Its parameters carry NumPy's names, in NumPy's positions, but only those it
     supports: a call passing any other argument (other than at NumPy's default)
     raises TypeError naming the function and the argument. With
-    ``second_order=False`` it refuses nested duals.
+    ``second_order=False`` it refuses nested duals; with ``promote=False`` its
+    arguments are not made duals of one differentiation first (for a function that
+    writes into one of them).
+
+    Where NumPy's function has an ``out`` parameter, so does this one: the result is
+    computed apart, then copied into ``out``, so ``out`` may share memory with any
+    operand (as in NumPy).
     """
     def register(impl):
         parameters = inspect.signature(impl).parameters.values()
@@ -49,19 +55,31 @@ def implements(numpy_function, second_order=True):
             positional = sys.maxsize
         else:
             positional = sum(p.kind in _POSITIONAL for p in parameters)
+        numpy_names = list(inspect.signature(numpy_function).parameters)
+        out_position = numpy_names.index("out") if "out" in numpy_names else None
 
         @functools.wraps(impl)
         def checked(*args, **kwargs):
+            out = None
+            if out_position is not None:
+                if len(args) > out_position:
+                    # a positional out: the arguments behind it go by name
+                    kwargs.update(zip(numpy_names[out_position + 1:], args[out_position + 1:]))
+                    args, out = args[:out_position], args[out_position]
+                else:
+                    out = kwargs.pop("out", None)
             # one dual alone (np.sum(x), x.reshape(...)) belongs to one differentiation
-            if len(args) != 1 or type(args[0]) is not Dual:
+            if promote and (len(args) != 1 or type(args[0]) is not Dual):
                 if len(_tags(args)) > 1:
                     args = _promoted(args)
             if not second_order and any(tag.is_nested for tag in _tags(args)):
                 raise TypeError(f"cyad: {_name(numpy_function)} of dual arrays of a nested "
                                 "differentiation (second order) is not supported")
             if len(args) <= positional and accepted.issuperset(kwargs):
-                return impl(*args, **kwargs)
-            return impl(**_supported_arguments(numpy_function, accepted, args, kwargs))
+                result = impl(*args, **kwargs)
+            else:
+                result = impl(**_supported_arguments(numpy_function, accepted, args, kwargs))
+            return result if out is None else _into(out, result)
 
         HANDLED_FUNCTIONS[numpy_function] = checked
         return impl
@@ -335,7 +353,7 @@ def _with_cross_terms(partials, like, ap, bp, da_b, a_db):
 
 
 @implements(np.matmul)
-def _matmul(x1, x2, out=None):
+def _matmul(x1, x2):
     like, dtype = _common((x1, x2))
     (av, ap), (bv, bp) = _parts(x1, dtype), _parts(x2, dtype)
     values = np.matmul(av, bv)
@@ -348,7 +366,7 @@ def _matmul(x1, x2, out=None):
                              None if bp is None else _const_times_partials(av, bp))
     partials = _with_cross_terms(partials, like, ap, bp, _partials_times_const,
                                  _const_times_partials)
-    return _into(out, _lanes_result(values, partials, like))
+    return _lanes_result(values, partials, like)
 
 
 def _contracted(a, b, b_axis):
@@ -371,12 +389,12 @@ def _contracted(a, b, b_axis):
 
 
 @implements(np.dot)
-def _dot(a, b, out=None):
+def _dot(a, b):
     if not isinstance(a, Dual) and not isinstance(b, Dual):  # only out is dual
-        return _into(out, np.dot(a, b))
+        return np.dot(a, b)
     if np.ndim(primal(a)) == 0 or np.ndim(primal(b)) == 0:
-        return _into(out, np.multiply(a, b))
-    return _into(out, _contracted(a, b, max(np.ndim(primal(b)) - 2, 0)))
+        return np.multiply(a, b)
+    return _contracted(a, b, max(np.ndim(primal(b)) - 2, 0))
 
 
 @implements(np.inner)
@@ -570,6 +588,24 @@ def _flip(m, axis=None):
 def _broadcast_to(array, shape):
     values = np.broadcast_to(array.values, shape)
     return _result(values, np.broadcast_to(array.partials, values.shape + (array.width,)), array)
+
+
+@implements(np.copyto, promote=False)
+def _copyto(dst, src, casting="same_kind", where=True):
+    """dst[...] = src where `where` is true, both broadcast to dst's shape; src may
+    overlap dst (it is read in full first, as in NumPy)."""
+    if not isinstance(dst, Dual):
+        raise TypeError("cyad: numpy.copyto of a dual array into a plain ndarray would lose "
+                        "the derivative; copy into a dual array (np.zeros_like(x))")
+    src_dtype = np.result_type(primal(src))
+    if not np.can_cast(src_dtype, dst.dtype, casting):
+        raise TypeError(f"Cannot cast array data from {src_dtype!r} to {dst.dtype!r} "
+                        f"according to the rule {casting!r}")
+    if where is True:
+        dst[...] = src
+        return
+    mask = np.broadcast_to(np.asarray(primal(where), dtype=bool), dst.shape)
+    dst[mask] = np.broadcast_to(src, dst.shape)[mask]
 
 
 @implements(np.copy)

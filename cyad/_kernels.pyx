@@ -10,6 +10,12 @@ as blocks of 8. `lane_count` pads any requested chunk up to such a width.
 Rows whose derivative coefficient is not finite (sqrt at 0, log at 0) go through
 a careful loop in which a zero tangent contributes zero instead of 0 * inf = nan,
 so one singular entry cannot poison the directions that do not touch it.
+
+Aliasing: every loop reads all of an element's inputs before it writes any of that
+element's outputs, and touches no other element, so the output may be the very memory
+of an operand (in-place operators, ufuncs with out=). Any other overlap - a shifted or
+reversed view, an element broadcast over the output - is the caller's to remove
+(cyad._dual computes such operations into a fresh buffer).
 """
 from libc.math cimport isfinite
 from cyad._fused cimport real, lanes, lanes1, lanes2, lanes4, lanes8, lanes16
@@ -73,6 +79,25 @@ cdef void careful_row(Py_ssize_t row, double da, const real* pa,
         out[k] = <real>acc
 
 
+cdef inline void update_row(lanes* tag, Py_ssize_t blocks, double da, const real* pa,
+                            double db, const real* pb, real* out) noexcept nogil:
+    # out = da * pa + db * pb, where a NULL row is a constant operand's (no term)
+    if pa != NULL and pb != NULL:
+        if isfinite(da) and isfinite(db):
+            combine_row(tag, blocks, da, pa, db, pb, out)
+        else:
+            careful_row(blocks * sizeof(lanes), da, pa, db, pb, out)
+    elif pa != NULL:
+        if isfinite(da):
+            scale_row(tag, blocks, da, pa, out)
+        else:
+            careful_row(blocks * sizeof(lanes), da, pa, 0.0, <const real*>NULL, out)
+    elif isfinite(db):
+        scale_row(tag, blocks, db, pb, out)
+    else:
+        careful_row(blocks * sizeof(lanes), db, pb, 0.0, <const real*>NULL, out)
+
+
 # -- element loops --------------------------------------------------------------
 
 cdef void unary_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks,
@@ -81,10 +106,7 @@ cdef void unary_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks,
     cdef double d
     for i in range(n):
         yv[i] = <real>unary_rule(op, xv[i], &d)
-        if isfinite(d):
-            scale_row(tag, blocks, d, xp + i * row, yp + i * row)
-        else:
-            careful_row(row, d, xp + i * row, 0.0, <const real*>NULL, yp + i * row)
+        update_row(tag, blocks, d, xp + i * row, 0.0, <const real*>NULL, yp + i * row)
 
 
 cdef void binary_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks,
@@ -96,21 +118,8 @@ cdef void binary_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks,
     cdef double da, db
     for i in range(n):
         yv[i] = <real>binary_rule(op, av[i * a_step], bv[i * b_step], &da, &db)
-        if ap != NULL and bp != NULL:
-            if isfinite(da) and isfinite(db):
-                combine_row(tag, blocks, da, ap + i * a_row, db, bp + i * b_row, yp + i * row)
-            else:
-                careful_row(row, da, ap + i * a_row, db, bp + i * b_row, yp + i * row)
-        elif ap != NULL:
-            if isfinite(da):
-                scale_row(tag, blocks, da, ap + i * a_row, yp + i * row)
-            else:
-                careful_row(row, da, ap + i * a_row, 0.0, <const real*>NULL, yp + i * row)
-        else:
-            if isfinite(db):
-                scale_row(tag, blocks, db, bp + i * b_row, yp + i * row)
-            else:
-                careful_row(row, db, bp + i * b_row, 0.0, <const real*>NULL, yp + i * row)
+        update_row(tag, blocks, da, NULL if ap == NULL else ap + i * a_row,
+                   db, NULL if bp == NULL else bp + i * b_row, yp + i * row)
 
 
 # -- dispatch on the width, once per call ---------------------------------------
@@ -156,11 +165,16 @@ cdef void binary_chunks(int op, Py_ssize_t width, Py_ssize_t n,
         binary_loop(<lanes8*>NULL, op, n, width // 8, av, a_step, ap, bv, b_step, bp, yv, yp)
 
 
-# -- second order: the cross lanes of nested duals ----------------------------------
+# -- second order: nested duals -----------------------------------------------------------
 # A nested dual's row (cyad._wrapper's second-order layout) holds a (outer lanes),
-# b (inner lanes) and c (inner x outer lanes). The first-order loops above already
-# give every lane its g' term; these add g'' b[j] a[k] to c[j][k]. The outer width is
-# a lane count, so the k loop runs on compile-time blocks; j loops over `inner`.
+# b (inner lanes), c (inner x outer lanes: c[j] is the outer-lane row of inner direction
+# j) and zero padding. Through y = g(x): y.a = g' x.a, y.b = g' x.b and
+# y.c[j] = g' x.c[j] + g'' x.b[j] x.a; a binary rule adds both operands' terms with its
+# second partials. The outer width is a lane count, so every row of outer lanes runs on
+# compile-time blocks.
+#
+# The c rows come first: their second-order terms read a and b, which an in-place
+# operation overwrites afterwards (see the module's note on aliasing).
 
 cdef inline void add_scaled_row(lanes* tag, Py_ssize_t blocks, double s,
                                 const real* p, real* out) noexcept nogil:
@@ -177,89 +191,124 @@ cdef inline void add_scaled_row(lanes* tag, Py_ssize_t blocks, double s,
         out += sizeof(lanes)
 
 
-cdef void unary_cross_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks, Py_ssize_t inner,
-                           Py_ssize_t width, const real* xv, const real* xp,
-                           real* yp) noexcept nogil:
-    cdef Py_ssize_t i, j, outer = blocks * sizeof(lanes)
-    cdef double v, d, dd
-    cdef const real* row
-    cdef real* cross
-    for i in range(n):
-        v = unary_rule(op, xv[i], &d)
-        dd = unary_second(op, xv[i], v, d)
-        if dd == 0.0:
-            continue
-        row = xp + i * width
-        cross = yp + i * width + outer + inner
-        for j in range(inner):
-            if row[outer + j] != 0:
-                add_scaled_row(tag, blocks, careful_product(dd, row[outer + j]), row, cross + j * outer)
+cdef inline void combine_lanes(Py_ssize_t n, double da, const real* pa, double db, const real* pb,
+                               real* out) noexcept nogil:
+    # out = da * pa + db * pb over n lanes (a runtime count); pa or pb may be NULL
+    cdef Py_ssize_t k
+    if not (isfinite(da) and isfinite(db)):
+        for k in range(n):
+            out[k] = <real>((0.0 if pa == NULL else careful_product(da, pa[k]))
+                            + (0.0 if pb == NULL else careful_product(db, pb[k])))
+    elif pb == NULL:
+        for k in range(n):
+            out[k] = <real>(da * pa[k])
+    elif pa == NULL:
+        for k in range(n):
+            out[k] = <real>(db * pb[k])
+    else:
+        for k in range(n):
+            out[k] = <real>(da * pa[k] + db * pb[k])
 
 
-cdef void binary_cross_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks, Py_ssize_t inner,
-                            Py_ssize_t width,
-                            const real* av, Py_ssize_t a_step, const real* ap,
-                            const real* bv, Py_ssize_t b_step, const real* bp,
-                            real* yp) noexcept nogil:
-    cdef Py_ssize_t i, j, outer = blocks * sizeof(lanes)
-    cdef double v, da, db, daa, dab, dbb, a_inner, b_inner, sa, sb
-    cdef const real* a_row
-    cdef const real* b_row
-    cdef real* cross
-    for i in range(n):
-        v = binary_rule(op, av[i * a_step], bv[i * b_step], &da, &db)
-        binary_second(op, av[i * a_step], bv[i * b_step], v, da, db, &daa, &dab, &dbb)
-        if daa == 0.0 and dab == 0.0 and dbb == 0.0:
-            continue
-        a_row = NULL if ap == NULL else ap + i * a_step * width
-        b_row = NULL if bp == NULL else bp + i * b_step * width
-        cross = yp + i * width + outer + inner
+cdef inline void nested_row(lanes* tag, Py_ssize_t blocks, Py_ssize_t inner, Py_ssize_t width,
+                            double da, double daa, double dab, const real* a,
+                            double db, double dbb, const real* b, real* y) noexcept nogil:
+    # y's row for y = g(a, b) with first partials da, db and second partials daa, dab, dbb;
+    # a or b is NULL for a constant operand (its partials are zero). In order: the c rows'
+    # first-order terms, their second-order terms (reading a and b), b, a, the padding.
+    cdef Py_ssize_t j, k, outer = blocks * sizeof(lanes), cross = outer + inner
+    cdef double a_inner, b_inner, sa, sb
+    update_row(tag, blocks * inner, da, NULL if a == NULL else a + cross,
+               db, NULL if b == NULL else b + cross, y + cross)
+    if daa != 0.0 or dab != 0.0 or dbb != 0.0:
         for j in range(inner):
             # c[j] += (daa A.b[j] + dab B.b[j]) A.a + (dab A.b[j] + dbb B.b[j]) B.a
-            a_inner = 0.0 if a_row == NULL else a_row[outer + j]
-            b_inner = 0.0 if b_row == NULL else b_row[outer + j]
-            if a_row != NULL:
+            a_inner = 0.0 if a == NULL else a[outer + j]
+            b_inner = 0.0 if b == NULL else b[outer + j]
+            if a_inner == 0.0 and b_inner == 0.0:
+                continue
+            if a != NULL:
                 sa = careful_product(daa, a_inner) + careful_product(dab, b_inner)
                 if sa != 0.0:
-                    add_scaled_row(tag, blocks, sa, a_row, cross + j * outer)
-            if b_row != NULL:
+                    add_scaled_row(tag, blocks, sa, a, y + cross + j * outer)
+            if b != NULL:
                 sb = careful_product(dab, a_inner) + careful_product(dbb, b_inner)
                 if sb != 0.0:
-                    add_scaled_row(tag, blocks, sb, b_row, cross + j * outer)
+                    add_scaled_row(tag, blocks, sb, b, y + cross + j * outer)
+    combine_lanes(inner, da, NULL if a == NULL else a + outer, db,
+                  NULL if b == NULL else b + outer, y + outer)
+    update_row(tag, blocks, da, a, db, b, y)
+    for k in range(cross + inner * outer, width):
+        y[k] = 0
 
 
-cdef void unary_cross(int op, Py_ssize_t outer, Py_ssize_t inner, Py_ssize_t width, Py_ssize_t n,
-                      const real* xv, const real* xp, real* yp) noexcept nogil:
-    """The g'' terms of y = g(x) on nested duals, added to yp (which holds the g' terms)."""
+cdef void unary_nested_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks, Py_ssize_t inner,
+                            Py_ssize_t width, const real* xv, const real* xp,
+                            real* yv, real* yp) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double v, d
+    for i in range(n):
+        v = unary_rule(op, xv[i], &d)
+        nested_row(tag, blocks, inner, width, d, unary_second(op, xv[i], v, d), 0.0,
+                   xp + i * width, 0.0, 0.0, <const real*>NULL, yp + i * width)
+        yv[i] = <real>v
+
+
+cdef void binary_nested_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks, Py_ssize_t inner,
+                             Py_ssize_t width,
+                             const real* av, Py_ssize_t a_step, const real* ap,
+                             const real* bv, Py_ssize_t b_step, const real* bp,
+                             real* yv, real* yp) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double a, b, v, da, db, daa, dab, dbb
+    for i in range(n):
+        a = av[i * a_step]
+        b = bv[i * b_step]
+        v = binary_rule(op, a, b, &da, &db)
+        binary_second(op, a, b, v, da, db, &daa, &dab, &dbb)
+        nested_row(tag, blocks, inner, width, da, daa, dab,
+                   NULL if ap == NULL else ap + i * a_step * width, db, dbb,
+                   NULL if bp == NULL else bp + i * b_step * width, yp + i * width)
+        yv[i] = <real>v
+
+
+cdef void unary_nested(int op, Py_ssize_t outer, Py_ssize_t inner, Py_ssize_t width, Py_ssize_t n,
+                       const real* xv, const real* xp, real* yv, real* yp) noexcept nogil:
+    """y = op(x) for n nested duals of `outer` (a lane count) and `inner` directions."""
     if outer == 1:
-        unary_cross_loop(<lanes1*>NULL, op, n, 1, inner, width, xv, xp, yp)
+        unary_nested_loop(<lanes1*>NULL, op, n, 1, inner, width, xv, xp, yv, yp)
     elif outer == 2:
-        unary_cross_loop(<lanes2*>NULL, op, n, 1, inner, width, xv, xp, yp)
+        unary_nested_loop(<lanes2*>NULL, op, n, 1, inner, width, xv, xp, yv, yp)
     elif outer == 4:
-        unary_cross_loop(<lanes4*>NULL, op, n, 1, inner, width, xv, xp, yp)
+        unary_nested_loop(<lanes4*>NULL, op, n, 1, inner, width, xv, xp, yv, yp)
     elif outer == 8:
-        unary_cross_loop(<lanes8*>NULL, op, n, 1, inner, width, xv, xp, yp)
+        unary_nested_loop(<lanes8*>NULL, op, n, 1, inner, width, xv, xp, yv, yp)
     elif outer == 16:
-        unary_cross_loop(<lanes16*>NULL, op, n, 1, inner, width, xv, xp, yp)
+        unary_nested_loop(<lanes16*>NULL, op, n, 1, inner, width, xv, xp, yv, yp)
     else:
-        unary_cross_loop(<lanes8*>NULL, op, n, outer // 8, inner, width, xv, xp, yp)
+        unary_nested_loop(<lanes8*>NULL, op, n, outer // 8, inner, width, xv, xp, yv, yp)
 
 
-cdef void binary_cross(int op, Py_ssize_t outer, Py_ssize_t inner, Py_ssize_t width, Py_ssize_t n,
-                       const real* av, Py_ssize_t a_step, const real* ap,
-                       const real* bv, Py_ssize_t b_step, const real* bp,
-                       real* yp) noexcept nogil:
-    """The second-partial terms of y = g(a, b) on nested duals, added to yp."""
+cdef void binary_nested(int op, Py_ssize_t outer, Py_ssize_t inner, Py_ssize_t width, Py_ssize_t n,
+                        const real* av, Py_ssize_t a_step, const real* ap,
+                        const real* bv, Py_ssize_t b_step, const real* bp,
+                        real* yv, real* yp) noexcept nogil:
+    """y = op(a, b) for n nested duals (steps and NULL partials as in binary_chunks)."""
     if outer == 1:
-        binary_cross_loop(<lanes1*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp, yp)
+        binary_nested_loop(<lanes1*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp,
+                           yv, yp)
     elif outer == 2:
-        binary_cross_loop(<lanes2*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp, yp)
+        binary_nested_loop(<lanes2*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp,
+                           yv, yp)
     elif outer == 4:
-        binary_cross_loop(<lanes4*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp, yp)
+        binary_nested_loop(<lanes4*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp,
+                           yv, yp)
     elif outer == 8:
-        binary_cross_loop(<lanes8*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp, yp)
+        binary_nested_loop(<lanes8*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp,
+                           yv, yp)
     elif outer == 16:
-        binary_cross_loop(<lanes16*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp, yp)
+        binary_nested_loop(<lanes16*>NULL, op, n, 1, inner, width, av, a_step, ap, bv, b_step, bp,
+                           yv, yp)
     else:
-        binary_cross_loop(<lanes8*>NULL, op, n, outer // 8, inner, width,
-                          av, a_step, ap, bv, b_step, bp, yp)
+        binary_nested_loop(<lanes8*>NULL, op, n, outer // 8, inner, width,
+                           av, a_step, ap, bv, b_step, bp, yv, yp)

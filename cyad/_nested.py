@@ -43,6 +43,12 @@ def _values(a, dtype):
     return np.asarray(primal(a), dtype=dtype)
 
 
+def _own_values(a, dtype):
+    # a copy: f may write into its input, which must not change the caller's array (or,
+    # for a dual of the outer differentiation, its values without its partials)
+    return np.array(primal(a), dtype=dtype)
+
+
 def _evaluate(f, x, seeds, seed_partials, y):
     """f at x seeded along `seeds` (x.shape + (k,)) on a new tag ranked inside the running ones.
 
@@ -55,7 +61,7 @@ def _evaluate(f, x, seeds, seed_partials, y):
     k = seeds.shape[-1]
     inner = Tag(padded_width(k))
     outer = _outer_tag(x, y)
-    xv = _values(x, dtype)
+    xv = _own_values(x, dtype)
     _enter(inner)
     try:
         if outer is None and seed_partials is None:
@@ -86,7 +92,7 @@ def _evaluate(f, x, seeds, seed_partials, y):
 
 def _output_dual(y, tag, dtype):
     # the two-argument form's output, as a dual of the tag f runs on
-    values = np.array(_values(y, dtype))
+    values = _own_values(y, dtype)
     partials = np.zeros(values.shape + (tag.width,), dtype)
     if isinstance(y, Dual):
         if y.tag is not tag and y.tag is not tag.outer:
