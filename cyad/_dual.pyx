@@ -17,6 +17,8 @@ Nothing here ever drops a derivative silently: converting a dual to a float or
 a plain ndarray raises TypeError, and so does any NumPy function or ufunc cyad
 does not know.
 """
+import operator
+
 import numpy as np
 
 cimport numpy as cnp
@@ -25,6 +27,7 @@ from cpython.long cimport PyLong_CheckExact
 from cpython.object cimport PyObject
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from libc.math cimport isinf
 from libc.string cimport memcpy, memmove
 
 from cyad._fused cimport real
@@ -239,7 +242,7 @@ cdef inline bint _fp_flags_raised() noexcept nogil:
 
 
 # The ufunc of a rule, for those second computations: the first one the ufunc table
-# lists for it (filled in below the table).
+# lists for it (filled in below the table), or the operator.
 _UFUNC_OF_UNARY = {}
 _UFUNC_OF_BINARY = {}
 
@@ -361,18 +364,19 @@ cdef enum:
 cdef int _run(int op, bint is_binary, Tag tag, Py_ssize_t width, Py_ssize_t n, int typenum,
               const char* av, Py_ssize_t a_step, const char* ap, object a_value,
               const char* bv, Py_ssize_t b_step, const char* bp, object b_value,
-              char* yv, char* yp) except -1:
+              char* yv, char* yp, bint raised=False) except -1:
     """y = op(a) or op(a, b) over n elements of C-contiguous buffers, then NumPy's warnings.
 
     Steps and NULL partials as in cyad._kernels; a_value and b_value are the operands as
-    NumPy takes them (arrays or numbers), for the warnings. y may be an operand's very
-    memory: that operand's values are kept for the warnings before they are overwritten.
+    NumPy takes them (arrays or numbers), for the warnings (`raised`: a flag raised already,
+    converting an operand). y may be an operand's very memory: that operand's values are
+    kept for the warnings before they are overwritten.
     """
     cdef char stack[SAVED_BYTES]
     cdef char* saved = NULL
     cdef Py_ssize_t nbytes = n * (8 if typenum == cnp.NPY_FLOAT64 else 4)
     cdef Py_ssize_t outer = 0, inner = 0
-    cdef bint a_saved = av == yv, b_saved = is_binary and bv == yv, raised
+    cdef bint a_saved = av == yv, b_saved = is_binary and bv == yv
     if tag.outer is not None:
         outer, inner = tag.outer.width, tag.inner.width
     if a_saved or b_saved:
@@ -392,7 +396,7 @@ cdef int _run(int op, bint is_binary, Tag tag, Py_ssize_t width, Py_ssize_t n, i
             else:
                 _kernel(<float*>NULL, op, is_binary, outer, inner, width, n, av, a_step, ap,
                         bv, b_step, bp, yv, yp)
-            raised = _fp_flags_raised()
+            raised = _fp_flags_raised() or raised
         if raised:
             if a_saved:
                 a_value = _saved_array(saved, nbytes, typenum, a_value)
@@ -586,7 +590,10 @@ cdef int _binary_fast_typed(real* kind, int op, object a, object b, Dual y) exce
     return _run(op, True, y.tag, y.width, cnp.PyArray_SIZE(y.values), cnp.PyArray_TYPE(y.values),
                 <const char*>av, a_step, <const char*>ap, a_value,
                 <const char*>bv, b_step, <const char*>bp, b_value,
-                <char*>cnp.PyArray_DATA(y.values), <char*>cnp.PyArray_DATA(y.partials))
+                <char*>cnp.PyArray_DATA(y.values), <char*>cnp.PyArray_DATA(y.partials),
+                # a number beyond float32's range (NumPy warns of the cast)
+                isinf(a_scalar) != isinf(<double>a_scalar if type(a) is Dual else <double>a)
+                or isinf(b_scalar) != isinf(<double>b_scalar if type(b) is Dual else <double>b))
 
 
 # A product this small runs as a plain loop; a larger one goes to BLAS through NumPy.
@@ -777,7 +784,8 @@ for _ufunc, _op in reversed(_UNARY_UFUNCS.items()):
 for _ufunc, _op in reversed(_BINARY_UFUNCS.items()):
     _UFUNC_OF_BINARY[_op] = _ufunc
 for _op in (BinaryOp.POWER, BinaryOp.POWER_CONST_EXPONENT, BinaryOp.POWER_CONST_BASE):
-    _UFUNC_OF_BINARY[_op] = np.power
+    # `**`, as NumPy's arrays compute it (x**2 as np.square, which names its warnings)
+    _UFUNC_OF_BINARY[_op] = operator.pow
 del _ufunc, _op
 
 # ufuncs whose result carries no derivative: they read the values only

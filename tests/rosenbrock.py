@@ -22,3 +22,15 @@ def rosenbrock_hessian(x):
     h[i + 1, i + 1] += 200.0
     h[i, i + 1] = h[i + 1, i] = -400.0 * x[:-1]
     return h
+
+
+def rosenbrock_in_place(x):
+    """Rosenbrock's function again, every intermediate updated in place (operators and out=)."""
+    d = x[1:] * 1.0
+    d -= np.square(x[:-1])
+    d **= 2
+    np.multiply(d, 100.0, out=d)
+    e = 1.0 - x[:-1]
+    np.square(e, out=e)
+    d += e
+    return np.sum(d)

@@ -13,7 +13,8 @@ from scipy.optimize import least_squares, minimize, root  # noqa: E402
 
 import cyad  # noqa: E402
 import cyad.scipy as cs  # noqa: E402
-from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian  # noqa: E402
+from rosenbrock import (rosenbrock, rosenbrock_gradient, rosenbrock_hessian,  # noqa: E402
+                        rosenbrock_in_place)
 
 try:
     from scipy.optimize import approx_derivative  # noqa: E402
@@ -209,6 +210,23 @@ def test_rosenbrock_minimize_fewer_evaluations_to_convergence():
         assert_allclose(res.x, 1.0, atol=1e-7)
         assert_allclose(fd.x, 1.0, atol=1e-3)   # (Newton-CG reports a loss of precision)
         assert f.calls < g.calls / 10
+
+
+@pytest.mark.parametrize("method, second", [("trust-exact", "hess"), ("Newton-CG", "hess"),
+                                            ("Newton-CG", "hessp")])
+def test_rosenbrock_written_in_place_minimizes_like_rosenbrock(method, second):
+    # in-place updates of the intermediates once gave wrong Hessians: trust-exact then
+    # failed after thousands of iterations and Newton-CG stopped 0.4 from the minimum
+    options = {"xtol": 1e-10} if method == "Newton-CG" else {}
+    runs = []
+    for f in (rosenbrock, rosenbrock_in_place):
+        adapter = cs.hessian(f) if second == "hess" else cs.hessp(f)
+        runs.append(minimize(f, X0, method=method, jac=cs.gradient(f), **{second: adapter},
+                             options=options))
+    plain, in_place = runs
+    assert in_place.success
+    assert_allclose(in_place.x, 1.0, atol=1e-7)
+    assert in_place.nit == plain.nit
 
 
 def test_value_and_gradient_evaluates_f_once_per_solver_call():

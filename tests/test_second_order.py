@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cyad
-from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
+from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian, rosenbrock_in_place
 
 ISSUE_POINT = np.array([0.1, 0.2, 0.3])
 ISSUE_HESSIAN = np.array([[-66.0, -40.0, 0.0], [-40.0, 130.0, -80.0], [0.0, -80.0, 200.0]])
@@ -25,26 +25,93 @@ def mixed(x):
             + np.dot(x, x[::-1]) * np.inner(x ** 2, a) + np.max(x * x) + (1.5 + x[0]) ** x[1])
 
 
+def mixed_in_place(x):
+    # mixed(x) again, with every intermediate that can be updated in place so updated
+    a = np.linspace(0.5, 1.5, x.size)
+    s = np.sin(x)
+    s *= np.exp(0.3 * x)
+    q = x[1:] ** 2
+    q += 2.0
+    np.divide(x[:-1], q, out=q)
+    r = a[None] @ x     # shape (1,), so that out= takes it in plain NumPy too
+    r **= 2
+    r += 1.0
+    np.sqrt(r, out=r)
+    p = x ** 2
+    p = np.inner(p, a)
+    p *= np.dot(x, x[::-1])
+    m = x * x
+    t = x[None] @ x
+    np.log1p(t, out=t)
+    b = 1.5 + x[0]
+    b **= x[1]
+    return (np.sum(s) + np.sum(t) + np.prod(a) + np.sum(q) + np.sum(r) + p + np.max(m) + b)
+
+
+ROSENBROCKS = [rosenbrock, rosenbrock_in_place]
+
+
 # -- the issue's Hessian and the analytic one ---------------------------------------------
 
+@pytest.mark.parametrize("f", ROSENBROCKS)
 @pytest.mark.parametrize("chunk", [None, 1, 2, 3, 4])
-def test_rosenbrock_hessian_at_the_issue_point(chunk):
-    h = cyad.hessian(rosenbrock, ISSUE_POINT, chunk=chunk)
+def test_rosenbrock_hessian_at_the_issue_point(chunk, f):
+    h = cyad.hessian(f, ISSUE_POINT, chunk=chunk)
     np.testing.assert_allclose(h, ISSUE_HESSIAN, rtol=1e-13, atol=1e-12)
 
 
+@pytest.mark.parametrize("f", ROSENBROCKS)
 @pytest.mark.parametrize("chunk", [None, 1, 4, 8, 11, 16])
-def test_rosenbrock_hessian_is_exact_and_symmetric(chunk):
+def test_rosenbrock_hessian_is_exact_and_symmetric(chunk, f):
     x = np.linspace(-1.2, 1.3, 11)   # n = 11: chunks 4 and 8 leave a remainder
-    h = cyad.hessian(rosenbrock, x, chunk=chunk)
+    h = cyad.hessian(f, x, chunk=chunk)
     np.testing.assert_allclose(h, rosenbrock_hessian(x), rtol=1e-13, atol=1e-10)
     np.testing.assert_array_equal(h, h.T)
 
 
-def test_hessian_of_many_operations_matches_finite_differences():
+@pytest.mark.parametrize("f", [mixed, mixed_in_place])
+def test_hessian_of_many_operations_matches_finite_differences(f):
     x = np.linspace(-0.7, 0.9, 7)
-    np.testing.assert_allclose(cyad.hessian(mixed, x, chunk=3), fd_hessian(mixed, x),
+    np.testing.assert_allclose(f(x), mixed(x), rtol=1e-14)
+    np.testing.assert_allclose(cyad.hessian(f, x, chunk=3), fd_hessian(mixed, x),
                                rtol=1e-6, atol=1e-6)
+
+
+# The three programs that first showed wrong Hessians through in-place operations: a
+# result written into an operand of its own operation.
+def square_in_place(x):
+    y = x.copy()
+    y **= 2
+    return np.sum(y)
+
+
+def exp_into_its_operand(x):
+    y = x * 1.0
+    np.exp(y, out=y)
+    return np.sum(y)
+
+
+def times_x_in_place(x):
+    y = x * 1.0
+    y *= x
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("f, diagonal", [(square_in_place, lambda x: 2.0 + 0 * x),
+                                         (exp_into_its_operand, np.exp),
+                                         (times_x_in_place, lambda x: 2.0 + 0 * x)],
+                         ids=["y**=2", "exp(y,out=y)", "y*=x"])
+def test_in_place_operations_at_second_order(f, diagonal, dtype):
+    x = np.array([1.0, 2.0, 3.0], dtype)
+    tolerance = dict(rtol=1e-14) if dtype == np.float64 else dict(rtol=1e-6)
+    expected = np.diag(diagonal(x.astype(np.float64)))
+    np.testing.assert_allclose(cyad.hessian(f, x), expected, **tolerance)
+    np.testing.assert_allclose(cyad.hvp(f, x, np.ones(3, dtype)), expected @ np.ones(3), **tolerance)
+    np.testing.assert_allclose(cyad.jacobian(lambda z: cyad.gradient(f, z), x), expected,
+                               **tolerance)
+    np.testing.assert_allclose(cyad.second_derivative(lambda t: f(t * x), 1.0), x @ expected @ x,
+                               **tolerance)
 
 
 def test_hessian_of_a_function_of_a_matrix():
@@ -83,19 +150,21 @@ def test_value_gradient_and_hessian():
 
 # -- hvp ------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("f", ROSENBROCKS)
 @pytest.mark.parametrize("chunk", [None, 1, 5, 16])
-def test_hvp_is_the_hessian_times_v(chunk):
+def test_hvp_is_the_hessian_times_v(chunk, f):
     x = np.linspace(-1.1, 1.4, 13)
     v = np.cos(np.arange(13.0))
-    np.testing.assert_allclose(cyad.hvp(rosenbrock, x, v, chunk=chunk),
+    np.testing.assert_allclose(cyad.hvp(f, x, v, chunk=chunk),
                                rosenbrock_hessian(x) @ v, rtol=1e-12, atol=1e-10)
 
 
-def test_hvp_of_a_tuple_of_tangents_and_gradient_and_hvp():
+@pytest.mark.parametrize("f", [mixed, mixed_in_place])
+def test_hvp_of_a_tuple_of_tangents_and_gradient_and_hvp(f):
     x = np.linspace(-0.7, 0.9, 7)
     vs = (np.ones(7), np.arange(7.0), np.sin(np.arange(7.0)))
     reference = fd_hessian(mixed, x)
-    g, products = cyad.gradient_and_hvp(mixed, x, vs, chunk=3)
+    g, products = cyad.gradient_and_hvp(f, x, vs, chunk=3)
     assert isinstance(products, tuple) and len(products) == 3
     np.testing.assert_allclose(g, cyad.gradient(mixed, x), rtol=1e-14)
     for v, hv in zip(vs, products):
@@ -164,10 +233,19 @@ def test_prepared_hvp_and_second_derivative_with_out():
     np.testing.assert_allclose(out, [-np.sin(0.4), -np.cos(0.4)], rtol=1e-15)
 
 
-def test_two_argument_form():
-    def f(y, x):
-        y[...] = np.sum(x ** 3) * x[0]
+def two_argument_form(y, x):
+    y[...] = np.sum(x ** 3) * x[0]
 
+
+def two_argument_form_reading_y(y, x):
+    # the same value, with y read back after each write
+    y[...] = np.sum(x ** 3)
+    y *= x[0]
+    np.multiply(y, 1.0, out=y)
+
+
+@pytest.mark.parametrize("f", [two_argument_form, two_argument_form_reading_y])
+def test_two_argument_form(f):
     x = np.array([0.5, -1.0, 2.0])
     y = np.zeros(())
     h = cyad.hessian(f, x, y=y)
