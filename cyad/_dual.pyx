@@ -369,44 +369,62 @@ cdef int _run(int op, bint is_binary, Tag tag, Py_ssize_t width, Py_ssize_t n, i
 
     Steps and NULL partials as in cyad._kernels; a_value and b_value are the operands as
     NumPy takes them (arrays or numbers), for the warnings (`raised`: a flag raised already,
-    converting an operand). y may be an operand's very memory: that operand's values are
-    kept for the warnings before they are overwritten.
+    converting an operand). y may be an operand's very memory (see _run_over_operand).
     """
-    cdef char stack[SAVED_BYTES]
-    cdef char* saved = NULL
-    cdef Py_ssize_t nbytes = n * (8 if typenum == cnp.NPY_FLOAT64 else 4)
     cdef Py_ssize_t outer = 0, inner = 0
-    cdef bint a_saved = av == yv, b_saved = is_binary and bv == yv
     if tag.outer is not None:
         outer, inner = tag.outer.width, tag.inner.width
-    if a_saved or b_saved:
-        if nbytes <= SAVED_BYTES:
-            saved = stack
-        else:
-            saved = <char*>PyMem_Malloc(nbytes)
-            if saved == NULL:
-                raise MemoryError()
-        memcpy(saved, yv, nbytes)
+    if av == yv or (is_binary and bv == yv):
+        return _run_over_operand(op, is_binary, outer, inner, width, n, typenum, av, a_step, ap,
+                                 a_value, bv, b_step, bp, b_value, yv, yp, raised)
+    if _compute(op, is_binary, outer, inner, width, n, typenum, av, a_step, ap, bv, b_step, bp,
+                yv, yp) or raised:
+        _numpy_warnings(op, is_binary, a_value, b_value)
+    return 0
+
+
+cdef int _run_over_operand(int op, bint is_binary, Py_ssize_t outer, Py_ssize_t inner,
+                           Py_ssize_t width, Py_ssize_t n, int typenum,
+                           const char* av, Py_ssize_t a_step, const char* ap, object a_value,
+                           const char* bv, Py_ssize_t b_step, const char* bp, object b_value,
+                           char* yv, char* yp, bint raised) except -1:
+    # _run where y is an operand's memory: the operand's values are kept, for the
+    # warnings, before the kernel overwrites them
+    cdef char stack[SAVED_BYTES]
+    cdef char* saved = stack
+    cdef Py_ssize_t nbytes = n * (8 if typenum == cnp.NPY_FLOAT64 else 4)
+    if nbytes > SAVED_BYTES:
+        saved = <char*>PyMem_Malloc(nbytes)
+        if saved == NULL:
+            raise MemoryError()
     try:
-        with nogil:
-            _clear_fp_flags()
-            if typenum == cnp.NPY_FLOAT64:
-                _kernel(<double*>NULL, op, is_binary, outer, inner, width, n, av, a_step, ap,
-                        bv, b_step, bp, yv, yp)
-            else:
-                _kernel(<float*>NULL, op, is_binary, outer, inner, width, n, av, a_step, ap,
-                        bv, b_step, bp, yv, yp)
-            raised = _fp_flags_raised() or raised
-        if raised:
-            if a_saved:
+        memcpy(saved, yv, nbytes)
+        if _compute(op, is_binary, outer, inner, width, n, typenum, av, a_step, ap,
+                    bv, b_step, bp, yv, yp) or raised:
+            if av == yv:
                 a_value = _saved_array(saved, nbytes, typenum, a_value)
-            if b_saved:
+            if is_binary and bv == yv:
                 b_value = _saved_array(saved, nbytes, typenum, b_value)
             _numpy_warnings(op, is_binary, a_value, b_value)
     finally:
         if saved != stack:
             PyMem_Free(saved)
     return 0
+
+
+cdef bint _compute(int op, bint is_binary, Py_ssize_t outer, Py_ssize_t inner, Py_ssize_t width,
+                   Py_ssize_t n, int typenum, const char* av, Py_ssize_t a_step, const char* ap,
+                   const char* bv, Py_ssize_t b_step, const char* bp,
+                   char* yv, char* yp) noexcept nogil:
+    # the kernel, and whether it raised a floating-point flag
+    _clear_fp_flags()
+    if typenum == cnp.NPY_FLOAT64:
+        _kernel(<double*>NULL, op, is_binary, outer, inner, width, n, av, a_step, ap,
+                bv, b_step, bp, yv, yp)
+    else:
+        _kernel(<float*>NULL, op, is_binary, outer, inner, width, n, av, a_step, ap,
+                bv, b_step, bp, yv, yp)
+    return _fp_flags_raised()
 
 
 cdef inline void _kernel(real* kind, int op, bint is_binary, Py_ssize_t outer, Py_ssize_t inner,
