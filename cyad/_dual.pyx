@@ -26,7 +26,6 @@ from cpython.float cimport PyFloat_CheckExact
 from cpython.long cimport PyLong_CheckExact
 from cpython.object cimport PyObject
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from libc.math cimport isinf
 from libc.string cimport memcpy, memmove
 
@@ -355,10 +354,36 @@ cdef Dual _new_like(Dual x, int typenum):
 
 # -- running a kernel -------------------------------------------------------------------
 
-cdef enum:
-    # an operand that its own result overwrites keeps its values here for a second
-    # computation of NumPy's warnings (larger ones on the heap)
-    SAVED_BYTES = 2048
+cdef extern from *:
+    """
+    /* A buffer per thread for the values of an operand that its own result overwrites,
+       kept for the check of NumPy's warnings: grown on demand and kept up to 1 MiB, so
+       in-place updates allocate nothing once warm (larger ones get a buffer per call). */
+    #define CYAD_KEPT_SCRATCH (1 << 20)
+    static _Thread_local char* cyad_scratch = NULL;
+    static _Thread_local size_t cyad_scratch_size = 0;
+
+    static char* cyad_scratch_acquire(size_t size) {
+        char* grown;
+        if (size > CYAD_KEPT_SCRATCH)
+            return (char*)malloc(size);
+        if (size > cyad_scratch_size) {
+            grown = (char*)realloc(cyad_scratch, size);
+            if (grown == NULL)
+                return NULL;
+            cyad_scratch = grown;
+            cyad_scratch_size = size;
+        }
+        return cyad_scratch;
+    }
+
+    static void cyad_scratch_release(char* scratch) {
+        if (scratch != cyad_scratch)
+            free(scratch);
+    }
+    """
+    char* cyad_scratch_acquire(size_t size) nogil
+    void cyad_scratch_release(char* scratch) nogil
 
 
 cdef int _run(int op, bint is_binary, Tag tag, Py_ssize_t width, Py_ssize_t n, int typenum,
@@ -390,25 +415,26 @@ cdef int _run_over_operand(int op, bint is_binary, Py_ssize_t outer, Py_ssize_t 
                            char* yv, char* yp, bint raised) except -1:
     # _run where y is an operand's memory: the operand's values are kept, for the
     # warnings, before the kernel overwrites them
-    cdef char stack[SAVED_BYTES]
-    cdef char* saved = stack
     cdef Py_ssize_t nbytes = n * (8 if typenum == cnp.NPY_FLOAT64 else 4)
-    if nbytes > SAVED_BYTES:
-        saved = <char*>PyMem_Malloc(nbytes)
-        if saved == NULL:
-            raise MemoryError()
+    cdef object kept = None
+    cdef char* saved = cyad_scratch_acquire(nbytes)
+    if saved == NULL:
+        raise MemoryError()
+    memcpy(saved, yv, nbytes)
     try:
-        memcpy(saved, yv, nbytes)
-        if _compute(op, is_binary, outer, inner, width, n, typenum, av, a_step, ap,
-                    bv, b_step, bp, yv, yp) or raised:
-            if av == yv:
-                a_value = _saved_array(saved, nbytes, typenum, a_value)
-            if is_binary and bv == yv:
-                b_value = _saved_array(saved, nbytes, typenum, b_value)
-            _numpy_warnings(op, is_binary, a_value, b_value)
+        raised = _compute(op, is_binary, outer, inner, width, n, typenum, av, a_step, ap,
+                          bv, b_step, bp, yv, yp) or raised
+        if raised:
+            kept = PyBytes_FromStringAndSize(saved, nbytes)
     finally:
-        if saved != stack:
-            PyMem_Free(saved)
+        # before anything that may run Python code, which may update duals in place too
+        cyad_scratch_release(saved)
+    if raised:
+        if av == yv:
+            a_value = _kept_array(kept, typenum, a_value)
+        if is_binary and bv == yv:
+            b_value = _kept_array(kept, typenum, b_value)
+        _numpy_warnings(op, is_binary, a_value, b_value)
     return 0
 
 
@@ -445,10 +471,9 @@ cdef inline void _kernel(real* kind, int op, bint is_binary, Py_ssize_t outer, P
         unary_chunks(op, width, n, <const real*>av, <const real*>ap, <real*>yv, <real*>yp)
 
 
-cdef object _saved_array(char* saved, Py_ssize_t nbytes, int typenum, object like):
+cdef object _kept_array(bytes kept, int typenum, object like):
     # the kept values of an operand, as an array shaped like it
-    values = np.frombuffer(PyBytes_FromStringAndSize(saved, nbytes),
-                           np.float64 if typenum == cnp.NPY_FLOAT64 else np.float32)
+    values = np.frombuffer(kept, np.float64 if typenum == cnp.NPY_FLOAT64 else np.float32)
     return values.reshape(np.shape(like))
 
 

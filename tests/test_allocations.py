@@ -98,3 +98,45 @@ def test_a_batch_of_tangents(allocations_per_call):
         lambda: cyad.pushforward(copy, x, tangents, y=y, prep=prep, out=outs)) == 0
     for t, o in zip(tangents, outs):
         np.testing.assert_array_equal(o, t)
+
+
+def updated_in_place(y, x):
+    # in-place operators on a contiguous dual, by duals of its shape and numbers, also by itself
+    y *= 2.0
+    y += 1.0
+    y *= y
+    y -= x
+    y **= 3
+
+
+@pytest.mark.parametrize("n", [10, 400])   # 400: the overwritten operand's values on the heap
+def test_in_place_operators_allocate_nothing(n, allocations_per_call):
+    def f(y, x):
+        y[...] = x
+        updated_in_place(y, x)
+
+    x = np.linspace(0.1, 1.0, n)
+    y = np.zeros(n)
+    prep = cyad.prepare_jacobian(f, x, y=y, chunk=4)
+    out = np.zeros((n, n))
+    call = lambda: cyad.jacobian(f, x, y=y, prep=prep, out=out)  # noqa: E731
+    call()
+    # y = ((2x + 1)^2 - x)^3
+    u = (2 * x + 1) ** 2 - x
+    np.testing.assert_allclose(out, np.diag(3 * u ** 2 * (4 * (2 * x + 1) - 1)), rtol=1e-12)
+    assert allocations_per_call(call) == 0
+
+
+def test_in_place_operators_allocate_nothing_at_second_order(allocations_per_call):
+    def f(y, x):
+        y[...] = x
+        updated_in_place(y, y)
+
+    y = np.zeros(())
+    prep = cyad.prepare_second_derivative(f, 0.5, y=y)
+    out = np.zeros(())
+    call = lambda: cyad.second_derivative(f, 0.5, y=y, prep=prep, out=out)  # noqa: E731
+    call()
+    # y = ((2t + 1)^2 - (2t + 1)^2)^3 = 0: x is y itself here, so y -= x leaves 0
+    assert out == 0.0
+    assert allocations_per_call(call) == 0
