@@ -35,6 +35,23 @@ def test_gradient_of_a_function_calling_derivative_on_a_closure():
                                rtol=1e-14)
 
 
+def doubled_in_place_squared(y):
+    # writes into its input, as plain NumPy code may
+    y *= 2.0
+    return np.sum(y * y)
+
+
+def test_an_inner_function_writing_into_its_input_leaves_the_outer_one_alone():
+    # d/dx [grad_y (sum (2y)^2) at y = x  + x] = 8 I + I: the inner f's in-place update
+    # must touch neither the outer dual x nor a plain x of the caller
+    x0 = np.array([0.5, -1.0, 2.0])
+    j = jacobian(lambda x: gradient(doubled_in_place_squared, x) + x, x0)
+    np.testing.assert_allclose(j, 9.0 * np.eye(3), rtol=1e-15)
+    plain = x0.copy()
+    derivative(lambda t: t * np.sum(gradient(doubled_in_place_squared, plain)), 1.0)
+    np.testing.assert_array_equal(plain, x0)
+
+
 def test_the_inner_call_may_take_the_outer_dual_as_its_input():
     # d/dx [d/dy sin(x y) at y = x] = d/dx [x cos(x^2)] = cos(x^2) - 2 x^2 sin(x^2)
     x = 0.7
