@@ -386,10 +386,16 @@ cdef extern from *:
     void cyad_scratch_release(char* scratch) nogil
 
 
+cdef enum:
+    # kernels of at least this many lanes let other threads run meanwhile (for fewer,
+    # releasing and taking the GIL back costs more than it gives)
+    RELEASE_GIL_LANES = 4096
+
+
 cdef int _run(int op, bint is_binary, Tag tag, Py_ssize_t width, Py_ssize_t n, int typenum,
               const char* av, Py_ssize_t a_step, const char* ap, object a_value,
               const char* bv, Py_ssize_t b_step, const char* bp, object b_value,
-              char* yv, char* yp, bint raised=False) except -1:
+              char* yv, char* yp, bint raised) except -1:
     """y = op(a) or op(a, b) over n elements of C-contiguous buffers, then NumPy's warnings.
 
     Steps and NULL partials as in cyad._kernels; a_value and b_value are the operands as
@@ -441,8 +447,22 @@ cdef int _run_over_operand(int op, bint is_binary, Py_ssize_t outer, Py_ssize_t 
 cdef bint _compute(int op, bint is_binary, Py_ssize_t outer, Py_ssize_t inner, Py_ssize_t width,
                    Py_ssize_t n, int typenum, const char* av, Py_ssize_t a_step, const char* ap,
                    const char* bv, Py_ssize_t b_step, const char* bp,
-                   char* yv, char* yp) noexcept nogil:
+                   char* yv, char* yp) noexcept:
     # the kernel, and whether it raised a floating-point flag
+    cdef bint raised
+    if n * width < RELEASE_GIL_LANES:
+        return _flagged_kernel(op, is_binary, outer, inner, width, n, typenum, av, a_step, ap,
+                               bv, b_step, bp, yv, yp)
+    with nogil:
+        raised = _flagged_kernel(op, is_binary, outer, inner, width, n, typenum, av, a_step, ap,
+                                 bv, b_step, bp, yv, yp)
+    return raised
+
+
+cdef bint _flagged_kernel(int op, bint is_binary, Py_ssize_t outer, Py_ssize_t inner,
+                          Py_ssize_t width, Py_ssize_t n, int typenum, const char* av,
+                          Py_ssize_t a_step, const char* ap, const char* bv, Py_ssize_t b_step,
+                          const char* bp, char* yv, char* yp) noexcept nogil:
     _clear_fp_flags()
     if typenum == cnp.NPY_FLOAT64:
         _kernel(<double*>NULL, op, is_binary, outer, inner, width, n, av, a_step, ap,
@@ -510,7 +530,7 @@ cdef int _run_unary(int op, Dual x, Dual y) except -1:
     return _run(op, False, y.tag, x.width, cnp.PyArray_SIZE(x.values), cnp.PyArray_TYPE(x.values),
                 <char*>cnp.PyArray_DATA(x.values), 1, <char*>cnp.PyArray_DATA(x.partials), x.values,
                 NULL, 0, NULL, None,
-                <char*>cnp.PyArray_DATA(y.values), <char*>cnp.PyArray_DATA(y.partials))
+                <char*>cnp.PyArray_DATA(y.values), <char*>cnp.PyArray_DATA(y.partials), False)
 
 
 cdef class _Operand:
@@ -569,7 +589,7 @@ cdef object binary(int op, object a, object b, object out=None):
     _run(op, True, y.tag, like.width, cnp.PyArray_SIZE(y.values), cnp.PyArray_TYPE(y.values),
          <char*>cnp.PyArray_DATA(oa.values), oa.step, _data_or_null(oa.partials), primal(a),
          <char*>cnp.PyArray_DATA(ob.values), ob.step, _data_or_null(ob.partials), primal(b),
-         <char*>cnp.PyArray_DATA(y.values), <char*>cnp.PyArray_DATA(y.partials))
+         <char*>cnp.PyArray_DATA(y.values), <char*>cnp.PyArray_DATA(y.partials), False)
     return _finish(y, out)
 
 
@@ -616,6 +636,7 @@ cdef int _binary_fast_typed(real* kind, int op, object a, object b, Dual y) exce
     cdef const real* bp = NULL
     cdef Py_ssize_t a_step = 0, b_step = 0
     cdef object a_value = a, b_value = b
+    cdef bint cast_overflow = False   # a number beyond float32's range (NumPy warns of it)
     if type(a) is Dual:
         av = <real*>cnp.PyArray_DATA((<Dual>a).values)
         ap = <real*>cnp.PyArray_DATA((<Dual>a).partials)
@@ -623,6 +644,7 @@ cdef int _binary_fast_typed(real* kind, int op, object a, object b, Dual y) exce
         a_value = (<Dual>a).values
     else:
         a_scalar = <real><double>a
+        cast_overflow = real is float and isinf(a_scalar) and not isinf(<double>a)
     if type(b) is Dual:
         bv = <real*>cnp.PyArray_DATA((<Dual>b).values)
         bp = <real*>cnp.PyArray_DATA((<Dual>b).partials)
@@ -630,13 +652,12 @@ cdef int _binary_fast_typed(real* kind, int op, object a, object b, Dual y) exce
         b_value = (<Dual>b).values
     else:
         b_scalar = <real><double>b
+        cast_overflow = real is float and isinf(b_scalar) and not isinf(<double>b)
     return _run(op, True, y.tag, y.width, cnp.PyArray_SIZE(y.values), cnp.PyArray_TYPE(y.values),
                 <const char*>av, a_step, <const char*>ap, a_value,
                 <const char*>bv, b_step, <const char*>bp, b_value,
                 <char*>cnp.PyArray_DATA(y.values), <char*>cnp.PyArray_DATA(y.partials),
-                # a number beyond float32's range (NumPy warns of the cast)
-                isinf(a_scalar) != isinf(<double>a_scalar if type(a) is Dual else <double>a)
-                or isinf(b_scalar) != isinf(<double>b_scalar if type(b) is Dual else <double>b))
+                cast_overflow)
 
 
 # A product this small runs as a plain loop; a larger one goes to BLAS through NumPy.

@@ -191,55 +191,63 @@ cdef inline void add_scaled_row(lanes* tag, Py_ssize_t blocks, double s,
         out += sizeof(lanes)
 
 
-cdef inline void combine_lanes(Py_ssize_t n, double da, const real* pa, double db, const real* pb,
-                               real* out) noexcept nogil:
-    # out = da * pa + db * pb over n lanes (a runtime count); pa or pb may be NULL
-    cdef Py_ssize_t k
-    if not (isfinite(da) and isfinite(db)):
-        for k in range(n):
-            out[k] = <real>((0.0 if pa == NULL else careful_product(da, pa[k]))
-                            + (0.0 if pb == NULL else careful_product(db, pb[k])))
-    elif pb == NULL:
-        for k in range(n):
-            out[k] = <real>(da * pa[k])
-    elif pa == NULL:
-        for k in range(n):
-            out[k] = <real>(db * pb[k])
-    else:
-        for k in range(n):
-            out[k] = <real>(da * pa[k] + db * pb[k])
+cdef inline void update_lanes(Py_ssize_t count, double da, const real* pa, double db,
+                              const real* pb, real* out) noexcept nogil:
+    # update_row over `count` lanes, a runtime number: blocks of 8, then single lanes
+    cdef Py_ssize_t bulk = count // 8 * 8
+    if bulk:
+        update_row(<lanes8*>NULL, count // 8, da, pa, db, pb, out)
+    if count > bulk:
+        update_row(<lanes1*>NULL, count - bulk, da, NULL if pa == NULL else pa + bulk,
+                   db, NULL if pb == NULL else pb + bulk, out + bulk)
 
 
 cdef inline void nested_row(lanes* tag, Py_ssize_t blocks, Py_ssize_t inner, Py_ssize_t width,
-                            double da, double daa, double dab, const real* a,
+                            bint in_place, double da, double daa, double dab, const real* a,
                             double db, double dbb, const real* b, real* y) noexcept nogil:
     # y's row for y = g(a, b) with first partials da, db and second partials daa, dab, dbb;
-    # a or b is NULL for a constant operand (its partials are zero). In order: the c rows'
-    # first-order terms, their second-order terms (reading a and b), b, a, the padding.
-    cdef Py_ssize_t j, k, outer = blocks * sizeof(lanes), cross = outer + inner
+    # a or b is NULL for a constant operand (its partials are zero). The first-order terms
+    # of the whole row, then the second-order ones of the c rows, which read a and b: so
+    # `in_place` (y is an operand's row) leaves a and b to the end.
+    cdef Py_ssize_t j, outer = blocks * sizeof(lanes), cross = outer + inner
     cdef double a_inner, b_inner, sa, sb
-    update_row(tag, blocks * inner, da, NULL if a == NULL else a + cross,
-               db, NULL if b == NULL else b + cross, y + cross)
-    if daa != 0.0 or dab != 0.0 or dbb != 0.0:
+    if in_place:   # the c rows (and the zero padding behind them)
+        update_lanes(width - cross, da, NULL if a == NULL else a + cross,
+                     db, NULL if b == NULL else b + cross, y + cross)
+    else:
+        update_lanes(width, da, a, db, b, y)
+    # c[j] += (daa A.b[j] + dab B.b[j]) A.a + (dab A.b[j] + dbb B.b[j]) B.a, for the j whose
+    # inner partials are not all zero (one loop per kind of operands: the j loop is hot)
+    if daa == 0.0 and dab == 0.0 and dbb == 0.0:
+        pass
+    elif b == NULL:
         for j in range(inner):
-            # c[j] += (daa A.b[j] + dab B.b[j]) A.a + (dab A.b[j] + dbb B.b[j]) B.a
-            a_inner = 0.0 if a == NULL else a[outer + j]
-            b_inner = 0.0 if b == NULL else b[outer + j]
-            if a_inner == 0.0 and b_inner == 0.0:
-                continue
-            if a != NULL:
-                sa = careful_product(daa, a_inner) + careful_product(dab, b_inner)
+            a_inner = a[outer + j]
+            if a_inner != 0.0:
+                sa = daa * a_inner
                 if sa != 0.0:
                     add_scaled_row(tag, blocks, sa, a, y + cross + j * outer)
-            if b != NULL:
-                sb = careful_product(dab, a_inner) + careful_product(dbb, b_inner)
+    elif a == NULL:
+        for j in range(inner):
+            b_inner = b[outer + j]
+            if b_inner != 0.0:
+                sb = dbb * b_inner
                 if sb != 0.0:
                     add_scaled_row(tag, blocks, sb, b, y + cross + j * outer)
-    combine_lanes(inner, da, NULL if a == NULL else a + outer, db,
-                  NULL if b == NULL else b + outer, y + outer)
-    update_row(tag, blocks, da, a, db, b, y)
-    for k in range(cross + inner * outer, width):
-        y[k] = 0
+    else:
+        for j in range(inner):
+            a_inner = a[outer + j]
+            b_inner = b[outer + j]
+            if a_inner == 0.0 and b_inner == 0.0:
+                continue
+            sa = careful_product(daa, a_inner) + careful_product(dab, b_inner)
+            if sa != 0.0:
+                add_scaled_row(tag, blocks, sa, a, y + cross + j * outer)
+            sb = careful_product(dab, a_inner) + careful_product(dbb, b_inner)
+            if sb != 0.0:
+                add_scaled_row(tag, blocks, sb, b, y + cross + j * outer)
+    if in_place:
+        update_lanes(cross, da, a, db, b, y)
 
 
 cdef void unary_nested_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks, Py_ssize_t inner,
@@ -247,9 +255,10 @@ cdef void unary_nested_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks,
                             real* yv, real* yp) noexcept nogil:
     cdef Py_ssize_t i
     cdef double v, d
+    cdef bint in_place = xp == yp
     for i in range(n):
         v = unary_rule(op, xv[i], &d)
-        nested_row(tag, blocks, inner, width, d, unary_second(op, xv[i], v, d), 0.0,
+        nested_row(tag, blocks, inner, width, in_place, d, unary_second(op, xv[i], v, d), 0.0,
                    xp + i * width, 0.0, 0.0, <const real*>NULL, yp + i * width)
         yv[i] = <real>v
 
@@ -261,12 +270,13 @@ cdef void binary_nested_loop(lanes* tag, int op, Py_ssize_t n, Py_ssize_t blocks
                              real* yv, real* yp) noexcept nogil:
     cdef Py_ssize_t i
     cdef double a, b, v, da, db, daa, dab, dbb
+    cdef bint in_place = ap == yp or bp == yp
     for i in range(n):
         a = av[i * a_step]
         b = bv[i * b_step]
         v = binary_rule(op, a, b, &da, &db)
         binary_second(op, a, b, v, da, db, &daa, &dab, &dbb)
-        nested_row(tag, blocks, inner, width, da, daa, dab,
+        nested_row(tag, blocks, inner, width, in_place, da, daa, dab,
                    NULL if ap == NULL else ap + i * a_step * width, db, dbb,
                    NULL if bp == NULL else bp + i * b_step * width, yp + i * width)
         yv[i] = <real>v
