@@ -173,8 +173,8 @@ cdef void binary_chunks(int op, Py_ssize_t width, Py_ssize_t n,
 # second partials. The outer width is a lane count, so every row of outer lanes runs on
 # compile-time blocks.
 #
-# The c rows come first: their second-order terms read a and b, which an in-place
-# operation overwrites afterwards (see the module's note on aliasing).
+# The second-order terms of the c rows read the operands' a and b: an operation in place
+# updates a and b after them (see the module's note on aliasing).
 
 cdef inline void add_scaled_row(lanes* tag, Py_ssize_t blocks, double s,
                                 const real* p, real* out) noexcept nogil:
