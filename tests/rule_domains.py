@@ -6,7 +6,20 @@ kink of abs at 0, the ties of maximum and minimum), so that a derivative there i
 the derivative of the function and a finite difference around it is meaningful.
 A test checks that every ufunc of cyad's rule tables has an entry here.
 """
+import operator
+
 import numpy as np
+
+from cyad._dual import _BINARY_UFUNCS, _UNARY_UFUNCS
+
+# the elementwise rules cyad differentiates: its tables of unary and binary ufuncs, and
+# power and float_power (dispatched outside the binary table, by which operand is constant)
+UNARY_RULES = list(_UNARY_UFUNCS)
+BINARY_RULES = list(_BINARY_UFUNCS) + [np.power, np.float_power]
+# the rules NumPy has an in-place operator for
+IN_PLACE_OPERATORS = {np.add: operator.iadd, np.subtract: operator.isub,
+                      np.multiply: operator.imul, np.true_divide: operator.itruediv,
+                      np.power: operator.ipow}
 
 ANY = (-3.0, 3.0)
 POSITIVE = (0.1, 5.0)
@@ -78,4 +91,34 @@ def binary_points(a_domain, b_domain, rng, n):
         a = spread(a_domain, rng, n)
         return a, a + rng.choice([-1.0, 1.0], n) * rng.uniform(0.1, 0.11, n)
     return points(a_domain, rng, n), points(b_domain, rng, n)
+
+
+def _inside(domain, values):
+    if domain == APART:
+        return np.ones(np.shape(values), bool)
+    if domain == NONZERO:
+        return (np.abs(values) >= 0.2) & (np.abs(values) <= 3.0)
+    if domain == BETWEEN_STEPS:
+        fraction = values - np.floor(values)
+        return (fraction >= 0.1) & (fraction <= 0.4)
+    if domain == INTEGER:
+        return values == np.round(values)
+    low, high = domain
+    return (values > low) & (values < high)
+
+
+def same_operand_points(a_domain, b_domain, rng, n):
+    """n points valid as both operands at once (op(y, y), op(y, y[:1]), op(y[:-1], y[1:])).
+
+    With maximum and minimum the elements are spread apart: comparing an element with
+    itself ties, which is harmless (the two halves add up), but two different elements
+    must not.
+    """
+    if b_domain == APART:
+        return spread(a_domain, rng, n)
+    found = np.empty(0)
+    while len(found) < n:
+        candidates = points(a_domain, rng, 4 * n)
+        found = np.concatenate([found, candidates[_inside(b_domain, candidates)]])
+    return found[:n]
 
