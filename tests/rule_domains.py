@@ -122,3 +122,15 @@ def same_operand_points(a_domain, b_domain, rng, n):
         found = np.concatenate([found, candidates[_inside(b_domain, candidates)]])
     return found[:n]
 
+
+def interval(domain, rng):
+    """An interval of a one-operand domain, well inside it and away from its jumps."""
+    if domain == NONZERO:
+        return (0.3, 2.8) if rng.uniform() < 0.5 else (-2.8, -0.3)
+    if domain == BETWEEN_STEPS:
+        return tuple(rng.integers(-2, 3) + np.array([0.15, 0.35]))
+    if domain in (INTEGER, APART):
+        raise ValueError(f"no interval of the domain {domain!r}")
+    low, high = domain
+    margin = 0.1 * (high - low)
+    return low + margin, high - margin
