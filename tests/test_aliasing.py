@@ -1,9 +1,9 @@
 """Operations that write their result into one of their own inputs, at first and second order.
 
-A second-order rule reads its operands twice (the first-order lanes, then again for the
-second-derivative terms), so writing the result over an operand between the two reads
-corrupts the Hessian while the gradient stays right. Every case below is a program
-written with such aliasing; each is differentiated by cyad and compared
+A second-order rule reads more of its operands than a first-order one (their first-order
+lanes for the second-derivative terms too), so a result written over an operand before
+all of it is read corrupts the Hessian while the gradient stays right. Every case below
+is a program written with such aliasing; each is differentiated by cyad and compared
 
   (a) with the same program written without aliasing (fresh arrays), run through cyad,
       to a tight tolerance, and
