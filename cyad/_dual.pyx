@@ -520,10 +520,23 @@ cdef object unary(int op, Dual x, object out=None):
         if type(out) is Dual and _fits(<Dual>out, x) and _readable_into(x, <Dual>out):
             _run_unary(op, x, <Dual>out)
             return out
-    xc = new_dual(np.ascontiguousarray(x.values), np.ascontiguousarray(x.partials), x.width, x.tag)
-    y = _target(out, (<object>x.values).shape, (<object>x.values).dtype, x, (x,))
+    shape = _result_shape((<object>x.values).shape, out)
+    xb = x if shape == (<object>x.values).shape else _numpy(np.broadcast_to)(x, shape)
+    xc = new_dual(np.ascontiguousarray(xb.values), np.ascontiguousarray(xb.partials), x.width,
+                  x.tag)
+    y = _target(out, shape, (<object>x.values).dtype, x, (x,))
     _run_unary(op, xc, y)
     return _finish(y, out)
+
+
+cdef tuple _result_shape(tuple shape, object out):
+    # the shape of an operation's result: its operands' broadcast into out's, as in NumPy
+    if not isinstance(out, Dual) or (<Dual>out).shape == shape:
+        return shape
+    if np.broadcast_shapes(shape, (<Dual>out).shape) != (<Dual>out).shape:
+        raise ValueError(f"cyad: output of shape {(<Dual>out).shape} cannot hold a result of "
+                         f"shape {shape}")
+    return (<Dual>out).shape
 
 
 cdef int _run_unary(int op, Dual x, Dual y) except -1:
@@ -582,7 +595,7 @@ cdef object binary(int op, object a, object b, object out=None):
     a = _array_like(a)
     b = _array_like(b)
     cdef object dtype = float_dtype(np.result_type(primal(a), primal(b)))
-    shape = np.broadcast_shapes(np.shape(primal(a)), np.shape(primal(b)))
+    shape = _result_shape(np.broadcast_shapes(np.shape(primal(a)), np.shape(primal(b))), out)
     cdef _Operand oa = _operand(a, shape, dtype, like.width)
     cdef _Operand ob = _operand(b, shape, dtype, like.width)
     cdef Dual y = _target(out, shape, dtype, like, (a, b))

@@ -283,6 +283,20 @@ def test_ufunc_out_with_constant_inputs_zeroes_the_partials():
     check_affine(f, X)
 
 
+def test_ufunc_operands_broadcast_into_out():
+    # as in NumPy: out may be larger than the operands' broadcast shape, even overlapping them
+    def f(x):
+        y = x * 1.0
+        np.exp(y[:1], out=y)
+        np.multiply(y[:1], x[1:2], out=y[2:])
+        return y
+    expected = np.zeros((5, 5))
+    expected[:2, 0] = np.exp(X[0])
+    expected[2:, 0] = np.exp(X[0]) * X[1]
+    expected[2:, 1] = np.exp(X[0])
+    check(f, X, expected)
+
+
 def test_ufunc_out_of_the_wrong_shape():
     with pytest.raises(ValueError):
         cyad.jacobian(lambda x: np.sin(x, out=x[:2] * 1.0), X)
