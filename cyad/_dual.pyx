@@ -13,6 +13,11 @@ partials, the inner one's, and the second derivatives across them (the second-or
 layout of cyad._wrapper); the elementwise rules add their second-derivative terms
 from the rule table's second column. Two levels are supported.
 
+In-place operations (operators, out=) read their operands as they were before the
+result is written, whatever the overlap, as NumPy's do: the kernels allow an output
+that is an operand's very memory, and any other overlap is computed apart, then copied.
+NumPy's floating-point warnings (and np.errstate) apply to the values, as in NumPy.
+
 Nothing here ever drops a derivative silently: converting a dual to a float or
 a plain ndarray raises TypeError, and so does any NumPy function or ufunc cyad
 does not know.
