@@ -16,8 +16,9 @@ cpdef enum Family:
 
 # Statuses of the engine besides 0 (success) and the function's own nonzero statuses.
 cpdef enum:
-    PYTHON_ERROR = -1     # the Python callable raised; the prep keeps the exception
-    WRONG_CALL = -2       # an entry point of another dtype or family than the prep's
+    PYTHON_ERROR = -1          # the Python callable raised; the prep keeps the exception
+    WRONG_CALL = -2            # an entry point of another dtype or family than the prep's
+    PREP_BUSY = -3             # another call is running on the prep (another thread, or f)
 
 
 # Everything a prepared call runs on, usable without the GIL.
@@ -40,6 +41,8 @@ ctypedef struct cyad_prep:
     void* dy                   # output partials, n_y x width
     bint pending               # the first chunk was evaluated already: y and dy hold it
     cyad_function function
+    # new fields go at the end, so that those above keep their offsets
+    int busy                   # 1 while a call runs on the prep: claimed atomically
 
 
 cdef class Prep:
@@ -100,12 +103,17 @@ cdef class Prep:
     cdef object value_buffer(self, object value_out, object y, bint with_value)
 
 
+# Raise the RuntimeError of a busy prep if `prep` is a Prep that a call is running on.
+cdef int refuse_busy(object prep) except -1
+
+
 # -- nogil entry points for Cython users ------------------------------------------------
 # Prepare with the GIL (cyad.prepare_*), take `prep_state(prep)`, then call these from
 # `with nogil:` on raw C-contiguous buffers of the prep's dtype and shapes. y is the
 # two-argument form's in/out output (NULL in the one-argument form); value receives
-# f's value and may be NULL. They return 0, the function's own nonzero status,
-# PYTHON_ERROR (re-raise with prep.raise_for_status) or WRONG_CALL.
+# f's value and may be NULL. They return 0, the function's own nonzero status, or one
+# of the statuses above (prep.raise_for_status raises what each reports); PREP_BUSY
+# when the prep is in use by another call.
 
 cdef cyad_prep* prep_state(Prep prep) except NULL
 

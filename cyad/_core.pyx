@@ -13,7 +13,8 @@ output and a two-argument y when a single evaluation does the whole call).
 The Python operators check their arguments against the prep with C-level
 comparisons and call the engine; Cython users call it through the `*_nogil`
 entry points. derivative is the pushforward of a scalar with tangent 1; gradient
-is the Jacobian of a scalar-valued function.
+is the Jacobian of a scalar-valued function. Either way a call first claims the
+prep: a prep serves one call at a time.
 
 Second order (`run_second`) is forward over forward on nested duals (the
 second-order layout of cyad._wrapper): every evaluation seeds a chunk of outer
@@ -171,6 +172,50 @@ cdef void get_columns(const real* partials, Py_ssize_t n, Py_ssize_t width, Py_s
     for i in range(n):
         for k in range(count):
             dst[i * columns + start + k] = partials[i * width + k]
+
+
+# -- one call at a time -------------------------------------------------------------------
+
+# A prep's buffers serve one call at a time. A call claims the prep by an atomic exchange
+# of its busy flag and frees it by an atomic store, so that a second call - from another
+# thread, or from inside the f that a call is evaluating - finds it claimed and is refused
+# instead of overwriting the buffers the first one is using.
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static CYTHON_INLINE int cyad_claim(int *busy) {
+        return _InterlockedExchange((volatile long *)busy, 1) == 0;
+    }
+    static CYTHON_INLINE void cyad_release(int *busy) {
+        _InterlockedExchange((volatile long *)busy, 0);
+    }
+    static CYTHON_INLINE int cyad_claimed(int *busy) { return *(volatile int *)busy != 0; }
+    #else
+    static CYTHON_INLINE int cyad_claim(int *busy) {
+        return __atomic_exchange_n(busy, 1, __ATOMIC_ACQUIRE) == 0;
+    }
+    static CYTHON_INLINE void cyad_release(int *busy) {
+        __atomic_store_n(busy, 0, __ATOMIC_RELEASE);
+    }
+    static CYTHON_INLINE int cyad_claimed(int *busy) {
+        return __atomic_load_n(busy, __ATOMIC_RELAXED) != 0;
+    }
+    #endif
+    """
+    bint claim "cyad_claim" (int* busy) nogil        # 1 if it was free and is now the caller's
+    void release "cyad_release" (int* busy) nogil
+    bint claimed "cyad_claimed" (int* busy) nogil
+
+_BUSY = ("cyad: this prep is in use by another call (from another thread, or from inside the "
+         "function being differentiated); a prep serves one call at a time: make one prep per "
+         "thread")
+
+
+cdef int refuse_busy(object prep) except -1:
+    if isinstance(prep, Prep) and claimed(&(<Prep>prep).state.busy):
+        raise RuntimeError(_BUSY)
+    return 0
 
 
 # -- the engine -----------------------------------------------------------------------
@@ -357,54 +402,86 @@ cdef inline bint wrong_call(cyad_prep* p, real* kind, bint jacobian_family) noex
             or p.family >= SECOND_DERIVATIVE)
 
 
+# Each claims the prep for the call (PREP_BUSY if another call holds it).
+
 cdef int pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
                            real* out) noexcept nogil:
     """out = J(x) @ dx, for a prep of one tangent."""
+    cdef int status
     if wrong_call(p, out, False) or p.directions != 1:
         return WRONG_CALL
-    return run_pushforward(p, x, &dx, y, NULL, &out)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_pushforward(p, x, &dx, y, NULL, &out)
+    release(&p.busy)
+    return status
 
 
 cdef int value_and_pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
                                      real* value, real* out) noexcept nogil:
     """value = f(x) and out = J(x) @ dx, for a prep of one tangent."""
+    cdef int status
     if wrong_call(p, out, False) or p.directions != 1:
         return WRONG_CALL
-    return run_pushforward(p, x, &dx, y, value, &out)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_pushforward(p, x, &dx, y, value, &out)
+    release(&p.busy)
+    return status
 
 
 cdef int gradient_nogil(cyad_prep* p, const real* x, real* y, real* value,
                         real* gradient) noexcept nogil:
     """gradient = the gradient of a scalar-valued f at x; value = f(x) (may be NULL)."""
+    cdef int status
     if wrong_call(p, gradient, True) or p.n_y != 1:
         return WRONG_CALL
-    return run_jacobian(p, x, y, value, gradient)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_jacobian(p, x, y, value, gradient)
+    release(&p.busy)
+    return status
 
 
 cdef int jacobian_nogil(cyad_prep* p, const real* x, real* y, real* value,
                         real* jacobian) noexcept nogil:
     """jacobian = J(x), n_y x n_x row-major; value = f(x) (may be NULL)."""
+    cdef int status
     if wrong_call(p, jacobian, True):
         return WRONG_CALL
-    return run_jacobian(p, x, y, value, jacobian)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_jacobian(p, x, y, value, jacobian)
+    release(&p.busy)
+    return status
 
 
 cdef int hvp_nogil(cyad_prep* p, const real* x, const real* v, real* y, real* gradient,
                    real* out) noexcept nogil:
     """out = H(x) @ v for a scalar-valued f and a prep of one tangent; gradient may be NULL."""
     cdef bint is_float32 = real is float
+    cdef int status
     if is_float32 != p.float32 or p.family != HVP or p.outer_directions != 1:
         return WRONG_CALL
-    return run_second(p, x, &v, y, NULL, gradient, &out)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_second(p, x, &v, y, NULL, gradient, &out)
+    release(&p.busy)
+    return status
 
 
 cdef int hessian_nogil(cyad_prep* p, const real* x, real* y, real* value, real* gradient,
                        real* hessian) noexcept nogil:
     """hessian = H(x), n_x x n_x row-major; value and gradient may be NULL."""
     cdef bint is_float32 = real is float
+    cdef int status
     if is_float32 != p.float32 or p.family != HESSIAN:
         return WRONG_CALL
-    return run_second(p, x, NULL, y, value, gradient, &hessian)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_second(p, x, NULL, y, value, gradient, &hessian)
+    release(&p.busy)
+    return status
 
 
 cdef cyad_prep* prep_state(Prep prep) except NULL:
@@ -464,7 +541,9 @@ cdef class Prep:
     Made by the `prepare_*` functions and passed back with `prep=`. It may be
     reused with other values of the same shapes, dtype and function form, and
     with another function of the same kind (Python callable or C function). It
-    belongs to one thread at a time.
+    serves one call at a time: a call that finds it in use by another (from
+    another thread, or from inside the function being differentiated) raises
+    RuntimeError, so each thread needs its own prep.
 
     Parameters
     ----------
@@ -695,7 +774,10 @@ cdef class Prep:
         Exception
             The exception a Python callable raised (status ``PYTHON_ERROR``).
         ValueError
-            If an entry point of another dtype or family than the prep's was called.
+            If an entry point of another dtype or family than the prep's was called
+            (``WRONG_CALL``).
+        RuntimeError
+            If the prep was in use by another call (``PREP_BUSY``).
 
         Examples
         --------
@@ -716,6 +798,8 @@ cdef class Prep:
             raise error
         if status == WRONG_CALL:
             raise ValueError("cyad: an entry point of another dtype or operator than the prep's")
+        if status == PREP_BUSY:
+            raise RuntimeError(_BUSY)
         raise FunctionError(status)
 
     cdef set_output(self, tuple shape):
@@ -879,28 +963,34 @@ cdef class Prep:
         cdef object tangent = None
         cdef list converted     # tangents converted to the prep's dtype, alive through the call
         cdef object value_out = None, first_out = None, second_out = out
-        self.bind(f)
-        x = self.input(x)
-        if self.family == HVP:
-            if given != self.state.outer_directions:
-                raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
-                                 f"{self.state.outer_directions}")
-            if batch:
-                converted = self.point_to_tangents(<tuple>v)
-            else:
-                tangent = self.tangent(v)
-                self.tangents[0] = _data(tangent)
-        if self.two_argument:
-            self.check_y(y)
-        if out is not None and results > 1:
-            self.split(out, results)
-            if results == 2:
-                first_out, second_out = out
-            else:
-                value_out, first_out, second_out = out
-        if self.out_shape is None:
-            self.discover(x)
-        return self._second(x, y, out, value_out, first_out, second_out, results, batch, given)
+        if not claim(&self.state.busy):
+            raise RuntimeError(_BUSY)
+        try:
+            self.bind(f)
+            x = self.input(x)
+            if self.family == HVP:
+                if given != self.state.outer_directions:
+                    raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made "
+                                     f"for {self.state.outer_directions}")
+                if batch:
+                    converted = self.point_to_tangents(<tuple>v)
+                else:
+                    tangent = self.tangent(v)
+                    self.tangents[0] = _data(tangent)
+            if self.two_argument:
+                self.check_y(y)
+            if out is not None and results > 1:
+                self.split(out, results)
+                if results == 2:
+                    first_out, second_out = out
+                else:
+                    value_out, first_out, second_out = out
+            if self.out_shape is None:
+                self.discover(x)
+            return self._second(x, y, out, value_out, first_out, second_out, results, batch,
+                                given)
+        finally:
+            release(&self.state.busy)
 
     cdef object _second(self, object x, object y, object out, object value_out,
                         object first_out, object second_out, int results, bint batch,
@@ -989,29 +1079,36 @@ cdef class Prep:
         cdef Py_ssize_t given = len(<tuple>dx) if batch else 1
         cdef object pair = None, value_out = None
         cdef list converted     # tangents converted to the prep's dtype, alive through the call
-        if given != self.state.directions:
-            raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
-                             f"{self.state.directions}")
-        self.bind(f)
-        x = self.input(x)
-        if batch:
-            converted = self.point_to_tangents(<tuple>dx)
-        else:
-            dx = self.tangent(dx)
-            self.tangents[0] = _data(dx)
-        if self.two_argument:
-            self.check_y(y)
-        if with_value and out is not None:
-            pair = out
-            value_out, out = self.split(out, 2)
-        if self.python is not None:
-            # f may call cyad operators: they nest inside this differentiation
-            enter(self.tag)
-            try:
-                return self._pushforward(x, y, out, with_value, batch, given, pair, value_out)
-            finally:
-                leave(self.tag)
-        return self._pushforward(x, y, out, with_value, batch, given, pair, value_out)
+        if not claim(&self.state.busy):
+            raise RuntimeError(_BUSY)
+        try:
+            if given != self.state.directions:
+                raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
+                                 f"{self.state.directions}")
+            self.bind(f)
+            x = self.input(x)
+            if batch:
+                converted = self.point_to_tangents(<tuple>dx)
+            else:
+                dx = self.tangent(dx)
+                self.tangents[0] = _data(dx)
+            if self.two_argument:
+                self.check_y(y)
+            if with_value and out is not None:
+                pair = out
+                value_out, out = self.split(out, 2)
+            if self.python is not None:
+                # f may call cyad operators: they nest inside this differentiation
+                enter(self.tag)
+                try:
+                    return self._pushforward(x, y, out, with_value, batch, given, pair,
+                                             value_out)
+                finally:
+                    leave(self.tag)
+            return self._pushforward(x, y, out, with_value, batch, given, pair, value_out)
+        finally:
+            self.state.pending = False    # a failed call leaves no evaluated chunk behind
+            release(&self.state.busy)
 
     cdef object _pushforward(self, object x, object y, object out, bint with_value, bint batch,
                              Py_ssize_t given, object pair, object value_out):
@@ -1037,7 +1134,6 @@ cdef class Prep:
         else:
             self.outs[0] = _data(out)
         status = self._run_pushforward(x, y, value)
-        self.state.pending = False
         self.raise_for(status)
         if with_value:
             return pair if pair is not None else (value, out)
@@ -1054,20 +1150,26 @@ cdef class Prep:
 
     cdef object jacobian(self, object f, object x, object y, object out, bint with_value):
         cdef object pair = None, value_out = None
-        self.bind(f)
-        x = self.input(x)
-        if self.two_argument:
-            self.check_y(y)
-        if with_value and out is not None:
-            pair = out
-            value_out, out = self.split(out, 2)
-        if self.python is not None:
-            enter(self.tag)
-            try:
-                return self._jacobian(x, y, out, with_value, pair, value_out)
-            finally:
-                leave(self.tag)
-        return self._jacobian(x, y, out, with_value, pair, value_out)
+        if not claim(&self.state.busy):
+            raise RuntimeError(_BUSY)
+        try:
+            self.bind(f)
+            x = self.input(x)
+            if self.two_argument:
+                self.check_y(y)
+            if with_value and out is not None:
+                pair = out
+                value_out, out = self.split(out, 2)
+            if self.python is not None:
+                enter(self.tag)
+                try:
+                    return self._jacobian(x, y, out, with_value, pair, value_out)
+                finally:
+                    leave(self.tag)
+            return self._jacobian(x, y, out, with_value, pair, value_out)
+        finally:
+            self.state.pending = False    # a failed call leaves no evaluated chunk behind
+            release(&self.state.busy)
 
     cdef object _jacobian(self, object x, object y, object out, bint with_value, object pair,
                           object value_out):
@@ -1081,7 +1183,6 @@ cdef class Prep:
             self.check_out(out, self.jacobian_shape, self.jacobian_ndim, self.jacobian_dims, "out")
         value = self.value_buffer(value_out, y, with_value)
         status = self._run_jacobian(x, y, value, out)
-        self.state.pending = False
         self.raise_for(status)
         if with_value:
             return pair if pair is not None else (value, out)

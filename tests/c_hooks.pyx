@@ -7,7 +7,7 @@ from cyad.dual cimport *
 from cyad._rules cimport unary_rule, binary_rule, unary_second, binary_second
 
 
-# -- nogil entry points from threads ------------------------------------------------------
+# -- nogil entry points ----------------------------------------------------------------------
 
 cdef extern from *:
     """
@@ -46,6 +46,32 @@ cdef int together(const double* x, const double* dx, double* y, double* dy,
 def together_function(size_t counter):
     """`together` as a FunctionWrapper, with the address of a C int as its counter."""
     return cyad.wrap(together, NULL, <void*>counter)
+
+
+cdef int held(const double* x, const double* dx, double* y, double* dy,
+              Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
+              void* context) noexcept nogil:
+    """y = x, once `context` (two C ints) lets it: it counts itself in the first and
+    waits (a bounded spin) until the second is set. Status 1 if it never is."""
+    cdef int* flags = <int*>context
+    cdef long spin
+    cdef Py_ssize_t i
+    cyad_test_arrive(&flags[0])
+    for spin in range(4_000_000_000):
+        if cyad_test_count(&flags[1]) >= 1:
+            break
+    else:
+        return 1
+    for i in range(n_x):
+        y[i] = x[i]
+    for i in range(n_x * width):
+        dy[i] = dx[i]
+    return 0
+
+
+def held_function(size_t flags):
+    """`held` as a FunctionWrapper, with the address of two C ints as its flags."""
+    return cyad.wrap(held, NULL, <void*>flags)
 
 
 def jacobian_without_gil(prep, double[::1] x, double[::1] y, double[:, ::1] jacobian):

@@ -98,3 +98,21 @@ def test_a_batch_of_tangents(allocations_per_call):
         lambda: cyad.pushforward(copy, x, tangents, y=y, prep=prep, out=outs)) == 0
     for t, o in zip(tangents, outs):
         np.testing.assert_array_equal(o, t)
+
+
+def test_a_prep_that_refused_a_call_allocates_nothing(allocations_per_call):
+    # the claim is released whatever happened: a refused call leaves the prep as it was
+    n = 10
+    x, dx, y = np.arange(n, dtype=float), np.ones(n), np.zeros(n)
+    prep = cyad.prepare_pushforward(copy, x, dx, y=y)
+
+    def calls_its_own_prep(y, x):
+        cyad.pushforward(copy, x, dx, y=y, prep=prep)
+
+    with pytest.raises(RuntimeError, match="in use by another call"):
+        cyad.pushforward(calls_its_own_prep, x, dx, y=y, prep=prep)
+    out = np.zeros(n)
+    pushforward = cyad.pushforward
+    assert allocations_per_call(lambda: pushforward(copy, x, dx, y=y, prep=prep, out=out)) == 0
+    np.testing.assert_array_equal(out, dx)
+
