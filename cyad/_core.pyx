@@ -14,7 +14,8 @@ The Python operators check their arguments against the prep with C-level
 comparisons and call the engine; Cython users call it through the `*_nogil`
 entry points. derivative is the pushforward of a scalar with tangent 1; gradient
 is the Jacobian of a scalar-valued function. Either way a call first claims the
-prep: a prep serves one call at a time.
+prep (one call at a time), and the engine first makes sure that no output
+overwrites an input it still reads (outputs that overlap inputs, below).
 
 Second order (`run_second`) is forward over forward on nested duals (the
 second-order layout of cyad._wrapper): every evaluation seeds a chunk of outer
@@ -30,6 +31,7 @@ cimport numpy as cnp
 from cpython.float cimport PyFloat_Check
 from cpython.long cimport PyLong_Check
 from libc.math cimport sqrt
+from libc.stdint cimport uintptr_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
@@ -218,6 +220,237 @@ cdef int refuse_busy(object prep) except -1:
     return 0
 
 
+# -- outputs that overlap inputs ----------------------------------------------------------
+#
+# Like a NumPy ufunc given an overlapping out=, a call reads its inputs as they were when it
+# started. The engine reads x and the tangents in every evaluation (one per chunk) and
+# writes outputs after each, so an input that shares memory with an output is copied once,
+# into the prep's scratch, and the call runs on the copy. y needs no copy: it is an output
+# itself, which no other output may share memory with, and the engine writes it after the
+# last evaluation (or hands it to the only one). Outputs that share memory would leave a
+# result that depends on the order of the writes: OVERLAPPING_OUTPUTS, but for f's value
+# written to y itself (the two-argument value forms). So a C function is never handed an
+# input that overlaps an output, nor two outputs that overlap.
+#
+# Every buffer is C-contiguous: the bytes [start, start + count * sizeof(real)). A call
+# with one result has at most four outputs and two inputs (x and a tangent), compared pair
+# by pair on the stack (`protect_inputs`: a handful of comparisons where nothing meets,
+# the usual case). Otherwise, and for a batch, `protect_slowly` records the outputs in the
+# prep (to name two that overlap); a batch's outputs (one per tangent) are sorted by
+# address, so that neighbours tell whether they are disjoint, and an input outside the
+# span of all of them is told by two comparisons, one inside placed among them by
+# bisection.
+
+cdef enum:
+    # which output a span is, besides result k (k >= 0); in the order outputs are named
+    Y_OUTPUT = -3
+    VALUE_OUTPUT = -2
+    FIRST_OUTPUT = -1
+
+ctypedef struct span:      # an output's bytes
+    uintptr_t start
+    uintptr_t end
+    Py_ssize_t output      # Y_OUTPUT, VALUE_OUTPUT, FIRST_OUTPUT or the result's index
+
+_RESULT_NAMES = {PUSHFORWARD: "the tangent output", DERIVATIVE: "the derivative output",
+                 GRADIENT: "the gradient output", JACOBIAN: "the Jacobian output",
+                 SECOND_DERIVATIVE: "the second-derivative output", HVP: "the hvp output",
+                 HESSIAN: "the Hessian output"}
+
+
+cdef inline Py_ssize_t batch_size(const cyad_prep* p) noexcept nogil:
+    # the results of one call: one per tangent of a pushforward or hvp, else one
+    if p.family == PUSHFORWARD or p.family == DERIVATIVE:
+        return p.directions
+    if p.family == HVP:
+        return p.outer_directions
+    return 1
+
+
+cdef inline Py_ssize_t result_size(const cyad_prep* p) noexcept nogil:
+    # the elements of one result
+    if p.family == GRADIENT or p.family == JACOBIAN:
+        return p.n_y * p.n_x
+    if p.family == HESSIAN:
+        return p.n_x * p.n_x
+    if p.family == HVP:
+        return p.n_x
+    return p.n_y
+
+
+cdef inline void add_span(span* s, Py_ssize_t* n, const void* start, Py_ssize_t size,
+                          Py_ssize_t output) noexcept nogil:
+    # an output of `size` bytes, if given (an empty one meets nothing)
+    if start != NULL and size > 0:
+        s[n[0]].start = <uintptr_t>start
+        s[n[0]].end = <uintptr_t>start + <uintptr_t>size
+        s[n[0]].output = output
+        n[0] += 1
+
+
+cdef void sort_spans(span* s, Py_ssize_t n) noexcept nogil:
+    # by start address: Shell's sort (gaps 1, 4, 13, ...)
+    cdef Py_ssize_t gap = 1, i, j
+    cdef span t
+    while gap < n // 3:
+        gap = 3 * gap + 1
+    while gap > 0:
+        for i in range(gap, n):
+            t = s[i]
+            j = i
+            while j >= gap and s[j - gap].start > t.start:
+                s[j] = s[j - gap]
+                j -= gap
+            s[j] = t
+        gap //= 3
+
+
+cdef inline span input_span(const void* start, Py_ssize_t size) noexcept nogil:
+    cdef span a
+    a.start = <uintptr_t>start
+    a.end = a.start + <uintptr_t>size
+    return a
+
+
+cdef inline bint disjoint(const span* a, const span* b) noexcept nogil:
+    return a.end <= b.start or b.end <= a.start
+
+
+cdef inline bint meets(const span* s, Py_ssize_t n, bint by_address, uintptr_t low,
+                       uintptr_t high, const void* input, Py_ssize_t size) noexcept nogil:
+    """Whether the input's `size` bytes meet one of the n outputs s (disjoint, sorted by
+    address if by_address), all within [low, high)."""
+    cdef span a = input_span(input, size)
+    cdef Py_ssize_t i, lo = 0, hi = n - 1, mid
+    if a.end <= low or a.start >= high:
+        return False
+    if not by_address:
+        for i in range(n):
+            if not disjoint(&a, &s[i]):
+                return True
+        return False
+    while lo < hi:
+        # the first output that ends after the input starts
+        mid = (lo + hi) // 2
+        if s[mid].end > a.start:
+            hi = mid
+        else:
+            lo = mid + 1
+    return s[lo].start < a.end
+
+
+cdef inline Py_ssize_t first_size(const cyad_prep* p) noexcept nogil:
+    # the elements of a second-order call's first-order result (its derivative or gradient)
+    return p.n_y if p.family == SECOND_DERIVATIVE else p.n_x
+
+
+cdef inline int protect_inputs(cyad_prep* p, const real** x, const real* const** tangents,
+                               real* y, real* value, real* first,
+                               real** results) noexcept nogil:
+    """Check the call's outputs, and point x and the tangents (NULL: none) at copies where
+    they overlap an output. Returns 0, OVERLAPPING_OUTPUTS or NO_MEMORY."""
+    cdef span outputs[4]
+    cdef span x_span, tangent
+    cdef Py_ssize_t n = 0, i, j, x_bytes = p.n_x * sizeof(real)
+    if batch_size(p) > 1:
+        return protect_slowly(p, x, tangents, y, value, first, results)
+    add_span(outputs, &n, y, p.n_y * sizeof(real), Y_OUTPUT)
+    if value != y:
+        add_span(outputs, &n, value, p.n_y * sizeof(real), VALUE_OUTPUT)
+    add_span(outputs, &n, first, first_size(p) * sizeof(real), FIRST_OUTPUT)
+    add_span(outputs, &n, results[0], result_size(p) * sizeof(real), 0)
+    x_span = input_span(x[0], x_bytes)
+    tangent = input_span(tangents[0][0] if tangents[0] != NULL else x[0], x_bytes)
+    for i in range(n):
+        if not (disjoint(&outputs[i], &x_span) and disjoint(&outputs[i], &tangent)):
+            return protect_slowly(p, x, tangents, y, value, first, results)
+        for j in range(i):
+            if not disjoint(&outputs[i], &outputs[j]):
+                return protect_slowly(p, x, tangents, y, value, first, results)
+    return 0
+
+
+cdef int protect_slowly(cyad_prep* p, const real** x, const real* const** tangents, real* y,
+                        real* value, real* first, real** results) noexcept nogil:
+    """protect_inputs for a batch, or where something may overlap: the outputs recorded in
+    the prep's spans."""
+    cdef span* s = <span*>p.spans
+    cdef Py_ssize_t n = 0, i, j, count = batch_size(p), copies
+    cdef Py_ssize_t x_bytes = p.n_x * sizeof(real), pointers = count * sizeof(void*)
+    cdef Py_ssize_t result_bytes = result_size(p) * sizeof(real)
+    cdef bint by_address = count > 1
+    cdef uintptr_t low, high
+    cdef const real** copied
+    cdef char* data
+    add_span(s, &n, y, p.n_y * sizeof(real), Y_OUTPUT)
+    if value != y:
+        add_span(s, &n, value, p.n_y * sizeof(real), VALUE_OUTPUT)
+    add_span(s, &n, first, first_size(p) * sizeof(real), FIRST_OUTPUT)
+    for i in range(count):
+        add_span(s, &n, results[i], result_bytes, i)
+    if n == 0:
+        return 0
+    # the outputs against one another
+    if by_address:
+        sort_spans(s, n)
+        for i in range(n - 1):
+            if s[i].end > s[i + 1].start:
+                p.overlapping[0], p.overlapping[1] = i, i + 1
+                return OVERLAPPING_OUTPUTS
+        low, high = s[0].start, s[n - 1].end
+    else:
+        low, high = s[0].start, s[0].end
+        for i in range(1, n):
+            for j in range(i):
+                if not disjoint(&s[i], &s[j]):
+                    p.overlapping[0], p.overlapping[1] = j, i
+                    return OVERLAPPING_OUTPUTS
+            low, high = min(low, s[i].start), max(high, s[i].end)
+    # the inputs against them
+    copies = meets(s, n, by_address, low, high, x[0], x_bytes)
+    if tangents[0] != NULL:
+        for i in range(count):
+            copies += meets(s, n, by_address, low, high, tangents[0][i], x_bytes)
+    if copies == 0:
+        return 0
+    # the scratch: the tangents' pointers, then the copies; kept for later calls
+    if pointers + copies * x_bytes > p.scratch_bytes:
+        free(p.scratch)
+        p.scratch_bytes = 0
+        p.scratch = malloc(pointers + copies * x_bytes)
+        if p.scratch == NULL:
+            return NO_MEMORY
+        p.scratch_bytes = pointers + copies * x_bytes
+    data = <char*>p.scratch + pointers
+    if meets(s, n, by_address, low, high, x[0], x_bytes):
+        memcpy(data, x[0], x_bytes)
+        x[0] = <const real*>data
+        data += x_bytes
+    if tangents[0] != NULL:
+        copied = <const real**>p.scratch
+        for i in range(count):
+            copied[i] = tangents[0][i]
+            if meets(s, n, by_address, low, high, copied[i], x_bytes):
+                memcpy(data, copied[i], x_bytes)
+                copied[i] = <const real*>data
+                data += x_bytes
+        tangents[0] = copied
+    return 0
+
+
+cdef str _output_name(const cyad_prep* p, const span* s):
+    # an output as the caller knows it
+    if s.output == Y_OUTPUT:
+        return "y"
+    if s.output == VALUE_OUTPUT:
+        return "the value output"
+    if s.output == FIRST_OUTPUT:
+        return "the derivative output" if p.family == SECOND_DERIVATIVE else "the gradient output"
+    if batch_size(p) > 1:
+        return f"{_RESULT_NAMES[p.family]} for tangent {s.output}"
+    return _RESULT_NAMES[p.family]
+
+
 # -- the engine -----------------------------------------------------------------------
 
 cdef inline int call(cyad_prep* p, const real* x, const real* dx, real* y, real* dy) noexcept nogil:
@@ -254,7 +487,9 @@ cdef inline int run_pushforward(cyad_prep* p, const real* x, const real* const* 
     cdef real* yv = <real*>p.y
     cdef real* dy
     cdef const real* dx
-    cdef int status
+    cdef int status = protect_inputs(p, &x, &tangents, y, value, <real*>NULL, outs)
+    if status != 0:
+        return status
     if in_place and p.width == 1:
         # the classic call: one tangent, one evaluation, on the caller's own buffers. The
         # loop below does the same work; this straight path takes a nogil pushforward at
@@ -295,7 +530,10 @@ cdef int run_jacobian(cyad_prep* p, const real* x, real* y, real* value,
     cdef bint in_place = y != NULL and p.directions <= p.chunk
     cdef Py_ssize_t start = 0, count
     cdef real* yv = <real*>p.y
-    cdef int status
+    cdef const real* const* no_tangents = NULL
+    cdef int status = protect_inputs(p, &x, &no_tangents, y, value, <real*>NULL, &jacobian)
+    if status != 0:
+        return status
     while start < p.directions:
         count = min(p.chunk, p.directions - start)
         if not (p.pending and start == 0):
@@ -354,7 +592,9 @@ cdef int run_second(cyad_prep* p, const real* x, const real* const* tangents, re
     cdef real* yv = <real*>p.y
     cdef real* dy = <real*>p.dy
     cdef real c
-    cdef int status
+    cdef int status = protect_inputs(p, &x, &tangents, y, value, first, second)
+    if status != 0:
+        return status
     while outer_start < p.outer_directions:
         outer_count = min(p.outer_chunk, p.outer_directions - outer_start)
         # a Hessian's rows above outer_start are its columns, mirrored from earlier chunks
@@ -600,10 +840,14 @@ cdef class Prep:
     def __cinit__(self):
         self.tangents = NULL
         self.outs = NULL
+        self.state.spans = NULL
+        self.state.scratch = NULL
 
     def __dealloc__(self):
         free(self.tangents)
         free(self.outs)
+        free(self.state.spans)
+        free(self.state.scratch)
 
     def __init__(self, Family family, f, x, Py_ssize_t directions, y=None, chunk=None):
         # directions: the tangents of a pushforward or hvp, else the basis directions
@@ -635,7 +879,9 @@ cdef class Prep:
             self._size_first_order(directions, chunk, is_python_function(f))
         self.tangents = <void**>malloc(directions * sizeof(void*))
         self.outs = <void**>malloc(directions * sizeof(void*))
-        if self.tangents == NULL or self.outs == NULL:
+        # the outputs of a call: its results, y, f's value and a first-order result
+        self.state.spans = malloc((batch_size(&self.state) + 3) * sizeof(span))
+        if self.tangents == NULL or self.outs == NULL or self.state.spans == NULL:
             raise MemoryError()
         self.scalar_x = np.zeros((), self.dtype)
         self.scalar_t = np.zeros((), self.dtype)
@@ -775,9 +1021,13 @@ cdef class Prep:
             The exception a Python callable raised (status ``PYTHON_ERROR``).
         ValueError
             If an entry point of another dtype or family than the prep's was called
-            (``WRONG_CALL``).
+            (``WRONG_CALL``), or two outputs share memory (``OVERLAPPING_OUTPUTS``; the
+            message names them).
         RuntimeError
             If the prep was in use by another call (``PREP_BUSY``).
+        MemoryError
+            If there was no memory to copy the inputs that overlap an output
+            (``NO_MEMORY``).
 
         Examples
         --------
@@ -791,6 +1041,8 @@ cdef class Prep:
         self.raise_for(status)
 
     cdef raise_for(self, int status):
+        cdef const span* first
+        cdef const span* second
         if status == 0:
             return
         if status == PYTHON_ERROR and self.python is not None and self.python.error is not None:
@@ -800,6 +1052,17 @@ cdef class Prep:
             raise ValueError("cyad: an entry point of another dtype or operator than the prep's")
         if status == PREP_BUSY:
             raise RuntimeError(_BUSY)
+        if status == OVERLAPPING_OUTPUTS:
+            # the two outputs that met, named in the order y, value, first, results
+            first = <span*>self.state.spans + self.state.overlapping[0]
+            second = <span*>self.state.spans + self.state.overlapping[1]
+            if second.output < first.output:
+                first, second = second, first
+            raise ValueError(f"cyad: {_output_name(&self.state, first)} and "
+                             f"{_output_name(&self.state, second)} share memory; give "
+                             "outputs that do not overlap one another")
+        if status == NO_MEMORY:
+            raise MemoryError("cyad: no memory for the copies of inputs that overlap an output")
         raise FunctionError(status)
 
     cdef set_output(self, tuple shape):

@@ -83,6 +83,44 @@ def jacobian_without_gil(prep, double[::1] x, double[::1] y, double[:, ::1] jaco
     return status
 
 
+def pushforward_without_gil(prep, double[::1] x, double[::1] dx, double[::1] out):
+    """cyad.pushforward_nogil of a prepared one-argument function; returns its status."""
+    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef int status
+    with nogil:
+        status = cyad.pushforward_nogil(state, &x[0], &dx[0], <double*>NULL, &out[0])
+    return status
+
+
+def gradient_without_gil(prep, double[::1] x, double[::1] value, double[::1] gradient):
+    """cyad.gradient_nogil of a prepared one-argument function, f's value into value[0];
+    returns its status."""
+    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef int status
+    with nogil:
+        status = cyad.gradient_nogil(state, &x[0], <double*>NULL, &value[0], &gradient[0])
+    return status
+
+
+def hvp_without_gil(prep, double[::1] x, double[::1] v, double[::1] out):
+    """cyad.hvp_nogil of a prepared one-argument function; returns its status."""
+    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef int status
+    with nogil:
+        status = cyad.hvp_nogil(state, &x[0], &v[0], <double*>NULL, <double*>NULL, &out[0])
+    return status
+
+
+def hessian_without_gil(prep, double[::1] x, double[::1] gradient, double[:, ::1] hessian):
+    """cyad.hessian_nogil of a prepared one-argument function; returns its status."""
+    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef int status
+    with nogil:
+        status = cyad.hessian_nogil(state, &x[0], <double*>NULL, <double*>NULL, &gradient[0],
+                                    &hessian[0, 0])
+    return status
+
+
 def gradient_without_gil_float32(prep, float[::1] x):
     """cyad.gradient_nogil in float32 (a float64 prep answers WRONG_CALL)."""
     cdef cyad.cyad_prep* state = cyad.prep_state(prep)

@@ -116,3 +116,19 @@ def test_a_prep_that_refused_a_call_allocates_nothing(allocations_per_call):
     assert allocations_per_call(lambda: pushforward(copy, x, dx, y=y, prep=prep, out=out)) == 0
     np.testing.assert_array_equal(out, dx)
 
+
+@pytest.mark.parametrize("chunk", [None, 3])
+def test_outputs_overlapping_inputs_allocate_once(chunk, allocations_per_call):
+    # the first such call allocates the prep's scratch for the copies; later ones reuse it
+    n = 10
+    x, y = np.arange(n, dtype=float), np.zeros(n)
+    tangents = (np.ones(n), np.arange(n, dtype=float), np.full(n, -2.0))
+    prep = cyad.prepare_pushforward(copy, x, tangents, y=y, chunk=chunk)
+    outs = (tangents[1], tangents[2], tangents[0])      # each the tangent of another
+    assert allocations_per_call(
+        lambda: cyad.pushforward(copy, x, tangents, y=y, prep=prep, out=outs)) == 0
+    # f copies, so out[k] = tangents[k] as they were: a call rotates the tangents
+    before = [np.array(t) for t in tangents]
+    cyad.pushforward(copy, x, tangents, y=y, prep=prep, out=outs)
+    for k in range(3):
+        np.testing.assert_array_equal(outs[k], before[k])
