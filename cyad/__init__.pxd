@@ -18,18 +18,24 @@
 # - Prepare with the GIL (cyad.prepare_jacobian(...) etc.), get `prep_state(prep)`, then
 #   call the *_nogil entry points inside `with nogil:` on raw pointers of the prep's
 #   dtype and shapes. y is the two-argument form's in/out output (NULL in the
-#   one-argument form); `value` receives f(x) and may be NULL. They return 0, the
-#   function's own status, PYTHON_ERROR (a Python callable raised: call
-#   prep.raise_for_status(status) with the GIL) or WRONG_CALL (another dtype or
-#   operator than the prep's).
-# - A prep belongs to one thread at a time; preps on different threads run in
-#   parallel without the GIL when their functions are C functions.
+#   one-argument form); `value` receives f(x) and may be NULL. Outputs may overlap
+#   inputs (the inputs are read as they were when the call started), not one another
+#   (f's value may be y itself). They return 0, the function's own status, or a status
+#   that prep.raise_for_status(status) raises with the GIL: PYTHON_ERROR (a Python
+#   callable raised), WRONG_CALL (another dtype or operator than the prep's),
+#   PREP_BUSY (the prep is in use by another call), OVERLAPPING_OUTPUTS (two outputs
+#   share memory) or NO_MEMORY (no memory to copy an input that overlaps an output).
+# - A prep serves one call at a time: an entry point called on a prep that another
+#   call is using (another thread's, or the one whose f is running) returns PREP_BUSY
+#   and changes nothing. Preps on different threads run in parallel without the GIL
+#   when their functions are C functions: make one prep per thread.
 
 from cyad._wrapper cimport (
     cyad_f64, cyad_f32, cyad2_f64, cyad2_f32, cyad_function, FunctionWrapper, wrap,
 )
 from cyad._core cimport (
-    cyad_prep, Prep, prep_state, PYTHON_ERROR, WRONG_CALL,
+    cyad_prep, Prep, prep_state, PYTHON_ERROR, WRONG_CALL, PREP_BUSY, OVERLAPPING_OUTPUTS,
+    NO_MEMORY,
     pushforward_nogil, value_and_pushforward_nogil, gradient_nogil, jacobian_nogil,
     hvp_nogil, hessian_nogil,
 )

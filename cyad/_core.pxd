@@ -16,8 +16,11 @@ cpdef enum Family:
 
 # Statuses of the engine besides 0 (success) and the function's own nonzero statuses.
 cpdef enum:
-    PYTHON_ERROR = -1     # the Python callable raised; the prep keeps the exception
-    WRONG_CALL = -2       # an entry point of another dtype or family than the prep's
+    PYTHON_ERROR = -1          # the Python callable raised; the prep keeps the exception
+    WRONG_CALL = -2            # an entry point of another dtype or family than the prep's
+    PREP_BUSY = -3             # another call is running on the prep (another thread, or f)
+    OVERLAPPING_OUTPUTS = -4   # two outputs share memory (f's value may only be y itself)
+    NO_MEMORY = -5             # no memory for copies of the inputs that overlap an output
 
 
 # Everything a prepared call runs on, usable without the GIL.
@@ -40,6 +43,12 @@ ctypedef struct cyad_prep:
     void* dy                   # output partials, n_y x width
     bint pending               # the first chunk was evaluated already: y and dy hold it
     cyad_function function
+    # new fields go at the end, so that those above keep their offsets
+    int busy                   # 1 while a call runs on the prep: claimed atomically
+    void* spans                # per call: the output buffers by address (records of _core.pyx)
+    Py_ssize_t overlapping[2]  # after OVERLAPPING_OUTPUTS: the two spans that meet
+    void* scratch              # copies of inputs that overlap an output, allocated when needed
+    Py_ssize_t scratch_bytes
 
 
 cdef class Prep:
@@ -100,12 +109,19 @@ cdef class Prep:
     cdef object value_buffer(self, object value_out, object y, bint with_value)
 
 
+# Raise the RuntimeError of a busy prep if `prep` is a Prep that a call is running on.
+cdef int refuse_busy(object prep) except -1
+
+
 # -- nogil entry points for Cython users ------------------------------------------------
 # Prepare with the GIL (cyad.prepare_*), take `prep_state(prep)`, then call these from
 # `with nogil:` on raw C-contiguous buffers of the prep's dtype and shapes. y is the
 # two-argument form's in/out output (NULL in the one-argument form); value receives
-# f's value and may be NULL. They return 0, the function's own nonzero status,
-# PYTHON_ERROR (re-raise with prep.raise_for_status) or WRONG_CALL.
+# f's value and may be NULL. Outputs may overlap inputs (the inputs are read as they
+# were when the call started) but not one another, f's value written to y itself
+# aside. They return 0, the function's own nonzero status, or one of the statuses
+# above (prep.raise_for_status raises what each reports); PREP_BUSY when the prep is
+# in use by another call.
 
 cdef cyad_prep* prep_state(Prep prep) except NULL
 

@@ -21,6 +21,9 @@ class Family(enum.IntEnum):
 # statuses of the nogil entry points besides 0 and the function's own
 PYTHON_ERROR: Final = -1
 WRONG_CALL: Final = -2
+PREP_BUSY: Final = -3
+OVERLAPPING_OUTPUTS: Final = -4
+NO_MEMORY: Final = -5
 
 # the default chunk's budgets (see default_chunk)
 DEFAULT_PARTIALS_BUDGET: Final = 65536

@@ -13,7 +13,9 @@ output and a two-argument y when a single evaluation does the whole call).
 The Python operators check their arguments against the prep with C-level
 comparisons and call the engine; Cython users call it through the `*_nogil`
 entry points. derivative is the pushforward of a scalar with tangent 1; gradient
-is the Jacobian of a scalar-valued function.
+is the Jacobian of a scalar-valued function. Either way a call first claims the
+prep (one call at a time), and the engine first makes sure that no output
+overwrites an input it still reads (outputs that overlap inputs, below).
 
 Second order (`run_second`) is forward over forward on nested duals (the
 second-order layout of cyad._wrapper): every evaluation seeds a chunk of outer
@@ -29,6 +31,7 @@ cimport numpy as cnp
 from cpython.float cimport PyFloat_Check
 from cpython.long cimport PyLong_Check
 from libc.math cimport sqrt
+from libc.stdint cimport uintptr_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
@@ -173,6 +176,281 @@ cdef void get_columns(const real* partials, Py_ssize_t n, Py_ssize_t width, Py_s
             dst[i * columns + start + k] = partials[i * width + k]
 
 
+# -- one call at a time -------------------------------------------------------------------
+
+# A prep's buffers serve one call at a time. A call claims the prep by an atomic exchange
+# of its busy flag and frees it by an atomic store, so that a second call - from another
+# thread, or from inside the f that a call is evaluating - finds it claimed and is refused
+# instead of overwriting the buffers the first one is using.
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static CYTHON_INLINE int cyad_claim(int *busy) {
+        return _InterlockedExchange((volatile long *)busy, 1) == 0;
+    }
+    static CYTHON_INLINE void cyad_release(int *busy) {
+        _InterlockedExchange((volatile long *)busy, 0);
+    }
+    static CYTHON_INLINE int cyad_claimed(int *busy) { return *(volatile int *)busy != 0; }
+    #else
+    static CYTHON_INLINE int cyad_claim(int *busy) {
+        return __atomic_exchange_n(busy, 1, __ATOMIC_ACQUIRE) == 0;
+    }
+    static CYTHON_INLINE void cyad_release(int *busy) {
+        __atomic_store_n(busy, 0, __ATOMIC_RELEASE);
+    }
+    static CYTHON_INLINE int cyad_claimed(int *busy) {
+        return __atomic_load_n(busy, __ATOMIC_RELAXED) != 0;
+    }
+    #endif
+    """
+    bint claim "cyad_claim" (int* busy) nogil        # 1 if it was free and is now the caller's
+    void release "cyad_release" (int* busy) nogil
+    bint claimed "cyad_claimed" (int* busy) nogil
+
+_BUSY = ("cyad: this prep is in use by another call (from another thread, or from inside the "
+         "function being differentiated); a prep serves one call at a time: make one prep per "
+         "thread")
+
+
+cdef int refuse_busy(object prep) except -1:
+    if isinstance(prep, Prep) and claimed(&(<Prep>prep).state.busy):
+        raise RuntimeError(_BUSY)
+    return 0
+
+
+# -- outputs that overlap inputs ----------------------------------------------------------
+#
+# Like a NumPy ufunc given an overlapping out=, a call reads its inputs as they were when it
+# started. The engine reads x and the tangents in every evaluation (one per chunk) and
+# writes outputs after each, so an input that shares memory with an output is copied once,
+# into the prep's scratch, and the call runs on the copy. y needs no copy: it is an output
+# itself, which no other output may share memory with, and the engine writes it after the
+# last evaluation (or hands it to the only one). Outputs that share memory would leave a
+# result that depends on the order of the writes: OVERLAPPING_OUTPUTS, but for f's value
+# written to y itself (the two-argument value forms). So a C function is never handed an
+# input that overlaps an output, nor two outputs that overlap.
+#
+# Every buffer is C-contiguous: the bytes [start, start + count * sizeof(real)). A call
+# with one result has at most four outputs and two inputs (x and a tangent), compared pair
+# by pair on the stack (`protect_inputs`: a handful of comparisons where nothing meets,
+# the usual case). Otherwise, and for a batch, `protect_slowly` records the outputs in the
+# prep (to name two that overlap); a batch's outputs (one per tangent) are sorted by
+# address, so that neighbours tell whether they are disjoint, and an input outside the
+# span of all of them is told by two comparisons, one inside placed among them by
+# bisection.
+
+cdef enum:
+    # which output a span is, besides result k (k >= 0); in the order outputs are named
+    Y_OUTPUT = -3
+    VALUE_OUTPUT = -2
+    FIRST_OUTPUT = -1
+
+ctypedef struct span:      # an output's bytes
+    uintptr_t start
+    uintptr_t end
+    Py_ssize_t output      # Y_OUTPUT, VALUE_OUTPUT, FIRST_OUTPUT or the result's index
+
+_RESULT_NAMES = {PUSHFORWARD: "the tangent output", DERIVATIVE: "the derivative output",
+                 GRADIENT: "the gradient output", JACOBIAN: "the Jacobian output",
+                 SECOND_DERIVATIVE: "the second-derivative output", HVP: "the hvp output",
+                 HESSIAN: "the Hessian output"}
+
+
+cdef inline Py_ssize_t batch_size(const cyad_prep* p) noexcept nogil:
+    # the results of one call: one per tangent of a pushforward or hvp, else one
+    if p.family == PUSHFORWARD or p.family == DERIVATIVE:
+        return p.directions
+    if p.family == HVP:
+        return p.outer_directions
+    return 1
+
+
+cdef inline Py_ssize_t result_size(const cyad_prep* p) noexcept nogil:
+    # the elements of one result
+    if p.family == GRADIENT or p.family == JACOBIAN:
+        return p.n_y * p.n_x
+    if p.family == HESSIAN:
+        return p.n_x * p.n_x
+    if p.family == HVP:
+        return p.n_x
+    return p.n_y
+
+
+cdef inline void add_span(span* s, Py_ssize_t* n, const void* start, Py_ssize_t size,
+                          Py_ssize_t output) noexcept nogil:
+    # an output of `size` bytes, if given (an empty one meets nothing)
+    if start != NULL and size > 0:
+        s[n[0]].start = <uintptr_t>start
+        s[n[0]].end = <uintptr_t>start + <uintptr_t>size
+        s[n[0]].output = output
+        n[0] += 1
+
+
+cdef void sort_spans(span* s, Py_ssize_t n) noexcept nogil:
+    # by start address: Shell's sort (gaps 1, 4, 13, ...)
+    cdef Py_ssize_t gap = 1, i, j
+    cdef span t
+    while gap < n // 3:
+        gap = 3 * gap + 1
+    while gap > 0:
+        for i in range(gap, n):
+            t = s[i]
+            j = i
+            while j >= gap and s[j - gap].start > t.start:
+                s[j] = s[j - gap]
+                j -= gap
+            s[j] = t
+        gap //= 3
+
+
+cdef inline span input_span(const void* start, Py_ssize_t size) noexcept nogil:
+    cdef span a
+    a.start = <uintptr_t>start
+    a.end = a.start + <uintptr_t>size
+    return a
+
+
+cdef inline bint disjoint(const span* a, const span* b) noexcept nogil:
+    return a.end <= b.start or b.end <= a.start
+
+
+cdef inline bint meets(const span* s, Py_ssize_t n, bint by_address, uintptr_t low,
+                       uintptr_t high, const void* input, Py_ssize_t size) noexcept nogil:
+    """Whether the input's `size` bytes meet one of the n outputs s (disjoint, sorted by
+    address if by_address), all within [low, high)."""
+    cdef span a = input_span(input, size)
+    cdef Py_ssize_t i, lo = 0, hi = n - 1, mid
+    if a.end <= low or a.start >= high:
+        return False
+    if not by_address:
+        for i in range(n):
+            if not disjoint(&a, &s[i]):
+                return True
+        return False
+    while lo < hi:
+        # the first output that ends after the input starts
+        mid = (lo + hi) // 2
+        if s[mid].end > a.start:
+            hi = mid
+        else:
+            lo = mid + 1
+    return s[lo].start < a.end
+
+
+cdef inline Py_ssize_t first_size(const cyad_prep* p) noexcept nogil:
+    # the elements of a second-order call's first-order result (its derivative or gradient)
+    return p.n_y if p.family == SECOND_DERIVATIVE else p.n_x
+
+
+cdef inline int protect_inputs(cyad_prep* p, const real** x, const real* const** tangents,
+                               real* y, real* value, real* first,
+                               real** results) noexcept nogil:
+    """Check the call's outputs, and point x and the tangents (NULL: none) at copies where
+    they overlap an output. Returns 0, OVERLAPPING_OUTPUTS or NO_MEMORY."""
+    cdef span outputs[4]
+    cdef span x_span, tangent
+    cdef Py_ssize_t n = 0, i, j, x_bytes = p.n_x * sizeof(real)
+    if batch_size(p) > 1:
+        return protect_slowly(p, x, tangents, y, value, first, results)
+    add_span(outputs, &n, y, p.n_y * sizeof(real), Y_OUTPUT)
+    if value != y:
+        add_span(outputs, &n, value, p.n_y * sizeof(real), VALUE_OUTPUT)
+    add_span(outputs, &n, first, first_size(p) * sizeof(real), FIRST_OUTPUT)
+    add_span(outputs, &n, results[0], result_size(p) * sizeof(real), 0)
+    x_span = input_span(x[0], x_bytes)
+    tangent = input_span(tangents[0][0] if tangents[0] != NULL else x[0], x_bytes)
+    for i in range(n):
+        if not (disjoint(&outputs[i], &x_span) and disjoint(&outputs[i], &tangent)):
+            return protect_slowly(p, x, tangents, y, value, first, results)
+        for j in range(i):
+            if not disjoint(&outputs[i], &outputs[j]):
+                return protect_slowly(p, x, tangents, y, value, first, results)
+    return 0
+
+
+cdef int protect_slowly(cyad_prep* p, const real** x, const real* const** tangents, real* y,
+                        real* value, real* first, real** results) noexcept nogil:
+    """protect_inputs for a batch, or where something may overlap: the outputs recorded in
+    the prep's spans."""
+    cdef span* s = <span*>p.spans
+    cdef Py_ssize_t n = 0, i, j, count = batch_size(p), copies
+    cdef Py_ssize_t x_bytes = p.n_x * sizeof(real), pointers = count * sizeof(void*)
+    cdef Py_ssize_t result_bytes = result_size(p) * sizeof(real)
+    cdef bint by_address = count > 1
+    cdef uintptr_t low, high
+    cdef const real** copied
+    cdef char* data
+    add_span(s, &n, y, p.n_y * sizeof(real), Y_OUTPUT)
+    if value != y:
+        add_span(s, &n, value, p.n_y * sizeof(real), VALUE_OUTPUT)
+    add_span(s, &n, first, first_size(p) * sizeof(real), FIRST_OUTPUT)
+    for i in range(count):
+        add_span(s, &n, results[i], result_bytes, i)
+    if n == 0:
+        return 0
+    # the outputs against one another
+    if by_address:
+        sort_spans(s, n)
+        for i in range(n - 1):
+            if s[i].end > s[i + 1].start:
+                p.overlapping[0], p.overlapping[1] = i, i + 1
+                return OVERLAPPING_OUTPUTS
+        low, high = s[0].start, s[n - 1].end
+    else:
+        low, high = s[0].start, s[0].end
+        for i in range(1, n):
+            for j in range(i):
+                if not disjoint(&s[i], &s[j]):
+                    p.overlapping[0], p.overlapping[1] = j, i
+                    return OVERLAPPING_OUTPUTS
+            low, high = min(low, s[i].start), max(high, s[i].end)
+    # the inputs against them
+    copies = meets(s, n, by_address, low, high, x[0], x_bytes)
+    if tangents[0] != NULL:
+        for i in range(count):
+            copies += meets(s, n, by_address, low, high, tangents[0][i], x_bytes)
+    if copies == 0:
+        return 0
+    # the scratch: the tangents' pointers, then the copies; kept for later calls
+    if pointers + copies * x_bytes > p.scratch_bytes:
+        free(p.scratch)
+        p.scratch_bytes = 0
+        p.scratch = malloc(pointers + copies * x_bytes)
+        if p.scratch == NULL:
+            return NO_MEMORY
+        p.scratch_bytes = pointers + copies * x_bytes
+    data = <char*>p.scratch + pointers
+    if meets(s, n, by_address, low, high, x[0], x_bytes):
+        memcpy(data, x[0], x_bytes)
+        x[0] = <const real*>data
+        data += x_bytes
+    if tangents[0] != NULL:
+        copied = <const real**>p.scratch
+        for i in range(count):
+            copied[i] = tangents[0][i]
+            if meets(s, n, by_address, low, high, copied[i], x_bytes):
+                memcpy(data, copied[i], x_bytes)
+                copied[i] = <const real*>data
+                data += x_bytes
+        tangents[0] = copied
+    return 0
+
+
+cdef str _output_name(const cyad_prep* p, const span* s):
+    # an output as the caller knows it
+    if s.output == Y_OUTPUT:
+        return "y"
+    if s.output == VALUE_OUTPUT:
+        return "the value output"
+    if s.output == FIRST_OUTPUT:
+        return "the derivative output" if p.family == SECOND_DERIVATIVE else "the gradient output"
+    if batch_size(p) > 1:
+        return f"{_RESULT_NAMES[p.family]} for tangent {s.output}"
+    return _RESULT_NAMES[p.family]
+
+
 # -- the engine -----------------------------------------------------------------------
 
 cdef inline int call(cyad_prep* p, const real* x, const real* dx, real* y, real* dy) noexcept nogil:
@@ -209,7 +487,9 @@ cdef inline int run_pushforward(cyad_prep* p, const real* x, const real* const* 
     cdef real* yv = <real*>p.y
     cdef real* dy
     cdef const real* dx
-    cdef int status
+    cdef int status = protect_inputs(p, &x, &tangents, y, value, <real*>NULL, outs)
+    if status != 0:
+        return status
     if in_place and p.width == 1:
         # the classic call: one tangent, one evaluation, on the caller's own buffers. The
         # loop below does the same work; this straight path takes a nogil pushforward at
@@ -250,7 +530,10 @@ cdef int run_jacobian(cyad_prep* p, const real* x, real* y, real* value,
     cdef bint in_place = y != NULL and p.directions <= p.chunk
     cdef Py_ssize_t start = 0, count
     cdef real* yv = <real*>p.y
-    cdef int status
+    cdef const real* const* no_tangents = NULL
+    cdef int status = protect_inputs(p, &x, &no_tangents, y, value, <real*>NULL, &jacobian)
+    if status != 0:
+        return status
     while start < p.directions:
         count = min(p.chunk, p.directions - start)
         if not (p.pending and start == 0):
@@ -309,7 +592,9 @@ cdef int run_second(cyad_prep* p, const real* x, const real* const* tangents, re
     cdef real* yv = <real*>p.y
     cdef real* dy = <real*>p.dy
     cdef real c
-    cdef int status
+    cdef int status = protect_inputs(p, &x, &tangents, y, value, first, second)
+    if status != 0:
+        return status
     while outer_start < p.outer_directions:
         outer_count = min(p.outer_chunk, p.outer_directions - outer_start)
         # a Hessian's rows above outer_start are its columns, mirrored from earlier chunks
@@ -357,54 +642,86 @@ cdef inline bint wrong_call(cyad_prep* p, real* kind, bint jacobian_family) noex
             or p.family >= SECOND_DERIVATIVE)
 
 
+# Each claims the prep for the call (PREP_BUSY if another call holds it).
+
 cdef int pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
                            real* out) noexcept nogil:
     """out = J(x) @ dx, for a prep of one tangent."""
+    cdef int status
     if wrong_call(p, out, False) or p.directions != 1:
         return WRONG_CALL
-    return run_pushforward(p, x, &dx, y, NULL, &out)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_pushforward(p, x, &dx, y, NULL, &out)
+    release(&p.busy)
+    return status
 
 
 cdef int value_and_pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
                                      real* value, real* out) noexcept nogil:
     """value = f(x) and out = J(x) @ dx, for a prep of one tangent."""
+    cdef int status
     if wrong_call(p, out, False) or p.directions != 1:
         return WRONG_CALL
-    return run_pushforward(p, x, &dx, y, value, &out)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_pushforward(p, x, &dx, y, value, &out)
+    release(&p.busy)
+    return status
 
 
 cdef int gradient_nogil(cyad_prep* p, const real* x, real* y, real* value,
                         real* gradient) noexcept nogil:
     """gradient = the gradient of a scalar-valued f at x; value = f(x) (may be NULL)."""
+    cdef int status
     if wrong_call(p, gradient, True) or p.n_y != 1:
         return WRONG_CALL
-    return run_jacobian(p, x, y, value, gradient)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_jacobian(p, x, y, value, gradient)
+    release(&p.busy)
+    return status
 
 
 cdef int jacobian_nogil(cyad_prep* p, const real* x, real* y, real* value,
                         real* jacobian) noexcept nogil:
     """jacobian = J(x), n_y x n_x row-major; value = f(x) (may be NULL)."""
+    cdef int status
     if wrong_call(p, jacobian, True):
         return WRONG_CALL
-    return run_jacobian(p, x, y, value, jacobian)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_jacobian(p, x, y, value, jacobian)
+    release(&p.busy)
+    return status
 
 
 cdef int hvp_nogil(cyad_prep* p, const real* x, const real* v, real* y, real* gradient,
                    real* out) noexcept nogil:
     """out = H(x) @ v for a scalar-valued f and a prep of one tangent; gradient may be NULL."""
     cdef bint is_float32 = real is float
+    cdef int status
     if is_float32 != p.float32 or p.family != HVP or p.outer_directions != 1:
         return WRONG_CALL
-    return run_second(p, x, &v, y, NULL, gradient, &out)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_second(p, x, &v, y, NULL, gradient, &out)
+    release(&p.busy)
+    return status
 
 
 cdef int hessian_nogil(cyad_prep* p, const real* x, real* y, real* value, real* gradient,
                        real* hessian) noexcept nogil:
     """hessian = H(x), n_x x n_x row-major; value and gradient may be NULL."""
     cdef bint is_float32 = real is float
+    cdef int status
     if is_float32 != p.float32 or p.family != HESSIAN:
         return WRONG_CALL
-    return run_second(p, x, NULL, y, value, gradient, &hessian)
+    if not claim(&p.busy):
+        return PREP_BUSY
+    status = run_second(p, x, NULL, y, value, gradient, &hessian)
+    release(&p.busy)
+    return status
 
 
 cdef cyad_prep* prep_state(Prep prep) except NULL:
@@ -464,7 +781,9 @@ cdef class Prep:
     Made by the `prepare_*` functions and passed back with `prep=`. It may be
     reused with other values of the same shapes, dtype and function form, and
     with another function of the same kind (Python callable or C function). It
-    belongs to one thread at a time.
+    serves one call at a time: a call that finds it in use by another (from
+    another thread, or from inside the function being differentiated) raises
+    RuntimeError, so each thread needs its own prep.
 
     Parameters
     ----------
@@ -521,10 +840,14 @@ cdef class Prep:
     def __cinit__(self):
         self.tangents = NULL
         self.outs = NULL
+        self.state.spans = NULL
+        self.state.scratch = NULL
 
     def __dealloc__(self):
         free(self.tangents)
         free(self.outs)
+        free(self.state.spans)
+        free(self.state.scratch)
 
     def __init__(self, Family family, f, x, Py_ssize_t directions, y=None, chunk=None):
         # directions: the tangents of a pushforward or hvp, else the basis directions
@@ -556,7 +879,9 @@ cdef class Prep:
             self._size_first_order(directions, chunk, is_python_function(f))
         self.tangents = <void**>malloc(directions * sizeof(void*))
         self.outs = <void**>malloc(directions * sizeof(void*))
-        if self.tangents == NULL or self.outs == NULL:
+        # the outputs of a call: its results, y, f's value and a first-order result
+        self.state.spans = malloc((batch_size(&self.state) + 3) * sizeof(span))
+        if self.tangents == NULL or self.outs == NULL or self.state.spans == NULL:
             raise MemoryError()
         self.scalar_x = np.zeros((), self.dtype)
         self.scalar_t = np.zeros((), self.dtype)
@@ -695,7 +1020,14 @@ cdef class Prep:
         Exception
             The exception a Python callable raised (status ``PYTHON_ERROR``).
         ValueError
-            If an entry point of another dtype or family than the prep's was called.
+            If an entry point of another dtype or family than the prep's was called
+            (``WRONG_CALL``), or two outputs share memory (``OVERLAPPING_OUTPUTS``; the
+            message names them).
+        RuntimeError
+            If the prep was in use by another call (``PREP_BUSY``).
+        MemoryError
+            If there was no memory to copy the inputs that overlap an output
+            (``NO_MEMORY``).
 
         Examples
         --------
@@ -709,6 +1041,8 @@ cdef class Prep:
         self.raise_for(status)
 
     cdef raise_for(self, int status):
+        cdef const span* first
+        cdef const span* second
         if status == 0:
             return
         if status == PYTHON_ERROR and self.python is not None and self.python.error is not None:
@@ -716,6 +1050,19 @@ cdef class Prep:
             raise error
         if status == WRONG_CALL:
             raise ValueError("cyad: an entry point of another dtype or operator than the prep's")
+        if status == PREP_BUSY:
+            raise RuntimeError(_BUSY)
+        if status == OVERLAPPING_OUTPUTS:
+            # the two outputs that met, named in the order y, value, first, results
+            first = <span*>self.state.spans + self.state.overlapping[0]
+            second = <span*>self.state.spans + self.state.overlapping[1]
+            if second.output < first.output:
+                first, second = second, first
+            raise ValueError(f"cyad: {_output_name(&self.state, first)} and "
+                             f"{_output_name(&self.state, second)} share memory; give "
+                             "outputs that do not overlap one another")
+        if status == NO_MEMORY:
+            raise MemoryError("cyad: no memory for the copies of inputs that overlap an output")
         raise FunctionError(status)
 
     cdef set_output(self, tuple shape):
@@ -879,28 +1226,34 @@ cdef class Prep:
         cdef object tangent = None
         cdef list converted     # tangents converted to the prep's dtype, alive through the call
         cdef object value_out = None, first_out = None, second_out = out
-        self.bind(f)
-        x = self.input(x)
-        if self.family == HVP:
-            if given != self.state.outer_directions:
-                raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
-                                 f"{self.state.outer_directions}")
-            if batch:
-                converted = self.point_to_tangents(<tuple>v)
-            else:
-                tangent = self.tangent(v)
-                self.tangents[0] = _data(tangent)
-        if self.two_argument:
-            self.check_y(y)
-        if out is not None and results > 1:
-            self.split(out, results)
-            if results == 2:
-                first_out, second_out = out
-            else:
-                value_out, first_out, second_out = out
-        if self.out_shape is None:
-            self.discover(x)
-        return self._second(x, y, out, value_out, first_out, second_out, results, batch, given)
+        if not claim(&self.state.busy):
+            raise RuntimeError(_BUSY)
+        try:
+            self.bind(f)
+            x = self.input(x)
+            if self.family == HVP:
+                if given != self.state.outer_directions:
+                    raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made "
+                                     f"for {self.state.outer_directions}")
+                if batch:
+                    converted = self.point_to_tangents(<tuple>v)
+                else:
+                    tangent = self.tangent(v)
+                    self.tangents[0] = _data(tangent)
+            if self.two_argument:
+                self.check_y(y)
+            if out is not None and results > 1:
+                self.split(out, results)
+                if results == 2:
+                    first_out, second_out = out
+                else:
+                    value_out, first_out, second_out = out
+            if self.out_shape is None:
+                self.discover(x)
+            return self._second(x, y, out, value_out, first_out, second_out, results, batch,
+                                given)
+        finally:
+            release(&self.state.busy)
 
     cdef object _second(self, object x, object y, object out, object value_out,
                         object first_out, object second_out, int results, bint batch,
@@ -989,29 +1342,36 @@ cdef class Prep:
         cdef Py_ssize_t given = len(<tuple>dx) if batch else 1
         cdef object pair = None, value_out = None
         cdef list converted     # tangents converted to the prep's dtype, alive through the call
-        if given != self.state.directions:
-            raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
-                             f"{self.state.directions}")
-        self.bind(f)
-        x = self.input(x)
-        if batch:
-            converted = self.point_to_tangents(<tuple>dx)
-        else:
-            dx = self.tangent(dx)
-            self.tangents[0] = _data(dx)
-        if self.two_argument:
-            self.check_y(y)
-        if with_value and out is not None:
-            pair = out
-            value_out, out = self.split(out, 2)
-        if self.python is not None:
-            # f may call cyad operators: they nest inside this differentiation
-            enter(self.tag)
-            try:
-                return self._pushforward(x, y, out, with_value, batch, given, pair, value_out)
-            finally:
-                leave(self.tag)
-        return self._pushforward(x, y, out, with_value, batch, given, pair, value_out)
+        if not claim(&self.state.busy):
+            raise RuntimeError(_BUSY)
+        try:
+            if given != self.state.directions:
+                raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
+                                 f"{self.state.directions}")
+            self.bind(f)
+            x = self.input(x)
+            if batch:
+                converted = self.point_to_tangents(<tuple>dx)
+            else:
+                dx = self.tangent(dx)
+                self.tangents[0] = _data(dx)
+            if self.two_argument:
+                self.check_y(y)
+            if with_value and out is not None:
+                pair = out
+                value_out, out = self.split(out, 2)
+            if self.python is not None:
+                # f may call cyad operators: they nest inside this differentiation
+                enter(self.tag)
+                try:
+                    return self._pushforward(x, y, out, with_value, batch, given, pair,
+                                             value_out)
+                finally:
+                    leave(self.tag)
+            return self._pushforward(x, y, out, with_value, batch, given, pair, value_out)
+        finally:
+            self.state.pending = False    # a failed call leaves no evaluated chunk behind
+            release(&self.state.busy)
 
     cdef object _pushforward(self, object x, object y, object out, bint with_value, bint batch,
                              Py_ssize_t given, object pair, object value_out):
@@ -1037,7 +1397,6 @@ cdef class Prep:
         else:
             self.outs[0] = _data(out)
         status = self._run_pushforward(x, y, value)
-        self.state.pending = False
         self.raise_for(status)
         if with_value:
             return pair if pair is not None else (value, out)
@@ -1054,20 +1413,26 @@ cdef class Prep:
 
     cdef object jacobian(self, object f, object x, object y, object out, bint with_value):
         cdef object pair = None, value_out = None
-        self.bind(f)
-        x = self.input(x)
-        if self.two_argument:
-            self.check_y(y)
-        if with_value and out is not None:
-            pair = out
-            value_out, out = self.split(out, 2)
-        if self.python is not None:
-            enter(self.tag)
-            try:
-                return self._jacobian(x, y, out, with_value, pair, value_out)
-            finally:
-                leave(self.tag)
-        return self._jacobian(x, y, out, with_value, pair, value_out)
+        if not claim(&self.state.busy):
+            raise RuntimeError(_BUSY)
+        try:
+            self.bind(f)
+            x = self.input(x)
+            if self.two_argument:
+                self.check_y(y)
+            if with_value and out is not None:
+                pair = out
+                value_out, out = self.split(out, 2)
+            if self.python is not None:
+                enter(self.tag)
+                try:
+                    return self._jacobian(x, y, out, with_value, pair, value_out)
+                finally:
+                    leave(self.tag)
+            return self._jacobian(x, y, out, with_value, pair, value_out)
+        finally:
+            self.state.pending = False    # a failed call leaves no evaluated chunk behind
+            release(&self.state.busy)
 
     cdef object _jacobian(self, object x, object y, object out, bint with_value, object pair,
                           object value_out):
@@ -1081,7 +1446,6 @@ cdef class Prep:
             self.check_out(out, self.jacobian_shape, self.jacobian_ndim, self.jacobian_dims, "out")
         value = self.value_buffer(value_out, y, with_value)
         status = self._run_jacobian(x, y, value, out)
-        self.state.pending = False
         self.raise_for(status)
         if with_value:
             return pair if pair is not None else (value, out)

@@ -2,14 +2,16 @@
 
 Each operator finds (or checks) its `Prep` and makes one call into it; all the
 work is in `_core.pyx`. A call of a Python callable made while cyad differentiates
-another (from inside that one) is a nested differentiation and goes to `_nested.py`. They are compiled so that a prepared call with `out=`
-creates no Python objects: keyword arguments are parsed without a dict, and the
-result is the caller's own buffer (or pair of buffers).
+another (from inside that one) is a nested differentiation and goes to `_nested.py`;
+it runs without a prep, but refuses one that another call is using, as every call
+does. The operators are compiled so that a prepared call with `out=` creates no
+Python objects: keyword arguments are parsed without a dict, and the result is the
+caller's own buffer (or pair of buffers).
 """
 import numpy as np
 
 from cyad._core cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
-                         SECOND_DERIVATIVE, HVP, HESSIAN)
+                         SECOND_DERIVATIVE, HVP, HESSIAN, refuse_busy)
 from cyad._dual cimport differentiating
 from cyad._wrapper cimport is_python_function
 from cyad import _nested
@@ -130,6 +132,8 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
         If x is not real, f is neither a callable nor a C function of cyad's signature, or
         f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
         NumPy function cyad has no rule for).
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -151,6 +155,7 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     (array([2., 0.]), array([0., 4.]))
     """
     if differentiating() and is_python_function(f):
+        refuse_busy(prep)
         return _nested.pushforward(f, x, dx, y, out, False)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
     return _scalar_result(p.pushforward(f, x, dx, y, out, False), out)
@@ -181,6 +186,8 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
         (see `pushforward`).
     TypeError
         If x is not real or f drops a derivative (see `pushforward`).
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -190,6 +197,7 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     (8.0, 12.0)
     """
     if differentiating() and is_python_function(f):
+        refuse_busy(prep)
         return _nested.pushforward(f, x, dx, y, out, True)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
     return _scalar_tuple(p.pushforward(f, x, dx, y, out, True), out)
@@ -275,6 +283,8 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
         If x is not real, f is neither a callable nor a C function of cyad's signature, or
         f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
         NumPy function cyad has no rule for).
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -290,6 +300,7 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     array([0., 1., 2.])
     """
     if differentiating() and is_python_function(f):
+        refuse_busy(prep)
         return _nested.pushforward(f, x, 1.0, y, out, False, True)
     cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
     return _scalar_result(p.pushforward(f, x, 1.0, y, out, False), out)
@@ -319,6 +330,8 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
         (see `derivative`).
     TypeError
         If x is not real or f drops a derivative (see `derivative`).
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -328,6 +341,7 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     (1.0, 1.0)
     """
     if differentiating() and is_python_function(f):
+        refuse_busy(prep)
         return _nested.pushforward(f, x, 1.0, y, out, True, True)
     cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
     return _scalar_tuple(p.pushforward(f, x, 1.0, y, out, True), out)
@@ -412,6 +426,8 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
         If x is not real, f is neither a callable nor a C function of cyad's signature, or
         f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
         NumPy function cyad has no rule for).
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -425,6 +441,7 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     array([2., 4., 6.])
     """
     if differentiating() and is_python_function(f):
+        refuse_busy(prep)
         return _nested.jacobian(f, x, y, out, False, True)
     cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
     return p.jacobian(f, x, y, out, False)
@@ -455,6 +472,8 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
         (see `gradient`).
     TypeError
         If x is not real or f drops a derivative (see `gradient`).
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -464,6 +483,7 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     (5.0, array([2., 4.]))
     """
     if differentiating() and is_python_function(f):
+        refuse_busy(prep)
         return _nested.jacobian(f, x, y, out, True, True)
     cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
     return _scalar_tuple(p.jacobian(f, x, y, out, True), out)
@@ -546,6 +566,8 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
         If x is not real, f is neither a callable nor a C function of cyad's signature, or
         f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
         NumPy function cyad has no rule for).
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -560,6 +582,7 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
            [0., 4.]])
     """
     if differentiating() and is_python_function(f):
+        refuse_busy(prep)
         return _nested.jacobian(f, x, y, out, False, False)
     cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
     return p.jacobian(f, x, y, out, False)
@@ -589,6 +612,8 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
         (see `jacobian`).
     TypeError
         If x is not real or f drops a derivative (see `jacobian`).
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -601,6 +626,7 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     True
     """
     if differentiating() and is_python_function(f):
+        refuse_busy(prep)
         return _nested.jacobian(f, x, y, out, True, False)
     cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
     return _scalar_tuple(p.jacobian(f, x, y, out, True), out)
@@ -692,6 +718,8 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
         f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
         NumPy function cyad has no rule for).
         Also if called inside a function cyad is differentiating.
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -736,6 +764,8 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
         (see `second_derivative`).
     TypeError
         If x is not real or f drops a derivative, or when nested (see `second_derivative`).
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -832,6 +862,8 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
         f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
         NumPy function cyad has no rule for).
         Also if called inside a function cyad is differentiating.
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -875,6 +907,8 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
         (see `hvp`).
     TypeError
         If x is not real or f drops a derivative, or when nested (see `hvp`).
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -970,6 +1004,8 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
         f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
         NumPy function cyad has no rule for).
         Also if called inside a function cyad is differentiating.
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 
@@ -1015,6 +1051,8 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None)
         (see `hessian`).
     TypeError
         If x is not real or f drops a derivative, or when nested (see `hessian`).
+    RuntimeError
+        If ``prep`` is in use by another call (from another thread, or from inside f).
     FunctionError
         If a C function returns a nonzero status.
 

@@ -4,8 +4,11 @@
 #   x   n_x input values                      dx  n_x x width input partials, row-major
 #   y   n_y output values                     dy  n_y x width output partials, row-major
 # On entry y holds the current values of the output (a two-argument f may read them)
-# and dy is zero; the function writes y and dy. It returns 0 on success and any other
-# int to report an error (cyad raises cyad.FunctionError naming that status).
+# and dy is zero; the function writes y and dy. y and dy never share memory with each
+# other, nor with x or dx (cyad copies an input that overlaps an output beforehand), so
+# the function may write y and dy before it has read all of x and dx. It returns 0 on
+# success and any other int to report an error (cyad raises cyad.FunctionError naming
+# that status).
 # `context` is the pointer the FunctionWrapper was given (user data), or NULL.
 # `width` is the number of derivative lanes (1, 2, 4, 8, 16 or a multiple of 8);
 # lanes beyond the directions of a chunk hold zeros.

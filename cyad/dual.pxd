@@ -39,8 +39,9 @@
 # y.c[j] = g' x.c[j] + g'' x.b[j] x.a  (second order); binary rules likewise with the
 # second partials daa, dab, dbb.
 #
-# Buffers follow the signatures of cyad._wrapper. load and store move element i between
-# a buffer and an element:
+# Buffers follow the signatures of cyad._wrapper (outputs never share memory with
+# inputs there, so a body may store element i before it loads element j). load and
+# store move element i between a buffer and an element:
 #     load(&a, x, dx, i, width, lane0)      store(a, y, dy, i, width, lane0)
 # First order: `width` is the call's width; element i has the value x[i] and the
 # partials dx[i * width : (i + 1) * width], and the element holds lanes

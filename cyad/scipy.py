@@ -19,9 +19,12 @@ The callables take the solver's extra arguments like SciPy passes them (``jac(x,
 array and whatever the user's function allocates, nothing else (with extra args, also the
 argument tuple of each ``fun(x, *args)``). The derivatives are taken in float64, SciPy's
 dtype. SciPy itself is imported only by `check_derivatives`, so cyad depends
-on NumPy alone.
+on NumPy alone. Like a prep, a callable serves one call at a time (it holds the
+current arguments and buffers besides its prep): one called again while a call
+runs - from another thread, or from inside fun - raises RuntimeError.
 """
 import collections
+import threading
 
 import numpy as np
 
@@ -50,6 +53,12 @@ def _float64(x):
     return np.asarray(x, dtype=np.float64)
 
 
+def _busy(adapter):
+    return RuntimeError(f"cyad.scipy: {adapter!r} is in use by another call (from another "
+                        "thread, or from inside the function it differentiates); it serves one "
+                        "call at a time: make one per thread")
+
+
 class _Arguments:
     """The solver call's current extra arguments (and time), read by the bound function."""
 
@@ -65,10 +74,12 @@ class _Adapter:
 
     The prep stays bound to one function object per form: ``fun`` itself when the solver
     passes no extra arguments, otherwise one function made here, once, that reads the
-    current arguments from a holder. A call therefore never builds a closure.
+    current arguments from a holder. A call therefore never builds a closure. A call
+    holds the adapter's lock from its start, before it sets the arguments, so a
+    concurrent call is refused before it changes anything.
     """
 
-    __slots__ = ("fun", "chunk", "prep", "_state", "_with_args")
+    __slots__ = ("fun", "chunk", "prep", "_state", "_with_args", "_lock")
     _operator = ""    # the prepare_<operator> function's suffix, for repr and errors
 
     def __init__(self, fun, x0=None, chunk=None):
@@ -78,6 +89,7 @@ class _Adapter:
         self.fun = fun
         self.chunk = chunk
         self.prep = None
+        self._lock = threading.Lock()
         self._state = state = _Arguments()
 
         def with_args(x):
@@ -102,6 +114,17 @@ class _Adapter:
         self.prep = prepare(f, x, chunk=self.chunk)
         return self.prep
 
+    def __call__(self, x, *args):
+        if not self._lock.acquire(False):
+            raise _busy(self)
+        try:
+            x = _float64(x)
+            f = self._target(args)
+            prep = self.prep if self.prep is not None else self._prepare(x, f)
+            return self._apply(f, x, prep)
+        finally:
+            self._lock.release()
+
     def __repr__(self):
         name = getattr(self.fun, "__qualname__", None) or repr(self.fun)
         state = "prepared" if self.prep is not None else "not yet prepared"
@@ -112,10 +135,7 @@ class _Gradient(_Adapter):
     __slots__ = ()
     _operator = "gradient"
 
-    def __call__(self, x, *args):
-        x = _float64(x)
-        f = self._target(args)
-        prep = self.prep if self.prep is not None else self._prepare(x, f)
+    def _apply(self, f, x, prep):
         return _operators.gradient(f, x, prep=prep)
 
 
@@ -127,10 +147,7 @@ class _ValueAndGradient(_Adapter):
         self._value = np.zeros(())
         super().__init__(fun, x0, chunk)
 
-    def __call__(self, x, *args):
-        x = _float64(x)
-        f = self._target(args)
-        prep = self.prep if self.prep is not None else self._prepare(x, f)
+    def _apply(self, f, x, prep):
         g = np.empty_like(x, order="C")
         _operators.value_and_gradient(f, x, prep=prep, out=(self._value, g))
         return float(self._value), g
@@ -140,10 +157,7 @@ class _Hessian(_Adapter):
     __slots__ = ()
     _operator = "hessian"
 
-    def __call__(self, x, *args):
-        x = _float64(x)
-        f = self._target(args)
-        prep = self.prep if self.prep is not None else self._prepare(x, f)
+    def _apply(self, f, x, prep):
         return _operators.hessian(f, x, prep=prep)
 
 
@@ -162,28 +176,31 @@ class _Hessp(_Adapter):
         return self.prep
 
     def __call__(self, x, p, *args):
-        x = _float64(x)
-        p = _float64(p)
-        f = self._target(args)
-        prep = self.prep if self.prep is not None else self._prepare(x, f, p)
-        return _operators.hvp(f, x, p, prep=prep)
+        if not self._lock.acquire(False):
+            raise _busy(self)
+        try:
+            x = _float64(x)
+            p = _float64(p)
+            f = self._target(args)
+            prep = self.prep if self.prep is not None else self._prepare(x, f, p)
+            return _operators.hvp(f, x, p, prep=prep)
+        finally:
+            self._lock.release()
 
 
 class _Jacobian(_Adapter):
     __slots__ = ()
     _operator = "jacobian"
 
-    def __call__(self, x, *args):
-        x = _float64(x)
-        f = self._target(args)
-        prep = self.prep if self.prep is not None else self._prepare(x, f)
+    def _apply(self, f, x, prep):
         return _operators.jacobian(f, x, prep=prep)
 
 
 class _OdeJacobian:
     """The Jacobian of an ODE's right-hand side with respect to y, t passed through."""
 
-    __slots__ = ("fun", "in_place", "chunk", "prep", "_state", "_plain", "_with_args", "_dydt")
+    __slots__ = ("fun", "in_place", "chunk", "prep", "_state", "_plain", "_with_args", "_dydt",
+                 "_lock")
 
     def __init__(self, fun, in_place=False, y0=None, chunk=None):
         if isinstance(fun, FunctionWrapper):
@@ -197,6 +214,7 @@ class _OdeJacobian:
         self.chunk = chunk
         self.prep = None
         self._dydt = None
+        self._lock = threading.Lock()     # one call at a time, as in _Adapter
         self._state = state = _Arguments()
 
         def in_place_plain(dydt, y):
@@ -225,16 +243,21 @@ class _OdeJacobian:
         return self.prep
 
     def __call__(self, t, y, *args):
-        y = _float64(y)
-        state = self._state
-        state.t = t
-        if args:
-            state.args = args
-            f = self._with_args
-        else:
-            f = self._plain
-        prep = self.prep if self.prep is not None else self._prepare(y, f)
-        return _operators.jacobian(f, y, y=self._dydt, prep=prep)
+        if not self._lock.acquire(False):
+            raise _busy(self)
+        try:
+            y = _float64(y)
+            state = self._state
+            state.t = t
+            if args:
+                state.args = args
+                f = self._with_args
+            else:
+                f = self._plain
+            prep = self.prep if self.prep is not None else self._prepare(y, f)
+            return _operators.jacobian(f, y, y=self._dydt, prep=prep)
+        finally:
+            self._lock.release()
 
     def __repr__(self):
         name = getattr(self.fun, "__qualname__", None) or repr(self.fun)
@@ -289,6 +312,9 @@ def gradient(fun, x0=None, *, chunk=None):
         If fun is not callable, or a FunctionWrapper is given extra args.
     ValueError
         From a call whose x has another shape than the first, or if fun is not scalar-valued.
+    RuntimeError
+        From a call made while another call of the callable runs (from another thread, or
+        from inside fun).
 
     Examples
     --------
@@ -327,6 +353,9 @@ def value_and_gradient(fun, x0=None, *, chunk=None):
         If fun is not callable, or a FunctionWrapper is given extra args.
     ValueError
         From a call whose x has another shape than the first, or if fun is not scalar-valued.
+    RuntimeError
+        From a call made while another call of the callable runs (from another thread, or
+        from inside fun).
 
     Examples
     --------
@@ -367,6 +396,9 @@ def hessian(fun, x0=None, *, chunk=None):
         If fun is not callable, or a FunctionWrapper is given extra args.
     ValueError
         From a call whose x has another shape than the first, or if fun is not scalar-valued.
+    RuntimeError
+        From a call made while another call of the callable runs (from another thread, or
+        from inside fun).
 
     Examples
     --------
@@ -407,6 +439,9 @@ def hessp(fun, x0=None, *, chunk=None):
         If fun is not callable, or a FunctionWrapper is given extra args.
     ValueError
         From a call whose x or p has another shape than the first call's x.
+    RuntimeError
+        From a call made while another call of the callable runs (from another thread, or
+        from inside fun).
 
     Examples
     --------
@@ -447,6 +482,9 @@ def jacobian(fun, x0=None, *, chunk=None):
         If fun is not callable, or a FunctionWrapper is given extra args.
     ValueError
         From a call whose x has another shape than the first.
+    RuntimeError
+        From a call made while another call of the callable runs (from another thread, or
+        from inside fun).
 
     Examples
     --------
@@ -498,6 +536,9 @@ def ode_jacobian(fun, *, in_place=False, y0=None, chunk=None):
         If fun is not callable or is a FunctionWrapper (a C function has no t).
     ValueError
         From a call whose y has another shape than the first (in place: unless y is 1-D).
+    RuntimeError
+        From a call made while another call of the callable runs (from another thread, or
+        from inside fun).
 
     Examples
     --------

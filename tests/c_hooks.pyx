@@ -7,7 +7,7 @@ from cyad.dual cimport *
 from cyad._rules cimport unary_rule, binary_rule, unary_second, binary_second
 
 
-# -- nogil entry points from threads ------------------------------------------------------
+# -- nogil entry points ----------------------------------------------------------------------
 
 cdef extern from *:
     """
@@ -48,12 +48,76 @@ def together_function(size_t counter):
     return cyad.wrap(together, NULL, <void*>counter)
 
 
+cdef int held(const double* x, const double* dx, double* y, double* dy,
+              Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
+              void* context) noexcept nogil:
+    """y = x, once `context` (two C ints) lets it: it counts itself in the first and
+    waits (a bounded spin) until the second is set. Status 1 if it never is."""
+    cdef int* flags = <int*>context
+    cdef long spin
+    cdef Py_ssize_t i
+    cyad_test_arrive(&flags[0])
+    for spin in range(4_000_000_000):
+        if cyad_test_count(&flags[1]) >= 1:
+            break
+    else:
+        return 1
+    for i in range(n_x):
+        y[i] = x[i]
+    for i in range(n_x * width):
+        dy[i] = dx[i]
+    return 0
+
+
+def held_function(size_t flags):
+    """`held` as a FunctionWrapper, with the address of two C ints as its flags."""
+    return cyad.wrap(held, NULL, <void*>flags)
+
+
 def jacobian_without_gil(prep, double[::1] x, double[::1] y, double[:, ::1] jacobian):
     """cyad.jacobian_nogil of a prepared two-argument function; returns its status."""
     cdef cyad.cyad_prep* state = cyad.prep_state(prep)
     cdef int status
     with nogil:
         status = cyad.jacobian_nogil(state, &x[0], &y[0], <double*>NULL, &jacobian[0, 0])
+    return status
+
+
+def pushforward_without_gil(prep, double[::1] x, double[::1] dx, double[::1] out):
+    """cyad.pushforward_nogil of a prepared one-argument function; returns its status."""
+    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef int status
+    with nogil:
+        status = cyad.pushforward_nogil(state, &x[0], &dx[0], <double*>NULL, &out[0])
+    return status
+
+
+def gradient_without_gil(prep, double[::1] x, double[::1] value, double[::1] gradient):
+    """cyad.gradient_nogil of a prepared one-argument function, f's value into value[0];
+    returns its status."""
+    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef int status
+    with nogil:
+        status = cyad.gradient_nogil(state, &x[0], <double*>NULL, &value[0], &gradient[0])
+    return status
+
+
+def hvp_without_gil(prep, double[::1] x, double[::1] v, double[::1] out):
+    """cyad.hvp_nogil of a prepared one-argument function; returns its status."""
+    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef int status
+    with nogil:
+        status = cyad.hvp_nogil(state, &x[0], &v[0], <double*>NULL, <double*>NULL, &out[0])
+    return status
+
+
+def hessian_without_gil(prep, double[::1] x, double[::1] gradient, double[:, ::1] hessian):
+    """cyad.hessian_nogil of a prepared one-argument function; returns its status."""
+    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef int status
+    with nogil:
+        status = cyad.hessian_nogil(state, &x[0], <double*>NULL, <double*>NULL, &gradient[0],
+                                    &hessian[0, 0])
     return status
 
 

@@ -18,8 +18,10 @@ def _allocations(fn, loops):
 
     The loop itself allocates nothing (itertools.repeat yields one cached object).
     memray makes CPython create a frame object for every Python-level call while
-    it tracks; those records (native stack through call_trace /
-    _PyFrame_GetFrameObject) are the tracker's own and are left out.
+    it tracks, and a bound method for every call of a C method (to report it to the
+    tracker); those records (native stack through call_trace /
+    _PyFrame_GetFrameObject, or PyCMethod_New called by trace_call_function) are
+    the tracker's own and are left out.
     """
     import memray
 
@@ -36,6 +38,9 @@ def _allocations(fn, loops):
                 continue
             stack = [frame[0] for frame in record.native_stack_trace()]
             if "call_trace" in stack or "_PyFrame_GetFrameObject" in stack:
+                continue
+            if any(frame == "PyCMethod_New" and caller == "trace_call_function"
+                   for frame, caller in zip(stack, stack[1:])):
                 continue
             count += record.n_allocations
     return count

@@ -140,3 +140,37 @@ def test_in_place_operators_allocate_nothing_at_second_order(allocations_per_cal
     # y = ((2t + 1)^2 - (2t + 1)^2)^3 = 0: x is y itself here, so y -= x leaves 0
     assert out == 0.0
     assert allocations_per_call(call) == 0
+
+
+def test_a_prep_that_refused_a_call_allocates_nothing(allocations_per_call):
+    # the claim is released whatever happened: a refused call leaves the prep as it was
+    n = 10
+    x, dx, y = np.arange(n, dtype=float), np.ones(n), np.zeros(n)
+    prep = cyad.prepare_pushforward(copy, x, dx, y=y)
+
+    def calls_its_own_prep(y, x):
+        cyad.pushforward(copy, x, dx, y=y, prep=prep)
+
+    with pytest.raises(RuntimeError, match="in use by another call"):
+        cyad.pushforward(calls_its_own_prep, x, dx, y=y, prep=prep)
+    out = np.zeros(n)
+    pushforward = cyad.pushforward
+    assert allocations_per_call(lambda: pushforward(copy, x, dx, y=y, prep=prep, out=out)) == 0
+    np.testing.assert_array_equal(out, dx)
+
+
+@pytest.mark.parametrize("chunk", [None, 3])
+def test_outputs_overlapping_inputs_allocate_once(chunk, allocations_per_call):
+    # the first such call allocates the prep's scratch for the copies; later ones reuse it
+    n = 10
+    x, y = np.arange(n, dtype=float), np.zeros(n)
+    tangents = (np.ones(n), np.arange(n, dtype=float), np.full(n, -2.0))
+    prep = cyad.prepare_pushforward(copy, x, tangents, y=y, chunk=chunk)
+    outs = (tangents[1], tangents[2], tangents[0])      # each the tangent of another
+    assert allocations_per_call(
+        lambda: cyad.pushforward(copy, x, tangents, y=y, prep=prep, out=outs)) == 0
+    # f copies, so out[k] = tangents[k] as they were: a call rotates the tangents
+    before = [np.array(t) for t in tangents]
+    cyad.pushforward(copy, x, tangents, y=y, prep=prep, out=outs)
+    for k in range(3):
+        np.testing.assert_array_equal(outs[k], before[k])
