@@ -705,7 +705,6 @@ cdef Dual _matrix_times_dual(cnp.ndarray a, Dual b):
     dims[1] = b.width
     cdef Dual y = new_dual(cnp.PyArray_EMPTY(1, dims, typenum, 0),
                            cnp.PyArray_EMPTY(2, dims, typenum, 0), b.width, b.tag)
-    cdef bint raised
     if m * k * (b.width + 1) > SMALL_PRODUCT:
         np.dot(a, b.values, out=y.values)
         np.dot(a, b.partials, out=y.partials)
