@@ -100,6 +100,8 @@ cdef class Prep:
     cdef object _jacobian(self, object x, object y, object out, bint with_value, object pair,
                           object value_out)
     cdef int _run_jacobian(self, object x, object y, object value, object out)
+    cdef begin(self, bint nest)
+    cdef end(self, bint nest)
     cdef object second(self, object f, object x, object v, object y, object out, int results)
     cdef object _second(self, object x, object y, object out, object value_out,
                         object first_out, object second_out, int results, bint batch,

@@ -1218,6 +1218,21 @@ cdef class Prep:
 
     # -- operators -------------------------------------------------------------------------
 
+    cdef begin(self, bint nest):
+        """Claim the prep for a call (RuntimeError if another call holds it). With `nest`, a
+        Python f's differentiation starts: the cyad operators f calls nest inside it."""
+        if not claim(&self.state.busy):
+            raise RuntimeError(_BUSY)
+        if nest and self.python is not None:
+            enter(self.tag)
+
+    cdef end(self, bint nest):
+        """The call's end, whatever it was: a failed one leaves no evaluated chunk behind."""
+        if nest and self.python is not None:
+            leave(self.tag)
+        self.state.pending = False
+        release(&self.state.busy)
+
     cdef object second(self, object f, object x, object v, object y, object out, int results):
         """The second-order operators: `results` 1 gives the second-order result alone;
         2 (hvp) the gradient and it; 3 the value, the first-order and the second-order one."""
@@ -1226,8 +1241,7 @@ cdef class Prep:
         cdef object tangent = None
         cdef list converted     # tangents converted to the prep's dtype, alive through the call
         cdef object value_out = None, first_out = None, second_out = out
-        if not claim(&self.state.busy):
-            raise RuntimeError(_BUSY)
+        self.begin(False)
         try:
             self.bind(f)
             x = self.input(x)
@@ -1253,7 +1267,7 @@ cdef class Prep:
             return self._second(x, y, out, value_out, first_out, second_out, results, batch,
                                 given)
         finally:
-            release(&self.state.busy)
+            self.end(False)
 
     cdef object _second(self, object x, object y, object out, object value_out,
                         object first_out, object second_out, int results, bint batch,
@@ -1342,8 +1356,7 @@ cdef class Prep:
         cdef Py_ssize_t given = len(<tuple>dx) if batch else 1
         cdef object pair = None, value_out = None
         cdef list converted     # tangents converted to the prep's dtype, alive through the call
-        if not claim(&self.state.busy):
-            raise RuntimeError(_BUSY)
+        self.begin(True)
         try:
             if given != self.state.directions:
                 raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made for "
@@ -1360,18 +1373,9 @@ cdef class Prep:
             if with_value and out is not None:
                 pair = out
                 value_out, out = self.split(out, 2)
-            if self.python is not None:
-                # f may call cyad operators: they nest inside this differentiation
-                enter(self.tag)
-                try:
-                    return self._pushforward(x, y, out, with_value, batch, given, pair,
-                                             value_out)
-                finally:
-                    leave(self.tag)
             return self._pushforward(x, y, out, with_value, batch, given, pair, value_out)
         finally:
-            self.state.pending = False    # a failed call leaves no evaluated chunk behind
-            release(&self.state.busy)
+            self.end(True)
 
     cdef object _pushforward(self, object x, object y, object out, bint with_value, bint batch,
                              Py_ssize_t given, object pair, object value_out):
@@ -1413,8 +1417,7 @@ cdef class Prep:
 
     cdef object jacobian(self, object f, object x, object y, object out, bint with_value):
         cdef object pair = None, value_out = None
-        if not claim(&self.state.busy):
-            raise RuntimeError(_BUSY)
+        self.begin(True)
         try:
             self.bind(f)
             x = self.input(x)
@@ -1423,16 +1426,9 @@ cdef class Prep:
             if with_value and out is not None:
                 pair = out
                 value_out, out = self.split(out, 2)
-            if self.python is not None:
-                enter(self.tag)
-                try:
-                    return self._jacobian(x, y, out, with_value, pair, value_out)
-                finally:
-                    leave(self.tag)
             return self._jacobian(x, y, out, with_value, pair, value_out)
         finally:
-            self.state.pending = False    # a failed call leaves no evaluated chunk behind
-            release(&self.state.busy)
+            self.end(True)
 
     cdef object _jacobian(self, object x, object y, object out, bint with_value, object pair,
                           object value_out):

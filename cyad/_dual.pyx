@@ -258,13 +258,6 @@ _UFUNC_OF_BINARY = {}
 # view, an element of out broadcast as an operand) is computed into a fresh dual, then
 # copied into out.
 
-cdef inline bint _is_plain(Dual d, cnp.ndarray shape_like, int typenum):
-    # contiguous, of the computed dtype and of exactly the result's shape
-    return (cnp.PyArray_IS_C_CONTIGUOUS(d.values) and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)
-            and cnp.PyArray_TYPE(d.values) == typenum
-            and cnp.PyArray_SAMESHAPE(d.values, shape_like))
-
-
 cdef inline bint _contiguous(Dual d):
     return cnp.PyArray_IS_C_CONTIGUOUS(d.values) and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)
 
@@ -1064,9 +1057,7 @@ cdef class Dual:
         cdef Dual v
         if key is Ellipsis and type(value) is Dual:
             v = <Dual>value
-            if (v.tag is self.tag and _is_plain(v, self.values, cnp.PyArray_TYPE(self.values))
-                    and cnp.PyArray_IS_C_CONTIGUOUS(self.values)
-                    and cnp.PyArray_IS_C_CONTIGUOUS(self.partials)):
+            if _fits(v, self) and _contiguous(self):
                 # the common `y[...] = x`: two copies, no Python-level work
                 # (memmove: x may be an overlapping view of y, like x = y[:-1] into y[1:])
                 if v is not self:

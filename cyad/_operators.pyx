@@ -17,6 +17,15 @@ from cyad._wrapper cimport is_python_function
 from cyad import _nested
 
 
+cdef inline bint _nests(object f, object prep) except -1:
+    # whether the call nests in a running differentiation (a Python f called from inside the
+    # f cyad is differentiating), refusing a prep that another call is using
+    if differentiating() and is_python_function(f):
+        refuse_busy(prep)
+        return True
+    return False
+
+
 cdef Prep _prep(Family family, object f, object x, object dx, object y,
                 object prep, object chunk):
     # a new prep, or the given one checked against the call's form
@@ -154,8 +163,7 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     >>> cyad.pushforward(lambda x: x ** 2, x, (np.array([1.0, 0.0]), np.array([0.0, 1.0])))
     (array([2., 0.]), array([0., 4.]))
     """
-    if differentiating() and is_python_function(f):
-        refuse_busy(prep)
+    if _nests(f, prep):
         return _nested.pushforward(f, x, dx, y, out, False)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
     return _scalar_result(p.pushforward(f, x, dx, y, out, False), out)
@@ -196,8 +204,7 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     >>> cyad.value_and_pushforward(lambda x: x ** 3, 2.0, 1.0)
     (8.0, 12.0)
     """
-    if differentiating() and is_python_function(f):
-        refuse_busy(prep)
+    if _nests(f, prep):
         return _nested.pushforward(f, x, dx, y, out, True)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
     return _scalar_tuple(p.pushforward(f, x, dx, y, out, True), out)
@@ -299,8 +306,7 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     >>> cyad.derivative(lambda t: t * np.arange(3.0), 1.0)
     array([0., 1., 2.])
     """
-    if differentiating() and is_python_function(f):
-        refuse_busy(prep)
+    if _nests(f, prep):
         return _nested.pushforward(f, x, 1.0, y, out, False, True)
     cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
     return _scalar_result(p.pushforward(f, x, 1.0, y, out, False), out)
@@ -340,8 +346,7 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     >>> cyad.value_and_derivative(np.exp, 0.0)
     (1.0, 1.0)
     """
-    if differentiating() and is_python_function(f):
-        refuse_busy(prep)
+    if _nests(f, prep):
         return _nested.pushforward(f, x, 1.0, y, out, True, True)
     cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
     return _scalar_tuple(p.pushforward(f, x, 1.0, y, out, True), out)
@@ -440,8 +445,7 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     >>> cyad.gradient(lambda x: np.sum(x ** 2), np.array([1.0, 2.0, 3.0]))
     array([2., 4., 6.])
     """
-    if differentiating() and is_python_function(f):
-        refuse_busy(prep)
+    if _nests(f, prep):
         return _nested.jacobian(f, x, y, out, False, True)
     cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
     return p.jacobian(f, x, y, out, False)
@@ -482,8 +486,7 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     >>> cyad.value_and_gradient(lambda x: x @ x, np.array([1.0, 2.0]))
     (5.0, array([2., 4.]))
     """
-    if differentiating() and is_python_function(f):
-        refuse_busy(prep)
+    if _nests(f, prep):
         return _nested.jacobian(f, x, y, out, True, True)
     cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
     return _scalar_tuple(p.jacobian(f, x, y, out, True), out)
@@ -581,8 +584,7 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     array([[2., 0.],
            [0., 4.]])
     """
-    if differentiating() and is_python_function(f):
-        refuse_busy(prep)
+    if _nests(f, prep):
         return _nested.jacobian(f, x, y, out, False, False)
     cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
     return p.jacobian(f, x, y, out, False)
@@ -625,8 +627,7 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     >>> np.allclose(J, 2.0 * np.eye(2))
     True
     """
-    if differentiating() and is_python_function(f):
-        refuse_busy(prep)
+    if _nests(f, prep):
         return _nested.jacobian(f, x, y, out, True, False)
     cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
     return _scalar_tuple(p.jacobian(f, x, y, out, True), out)

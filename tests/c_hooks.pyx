@@ -18,6 +18,25 @@ cdef extern from *:
     int cyad_test_count(int* count) nogil
 
 
+cdef int copy_when(int* arrival, int* waited, int target, const double* x, const double* dx,
+                   double* y, double* dy, Py_ssize_t n_x, Py_ssize_t width) noexcept nogil:
+    # y = x once `waited` reaches `target`: counts itself in `arrival` first, then waits
+    # (a bounded spin); status 1 if it never does
+    cdef long spin
+    cdef Py_ssize_t i
+    cyad_test_arrive(arrival)
+    for spin in range(4_000_000_000):
+        if cyad_test_count(waited) >= target:
+            break
+    else:
+        return 1
+    for i in range(n_x):
+        y[i] = x[i]
+    for i in range(n_x * width):
+        dy[i] = dx[i]
+    return 0
+
+
 cdef int together(const double* x, const double* dx, double* y, double* dy,
                   Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t width,
                   void* context) noexcept nogil:
@@ -27,20 +46,7 @@ cdef int together(const double* x, const double* dx, double* y, double* dy,
     call: it can only arrive while this one still runs if neither holds the GIL.
     Status 1 if the other never came.
     """
-    cdef int* count = <int*>context
-    cdef long spin
-    cdef Py_ssize_t i
-    cyad_test_arrive(count)
-    for spin in range(4_000_000_000):
-        if cyad_test_count(count) >= 2:
-            break
-    else:
-        return 1
-    for i in range(n_x):
-        y[i] = x[i]
-    for i in range(n_x * width):
-        dy[i] = dx[i]
-    return 0
+    return copy_when(<int*>context, <int*>context, 2, x, dx, y, dy, n_x, width)
 
 
 def together_function(size_t counter):
@@ -54,19 +60,7 @@ cdef int held(const double* x, const double* dx, double* y, double* dy,
     """y = x, once `context` (two C ints) lets it: it counts itself in the first and
     waits (a bounded spin) until the second is set. Status 1 if it never is."""
     cdef int* flags = <int*>context
-    cdef long spin
-    cdef Py_ssize_t i
-    cyad_test_arrive(&flags[0])
-    for spin in range(4_000_000_000):
-        if cyad_test_count(&flags[1]) >= 1:
-            break
-    else:
-        return 1
-    for i in range(n_x):
-        y[i] = x[i]
-    for i in range(n_x * width):
-        dy[i] = dx[i]
-    return 0
+    return copy_when(&flags[0], &flags[1], 1, x, dx, y, dy, n_x, width)
 
 
 def held_function(size_t flags):
