@@ -148,6 +148,29 @@ def test_value_gradient_and_hessian():
     np.testing.assert_allclose(h, rosenbrock_hessian(x), rtol=1e-13, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_operands_broadcast_into_a_larger_out_at_second_order(dtype):
+    # y = [E, E, E x1, E x1, E x1] with E = exp(x0), written by ufuncs broadcasting a slice of
+    # y into y itself; s = w @ y = (w0 + w1) E + W E x1 with W = w2 + w3 + w4
+    w = np.array([0.5, -1.0, 2.0, 0.25, 1.5])
+
+    def f(x):
+        y = x * 1.0
+        np.exp(y[:1], out=y)
+        np.multiply(y[:1], x[1:2], out=y[2:])
+        return np.sum(w.astype(x.dtype) * y)
+
+    x = np.array([0.3, -0.7, 1.1, 0.4, 0.9], dtype)
+    e, x1, big_w = np.exp(0.3), float(x[1]), w[2:].sum()
+    expected = np.zeros((5, 5))
+    expected[0, 0] = (w[0] + w[1]) * e + big_w * e * x1
+    expected[0, 1] = expected[1, 0] = big_w * e
+    tolerance = dict(rtol=1e-14, atol=1e-14) if dtype == np.float64 else dict(rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(cyad.hessian(f, x), expected, **tolerance)
+    np.testing.assert_allclose(cyad.hvp(f, x, np.ones(5, dtype)), expected @ np.ones(5),
+                               **tolerance)
+
+
 # -- hvp ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("f", ROSENBROCKS)
