@@ -22,6 +22,13 @@ def per_call(fn, seconds):
     return min(samples)
 
 
+def prepared_time(f, x, chunk, seconds):
+    """The time of a prepared jacobian call with out= at this chunk (None: the default)."""
+    prep = cyad.prepare_jacobian(f, x, chunk=chunk)
+    out = np.empty(np.shape(f(x)) + x.shape)
+    return per_call(lambda: cyad.jacobian(f, x, prep=prep, out=out), seconds)
+
+
 def problems(n):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n)) / np.sqrt(n)
@@ -42,13 +49,8 @@ def main():
         widths = sorted({w for w in (1, 2, 4, 8, 16, 32, 64, 128, 256, n) if w <= n})
         default = cyad.default_chunk(n, n)
         for name, f in problems(n).items():
-            times = {w: per_call(lambda: cyad.jacobian(f, x, prep=prep, out=out), seconds)
-                     for w in widths
-                     for prep in [cyad.prepare_jacobian(f, x, chunk=w)]
-                     for out in [np.empty(np.shape(f(x)) + x.shape)]}
-            prep = cyad.prepare_jacobian(f, x)
-            out = np.empty(np.shape(f(x)) + x.shape)
-            t_default = per_call(lambda: cyad.jacobian(f, x, prep=prep, out=out), seconds)
+            times = {w: prepared_time(f, x, w, seconds) for w in widths}
+            t_default = prepared_time(f, x, None, seconds)
             best = min(times.values())
             cells = "  ".join(f"{w}:{t / best:5.2f}" for w, t in times.items())
             print(f"n={n:5d} {name:38s} best {best * 1e6:9.1f} us | default chunk {default}: "

@@ -427,7 +427,7 @@ def build_example(folder):
         spec = importlib.util.spec_from_file_location("cyad_examples", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-    except Exception as error:  # noqa: BLE001: any failure only skips the C-level rows
+    except Exception as error:  # any failure only skips the C-level rows
         return None, f"the built example does not load: {error}"
     return module, None
 
@@ -666,7 +666,7 @@ def run_cell(problem, row, d, n, timing):
         if wrong:
             return wrong
         return measure(bench.call, **timing)
-    except Exception as error:  # noqa: BLE001: a peer that fails is reported, the run goes on
+    except Exception as error:  # a peer that fails is reported, the run goes on
         print(f"    {row.label} failed at n={n}: {type(error).__name__}: {error}", file=sys.stderr)
         return f"failed: {type(error).__name__}"
 

@@ -47,9 +47,10 @@ def _nogil(operator, n, seconds):
     for calls in (1000, 2000):
         run(prep, x, dx, y, value, out, operator, calls)   # warm the interpreter's free lists
         counts.append(_profile.count_allocations(
-            lambda: run(prep, x, dx, y, value, out, operator, calls), 1))
+            lambda calls=calls: run(prep, x, dx, y, value, out, operator, calls), 1))
     allocations = (counts[1] - counts[0]) / 1000
-    return (Profile("nogil Cython loop", times[0], 1000, allocations, 1, prep.chunk, prep.width, "c"),
+    return (Profile("nogil Cython loop", times[0], 1000, allocations, 1, prep.chunk, prep.width,
+                    "c"),
             Profile("copies through a function pointer, nogil", times[1], 1000, 0.0, 1, 1, 1,
                     "by hand"))
 
@@ -134,7 +135,8 @@ def profile_user_function(args):
     f = getattr(importlib.import_module(module_name), name)
     x = np.random.default_rng(0).uniform(0.5, 1.5, args.n)
     two_argument = args.two_argument or len(inspect.signature(f).parameters) == 2
-    y = np.zeros(args.out_shape if args.out_shape is not None else x.shape) if two_argument else None
+    y_shape = args.out_shape if args.out_shape is not None else x.shape
+    y = np.zeros(y_shape) if two_argument else None
     operator = args.operator or ("jacobian" if two_argument or np.ndim(f(x)) else "gradient")
     dx = np.ones_like(x) if operator.endswith("pushforward") else None
     result = cyad.profile(operator, f, x, dx, y=y, chunk=args.chunk, seconds=args.seconds,

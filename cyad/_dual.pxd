@@ -5,7 +5,7 @@ cdef class Tag:
     cdef readonly long long level      # when its differentiation started (outer < inner)
     cdef readonly bint running         # whether that differentiation is running
     cdef readonly Tag outer            # a nested tag's two differentiations
-    cdef readonly Tag inner            #   (None for a tag of one differentiation)
+    cdef readonly Tag inner            # (None for a tag of one differentiation)
     cdef Tag nested                    # the last nested tag made with this as inner
 
 cdef Tag nested_tag(Tag outer, Tag inner)

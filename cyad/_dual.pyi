@@ -4,11 +4,11 @@
 # it to a float, int, complex or index raises TypeError (it would drop the derivative), so
 # those slots are left out here and a type checker flags float(dual) and the like.
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing_extensions import disjoint_base
 from typing import Any, ClassVar, Literal, NoReturn, SupportsIndex, TypeAlias, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import disjoint_base
 
 _FloatArray: TypeAlias = npt.NDArray[np.floating[Any]]
 _Axis: TypeAlias = SupportsIndex | tuple[SupportsIndex, ...] | None

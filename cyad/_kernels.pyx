@@ -47,8 +47,8 @@ cdef Py_ssize_t second_order_width(Py_ssize_t outer, Py_ssize_t inner) noexcept 
 cdef inline void scale_row(lanes* tag, Py_ssize_t blocks, double d,
                            const real* p, real* out) noexcept nogil:
     # out = d * p
-    cdef Py_ssize_t b, k
-    for b in range(blocks):
+    cdef Py_ssize_t _block, k
+    for _block in range(blocks):
         for k in range(<Py_ssize_t>sizeof(lanes)):
             out[k] = <real>(d * p[k])
         p += sizeof(lanes)
@@ -58,8 +58,8 @@ cdef inline void scale_row(lanes* tag, Py_ssize_t blocks, double d,
 cdef inline void combine_row(lanes* tag, Py_ssize_t blocks, double da, const real* pa,
                              double db, const real* pb, real* out) noexcept nogil:
     # out = da * pa + db * pb
-    cdef Py_ssize_t b, k
-    for b in range(blocks):
+    cdef Py_ssize_t _block, k
+    for _block in range(blocks):
         for k in range(<Py_ssize_t>sizeof(lanes)):
             out[k] = <real>(da * pa[k] + db * pb[k])
         pa += sizeof(lanes)
@@ -179,12 +179,12 @@ cdef void binary_chunks(int op, Py_ssize_t width, Py_ssize_t n,
 cdef inline void add_scaled_row(lanes* tag, Py_ssize_t blocks, double s,
                                 const real* p, real* out) noexcept nogil:
     # out += s * p, with a careful product (0 * inf = 0) when s is not finite
-    cdef Py_ssize_t b, k
+    cdef Py_ssize_t _block, k
     if not isfinite(s):
         for k in range(blocks * <Py_ssize_t>sizeof(lanes)):
             out[k] = <real>(out[k] + careful_product(s, p[k]))
         return
-    for b in range(blocks):
+    for _block in range(blocks):
         for k in range(<Py_ssize_t>sizeof(lanes)):
             out[k] = <real>(out[k] + s * p[k])
         p += sizeof(lanes)

@@ -363,7 +363,7 @@ cdef inline dual _scaled(double v, double d, dual a) noexcept nogil:
 
 
 cdef inline dual _combined(double v, double da, dual a,
-                                       double db, dual b) noexcept nogil:
+                           double db, dual b) noexcept nogil:
     # value v, partials da * a.p + db * b.p
     cdef dual r
     cdef Py_ssize_t k

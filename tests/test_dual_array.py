@@ -99,7 +99,8 @@ ARITHMETIC = [
     pytest.param(lambda x: (x + 1) * (x - 1) / (x * x + 1), lambda x: 4 * x / (x * x + 1) ** 2,
                  id="rational"),
     pytest.param(lambda x: np.exp(np.sin(x) * 2) / (1 + x ** 2),
-                 lambda x: np.exp(2 * np.sin(x)) * (2 * np.cos(x) * (1 + x ** 2) - 2 * x) / (1 + x ** 2) ** 2,
+                 lambda x: (np.exp(2 * np.sin(x)) * (2 * np.cos(x) * (1 + x ** 2) - 2 * x)
+                            / (1 + x ** 2) ** 2),
                  id="exp(2sin(x))/(1+x**2)"),
 ]
 
@@ -128,7 +129,8 @@ BROADCASTING = [
     pytest.param(lambda x: x[1, 2] * x, lambda: product_rule(X2[1, 2], I2[1, 2], X2, I2, S2),
                  id="x[1,2]*x"),
     pytest.param(lambda x: x[0][:, None] * x[1][None, :],
-                 lambda: product_rule(X2[0][:, None], I2[0][:, None], X2[1][None, :], I2[1][None, :], S2),
+                 lambda: product_rule(X2[0][:, None], I2[0][:, None], X2[1][None, :],
+                                      I2[1][None, :], S2),
                  id="outer"),
     pytest.param(lambda x: x[0] + x[:, 1:2], lambda: I2[0] + I2[:, 1:2], id="row+col"),
     pytest.param(lambda x: x[0, 0] + np.arange(4.0), lambda: np.broadcast_to(I2[0, 0], (4,) + S2),
@@ -317,7 +319,8 @@ KEYS = [
     (X2, (np.array([0, 1]), np.array([1, 2]))), (X2, (slice(None), np.array([2, 0]))),
     (X2, MASK2), (X2, np.array([True, False])), (X2, (slice(None, None, -1), slice(1, None, 2))),
     (X2, (1, Ellipsis, None)), (X2, Ellipsis),
-    (X3, (1, slice(None), 2)), (X3, (Ellipsis, 0)), (X3, (np.array([1, 0]), slice(None), np.array([0, 3]))),
+    (X3, (1, slice(None), 2)), (X3, (Ellipsis, 0)),
+    (X3, (np.array([1, 0]), slice(None), np.array([0, 3]))),
     (X3, (0, slice(1, 3), np.array([0, 2]))), (X3, (slice(None), np.array([[0, 1], [2, 2]]))),
     (X3, MASK3), (X3, (Ellipsis, None, 1)), (X3, (1, np.array([True, False, True]))),
     (X3, (slice(None), 1, slice(None, None, 3))),
@@ -331,8 +334,8 @@ def test_indexing(x, key):
     check(lambda a: a[key] * a[key], x, 2 * lift(x[key], x.ndim) * select)
 
 
-@pytest.mark.parametrize("f", [lambda x: x[1][::2], lambda x: x[:, 1:][0], lambda x: x[::-1][None][:, 1],
-                               lambda x: x[MASK2][1:]],
+@pytest.mark.parametrize("f", [lambda x: x[1][::2], lambda x: x[:, 1:][0],
+                               lambda x: x[::-1][None][:, 1], lambda x: x[MASK2][1:]],
                          ids=["x[1][::2]", "x[:,1:][0]", "x[::-1][None][:,1]", "x[mask][1:]"])
 def test_chained_indexing(f):
     check_affine(f, X2)
@@ -455,8 +458,9 @@ def test_comparisons_are_plain_booleans_of_the_values(compare):
     cyad.jacobian(f, X)
 
 
-@pytest.mark.parametrize("ufunc, args", [(np.greater, (0.5,)), (np.less_equal, (C,)), (np.isfinite, ()),
-                                         (np.isnan, ()), (np.signbit, ()), (np.equal, (C,))],
+@pytest.mark.parametrize("ufunc, args", [(np.greater, (0.5,)), (np.less_equal, (C,)),
+                                         (np.isfinite, ()), (np.isnan, ()), (np.signbit, ()),
+                                         (np.equal, (C,))],
                          ids=lambda a: getattr(a, "__name__", ""))
 def test_boolean_ufuncs(ufunc, args):
     def f(x):
@@ -525,7 +529,8 @@ def test_zero_dimensional_dual():
     assert_allclose(value, (t + 2) ** 2 * t ** 2 + np.sin(t) * t, **TOL)
     assert_allclose(d, expected, **TOL)
     t = 0.5             # the other branch: -(t + 2)^2 t^2
-    assert_allclose(cyad.derivative(scalar_function, t), -(2 * (t + 2) * t ** 2 + 2 * (t + 2) ** 2 * t), **TOL)
+    assert_allclose(cyad.derivative(scalar_function, t),
+                    -(2 * (t + 2) * t ** 2 + 2 * (t + 2) ** 2 * t), **TOL)
 
 
 def test_zero_dimensional_dual_with_array_output():

@@ -14,7 +14,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import cyad
-from reference_functions import (C, KINDS, N, PYTHON, F_jacobian, F_value, g_gradient,
+from reference_functions import (C, KINDS, N, F_jacobian, F_value, g_gradient,
                                  g_hessian, g_value, h_derivative, h_second_derivative,
                                  h_value)
 

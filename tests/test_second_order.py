@@ -2,9 +2,9 @@
 analytic answers and finite differences of cyad's own (separately tested) gradient."""
 import numpy as np
 import pytest
+from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian, rosenbrock_in_place
 
 import cyad
-from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian, rosenbrock_in_place
 
 ISSUE_POINT = np.array([0.1, 0.2, 0.3])
 ISSUE_HESSIAN = np.array([[-66.0, -40.0, 0.0], [-40.0, 130.0, -80.0], [0.0, -80.0, 200.0]])
@@ -107,7 +107,8 @@ def test_in_place_operations_at_second_order(f, diagonal, dtype):
     tolerance = dict(rtol=1e-14) if dtype == np.float64 else dict(rtol=1e-6)
     expected = np.diag(diagonal(x.astype(np.float64)))
     np.testing.assert_allclose(cyad.hessian(f, x), expected, **tolerance)
-    np.testing.assert_allclose(cyad.hvp(f, x, np.ones(3, dtype)), expected @ np.ones(3), **tolerance)
+    np.testing.assert_allclose(cyad.hvp(f, x, np.ones(3, dtype)), expected @ np.ones(3),
+                               **tolerance)
     np.testing.assert_allclose(cyad.jacobian(lambda z: cyad.gradient(f, z), x), expected,
                                **tolerance)
     np.testing.assert_allclose(cyad.second_derivative(lambda t: f(t * x), 1.0), x @ expected @ x,

@@ -182,7 +182,7 @@ def test_a_nested_call_given_the_prep_running_it():
     # f(z) is z (the gradient of w . z in w): its Jacobian is the identity
     other = cyad.prepare_gradient(PYTHON.g, x0)
     for given in [other, None]:     # an idle prep given to a nested call is ignored
-        def f(z):
+        def f(z, given=given):
             return cyad.gradient(lambda w: np.sum(w * z), z, prep=given)
 
         assert_array_equal(cyad.jacobian(f, x1, prep=prep), np.eye(N))

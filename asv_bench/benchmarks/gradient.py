@@ -14,7 +14,10 @@ def rosenbrock(x):
 
 
 def rosenbrock_by_hand(x, gradient):
-    """The value, and gradient <- ∇f: -400 x_i d_i - 2 (1 - x_i) + 200 d_(i-1), d = x[1:] - x[:-1]²."""
+    """The value, and gradient <- ∇f: -400 x_i d_i - 2 (1 - x_i) + 200 d_(i-1).
+
+    (d = x[1:] - x[:-1]².)
+    """
     head = x[:-1]
     d = x[1:] - head**2
     np.multiply(-400.0 * head, d, out=gradient[:-1])
