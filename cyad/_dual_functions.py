@@ -69,7 +69,8 @@ def implements(numpy_function, signature, promote=True):
             out = None
             if out_position is not None and len(args) > out_position:
                 # a positional out: the arguments behind it go by name
-                kwargs.update(zip(numpy_names[out_position + 1:], args[out_position + 1:]))
+                behind = zip(numpy_names[out_position + 1:], args[out_position + 1:], strict=False)
+                kwargs.update(behind)
                 args, out = args[:out_position], args[out_position]
             elif "out" in kwargs:
                 out = kwargs.pop("out")
@@ -189,8 +190,10 @@ def _linear_function(entry):
         operands, params = bind(*args, **kwargs)
         if len(operands) == 1 and type(operands[0]) is Dual:   # the common case
             x = operands[0]
-            return make_dual(np.asarray(impl(x.values, **params)),
-                             impl(x.partials, extra=1, **params), x)
+            values = impl(x.values, **params)
+            if type(values) is not np.ndarray:   # a NumPy scalar of a full reduction
+                values = np.asarray(values)
+            return make_dual(values, impl(x.partials, extra=1, **params), x)
         if not any(isinstance(x, Dual) for x in operands):   # only out= is dual
             return impl(*operands, **params)
         like, dtype = _common(operands)
@@ -199,7 +202,7 @@ def _linear_function(entry):
         zero = np.zeros((), dtype)
         partials = [x.partials.astype(dtype, copy=False) if isinstance(x, Dual)
                     else np.broadcast_to(zero, v.shape + (like.width,))
-                    for x, v in zip(operands, values)]
+                    for x, v in zip(operands, values, strict=True)]
         return make_dual(np.asarray(impl(*values, **params)),
                          impl(*partials, extra=1, **params), like)
 
@@ -217,8 +220,8 @@ def _primitive_function(entry):
         if like.tag.is_nested:
             return _nested_jvp(jvp, operands, params, like, dtype)
         primals = [_values(x, dtype) for x in operands]
-        # the lanes in front, as the rules take them: a view
-        tangents = [np.moveaxis(x.partials.astype(dtype, copy=False), -1, 0)
+        # the lanes in front, as the rules take them (contiguous: BLAS takes them as they are)
+        tangents = [np.ascontiguousarray(_lanes_first(x.partials.astype(dtype, copy=False)))
                     if isinstance(x, Dual) else None for x in operands]
         out, tangent = jvp(primals, tangents, **params)
         return _outputs(out, tangent, lambda v, t: _first_order(v, t, like))
@@ -229,15 +232,22 @@ def _primitive_function(entry):
 def _outputs(out, tangent, make):
     """The dual results of a rule's output(s) and tangent(s) (tuples for several outputs)."""
     if isinstance(out, tuple):
-        return type(out)(*[make(v, t) for v, t in zip(out, tangent)])
+        return type(out)(*[make(v, t) for v, t in zip(out, tangent, strict=True)])
     return make(out, tangent)
+
+
+def _lanes_first(partials):
+    """A view of partials with the lanes as the first axis (np.moveaxis, without its checks)."""
+    ndim = partials.ndim
+    return partials.transpose((ndim - 1,) + tuple(range(ndim - 1)))
 
 
 def _first_order(values, tangent, like):
     values = np.asarray(values)
-    partials = np.zeros(values.shape + (like.width,), values.dtype)
-    if tangent is not None:
-        partials[...] = np.moveaxis(np.broadcast_to(tangent, (like.width,) + values.shape), 0, -1)
+    if tangent is None:
+        return make_dual(values, np.zeros(values.shape + (like.width,), values.dtype), like)
+    partials = np.empty(values.shape + (like.width,), values.dtype)
+    _lanes_first(partials)[...] = tangent   # (broadcast, where the rule's tangent is smaller)
     return make_dual(values, partials, like)
 
 

@@ -11,8 +11,9 @@ An entry describes one NumPy function for every engine. It is one of
   the operands' shapes (non-negative axes, resolved shapes); ``impl(*operands,
   extra=0, **params)`` computes the result of operands that may carry ``extra``
   trailing axes beyond the values' (the lanes of a tangent: an engine pushes
-  tangents through ``impl`` itself); ``transpose(cotangent, shapes, **params)``
-  gives one cotangent per operand (its adjoint, for reverse mode).
+  tangents through ``impl`` itself; it runs on plain ndarrays);
+  ``transpose(cotangent, shapes, **params)`` gives one cotangent per operand (its
+  adjoint, for reverse mode).
 - ``Primitive``: ``bind`` and ``impl`` as for a linear entry (``impl`` takes no
   ``extra``); ``jvp(primals, tangents, **params)`` returns ``(out, tangent_out)``,
   where every tangent has a LEADING axis of lanes (None for a constant operand or

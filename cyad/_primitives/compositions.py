@@ -10,7 +10,6 @@ from cyad._dual import primal
 from cyad._primitives._table import axes_of, axis_of, composition, ndim_of, shape_of
 from cyad._primitives.structural import check_order
 
-
 # -- shape and layout -------------------------------------------------------------------
 
 @composition(np.ravel)
@@ -36,7 +35,7 @@ def _moveaxis(a, source, destination):
         raise ValueError("`source` and `destination` arguments must have the same number "
                          "of elements")
     order = [i for i in range(ndim) if i not in source]
-    for d, s in sorted(zip(destination, source)):
+    for d, s in sorted(zip(destination, source, strict=True)):
         order.insert(d, s)
     return np.transpose(a, order)
 
@@ -145,7 +144,7 @@ def _kron(a, b):
     sa, sb = (1,) * (ndim - len(sa)) + sa, (1,) * (ndim - len(sb)) + sb
     a = np.reshape(a, tuple(n for m in sa for n in (m, 1)))
     b = np.reshape(b, tuple(n for m in sb for n in (1, m)))
-    return np.reshape(a * b, tuple(m * n for m, n in zip(sa, sb)))
+    return np.reshape(a * b, tuple(m * n for m, n in zip(sa, sb, strict=True)))
 
 
 # -- selection and ordering --------------------------------------------------------------------

@@ -18,8 +18,7 @@ unique and eigenvalues not differentiable.
 import numpy as np
 
 from cyad._dual import primal
-from cyad._primitives._table import (lanes_padded, matrix_transpose, ndim_of, primitive,
-                                     unbroadcast)
+from cyad._primitives._table import lanes_padded, matrix_transpose, ndim_of, primitive, unbroadcast
 
 _SLOGDET = type(np.linalg.slogdet(np.eye(1)))
 _EIGH = type(np.linalg.eigh(np.eye(1)))

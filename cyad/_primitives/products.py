@@ -7,8 +7,14 @@ np.dot, np.inner, np.outer and np.kron are compositions of these and of multiply
 """
 import numpy as np
 
-from cyad._primitives._table import (lanes_padded, matrix_transpose, ndim_of, primitive,
-                                     shape_of, unbroadcast)
+from cyad._primitives._table import (
+    lanes_padded,
+    matrix_transpose,
+    ndim_of,
+    primitive,
+    shape_of,
+    unbroadcast,
+)
 
 
 def _as_matrices(a, b):
@@ -28,6 +34,9 @@ class _matmul:
         (a, b), (ta, tb) = primals, tangents
         out = np.matmul(a, b)
         row, column = ndim_of(a) == 1, ndim_of(b) == 1
+        if row and ndim_of(b) == 2 and tb is None:
+            # the lanes of a vector times a matrix are rows of one matrix product
+            return out, np.matmul(ta, b)
         a, b = _as_matrices(a, b)
         if row and ta is not None:
             ta = ta[:, None, :]
@@ -131,8 +140,8 @@ def _einsum_call(inputs, output, operands, optimize):
 def _letter_sizes(subscripts, shape):
     # the size of every letter of one operand (after its broadcast axes, if any)
     before, _, after = subscripts.partition("...")
-    sizes = dict(zip(before, shape))
-    sizes.update(zip(after, shape[len(shape) - len(after):]) if after else ())
+    sizes = dict(zip(before, shape, strict=False))
+    sizes.update(zip(after, shape[len(shape) - len(after):], strict=True) if after else ())
     return sizes
 
 
@@ -148,6 +157,7 @@ class _einsum:
         return _einsum_call(inputs, output, operands, optimize)
 
     def jvp(primals, tangents, *, inputs, output, optimize):
+        primals = tuple(primals)
         out = _einsum_call(inputs, output, primals, optimize)
         lane = _fresh_letter(inputs, output)
         t = None
@@ -168,7 +178,8 @@ class _einsum:
                 raise NotImplementedError(
                     f"cyad: the transpose of numpy.einsum in an operand {target!r} that takes a "
                     "diagonal or sums its broadcast axes alone")
-            others = [(s, y) for j, (s, y) in enumerate(zip(inputs, primals)) if j != i]
+            others = [(s, y) for j, (s, y) in enumerate(zip(inputs, primals, strict=True))
+                      if j != i]
             seen = set(output + "".join(s for s, _ in others))
             sizes = _letter_sizes(target, shape_of(x))
             # a letter of this operand alone was summed over: its cotangent is spread back

@@ -2,14 +2,24 @@
 
 Every ``impl`` takes operands that may carry ``extra`` trailing axes (the lanes of
 a tangent), so the same call maps values and tangents; its parameters come from
-``bind`` normalised against the values (non-negative axes, resolved shapes).
+``bind`` normalised against the values (non-negative axes, resolved shapes). An
+engine calls ``impl`` on plain ndarrays (values and tangents), so it may use their
+methods, which skip NumPy's dispatch.
 Shape queries and rounding, whose results carry no derivative, are here too.
 """
 import numpy as np
 
 from cyad._dual import primal
-from cyad._primitives._table import (axes_of, axis_of, constant, linear, ndim_of, shape_of,
-                                     trailing, unbroadcast)
+from cyad._primitives._table import (
+    axes_of,
+    axis_of,
+    constant,
+    linear,
+    ndim_of,
+    shape_of,
+    trailing,
+    unbroadcast,
+)
 
 # -- values only ------------------------------------------------------------------------
 
@@ -210,7 +220,7 @@ class _concatenate:
     def transpose(ct, shapes, *, axis, flat):
         sizes = [int(np.prod(s)) if flat else s[axis] for s in shapes]
         pieces = np.split(ct, np.cumsum(sizes)[:-1], axis)
-        return tuple(np.reshape(p, s) for p, s in zip(pieces, shapes))
+        return tuple(np.reshape(p, s) for p, s in zip(pieces, shapes, strict=True))
 
 
 @linear(np.stack)
@@ -235,27 +245,16 @@ def check_order(function, order):
                         f"not {order!r}")
 
 
-def resolved_shape(shape, size):
-    """`shape` of a reshape with its -1 worked out, as NumPy does (and with its errors)."""
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
-    if -1 in shape:
-        known = int(np.prod([n for n in shape if n != -1]))
-        if shape.count(-1) == 1 and known and size % known == 0:
-            shape = tuple(size // known if n == -1 else n for n in shape)
-    if int(np.prod(shape)) != size or any(n < 0 for n in shape):
-        raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
-    return shape
-
-
 @linear(np.reshape)
 class _reshape:
     def bind(a, shape, order="C"):
         check_order("reshape", order)
-        old = shape_of(a)
-        return (a,), {"shape": resolved_shape(shape, int(np.prod(old))), "order": order}
+        # a -1 stays: the lanes, trailing, leave NumPy the same axis to work out
+        return (a,), {"shape": tuple(shape) if isinstance(shape, (tuple, list)) else (shape,),
+                      "order": order}
 
     def impl(x, *, shape, order, extra=0):
-        return np.reshape(x, shape + trailing(x, extra), order=order)
+        return x.reshape(shape + trailing(x, extra), order=order)
 
     def transpose(ct, shapes, *, shape, order):
         return (np.reshape(ct, shapes[0], order=order),)
@@ -273,7 +272,7 @@ class _transpose:
         return (a,), {"axes": axes}
 
     def impl(x, *, axes, extra=0):
-        return np.transpose(x, axes + tuple(range(len(axes), x.ndim)))
+        return x.transpose(axes + tuple(range(len(axes), x.ndim)))
 
     def transpose(ct, shapes, *, axes):
         return (np.transpose(ct, np.argsort(axes)),)
