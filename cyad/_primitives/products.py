@@ -22,6 +22,39 @@ def _as_matrices(a, b):
     return (a[None, :] if ndim_of(a) == 1 else a), (b[:, None] if ndim_of(b) == 1 else b)
 
 
+def _sum_of(t, u):
+    return u if t is None else t if u is None else t + u
+
+
+def _lanes_times(ta, b):
+    """ta @ b for every lane of ta (lanes leading)."""
+    if ndim_of(b) == 2:   # the lanes' rows are rows of one product
+        return np.reshape(np.matmul(np.reshape(ta, (-1, b.shape[0])), b),
+                          ta.shape[:-1] + b.shape[1:])
+    row, column = ta.ndim == 2, ndim_of(b) == 1
+    ta = ta[:, None, :] if row else ta
+    b = b[:, None] if column else b
+    t = np.matmul(lanes_padded(ta, max(ta.ndim - 1, b.ndim)), b)
+    t = t[..., 0, :] if row else t
+    return t[..., 0] if column else t
+
+
+def _times_lanes(a, tb):
+    """a @ tb for every lane of tb (lanes leading)."""
+    if ndim_of(a) == 2:   # the lanes are columns of one product
+        if tb.ndim == 2:   # b a vector
+            return np.matmul(tb, matrix_transpose(a))
+        columns = np.moveaxis(tb, -2, 0)
+        t = np.matmul(a, np.reshape(columns, (a.shape[1], -1)))
+        return np.moveaxis(np.reshape(t, (a.shape[0],) + columns.shape[1:]), 0, -2)
+    row, column = ndim_of(a) == 1, tb.ndim == 2
+    a = a[None, :] if row else a
+    tb = tb[..., None] if column else tb
+    t = np.matmul(a, lanes_padded(tb, max(a.ndim, tb.ndim - 1)))
+    t = t[..., 0, :] if row else t
+    return t[..., 0] if column else t
+
+
 @primitive(np.matmul)
 class _matmul:
     def bind(x1, x2):
@@ -33,25 +66,8 @@ class _matmul:
     def jvp(primals, tangents):
         (a, b), (ta, tb) = primals, tangents
         out = np.matmul(a, b)
-        row, column = ndim_of(a) == 1, ndim_of(b) == 1
-        if row and ndim_of(b) == 2 and tb is None:
-            # the lanes of a vector times a matrix are rows of one matrix product
-            return out, np.matmul(ta, b)
-        a, b = _as_matrices(a, b)
-        if row and ta is not None:
-            ta = ta[:, None, :]
-        if column and tb is not None:
-            tb = tb[..., None]
-        ndim = max(a.ndim, b.ndim)
-        t = None if ta is None else np.matmul(lanes_padded(ta, ndim), b)
-        if tb is not None:
-            u = np.matmul(a, lanes_padded(tb, ndim))
-            t = u if t is None else t + u
-        if row:
-            t = t[..., 0, :]
-        if column:
-            t = t[..., 0]
-        return out, t
+        return out, _sum_of(None if ta is None else _lanes_times(ta, b),
+                            None if tb is None else _times_lanes(a, tb))
 
     def vjp(primals, ct):
         a, b = primals
