@@ -262,16 +262,18 @@ def test_first_order(scenario, dtype):
     _checked(jac, ref.first, dtype, "jacobian")
 
 
+# chunk 5: inner lanes padded (to 8) and a remainder chunk
+@pytest.mark.parametrize("chunk", [None, 5])
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=repr)
-def test_hessian_and_hvp(scenario, dtype):
+def test_hessian_and_hvp(scenario, dtype, chunk):
     ref = reference_of(scenario)
     w = weights(ref.value.shape, dtype)
     hessian = np.tensordot(w.astype(np.float64), ref.second, ref.value.ndim)
     x = scenario.point.astype(dtype)
-    u, v = directions(x.size, dtype)
-    _checked(cyad.hessian(_scalar(scenario, w), x), hessian, dtype, "hessian")
-    _checked(cyad.hvp(_scalar(scenario, w), x, v), hessian @ v, dtype, "hvp")
+    _, v = directions(x.size, dtype)
+    _checked(cyad.hessian(_scalar(scenario, w), x, chunk=chunk), hessian, dtype, "hessian")
+    _checked(cyad.hvp(_scalar(scenario, w), x, v, chunk=chunk), hessian @ v, dtype, "hvp")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])

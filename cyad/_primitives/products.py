@@ -29,8 +29,9 @@ def _sum_of(t, u):
 def _lanes_times(ta, b):
     """ta @ b for every lane of ta (lanes leading)."""
     if ndim_of(b) == 2:   # the lanes' rows are rows of one product
-        return np.reshape(np.matmul(np.reshape(ta, (-1, b.shape[0])), b),
-                          ta.shape[:-1] + b.shape[1:])
+        if ta.ndim == 2:
+            return np.matmul(ta, b)
+        return np.matmul(ta.reshape(-1, b.shape[0]), b).reshape(ta.shape[:-1] + b.shape[1:])
     row, column = ta.ndim == 2, ndim_of(b) == 1
     ta = ta[:, None, :] if row else ta
     b = b[:, None] if column else b
