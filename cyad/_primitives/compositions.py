@@ -163,9 +163,10 @@ def _clip(a, a_min=None, a_max=None, *, min=None, max=None):
 
 
 @composition(np.sort)
-def _sort(a, axis=-1):
+def _sort(a, axis=-1, kind=None, *, stable=None):
     """The elements taken in the order of a stable sort of the values: equal elements keep
-    their order, and each takes its own derivative (where sort is not differentiable)."""
+    their order, and each takes its own derivative (where sort is not differentiable).
+    Every `kind` sorts the values alike, so the sort is stable whatever it says."""
     if axis is None:
         a, axis = np.reshape(a, -1), -1
     order = np.argsort(primal(a), axis=axis, kind="stable")
@@ -175,7 +176,8 @@ def _sort(a, axis=-1):
 @composition(np.interp)
 def _interp(x, xp, fp, left=None, right=None):
     """Linear interpolation, differentiable in x, fp, left and right (not in xp). At a knot
-    the derivative in x is the slope on its right (on the last interval at the last knot)."""
+    the derivative in x is the slope on its right (on the last interval at the last knot).
+    The result takes the operands' dtype (NumPy's computes in float64)."""
     if primal(xp) is not xp:
         raise TypeError("cyad: numpy.interp is differentiable in x and fp, not in xp")
     xp, xv = np.asarray(xp), np.asarray(primal(x))
