@@ -1187,6 +1187,12 @@ cdef class Dual:
     def mean(self, axis=None, keepdims=False):
         return _numpy(np.mean)(self, axis=axis, keepdims=keepdims)
 
+    def var(self, axis=None, ddof=0, keepdims=False):
+        return _numpy(np.var)(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, ddof=0, keepdims=False):
+        return _numpy(np.std)(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
     def cumsum(self, axis=None):
         return _numpy(np.cumsum)(self, axis=axis)
 

@@ -302,11 +302,21 @@ def test_prod_gradient_along_axis_with_zero():
 
 
 @pytest.mark.parametrize("reduce, expected", [
-    (np.max, [0.0, 1.0, 0.0, 0.0]),
-    (np.min, [1.0, 0.0, 0.0, 0.0]),
+    (np.max, [0.0, 0.5, 0.5, 0.0]),
+    (np.min, [0.5, 0.0, 0.0, 0.5]),
 ])
-def test_extremes_take_the_first_of_equal_elements(reduce, expected):
+def test_extremes_share_the_derivative_among_equal_elements(reduce, expected):
+    # np.maximum's convention (each of two equal operands gets half), as in JAX
     np.testing.assert_array_equal(cyad.gradient(reduce, np.array([1.0, 3.0, 3.0, 1.0])), expected)
+
+
+def test_extremes_along_an_axis_share_among_equal_elements_of_each_slice():
+    x = np.array([[1.0, 3.0, 5.0, 1.0], [0.0, 3.0, 2.0, 1.0]])
+    jac = cyad.jacobian(lambda x: np.max(x, axis=0), x)
+    expected = np.zeros((4, 2, 4))
+    expected[0, 0, 0] = expected[2, 0, 2] = 1.0
+    expected[1, :, 1] = expected[3, :, 3] = 0.5
+    np.testing.assert_array_equal(jac, expected)
 
 
 def test_clip_at_its_bounds_follows_the_maximum_minimum_convention():
@@ -453,11 +463,11 @@ def test_full_like_with_a_dual_fill_and_integer_dtype_raises():
 
 # -- errors ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("func", [np.sort, np.fft.fft, np.cumprod, np.argmax, np.linalg.eigh,
-                                  np.tensordot])
+@pytest.mark.parametrize("func", [np.fft.fft, np.cumprod, np.argmax, np.linalg.svd, np.median,
+                                  np.cross])
 def test_unsupported_function_raises_naming_it(func):
     with pytest.raises(TypeError, match=func.__name__):
-        cyad.jacobian(lambda x: func(x, x) if func is np.tensordot else func(x), random(3, 3))
+        cyad.jacobian(lambda x: func(x, x) if func is np.cross else func(x), random(3, 3))
 
 
 @pytest.mark.parametrize("call, function, argument", [
@@ -612,7 +622,12 @@ def test_sum_of_all_elements_rounds_like_numpy(dtype):
     for n in [1, 7, 8, 9, 127, 128, 129, 130, 300, 1000, 4097]:
         a = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)).astype(dtype)
         seen = []
-        g = cyad.gradient(lambda x: seen.append((np.sum(x), x.sum())) or seen[-1][0], a)
+
+        def both_sums(x, seen=seen):
+            seen.append((np.sum(x), x.sum()))
+            return seen[-1][0]
+
+        g = cyad.gradient(both_sums, a)
         for total in seen[0]:
             assert total.values.dtype == dtype
             assert total.values[()] == np.sum(a)

@@ -1,0 +1,147 @@
+"""The kinds of table entries, the table itself, and helpers the entries share.
+
+An entry describes one NumPy function for every engine. It is one of
+
+- ``Composition``: ``impl`` has NumPy's signature and calls other NumPy functions
+  on its arguments, whatever their array type; it holds no derivative code.
+- ``Constant``: ``impl`` runs on the values alone (shape queries, rounding): the
+  result carries no derivative.
+- ``Linear``: linear in its operands. ``bind(*args, **kwargs)`` (NumPy's names)
+  splits a call into the array operands and static parameters, normalised against
+  the operands' shapes (non-negative axes, resolved shapes); ``impl(*operands,
+  extra=0, **params)`` computes the result of operands that may carry ``extra``
+  trailing axes beyond the values' (the lanes of a tangent: an engine pushes
+  tangents through ``impl`` itself; it runs on plain ndarrays);
+  ``transpose(cotangent, shapes, **params)`` gives one cotangent per operand (its
+  adjoint, for reverse mode).
+- ``Primitive``: ``bind`` and ``impl`` as for a linear entry (``impl`` takes no
+  ``extra``); ``jvp(primals, tangents, **params)`` returns ``(out, tangent_out)``,
+  where every tangent has a LEADING axis of lanes (None for a constant operand or
+  a zero tangent) and the rule is written in NumPy operations that are themselves in
+  the table, so that it runs on an engine's arrays and composes to any order;
+  ``vjp(primals, cotangent, **params)`` returns one cotangent per operand. A
+  function of several outputs takes and returns tuples of them.
+
+Engines walk ``TABLE`` (NumPy function -> entry); ``entry.kind`` names the kind.
+"""
+import numpy as np
+
+try:
+    from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+except ImportError:  # NumPy 1.x
+    from numpy.core.multiarray import normalize_axis_index
+    from numpy.core.numeric import normalize_axis_tuple
+
+TABLE = {}
+
+
+class Entry:
+    """One NumPy function's description; the subclasses name the kind."""
+
+    kind = None
+    # whether the engine first makes the duals of several differentiations duals of one;
+    # False for a function that writes into one of its arguments
+    promote = True
+
+    def __init__(self, name, namespace):
+        self.name = name
+        for field in self.fields:
+            setattr(self, field, namespace[field])
+
+    def __repr__(self):
+        return f"<{self.kind} {self.name}>"
+
+
+class Composition(Entry):
+    kind = "composition"
+    fields = ("impl",)
+
+
+class Constant(Entry):
+    kind = "constant"
+    fields = ("impl",)
+
+
+class Linear(Entry):
+    kind = "linear"
+    fields = ("bind", "impl", "transpose")
+
+
+class Primitive(Entry):
+    kind = "primitive"
+    fields = ("bind", "impl", "jvp", "vjp")
+
+
+def _register(kind, numpy_functions, promote=True):
+    def register(definition):
+        # a function is an impl alone; a class holds bind/impl/jvp/... as plain functions
+        namespace = vars(definition) if isinstance(definition, type) else {"impl": definition}
+        entry = kind(definition.__name__.strip("_"), namespace)
+        entry.promote = promote
+        for f in numpy_functions:
+            if f in TABLE:
+                raise ValueError(f"{f} is in the table twice")
+            TABLE[f] = entry
+        return definition   # the module keeps what it defined; the table holds the entry
+    return register
+
+
+def composition(*numpy_functions, promote=True):
+    return _register(Composition, numpy_functions, promote)
+
+
+def constant(*numpy_functions):
+    return _register(Constant, numpy_functions)
+
+
+def linear(*numpy_functions):
+    return _register(Linear, numpy_functions)
+
+
+def primitive(*numpy_functions):
+    return _register(Primitive, numpy_functions)
+
+
+# -- helpers ----------------------------------------------------------------------
+
+def axes_of(axis, ndim):
+    """`axis` of a NumPy call (None: all) as a tuple of non-negative axes."""
+    return tuple(range(ndim)) if axis is None else normalize_axis_tuple(axis, ndim)
+
+
+def axis_of(axis, ndim):
+    return normalize_axis_index(axis, ndim)
+
+
+def shape_of(x):
+    return x.shape if hasattr(x, "shape") else np.shape(x)
+
+
+def ndim_of(x):
+    return x.ndim if hasattr(x, "ndim") else np.ndim(x)
+
+
+def trailing(x, extra):
+    """The shape of x's `extra` trailing axes (the lanes of a tangent)."""
+    return x.shape[x.ndim - extra:] if extra else ()
+
+
+def unbroadcast(ct, shape):
+    """The cotangent of an operand of `shape` broadcast to ct's shape: ct summed back."""
+    lead = ct.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 and ct.shape[lead + i] != 1)
+    if axes:
+        ct = np.sum(ct, axis=axes, keepdims=True)
+    return np.reshape(ct, shape)
+
+
+def lanes_padded(t, ndim):
+    """A tangent (lanes leading) with unit axes after the lanes, up to `ndim` value axes,
+    so that it broadcasts against operands of `ndim` axes."""
+    k = ndim - (t.ndim - 1)
+    return t if k <= 0 else np.reshape(t, t.shape[:1] + (1,) * k + t.shape[1:])
+
+
+def matrix_transpose(a):
+    return np.swapaxes(a, -1, -2)

@@ -1,0 +1,235 @@
+"""NumPy functions written with other NumPy functions: no derivative code of their own.
+
+Each one calls NumPy functions and ufuncs on its arguments, which dispatch back to
+the engine for its arrays; index computations that depend on values (sorting
+permutations, interpolation intervals) read the values (`primal`) and are constants.
+"""
+import numpy as np
+
+from cyad._dual import primal
+from cyad._primitives._table import axes_of, axis_of, composition, ndim_of, shape_of
+from cyad._primitives.structural import check_order
+
+# -- shape and layout -------------------------------------------------------------------
+
+@composition(np.ravel)
+def _ravel(a, order="C"):
+    check_order("ravel", order)
+    return np.reshape(a, -1, order=order)
+
+
+@composition(np.swapaxes)
+def _swapaxes(a, axis1, axis2):
+    ndim = ndim_of(a)
+    axes = list(range(ndim))
+    i, j = axis_of(axis1, ndim), axis_of(axis2, ndim)
+    axes[i], axes[j] = j, i
+    return np.transpose(a, axes)
+
+
+@composition(np.moveaxis)
+def _moveaxis(a, source, destination):
+    ndim = ndim_of(a)
+    source, destination = axes_of(source, ndim), axes_of(destination, ndim)
+    if len(source) != len(destination):
+        raise ValueError("`source` and `destination` arguments must have the same number "
+                         "of elements")
+    order = [i for i in range(ndim) if i not in source]
+    for d, s in sorted(zip(destination, source, strict=True)):
+        order.insert(d, s)
+    return np.transpose(a, order)
+
+
+@composition(np.squeeze)
+def _squeeze(a, axis=None):
+    shape = shape_of(a)
+    if axis is None:
+        axes = tuple(i for i, n in enumerate(shape) if n == 1)
+    else:
+        axes = axes_of(axis, len(shape))
+        if any(shape[i] != 1 for i in axes):
+            raise ValueError("cannot select an axis to squeeze out which has size not "
+                             "equal to one")
+    return np.reshape(a, tuple(n for i, n in enumerate(shape) if i not in axes))
+
+
+@composition(np.expand_dims)
+def _expand_dims(a, axis):
+    shape = list(shape_of(a))
+    for i in sorted(axes_of(axis, len(shape) + (1 if np.isscalar(axis) else len(axis)))):
+        shape.insert(i, 1)
+    return np.reshape(a, tuple(shape))
+
+
+def _at_least(x, ndim, plain):
+    if not hasattr(x, "ndim") or type(x) is np.ndarray:
+        return plain(x)
+    return x if x.ndim >= ndim else np.reshape(x, (1,) * (ndim - x.ndim) + x.shape)
+
+
+@composition(np.atleast_1d)
+def _atleast_1d(*arys):
+    results = [_at_least(x, 1, np.atleast_1d) for x in arys]
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+@composition(np.atleast_2d)
+def _atleast_2d(*arys):
+    results = [_at_least(x, 2, np.atleast_2d) for x in arys]
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+@composition(np.hstack)
+def _hstack(tup):
+    arrays = [np.atleast_1d(x) for x in tup]
+    return np.concatenate(arrays, 0 if arrays[0].ndim == 1 else 1)
+
+
+@composition(np.vstack)
+def _vstack(tup):
+    return np.concatenate([np.atleast_2d(x) for x in tup], 0)
+
+
+# -- reductions ------------------------------------------------------------------------------
+
+def _count(a, axis):
+    shape = shape_of(a)
+    return int(np.prod([shape[i] for i in axes_of(axis, len(shape))]))
+
+
+@composition(np.mean)
+def _mean(a, axis=None, *, keepdims=False):
+    return np.sum(a, axis, keepdims=keepdims) / _count(a, axis)
+
+
+@composition(np.var)
+def _var(a, axis=None, *, ddof=0, keepdims=False):
+    d = a - np.mean(a, axis, keepdims=True)
+    return np.sum(d * d, axis, keepdims=keepdims) / max(_count(a, axis) - ddof, 0)
+
+
+@composition(np.std)
+def _std(a, axis=None, *, ddof=0, keepdims=False):
+    """sqrt(var): at a zero variance the derivative is +inf in directions that move x
+    (sqrt's rule), 0 in those that do not."""
+    return np.sqrt(np.var(a, axis, ddof=ddof, keepdims=keepdims))
+
+
+# -- products --------------------------------------------------------------------------------
+
+@composition(np.dot)
+def _dot(a, b):
+    if ndim_of(a) == 0 or ndim_of(b) == 0:
+        return np.multiply(a, b)
+    return np.tensordot(a, b, ([ndim_of(a) - 1], [max(ndim_of(b) - 2, 0)]))
+
+
+@composition(np.inner)
+def _inner(a, b):
+    if ndim_of(a) == 0 or ndim_of(b) == 0:
+        return np.multiply(a, b)
+    return np.tensordot(a, b, ([-1], [-1]))
+
+
+@composition(np.outer)
+def _outer(a, b):
+    return np.multiply(np.reshape(a, (-1, 1)), np.reshape(b, (1, -1)))
+
+
+@composition(np.kron)
+def _kron(a, b):
+    # the outer product with a's and b's axes interleaved, each pair merged
+    sa, sb = shape_of(a), shape_of(b)
+    ndim = max(len(sa), len(sb))
+    sa, sb = (1,) * (ndim - len(sa)) + sa, (1,) * (ndim - len(sb)) + sb
+    a = np.reshape(a, tuple(n for m in sa for n in (m, 1)))
+    b = np.reshape(b, tuple(n for m in sb for n in (1, m)))
+    return np.reshape(a * b, tuple(m * n for m, n in zip(sa, sb, strict=True)))
+
+
+# -- selection and ordering --------------------------------------------------------------------
+
+@composition(np.clip)
+def _clip(a, a_min=None, a_max=None, *, min=None, max=None):
+    # through the ufuncs, so that the rule table's conventions hold (1/2 at a bound)
+    if (a_min is not None and min is not None) or (a_max is not None and max is not None):
+        raise ValueError("Passed both a_min and min, or both a_max and max; use one of each")
+    low = a_min if min is None else min
+    high = a_max if max is None else max
+    if low is None and high is None:
+        return np.copy(a)
+    result = a if low is None else np.maximum(a, low)
+    return result if high is None else np.minimum(result, high)
+
+
+@composition(np.sort)
+def _sort(a, axis=-1, kind=None, *, stable=None):
+    """The elements taken in the order of a stable sort of the values: equal elements keep
+    their order, and each takes its own derivative (where sort is not differentiable).
+    Every `kind` sorts the values alike, so the sort is stable whatever it says."""
+    if axis is None:
+        a, axis = np.reshape(a, -1), -1
+    order = np.argsort(primal(a), axis=axis, kind="stable")
+    return np.take_along_axis(a, order, axis)
+
+
+@composition(np.interp)
+def _interp(x, xp, fp, left=None, right=None):
+    """Linear interpolation, differentiable in x, fp, left and right (not in xp). At a knot
+    the derivative in x is the slope on its right (on the last interval at the last knot).
+    The result takes the operands' dtype (NumPy's computes in float64)."""
+    if primal(xp) is not xp:
+        raise TypeError("cyad: numpy.interp is differentiable in x and fp, not in xp")
+    xp, xv = np.asarray(xp), np.asarray(primal(x))
+    fp = fp if primal(fp) is not fp else np.asarray(fp)
+    i = np.clip(np.searchsorted(xp, xv, side="right"), 1, len(xp) - 1)
+    f0, f1 = fp[i - 1], fp[i]
+    inside = f0 + (x - xp[i - 1]) * ((f1 - f0) / (xp[i] - xp[i - 1]))
+    below = fp[0] if left is None else left
+    above = fp[-1] if right is None else right
+    return np.where(xv < xp[0], below, np.where(xv > xp[-1], above, inside))
+
+
+# -- norms ------------------------------------------------------------------------------------
+
+@composition(np.linalg.norm)
+def _norm(x, ord=None, axis=None, keepdims=False):
+    if axis is None and ord is not None and ndim_of(x) not in (1, 2):
+        raise ValueError("Improper number of dimensions to norm.")
+    axes = axes_of(axis, ndim_of(x))
+    if ord is None:  # the 2-norm of the flattened axes (Frobenius for two)
+        return _two_norm(x, axes, keepdims)
+    if len(axes) == 1:
+        return _vector_norm(x, ord, axes, keepdims)
+    if len(axes) == 2:
+        return _matrix_norm(x, ord, axes, keepdims)
+    raise ValueError("Improper number of dimensions to norm.")
+
+
+def _two_norm(x, axes, keepdims):
+    # sqrt's infinite slope at 0 meets a zero tangent there: the gradient at 0 is 0
+    return np.sqrt(np.sum(x * x, axes, keepdims=keepdims))
+
+
+def _vector_norm(x, ord, axes, keepdims):
+    if isinstance(ord, str):
+        raise TypeError(f"cyad: numpy.linalg.norm of vectors with ord={ord!r} is not supported")
+    if ord == 2:
+        return _two_norm(x, axes, keepdims)
+    if ord == np.inf:
+        return np.max(np.abs(x), axes, keepdims=keepdims)
+    if ord == -np.inf:
+        return np.min(np.abs(x), axes, keepdims=keepdims)
+    if ord == 0:  # the number of nonzero entries: a constant
+        count = np.sum(primal(x) != 0, axes, keepdims=keepdims)
+        return np.zeros_like(np.sum(x, axes, keepdims=keepdims)) + count
+    if ord == 1:
+        return np.sum(np.abs(x), axes, keepdims=keepdims)
+    return np.sum(np.abs(x) ** ord, axes, keepdims=keepdims) ** (1.0 / ord)
+
+
+def _matrix_norm(x, ord, axes, keepdims):
+    if ord == "fro":
+        return _two_norm(x, axes, keepdims)
+    raise TypeError(f"cyad: numpy.linalg.norm of matrices with ord={ord!r} is not supported "
+                    "(only None and 'fro')")

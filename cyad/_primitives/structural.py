@@ -1,0 +1,315 @@
+"""Linear and structural NumPy functions, each declared once with its transpose.
+
+Every ``impl`` takes operands that may carry ``extra`` trailing axes (the lanes of
+a tangent), so the same call maps values and tangents; its parameters come from
+``bind`` normalised against the values (non-negative axes, resolved shapes). An
+engine calls ``impl`` on plain ndarrays (values and tangents), so it may use their
+methods, which skip NumPy's dispatch.
+Shape queries and rounding, whose results carry no derivative, are here too.
+"""
+import numpy as np
+
+from cyad._dual import primal
+from cyad._primitives._table import (
+    axes_of,
+    axis_of,
+    constant,
+    linear,
+    ndim_of,
+    shape_of,
+    trailing,
+    unbroadcast,
+)
+
+# -- values only ------------------------------------------------------------------------
+
+
+@constant(np.shape)
+def _shape(a):
+    return np.shape(a)
+
+
+@constant(np.ndim)
+def _ndim(a):
+    return np.ndim(a)
+
+
+@constant(np.size)
+def _size(a, axis=None):
+    return np.size(a, axis)
+
+
+@constant(np.round, np.around)
+def _round(a, decimals=0):
+    """Rounded values; the derivative is zero (as for np.rint)."""
+    return np.round(a, decimals)
+
+
+# -- reductions ---------------------------------------------------------------------------
+
+@linear(np.sum)
+class _sum:
+    def bind(a, axis=None, *, keepdims=False):
+        return (a,), {"axes": axes_of(axis, ndim_of(a)), "keepdims": keepdims}
+
+    def impl(x, *, axes, keepdims, extra=0):
+        # the ufunc's reduce itself: np.sum's Python-level wrapper costs as much as the sum
+        return np.add.reduce(x, axes, keepdims=keepdims)
+
+    def transpose(ct, shapes, *, axes, keepdims):
+        shape = shapes[0]
+        if not keepdims:
+            ct = np.expand_dims(ct, axes)
+        return (np.broadcast_to(ct, shape),)
+
+
+@linear(np.cumsum)
+class _cumsum:
+    def bind(a, axis=None):
+        if axis is None:
+            return (a,), {"axis": 0, "flat": True}
+        return (a,), {"axis": axis_of(axis, ndim_of(a)), "flat": False}
+
+    def impl(x, *, axis, flat, extra=0):
+        if flat:
+            x = np.reshape(x, (-1,) + trailing(x, extra))
+        return np.cumsum(x, axis)
+
+    def transpose(ct, shapes, *, axis, flat):
+        # the sums of the cotangents from every index on: a reversed cumsum
+        r = np.flip(np.cumsum(np.flip(ct, axis), axis), axis)
+        return (np.reshape(r, shapes[0]),)
+
+
+@linear(np.diff)
+class _diff:
+    """np.diff of the concatenation of prepend, a and append (scalars spread as an edge)."""
+
+    def bind(a, n=1, axis=-1, prepend=None, append=None):
+        ndim = ndim_of(a)
+        axis = axis_of(axis, ndim)
+        edge = list(shape_of(a))
+        edge[axis] = 1
+        pieces = tuple(x for x in (prepend, a, append) if x is not None)
+        return pieces, {"n": n, "axis": axis, "edge": tuple(edge), "ndim": ndim}
+
+    def impl(*pieces, n, axis, edge, ndim, extra=0):
+        pieces = [np.broadcast_to(p, edge + trailing(p, extra)) if p.ndim - extra == 0 else p
+                  for p in pieces]
+        return np.diff(np.concatenate(pieces, axis), n, axis)
+
+    def transpose(ct, shapes, *, n, axis, edge, ndim):
+        pad = [(0, 0)] * ct.ndim
+        pad[axis] = (1, 1)
+        for _ in range(n):   # the adjoint of one difference: minus the difference of the padded
+            ct = -np.diff(np.pad(ct, pad), 1, axis)
+        result, start = [], 0
+        for shape in shapes:
+            size = 1 if len(shape) == 0 else shape[axis]
+            piece = np.take(ct, range(start, start + size), axis)
+            result.append(np.sum(piece) if len(shape) == 0 else piece)
+            start += size
+        return tuple(result)
+
+
+@linear(np.trace)
+class _trace:
+    def bind(a, offset=0, axis1=0, axis2=1):
+        ndim = ndim_of(a)
+        return (a,), {"offset": offset, "axis1": axis_of(axis1, ndim),
+                      "axis2": axis_of(axis2, ndim)}
+
+    def impl(x, *, offset, axis1, axis2, extra=0):
+        return np.trace(x, offset, axis1, axis2)
+
+    def transpose(ct, shapes, *, offset, axis1, axis2):
+        z = np.zeros(shapes[0], ct.dtype)
+        zm = np.moveaxis(z, (axis1, axis2), (-2, -1))
+        k = np.arange(max(0, min(zm.shape[-2] - max(-offset, 0), zm.shape[-1] - max(offset, 0))))
+        zm[..., k + max(-offset, 0), k + max(offset, 0)] = np.asarray(ct)[..., None]
+        return (z,)
+
+
+# -- selection ----------------------------------------------------------------------------
+
+@linear(np.where)
+class _where:
+    """np.where(condition, x, y), linear in x and y; with the condition alone, np.nonzero."""
+
+    def bind(condition, x=None, y=None):
+        condition = np.asarray(primal(condition))
+        if x is None and y is None:
+            return (), {"condition": condition}
+        if x is None or y is None:
+            raise ValueError("either both or neither of x and y should be given")
+        return (x, y), {"condition": condition}
+
+    def impl(*xy, condition, extra=0):
+        if not xy:
+            return np.nonzero(condition)
+        x, y = xy
+        return np.where(np.reshape(condition, condition.shape + (1,) * extra), x, y)
+
+    def transpose(ct, shapes, *, condition):
+        zero = np.zeros((), ct.dtype)
+        return (unbroadcast(np.where(condition, ct, zero), shapes[0]),
+                unbroadcast(np.where(condition, zero, ct), shapes[1]))
+
+
+@linear(np.take_along_axis)
+class _take_along_axis:
+    def bind(arr, indices, axis=-1):
+        indices = np.asarray(primal(indices))
+        if axis is None:
+            return (np.ravel(arr),), {"indices": indices, "axis": 0}
+        return (arr,), {"indices": indices, "axis": axis_of(axis, ndim_of(arr))}
+
+    def impl(x, *, indices, axis, extra=0):
+        return np.take_along_axis(x, np.reshape(indices, indices.shape + (1,) * extra), axis)
+
+    def transpose(ct, shapes, *, indices, axis):
+        z = np.zeros(shapes[0], ct.dtype)
+        ct = np.asarray(ct)
+        index = list(np.indices(ct.shape, sparse=True))
+        index[axis] = np.broadcast_to(indices, ct.shape)
+        np.add.at(z, tuple(index), ct)
+        return (z,)
+
+
+@linear(np.diag)
+class _diag:
+    def bind(v, k=0):
+        if ndim_of(v) not in (1, 2):
+            raise ValueError("Input must be 1- or 2-d.")
+        return (v,), {"k": k, "vector": ndim_of(v) == 1}
+
+    def impl(x, *, k, vector, extra=0):
+        if not vector:   # the diagonal k of a matrix (np.diagonal puts it last)
+            return np.moveaxis(np.diagonal(x, k, 0, 1), -1, 0)
+        n = x.shape[0]
+        z = np.zeros((n + abs(k), n + abs(k)) + x.shape[1:], x.dtype)
+        i = np.arange(n)
+        z[i + max(-k, 0), i + max(k, 0)] = x
+        return z
+
+    def transpose(ct, shapes, *, k, vector):
+        if vector:
+            return (np.diagonal(ct, k).copy(),)
+        z = np.zeros(shapes[0], ct.dtype)
+        n = len(ct)
+        i = np.arange(n)
+        z[i + max(-k, 0), i + max(k, 0)] = ct
+        return (z,)
+
+
+# -- joining --------------------------------------------------------------------------------
+
+@linear(np.concatenate)
+class _concatenate:
+    def bind(arrays, axis=0):
+        arrays = tuple(arrays)
+        if axis is None:
+            return arrays, {"axis": 0, "flat": True}
+        return arrays, {"axis": axis_of(axis, ndim_of(arrays[0])), "flat": False}
+
+    def impl(*arrays, axis, flat, extra=0):
+        if flat:
+            arrays = [np.reshape(x, (-1,) + trailing(x, extra)) for x in arrays]
+        return np.concatenate(arrays, axis)
+
+    def transpose(ct, shapes, *, axis, flat):
+        sizes = [int(np.prod(s)) if flat else s[axis] for s in shapes]
+        pieces = np.split(ct, np.cumsum(sizes)[:-1], axis)
+        return tuple(np.reshape(p, s) for p, s in zip(pieces, shapes, strict=True))
+
+
+@linear(np.stack)
+class _stack:
+    def bind(arrays, axis=0):
+        arrays = tuple(arrays)
+        return arrays, {"axis": axis_of(axis, ndim_of(arrays[0]) + 1)}
+
+    def impl(*arrays, axis, extra=0):
+        return np.stack(arrays, axis)
+
+    def transpose(ct, shapes, *, axis):
+        return tuple(np.take(ct, i, axis) for i in range(len(shapes)))
+
+
+# -- shape and layout -----------------------------------------------------------------------
+
+def check_order(function, order):
+    # order C and F reshape every lane alike; A and K depend on the memory layout
+    if order not in ("C", "F"):
+        raise TypeError(f"cyad: numpy.{function} on dual arrays supports order 'C' and 'F', "
+                        f"not {order!r}")
+
+
+@linear(np.reshape)
+class _reshape:
+    def bind(a, shape, order="C"):
+        check_order("reshape", order)
+        # a -1 stays: the lanes, trailing, leave NumPy the same axis to work out
+        return (a,), {"shape": tuple(shape) if isinstance(shape, (tuple, list)) else (shape,),
+                      "order": order}
+
+    def impl(x, *, shape, order, extra=0):
+        return x.reshape(shape + trailing(x, extra), order=order)
+
+    def transpose(ct, shapes, *, shape, order):
+        return (np.reshape(ct, shapes[0], order=order),)
+
+
+@linear(np.transpose)
+class _transpose:
+    def bind(a, axes=None):
+        ndim = ndim_of(a)
+        if axes is None:
+            return (a,), {"axes": tuple(reversed(range(ndim)))}
+        axes = tuple(axis_of(i, ndim) for i in axes)
+        if sorted(axes) != list(range(ndim)):
+            raise ValueError("axes don't match array")
+        return (a,), {"axes": axes}
+
+    def impl(x, *, axes, extra=0):
+        return x.transpose(axes + tuple(range(len(axes), x.ndim)))
+
+    def transpose(ct, shapes, *, axes):
+        return (np.transpose(ct, np.argsort(axes)),)
+
+
+@linear(np.flip)
+class _flip:
+    def bind(m, axis=None):
+        return (m,), {"axes": axes_of(axis, ndim_of(m))}
+
+    def impl(x, *, axes, extra=0):
+        return np.flip(x, axes)
+
+    def transpose(ct, shapes, *, axes):
+        return (np.flip(ct, axes),)
+
+
+@linear(np.broadcast_to)
+class _broadcast_to:
+    def bind(array, shape):
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        return (array,), {"shape": shape}
+
+    def impl(x, *, shape, extra=0):
+        return np.broadcast_to(x, shape + trailing(x, extra))
+
+    def transpose(ct, shapes, *, shape):
+        return (unbroadcast(ct, shapes[0]),)
+
+
+@linear(np.copy)
+class _copy:
+    def bind(a):
+        return (a,), {}
+
+    def impl(x, *, extra=0):
+        return x.copy()
+
+    def transpose(ct, shapes):
+        return (ct,)

@@ -1,0 +1,387 @@
+"""Every NumPy function of the primitive table, at every order, against JAX.
+
+One scenario per function (or a few, for its spellings) runs f on dual arrays and on
+JAX's arrays; every scenario is crossed with the orders: the Jacobian (first order),
+the Hessian, Hessian-vector products and the second derivative along a line (second
+order), and a derivative taken inside a derivative (nested), in float64 and float32.
+A new table entry is tested by adding its scenario: `test_every_function_has_a_scenario`
+holds every supported NumPy function to one, and `test_scenarios_call_what_they_cover`
+checks that each scenario calls the functions it names.
+"""
+import functools
+
+import numpy as np
+import pytest
+from derivative_references import assert_matches, exact_in_float32, references, seeded
+
+import cyad
+from cyad._dual_functions import HANDLED_FUNCTIONS
+
+
+class Scenario:
+    def __init__(self, name, covers, n, program, scale=1.0, shift=0.0):
+        self.name, self.covers, self.program = name, covers, program
+        self.point = exact_in_float32(shift + scale * seeded(name).standard_normal(n))
+
+    def __repr__(self):
+        return self.name
+
+
+def constant(name, *shape):
+    """A constant of the scenarios, exact in float32."""
+    return exact_in_float32(seeded(name).standard_normal(shape))
+
+
+K3 = constant("K3", 3)
+K4 = constant("K4", 4)
+K33 = constant("K33", 3, 3)
+K34 = constant("K34", 3, 4)
+K43 = constant("K43", 4, 3)
+K234 = constant("K234", 2, 3, 4)
+XP = np.linspace(-2.0, 2.0, 6)   # interpolation knots
+
+
+def c(xp, x, a):
+    """Constant a in x's dtype, as an array of xp."""
+    return xp.asarray(a, dtype=x.dtype)
+
+
+def m33(xp, x, shift=0.0):
+    """A well-conditioned 3 x 3 matrix from the first nine elements of x."""
+    return x[:9].reshape(3, 3) + shift * xp.eye(3, dtype=x.dtype)
+
+
+def spd(xp, x):
+    """A symmetric positive definite 3 x 3 matrix from x, eigenvalues well apart."""
+    a = m33(xp, x)
+    return a @ a.T + c(xp, x, np.diag([1.0, 2.5, 4.0]))
+
+
+def _like_functions(xp, x):
+    y = xp.zeros_like(x) + x * xp.ones_like(x) + xp.full_like(x, 0.5) * x * x
+    if xp is np:   # buffers written in place; JAX's arrays are immutable
+        e = np.empty_like(x)
+        np.copyto(e, x ** 3)
+        np.copyto(e, -x, where=np.arange(x.size) % 2 == 0)
+        return y + e
+    return y + xp.where(np.arange(x.size) % 2 == 0, -x, x ** 3)
+
+
+def _queries(xp, x):
+    a = x.reshape(3, 4)
+    return a * (xp.size(a) + xp.ndim(a) + xp.shape(a)[1]) + xp.round(a * 3.0) + xp.around(a, 1)
+
+
+def _interp(xp, x):
+    fp = xp.sin(x[6:12] * 0.7) + c(xp, x, XP)
+    return xp.interp(x[:6] * 0.9, c(xp, x, XP), fp) + xp.interp(x[:6], c(xp, x, XP), fp,
+                                                                left=x[0], right=-x[1])
+
+
+def _eigh(xp, x):
+    w, v = xp.linalg.eigh(spd(xp, x))
+    return w * w + xp.sum(v * v * c(xp, x, K33), axis=0)   # squares: the vectors' signs drop
+
+
+def _gaussian(xp, x):
+    s = spd(xp, x)
+    r = x[9:12] - c(xp, x, K3)
+    return -0.5 * (r @ xp.linalg.solve(s, r)) - 0.5 * xp.linalg.slogdet(s)[1]
+
+
+def _gaussian_by_cholesky(xp, x):
+    low = xp.linalg.cholesky(spd(xp, x))
+    z = xp.linalg.solve(low, x[9:12] - c(xp, x, K3))
+    return -0.5 * (z @ z) - xp.sum(xp.log(xp.abs(xp.diagonal(low))) if xp is not np
+                                   else np.log(np.abs(np.diag(low))))
+
+
+SCENARIOS = [
+    # reductions
+    Scenario("sum", [np.sum], 12, lambda xp, x: xp.sum(x.reshape(3, 4) ** 2 * c(xp, x, K34),
+                                                         axis=0)),
+    Scenario("sum-axes-keepdims", [np.sum], 12,
+             lambda xp, x: xp.sum(xp.sin(x).reshape(2, 3, 2), axis=(0, -1), keepdims=True)),
+    Scenario("mean", [np.mean], 12,
+             lambda xp, x: xp.mean(x.reshape(3, 4) * x[:4], axis=-1) + xp.mean(x ** 3)),
+    Scenario("var-std", [np.var, np.std], 12,
+             lambda xp, x: xp.var(x.reshape(3, 4) ** 2, axis=1)
+             + xp.std(x.reshape(3, 4), axis=1, ddof=1)),
+    Scenario("var-std-methods", [np.var, np.std], 12,
+             lambda xp, x: x.reshape(3, 4).var(axis=0, keepdims=True) * x.std()),
+    Scenario("prod", [np.prod], 12,
+             lambda xp, x: xp.prod(x.reshape(3, 4), axis=1) + xp.prod(x[:5])),
+    Scenario("prod-keepdims", [np.prod], 12,
+             lambda xp, x: xp.prod(x.reshape(2, 3, 2), axis=(0, 2), keepdims=True)),
+    Scenario("max-min", [np.max, np.min], 12,
+             lambda xp, x: xp.max(x.reshape(3, 4) * x[:4], axis=0)
+             - xp.min(x.reshape(3, 4) ** 3, axis=1, keepdims=True).reshape(3, 1)),
+    Scenario("amax-amin", [np.amax, np.amin], 12,
+             lambda xp, x: xp.amax(x * x) * xp.amin(xp.sin(x.reshape(2, 6)), axis=-1)),
+    Scenario("cumsum", [np.cumsum], 12,
+             lambda xp, x: xp.cumsum(x.reshape(3, 4) * x[:4], axis=0).ravel()
+             + xp.cumsum(x ** 2)),
+    Scenario("diff", [np.diff], 12,
+             lambda xp, x: xp.diff(x.reshape(3, 4) ** 2, n=2, axis=1).ravel()),
+    Scenario("diff-prepend-append", [np.diff], 12,
+             lambda xp, x: xp.diff(x.reshape(3, 4) ** 2, axis=0, prepend=0.5,
+                                   append=x[:4].reshape(1, 4) ** 3)),
+    Scenario("trace", [np.trace], 12,
+             lambda xp, x: xp.trace(m33(xp, x) @ m33(xp, x)) * xp.trace(x.reshape(3, 4), 1)),
+    # products
+    Scenario("matmul", [np.matmul], 12,
+             lambda xp, x: (x.reshape(3, 4) @ x.reshape(4, 3)) @ c(xp, x, K3)
+             + c(xp, x, K34) @ (x[:4] * x[4:8]) + x[:4] @ x[8:12]),
+    Scenario("matmul-stacked", [np.matmul], 12,
+             lambda xp, x: xp.matmul(x.reshape(2, 3, 2), xp.swapaxes(x.reshape(2, 3, 2), -1, -2))),
+    Scenario("dot-inner-outer", [np.dot, np.inner, np.outer], 12,
+             lambda xp, x: xp.dot(x.reshape(3, 4), x[:4]) * xp.inner(x[:3], x[3:6])
+             + xp.outer(x[:3], x[9:12] ** 2).sum(axis=0)),
+    Scenario("tensordot", [np.tensordot], 12,
+             lambda xp, x: xp.tensordot(x.reshape(3, 4), c(xp, x, K234), ([0, 1], [1, 2]))
+             + xp.tensordot(x.reshape(2, 3, 2), x.reshape(3, 2, 2), axes=([1, 2], [0, 1])).sum()),
+    Scenario("einsum", [np.einsum], 12,
+             lambda xp, x: xp.einsum("ij,jk->ik", x.reshape(3, 4), x.reshape(4, 3))
+             + xp.einsum("ij,ij", x.reshape(3, 4), x.reshape(3, 4) ** 2)),
+    Scenario("einsum-spellings", [np.einsum], 12,
+             lambda xp, x: xp.einsum("ii->i", m33(xp, x) @ m33(xp, x))
+             + xp.einsum("...ij,...j->...i", x.reshape(2, 2, 3)[:1, :, :].reshape(2, 3)[None],
+                         x[:3][None], optimize=True)[0, :1]
+             + xp.einsum("i,j,j", x[:3], x[3:6], x[6:9])),
+    Scenario("kron", [np.kron], 12,
+             lambda xp, x: xp.kron(x[:4].reshape(2, 2), x[4:10].reshape(2, 3))
+             + xp.sum(xp.kron(x[10:12], c(xp, x, K3)))),
+    # selection and ordering
+    Scenario("where", [np.where], 12,
+             lambda xp, x: xp.where(x > 0, x ** 2, xp.sin(x)) + xp.where(x < 0.3, 1.5, x * x)),
+    Scenario("clip", [np.clip], 12,
+             lambda xp, x: xp.clip(x, -0.5, 0.5) * x + xp.clip(x * x, None, 0.3)),
+    Scenario("sort", [np.sort], 12,
+             lambda xp, x: xp.sort(x.reshape(3, 4) ** 3, axis=1) * c(xp, x, K34)
+             + xp.sort(x * x, axis=None).reshape(3, 4)),
+    Scenario("take-along-axis", [np.take_along_axis], 12,
+             lambda xp, x: xp.take_along_axis(x.reshape(3, 4) ** 2,
+                                              np.array([[3, 0], [1, 1], [2, 0]]), axis=1)),
+    Scenario("interp", [np.interp], 12, _interp),
+    Scenario("diag", [np.diag], 12,
+             lambda xp, x: xp.diag(x[:3] ** 2) @ c(xp, x, K34)
+             + xp.diag(x.reshape(3, 4), 1)[:, None]),
+    Scenario("round-and-queries", [np.shape, np.ndim, np.size, np.round, np.around], 12,
+             _queries),
+    # joining, shape and layout
+    Scenario("concatenate-stack", [np.concatenate, np.stack], 12,
+             lambda xp, x: xp.concatenate([x.reshape(3, 4), xp.stack([x[:4] ** 2, c(xp, x, K4)])],
+                                          axis=0).ravel()[:12]
+             + xp.concatenate([x[:6].reshape(2, 3), x[6:] ** 2], axis=None)),
+    Scenario("hstack-vstack", [np.hstack, np.vstack], 12,
+             lambda xp, x: xp.vstack([x[:6], xp.hstack([x[6:9] ** 2, x[9:] * x[0]])])),
+    Scenario("atleast", [np.atleast_1d, np.atleast_2d], 12,
+             lambda xp, x: xp.atleast_2d(x[:6] ** 2) * xp.atleast_1d(xp.sum(x * x))),
+    Scenario("reshape-ravel", [np.reshape, np.ravel], 12,
+             lambda xp, x: xp.ravel(xp.reshape(x ** 2, (4, 3)), order="F")
+             * xp.reshape(x, (3, -1), order="F").ravel()),
+    Scenario("transpose-swapaxes-moveaxis", [np.transpose, np.swapaxes, np.moveaxis], 12,
+             lambda xp, x: xp.transpose(x.reshape(2, 3, 2) ** 2, (1, 0, 2))
+             + xp.swapaxes(x.reshape(2, 3, 2), 0, 1) * xp.moveaxis(x.reshape(2, 2, 3), -1, 0)),
+    Scenario("squeeze-expand-dims", [np.squeeze, np.expand_dims], 12,
+             lambda xp, x: xp.squeeze(x.reshape(3, 1, 4, 1) ** 2, axis=(1, 3))
+             * xp.expand_dims(x[:4], 0)),
+    Scenario("flip-broadcast-copy", [np.flip, np.broadcast_to, np.copy], 12,
+             lambda xp, x: xp.flip(x.reshape(3, 4), 1) * xp.broadcast_to(x[:4] ** 2, (3, 4))
+             + xp.copy(x.reshape(3, 4)) ** 3),
+    Scenario("like-copyto", [np.zeros_like, np.ones_like, np.full_like, np.empty_like,
+                             np.copyto], 12, _like_functions),
+    # linear algebra
+    Scenario("norm", [np.linalg.norm], 12,
+             lambda xp, x: xp.linalg.norm(x) * xp.linalg.norm(x.reshape(3, 4), axis=1)
+             + xp.linalg.norm(x[:4], 3) + xp.linalg.norm(x.reshape(3, 4), "fro")
+             + xp.linalg.norm(x[:4], 1) + xp.linalg.norm(x[:4], np.inf)),
+    Scenario("det", [np.linalg.det], 9, lambda xp, x: xp.linalg.det(m33(xp, x, 3.0))),
+    Scenario("det-stacked", [np.linalg.det], 12,
+             lambda xp, x: xp.linalg.det(x.reshape(3, 2, 2) + 2 * xp.eye(2, dtype=x.dtype))),
+    Scenario("slogdet", [np.linalg.slogdet], 9,
+             lambda xp, x: xp.linalg.slogdet(m33(xp, x, 3.0))[1]),
+    Scenario("inv", [np.linalg.inv], 9, lambda xp, x: xp.linalg.inv(m33(xp, x, 3.0))),
+    Scenario("solve", [np.linalg.solve], 12,
+             lambda xp, x: xp.linalg.solve(m33(xp, x, 3.0), x[9:12] ** 2)),
+    Scenario("solve-matrix-rhs", [np.linalg.solve], 12,
+             lambda xp, x: xp.linalg.solve(m33(xp, x, 3.0), c(xp, x, K34) * x[8:12])),
+    Scenario("cholesky", [np.linalg.cholesky], 9, lambda xp, x: xp.linalg.cholesky(spd(xp, x))),
+    Scenario("eigh", [np.linalg.eigh], 9, _eigh),
+    Scenario("eigvalsh", [np.linalg.eigvalsh], 9,
+             lambda xp, x: xp.linalg.eigvalsh(spd(xp, x)) ** 2),
+    Scenario("gaussian-log-likelihood", [np.linalg.solve, np.linalg.slogdet], 12, _gaussian),
+    Scenario("gaussian-log-likelihood-cholesky", [np.linalg.cholesky, np.linalg.solve], 12,
+             _gaussian_by_cholesky),
+]
+
+
+@functools.cache
+def _all_references():
+    # one JAX computation for all scenarios: compiling once costs less than once per scenario
+    found = references([(lambda xp, x, s=s: [s.program(xp, x)], s.point) for s in SCENARIOS])
+    return {s.name: r[0] for s, r in zip(SCENARIOS, found, strict=True)}
+
+
+def reference_of(scenario):
+    return _all_references()[scenario.name]
+
+
+TOLERANCES = {np.float64: dict(rtol=1e-9, atol=1e-10), np.float32: dict(rtol=2e-3, atol=2e-3)}
+DTYPES = [np.float64, np.float32]
+
+
+def weights(shape, dtype):
+    # a fixed combination of f's outputs: the scalar whose Hessian is taken
+    return np.cos(1.0 + np.arange(int(np.prod(shape)))).reshape(shape).astype(dtype)
+
+
+def directions(n, dtype):
+    rng = np.random.default_rng(n)
+    return (exact_in_float32(rng.standard_normal(n)).astype(dtype),
+            exact_in_float32(rng.standard_normal(n)).astype(dtype))
+
+
+def _scalar(scenario, w):
+    return lambda x: np.sum(scenario.program(np, x) * w)
+
+
+def _checked(actual, expected, dtype, what):
+    if isinstance(actual, np.ndarray):   # (a scalar result comes as a Python float)
+        assert actual.dtype == dtype, what
+    assert_matches(np.asarray(actual, np.float64), expected, what=what, **TOLERANCES[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=repr)
+def test_first_order(scenario, dtype):
+    ref = reference_of(scenario)
+    x = scenario.point.astype(dtype)
+    value, jac = cyad.value_and_jacobian(lambda x: scenario.program(np, x), x)
+    _checked(value, ref.value, dtype, "value")
+    _checked(jac, ref.first, dtype, "jacobian")
+
+
+# chunk 5: inner lanes padded (to 8) and a remainder chunk
+@pytest.mark.parametrize("chunk", [None, 5])
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=repr)
+def test_hessian_and_hvp(scenario, dtype, chunk):
+    ref = reference_of(scenario)
+    w = weights(ref.value.shape, dtype)
+    hessian = np.tensordot(w.astype(np.float64), ref.second, ref.value.ndim)
+    x = scenario.point.astype(dtype)
+    _, v = directions(x.size, dtype)
+    _checked(cyad.hessian(_scalar(scenario, w), x, chunk=chunk), hessian, dtype, "hessian")
+    _checked(cyad.hvp(_scalar(scenario, w), x, v, chunk=chunk), hessian @ v, dtype, "hvp")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=repr)
+def test_second_derivative_along_a_line(scenario, dtype):
+    ref = reference_of(scenario)
+    x = scenario.point.astype(dtype)
+    _, v = directions(x.size, dtype)
+    expected = np.einsum("...ij,i,j", ref.second, v.astype(np.float64), v.astype(np.float64))
+    actual = cyad.second_derivative(lambda s: scenario.program(np, x + s * v), dtype(0.0))
+    _checked(actual, expected, dtype, "second derivative")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=repr)
+def test_nested(scenario, dtype):
+    # d/ds d/dt g(x + s u + t v) = u^T H v, a derivative inside a derivative
+    ref = reference_of(scenario)
+    w = weights(ref.value.shape, dtype)
+    hessian = np.tensordot(w.astype(np.float64), ref.second, ref.value.ndim)
+    x = scenario.point.astype(dtype)
+    u, v = directions(x.size, dtype)
+    g = _scalar(scenario, w)
+
+    def inner(s):
+        return cyad.derivative(lambda t: g(x + s * u + t * v), dtype(0.0))
+
+    _checked(cyad.derivative(inner, dtype(0.0)), u @ hessian @ v, dtype, "nested")
+
+
+def test_every_function_has_a_scenario():
+    covered = {f for s in SCENARIOS for f in s.covers}
+    missing = [f.__name__ for f in HANDLED_FUNCTIONS if f not in covered]
+    assert not missing
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=repr)
+def test_scenarios_call_what_they_cover(scenario, monkeypatch):
+    called = set()
+    for f, impl in list(HANDLED_FUNCTIONS.items()):
+        def recording(*args, f=f, impl=impl, **kwargs):
+            called.add(f)
+            return impl(*args, **kwargs)
+        monkeypatch.setitem(HANDLED_FUNCTIONS, f, recording)
+    cyad.jacobian(lambda x: scenario.program(np, x), scenario.point)
+    assert not [f.__name__ for f in scenario.covers if f not in called]
+
+
+# -- where a function is not differentiable ---------------------------------------------------
+
+def test_sort_at_ties_takes_the_order_of_a_stable_sort():
+    # sorted: x[3], x[1], x[0], x[2]; the tied x[0] and x[2] keep their order
+    w = np.array([1.0, 10.0, 100.0, 1000.0])
+    grad = cyad.gradient(lambda x: np.sum(w * np.sort(x)), np.array([2.0, 1.0, 2.0, 0.0]))
+    np.testing.assert_array_equal(grad, [100.0, 10.0, 1000.0, 1.0])
+
+
+@pytest.mark.parametrize("function", [lambda a: np.linalg.eigvalsh(a),
+                                      lambda a: np.linalg.eigh(a)[0],
+                                      lambda a: np.linalg.eigh(a)[1] ** 2])
+@pytest.mark.parametrize("a", [np.diag([1.0, 2.0, 1.0]),
+                               # a rotated diag(1, 1, 2): equal eigenvalues up to rounding
+                               np.array([[1.5, 0.5, 0.0], [0.5, 1.5, 0.0], [0.0, 0.0, 1.0]])],
+                         ids=["exact", "rounded"])
+def test_eigh_at_repeated_eigenvalues_raises(function, a):
+    with pytest.raises(np.linalg.LinAlgError, match="repeated eigenvalues"):
+        cyad.jacobian(lambda x: function(x.reshape(3, 3)), a.ravel())
+    with pytest.raises(np.linalg.LinAlgError, match="repeated eigenvalues"):
+        cyad.hessian(lambda x: np.sum(function(x.reshape(3, 3))), a.ravel())
+
+
+def test_det_of_a_singular_matrix_raises():
+    with pytest.raises(np.linalg.LinAlgError):
+        cyad.gradient(lambda x: np.linalg.det(x.reshape(2, 2)), np.array([1.0, 2.0, 2.0, 4.0]))
+
+
+def test_interp_slope_at_knots_and_outside():
+    xp, fp = np.array([0.0, 1.0, 3.0]), np.array([0.0, 2.0, 3.0])
+    x = np.array([-1.0, 0.0, 1.0, 2.0, 3.0, 4.0])
+    # at a knot the slope on its right; at the last knot the last interval's; outside 0
+    np.testing.assert_array_equal(np.diag(cyad.jacobian(lambda x: np.interp(x, xp, fp), x)),
+                                  [0.0, 2.0, 0.5, 0.5, 0.5, 0.0])
+
+
+def test_interp_in_xp_is_refused():
+    with pytest.raises(TypeError, match="not in xp"):
+        cyad.gradient(lambda x: np.sum(np.interp(0.5, x, x * x)), np.array([0.0, 1.0]))
+
+
+def test_einsum_subscripts_must_be_a_string():
+    with pytest.raises(TypeError, match="subscripts as a string"):
+        cyad.gradient(lambda x: np.einsum(x, [0], [0]), np.ones(3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+def test_einsum_into_its_operand(dtype):
+    # out= an operand: the product is computed apart, then written
+    w = weights((3, 3), dtype)
+
+    def in_place(x):
+        a = x.reshape(3, 3) * 1.0
+        np.einsum("ij,jk->ik", a, np.sin(a), out=a)
+        return np.sum(w * a)
+
+    def apart(x):
+        a = x.reshape(3, 3)
+        return np.sum(w * (a @ np.sin(a)))
+
+    x = SCENARIOS[0].point[:9].astype(dtype)
+    np.testing.assert_allclose(cyad.hessian(in_place, x), cyad.hessian(apart, x), rtol=1e-6)
+    np.testing.assert_allclose(cyad.gradient(in_place, x), cyad.gradient(apart, x), rtol=1e-6)
