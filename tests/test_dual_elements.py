@@ -9,9 +9,9 @@ Whole functions written on elements are tested with the example project
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from rule_domains import points as domain_points
 
 from cyad._rule_table import APART, BINARY_RULES, UNARY_RULES
-from rule_domains import points as domain_points
 
 
 def central_difference(f, x):
@@ -93,7 +93,7 @@ def test_binary_rule_on_elements(c_hooks, name, operands):
         b_points = a_points + rng.choice([-1.0, 1.0], N) * rng.uniform(0.1, 1.0, N)
     else:
         b_points = points(b_domain, rng)
-    for a, b in zip(a_points, b_points):
+    for a, b in zip(a_points, b_points, strict=True):
         value, partials = c_hooks.binary_op(c_hooks.BINARY_OPS[name], operands, a, b, TA, TB)
         assert_allclose(value, func(a, b), **VALUE_TOL)
         assert_allclose(partials, expected_partials(func, a, b, operands), **DERIVATIVE_TOL)
@@ -171,7 +171,7 @@ def test_binary_second_derivatives(c_hooks, name):
             return np.vectorize(lambda t, s: c_hooks.binary_derivatives(op, t, s)[0][i])
         return np.vectorize(lambda t, s: c_hooks.binary_derivatives(op, s, t)[0][i])
 
-    second = np.array([c_hooks.binary_derivatives(op, s, t)[1] for s, t in zip(a, b)])
+    second = np.array([c_hooks.binary_derivatives(op, s, t)[1] for s, t in zip(a, b, strict=True)])
     daa = central_difference(lambda t: partial(0, True)(t, b), a)
     dab = central_difference(lambda t: partial(0, False)(t, a), b)
     dba = central_difference(lambda t: partial(1, True)(t, b), a)
@@ -225,11 +225,13 @@ def test_second_order_row_is_the_engines_width(c_hooks):
 def test_unary_rule_on_second_order_elements(c_hooks, name):
     op, domain = c_hooks.UNARY_OPS[name], UNARY[name][1]
     for v in points(domain, np.random.default_rng(5)):
-        first = lambda s, t: np.array(c_hooks.unary_op(op, v + s * OUTER_A, t)[1])
+        def first(s, t, v=v):
+            return np.array(c_hooks.unary_op(op, v + s * OUTER_A, t)[1])
+
         result = c_hooks.hdual_unary_op(op, (v, OUTER_A, TA, CA))
         assert_second_order(result, c_hooks.unary_op(op, v, TA)[0],
                             first(0.0, [OUTER_A, 0, 0, 0])[0], first(0.0, TA),
-                            s_difference(lambda s: first(s, TA + s * CA)), name)
+                            s_difference(lambda s, first=first: first(s, TA + s * CA)), name)
         assert result[3][3] == 0.0   # no seed in lane 3
 
 
@@ -246,8 +248,8 @@ def test_binary_rule_on_second_order_elements(c_hooks, name, operands):
     # a constant operand does not move: no outer partial
     sa = OUTER_A if operands[0] == "d" else 0.0
     sb = OUTER_B if operands[1] == "d" else 0.0
-    for u, w in zip(a_points, b_points):
-        def first(s, ta, tb):
+    for u, w in zip(a_points, b_points, strict=True):
+        def first(s, ta, tb, u=u, w=w):
             return np.array(c_hooks.binary_op(op, operands, u + s * sa, w + s * sb, ta, tb)[1])
 
         x = (u, OUTER_A, TA, CA) if operands[0] == "d" else u
@@ -256,7 +258,8 @@ def test_binary_rule_on_second_order_elements(c_hooks, name, operands):
         assert_second_order(
             result, c_hooks.binary_op(op, operands, u, w, TA, TB)[0],
             first(0.0, [OUTER_A, 0, 0, 0], [OUTER_B, 0, 0, 0])[0], first(0.0, TA, TB),
-            s_difference(lambda s: first(s, TA + s * CA, TB + s * CB)), f"{name} at {u}, {w}")
+            s_difference(lambda s, first=first: first(s, TA + s * CA, TB + s * CB)),
+            f"{name} at {u}, {w}")
 
 
 def test_shorthands_on_second_order_elements(c_hooks):
@@ -268,9 +271,11 @@ def test_shorthands_on_second_order_elements(c_hooks):
             sa = OUTER_A if operands[0] == "d" else 0.0
             sb = OUTER_B if operands[1] == "d" else 0.0
 
-            def first(s, ta, tb):
+            def first(s, ta, tb, func=func, operands=operands, sa=sa, sb=sb, u=u, w=w):
                 # the first-order partials of func at (u + s sa, w + s sb), by differences
-                at = lambda p, q: np.float64(func(p, q))
+                def at(p, q):
+                    return np.float64(func(p, q))
+
                 d_a = central_difference(lambda p: at(p, w + s * sb), np.float64(u + s * sa))
                 d_b = central_difference(lambda q: at(u + s * sa, q), np.float64(w + s * sb))
                 return (d_a * np.asarray(ta) if operands[0] == "d" else 0.0) + \
@@ -292,7 +297,7 @@ def test_shorthands_on_float_second_order_elements(c_hooks):
     doubles = c_hooks.hdual_shorthands(tuple(map(np.float64, x[:2])) + x[2:],
                                        tuple(map(np.float64, y[:2])) + y[2:], False)
     for name in SHORTHANDS:
-        for got, expected in zip(singles[name], doubles[name]):
+        for got, expected in zip(singles[name], doubles[name], strict=True):
             assert_allclose(got, expected, rtol=2e-7, atol=1e-7, err_msg=name)
             assert_array_equal(np.float32(got), got)   # rounded to float
 
