@@ -61,7 +61,7 @@ def get_include() -> str:
     """
     # The folder of the generated cyad/_rules.pxd: the installed package, or in an editable
     # install the build folder, where the build copies the other .pxd files beside it.
-    rules = os.fspath(importlib.resources.files("cyad") / "_rules.pxd")
+    rules = str(importlib.resources.files("cyad") / "_rules.pxd")
     return os.path.dirname(os.path.dirname(os.path.abspath(rules)))
 
 

@@ -38,7 +38,7 @@ from cyad._fused cimport real
 from cyad._kernels cimport (unary_chunks, binary_chunks, unary_nested, binary_nested,
                             second_order_width)
 from cyad._rules cimport UnaryOp, BinaryOp
-from cyad._rule_table import BINARY_RULES, UNARY_RULES
+from cyad import _rule_table
 
 cnp.import_array()
 
@@ -249,9 +249,9 @@ cdef inline bint _fp_flags_raised() noexcept nogil:
 # The ufunc of a rule, for those second computations: the first one the rule table lists
 # for it; for x**y (and its variants) the operator, as NumPy's arrays compute it (x**2 as
 # np.square, which names its warnings).
-_UFUNC_OF_UNARY = {op: getattr(np, rule.ufuncs[0]) for op, rule in enumerate(UNARY_RULES)
+_UFUNC_OF_UNARY = {op: getattr(np, rule.ufuncs[0]) for op, rule in enumerate(_rule_table.UNARY_RULES)
                    if rule.ufuncs}
-_UFUNC_OF_BINARY = {op: getattr(np, rule.ufuncs[0]) for op, rule in enumerate(BINARY_RULES)
+_UFUNC_OF_BINARY = {op: getattr(np, rule.ufuncs[0]) for op, rule in enumerate(_rule_table.BINARY_RULES)
                     if rule.ufuncs}
 for _op in (BinaryOp.POWER, BinaryOp.POWER_CONST_EXPONENT, BinaryOp.POWER_CONST_BASE):
     _UFUNC_OF_BINARY[_op] = operator.pow
@@ -837,9 +837,9 @@ cdef real _pairwise_sum(const real* a, Py_ssize_t n) noexcept nogil:
 # Every ufunc of the rule table (cyad._rule_table) to its rule's op: its position in the
 # table, as in the generated UnaryOp and BinaryOp. np.power and np.float_power go through
 # `power`, which picks the rule or a variant of it by the operand that is constant.
-_UNARY_UFUNCS = {getattr(np, name): op for op, rule in enumerate(UNARY_RULES)
+_UNARY_UFUNCS = {getattr(np, name): op for op, rule in enumerate(_rule_table.UNARY_RULES)
                  for name in rule.ufuncs}
-_BINARY_UFUNCS = {getattr(np, name): op for op, rule in enumerate(BINARY_RULES)
+_BINARY_UFUNCS = {getattr(np, name): op for op, rule in enumerate(_rule_table.BINARY_RULES)
                   for name in rule.ufuncs if op != BinaryOp.POWER}
 
 # ufuncs whose result carries no derivative: they read the values only

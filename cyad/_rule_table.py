@@ -4,7 +4,7 @@ Every elementary function cyad differentiates is defined here, once: its value, 
 derivative(s) and its second derivative(s) at a point, in double precision, as C expressions,
 and where the tests check it. The build turns the table into the Cython rule code
 (`cyad/_rules.pxd`, generated from the template `cyad/_rules.pxd.tp` by
-`cyad/_build_utils/generate_rules.py`): the enums `UnaryOp` and `BinaryOp` (the members
+`tools/generate_rules.py`): the enums `UnaryOp` and `BinaryOp` (the members
 in the order of the table, named by the rule's name in capitals) and the dispatch
 functions `unary_rule`, `binary_rule` (the first column), `unary_second` and
 `binary_second` (the second column). Every path - the dual arrays handed to Python
@@ -31,12 +31,14 @@ other operand is a constant (`constant` names it): they compute only the partial
 is read, and have no ufunc of their own (`variant_of` names the rule they stand for).
 
 Adding an elementary operation is one entry in UNARY_RULES or BINARY_RULES, with its
-test domain: nothing else. The ufunc maps of the dual arrays, the Cython code, and the
+test domain. The ufunc maps of the dual arrays, the Cython code, and the
 tests of its value and derivatives (first and second order, float64 and float32, every
-chunk width, aliased operands, random programs) all enumerate the table. A helper
-function it needs goes into `cyad/_rule_helpers.pxd`. Append new entries to the end of
-their list: the op codes (`UnaryOp.X`, `BinaryOp.X`) are their positions, and compiled
-code outside cyad holds them.
+chunk width, aliased operands, random programs) all enumerate the table. What else to
+know: append the entry to the end of its list (the op codes `UnaryOp.X`, `BinaryOp.X`
+are the positions, and compiled code outside cyad holds them); a helper function the
+rule needs goes into `cyad/_rule_helpers.pxd`; the aliasing and random-program tests
+take their JAX reference from the jax.numpy function of the ufunc's name, which has to
+exist.
 
 Conventions where a function is not differentiable:
   abs, sign-like kinks    abs'(0) = 0 (the midpoint of the subgradient [-1, 1]);

@@ -227,13 +227,22 @@ def two_argument(program):
 # -- generation --------------------------------------------------------------------------
 
 def _affine_into(values, target, rng):
-    """scale and shift (exact in float32) that map `values` into the open interval `target`."""
+    """scale and shift (exact in float32) that map `values` into the open interval `target`.
+
+    Values spread over an interval go to its middle; a single value goes to a random point
+    of the interval's middle half, not to its middle: where that is 0, the shifted value
+    would be only the rounding residual of the shift, and a rule that is ill-conditioned at
+    0 (hypot at the origin) would turn rounding differences into different derivatives.
+    """
     low, high = target
     spread = np.ptp(values) if np.ndim(values) else 0.0
     scale = min(1.0, 0.8 * (high - low) / spread) if spread > 0 else 1.0
     scale = exact_in_float32(scale * rng.choice([-1.0, 1.0]))
     center = (np.max(values) + np.min(values)) / 2
-    return scale, exact_in_float32((low + high) / 2 - scale * center)
+    middle = (low + high) / 2
+    if spread == 0:
+        middle += rng.uniform(-0.25, 0.25) * (high - low)
+    return scale, exact_in_float32(middle - scale * center)
 
 
 class Builder:

@@ -15,13 +15,14 @@ from cyad import _dual
 from cyad import _rule_table as table
 from cyad._dual_functions import HANDLED_FUNCTIONS
 
-SOURCE = pathlib.Path(__file__).resolve().parents[1] / "cyad"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "cyad"
 NAMED_DOMAINS = {table.NONZERO, table.INTEGER, table.BETWEEN_STEPS, table.APART}
 RULES = [(1, rule) for rule in table.UNARY_RULES] + [(2, rule) for rule in table.BINARY_RULES]
 
 
 def generator():
-    path = SOURCE / "_build_utils" / "generate_rules.py"
+    path = ROOT / "tools" / "generate_rules.py"
     spec = importlib.util.spec_from_file_location("generate_rules", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
