@@ -29,7 +29,6 @@ import numpy as np
 cimport numpy as cnp
 from cpython.float cimport PyFloat_CheckExact
 from cpython.long cimport PyLong_CheckExact
-from cpython.object cimport PyObject
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.math cimport isinf
 from libc.string cimport memcpy, memmove
@@ -249,10 +248,10 @@ cdef inline bint _fp_flags_raised() noexcept nogil:
 # The ufunc of a rule, for those second computations: the first one the rule table lists
 # for it; for x**y (and its variants) the operator, as NumPy's arrays compute it (x**2 as
 # np.square, which names its warnings).
-_UFUNC_OF_UNARY = {op: getattr(np, rule.ufuncs[0]) for op, rule in enumerate(_rule_table.UNARY_RULES)
-                   if rule.ufuncs}
-_UFUNC_OF_BINARY = {op: getattr(np, rule.ufuncs[0]) for op, rule in enumerate(_rule_table.BINARY_RULES)
-                    if rule.ufuncs}
+_UFUNC_OF_UNARY = {op: getattr(np, rule.ufuncs[0])
+                   for op, rule in enumerate(_rule_table.UNARY_RULES) if rule.ufuncs}
+_UFUNC_OF_BINARY = {op: getattr(np, rule.ufuncs[0])
+                    for op, rule in enumerate(_rule_table.BINARY_RULES) if rule.ufuncs}
 for _op in (BinaryOp.POWER, BinaryOp.POWER_CONST_EXPONENT, BinaryOp.POWER_CONST_BASE):
     _UFUNC_OF_BINARY[_op] = operator.pow
 del _op
@@ -303,10 +302,12 @@ cdef Dual _target(object out, tuple shape, object dtype, Dual like, tuple operan
         return _empty_like_result(shape, dtype, like)
     if not isinstance(out, Dual):
         raise TypeError("cyad: the result of an operation on dual arrays must go into a dual "
-                        "array, not a plain ndarray (the derivative would be lost). " + _CONVERSION_HINT)
+                        "array, not a plain ndarray (the derivative would be lost). "
+                        + _CONVERSION_HINT)
     o = <Dual>out
     if (<object>o.values).shape != shape:
-        raise ValueError(f"cyad: output of shape {(<object>o.values).shape} cannot hold a result of shape {shape}")
+        raise ValueError(f"cyad: output of shape {(<object>o.values).shape} cannot hold a "
+                         f"result of shape {shape}")
     if (o.tag is like.tag and o.values.dtype == dtype and _contiguous(o)
             and not _overlaps(o, operands)):
         return o
@@ -685,7 +686,7 @@ cdef enum:
 
 cdef object matmul(object a, object b):
     """a @ b; a constant matrix times a dual vector (A @ x) without any NumPy-level call."""
-    cdef Dual d, y
+    cdef Dual d
     if (type(b) is Dual and cnp.PyArray_CheckExact(a) and cnp.PyArray_NDIM(<cnp.ndarray>a) == 2
             and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)):
         d = <Dual>b
@@ -964,7 +965,8 @@ cdef class Dual:
                         "in cyad's rule table)")
 
     def __array_function__(self, func, types, args, kwargs):
-        if func is _np_sum and not kwargs and len(args) == 1 and args[0] is self and _contiguous(self):
+        if (func is _np_sum and not kwargs and len(args) == 1 and args[0] is self
+                and _contiguous(self)):
             return sum_all(self)
         impl = _handled_functions().get(func)
         if impl is None:
