@@ -2,12 +2,11 @@
 
 The examples in the docstrings assume ``import numpy as np`` and ``import cyad``.
 """
+import importlib.resources
 import os
 
 from cyad._core import Prep, default_chunk
 from cyad._dual import Dual
-from cyad._wrapper import FunctionError, FunctionWrapper
-from cyad.profiling import Profile, allocations_per_call, profile
 from cyad._operators import (
     derivative,
     gradient,
@@ -31,6 +30,8 @@ from cyad._operators import (
     value_derivative_and_second_derivative,
     value_gradient_and_hessian,
 )
+from cyad._wrapper import FunctionError, FunctionWrapper
+from cyad.profiling import Profile, allocations_per_call, profile
 
 # A prep serves its whole operator family, so value_and_* share their prepare function.
 prepare_value_and_pushforward = prepare_pushforward
@@ -58,7 +59,10 @@ def get_include() -> str:
     >>> os.path.isfile(os.path.join(cyad.get_include(), "cyad", "__init__.pxd"))
     True
     """
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # The folder of the generated cyad/_rules.pxd: the installed package, or in an editable
+    # install the build folder, where the build copies the other .pxd files beside it.
+    rules = str(importlib.resources.files("cyad") / "_rules.pxd")
+    return os.path.dirname(os.path.dirname(os.path.abspath(rules)))
 
 
 __all__ = [

@@ -29,7 +29,6 @@ import numpy as np
 cimport numpy as cnp
 from cpython.float cimport PyFloat_CheckExact
 from cpython.long cimport PyLong_CheckExact
-from cpython.object cimport PyObject
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.math cimport isinf
 from libc.string cimport memcpy, memmove
@@ -38,6 +37,7 @@ from cyad._fused cimport real
 from cyad._kernels cimport (unary_chunks, binary_chunks, unary_nested, binary_nested,
                             second_order_width)
 from cyad._rules cimport UnaryOp, BinaryOp
+from cyad import _rule_table
 
 cnp.import_array()
 
@@ -245,10 +245,16 @@ cdef inline bint _fp_flags_raised() noexcept nogil:
     return fetestexcept(_FP_FLAGS) != 0
 
 
-# The ufunc of a rule, for those second computations: the first one the ufunc table
-# lists for it (filled in below the table), or the operator.
-_UFUNC_OF_UNARY = {}
-_UFUNC_OF_BINARY = {}
+# The ufunc of a rule, for those second computations: the first one the rule table lists
+# for it; for x**y (and its variants) the operator, as NumPy's arrays compute it (x**2 as
+# np.square, which names its warnings).
+_UFUNC_OF_UNARY = {op: getattr(np, rule.ufuncs[0])
+                   for op, rule in enumerate(_rule_table.UNARY_RULES) if rule.ufuncs}
+_UFUNC_OF_BINARY = {op: getattr(np, rule.ufuncs[0])
+                    for op, rule in enumerate(_rule_table.BINARY_RULES) if rule.ufuncs}
+for _op in (BinaryOp.POWER, BinaryOp.POWER_CONST_EXPONENT, BinaryOp.POWER_CONST_BASE):
+    _UFUNC_OF_BINARY[_op] = operator.pow
+del _op
 
 
 # -- the elementwise operations -------------------------------------------------
@@ -296,10 +302,12 @@ cdef Dual _target(object out, tuple shape, object dtype, Dual like, tuple operan
         return _empty_like_result(shape, dtype, like)
     if not isinstance(out, Dual):
         raise TypeError("cyad: the result of an operation on dual arrays must go into a dual "
-                        "array, not a plain ndarray (the derivative would be lost). " + _CONVERSION_HINT)
+                        "array, not a plain ndarray (the derivative would be lost). "
+                        + _CONVERSION_HINT)
     o = <Dual>out
     if (<object>o.values).shape != shape:
-        raise ValueError(f"cyad: output of shape {(<object>o.values).shape} cannot hold a result of shape {shape}")
+        raise ValueError(f"cyad: output of shape {(<object>o.values).shape} cannot hold a "
+                         f"result of shape {shape}")
     if (o.tag is like.tag and o.values.dtype == dtype and _contiguous(o)
             and not _overlaps(o, operands)):
         return o
@@ -678,7 +686,7 @@ cdef enum:
 
 cdef object matmul(object a, object b):
     """a @ b; a constant matrix times a dual vector (A @ x) without any NumPy-level call."""
-    cdef Dual d, y
+    cdef Dual d
     if (type(b) is Dual and cnp.PyArray_CheckExact(a) and cnp.PyArray_NDIM(<cnp.ndarray>a) == 2
             and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)):
         d = <Dual>b
@@ -827,40 +835,13 @@ cdef real _pairwise_sum(const real* a, Py_ssize_t n) noexcept nogil:
 
 # -- ufunc table ----------------------------------------------------------------
 
-_UNARY_UFUNCS = {
-    np.negative: UnaryOp.NEGATIVE, np.positive: UnaryOp.POSITIVE, np.conjugate: UnaryOp.POSITIVE,
-    np.absolute: UnaryOp.ABSOLUTE, np.fabs: UnaryOp.ABSOLUTE,
-    np.sqrt: UnaryOp.SQRT, np.cbrt: UnaryOp.CBRT, np.square: UnaryOp.SQUARE,
-    np.reciprocal: UnaryOp.RECIPROCAL,
-    np.exp: UnaryOp.EXP, np.exp2: UnaryOp.EXP2, np.expm1: UnaryOp.EXPM1,
-    np.log: UnaryOp.LOG, np.log2: UnaryOp.LOG2, np.log10: UnaryOp.LOG10, np.log1p: UnaryOp.LOG1P,
-    np.sin: UnaryOp.SIN, np.cos: UnaryOp.COS, np.tan: UnaryOp.TAN,
-    np.arcsin: UnaryOp.ARCSIN, np.arccos: UnaryOp.ARCCOS, np.arctan: UnaryOp.ARCTAN,
-    np.sinh: UnaryOp.SINH, np.cosh: UnaryOp.COSH, np.tanh: UnaryOp.TANH,
-    np.arcsinh: UnaryOp.ARCSINH, np.arccosh: UnaryOp.ARCCOSH, np.arctanh: UnaryOp.ARCTANH,
-    np.deg2rad: UnaryOp.DEG2RAD, np.radians: UnaryOp.DEG2RAD,
-    np.rad2deg: UnaryOp.RAD2DEG, np.degrees: UnaryOp.RAD2DEG,
-    np.sign: UnaryOp.SIGN, np.floor: UnaryOp.FLOOR, np.ceil: UnaryOp.CEIL,
-    np.rint: UnaryOp.RINT, np.trunc: UnaryOp.TRUNC,
-}
-
-_BINARY_UFUNCS = {
-    np.add: BinaryOp.ADD, np.subtract: BinaryOp.SUBTRACT, np.multiply: BinaryOp.MULTIPLY,
-    np.true_divide: BinaryOp.DIVIDE,
-    np.arctan2: BinaryOp.ARCTAN2, np.hypot: BinaryOp.HYPOT,
-    np.maximum: BinaryOp.MAXIMUM, np.minimum: BinaryOp.MINIMUM,
-    np.fmax: BinaryOp.FMAX, np.fmin: BinaryOp.FMIN,
-    np.logaddexp: BinaryOp.LOGADDEXP, np.logaddexp2: BinaryOp.LOGADDEXP2,
-}
-
-for _ufunc, _op in reversed(_UNARY_UFUNCS.items()):
-    _UFUNC_OF_UNARY[_op] = _ufunc
-for _ufunc, _op in reversed(_BINARY_UFUNCS.items()):
-    _UFUNC_OF_BINARY[_op] = _ufunc
-for _op in (BinaryOp.POWER, BinaryOp.POWER_CONST_EXPONENT, BinaryOp.POWER_CONST_BASE):
-    # `**`, as NumPy's arrays compute it (x**2 as np.square, which names its warnings)
-    _UFUNC_OF_BINARY[_op] = operator.pow
-del _ufunc, _op
+# Every ufunc of the rule table (cyad._rule_table) to its rule's op: its position in the
+# table, as in the generated UnaryOp and BinaryOp. np.power and np.float_power go through
+# `power`, which picks the rule or a variant of it by the operand that is constant.
+_UNARY_UFUNCS = {getattr(np, name): op for op, rule in enumerate(_rule_table.UNARY_RULES)
+                 for name in rule.ufuncs}
+_BINARY_UFUNCS = {getattr(np, name): op for op, rule in enumerate(_rule_table.BINARY_RULES)
+                  for name in rule.ufuncs if op != BinaryOp.POWER}
 
 # ufuncs whose result carries no derivative: they read the values only
 _VALUE_UFUNCS = {
@@ -984,7 +965,8 @@ cdef class Dual:
                         "in cyad's rule table)")
 
     def __array_function__(self, func, types, args, kwargs):
-        if func is _np_sum and not kwargs and len(args) == 1 and args[0] is self and _contiguous(self):
+        if (func is _np_sum and not kwargs and len(args) == 1 and args[0] is self
+                and _contiguous(self)):
             return sum_all(self)
         impl = _handled_functions().get(func)
         if impl is None:

@@ -2,6 +2,8 @@
 # cyad's dual elements and its nogil entry points from C.
 import numpy as np
 
+from cyad._rule_table import BINARY_RULES, UNARY_RULES
+
 cimport cyad
 from cyad.dual cimport *
 from cyad._rules cimport unary_rule, binary_rule, unary_second, binary_second
@@ -11,7 +13,9 @@ from cyad._rules cimport unary_rule, binary_rule, unary_second, binary_second
 
 cdef extern from *:
     """
-    static int cyad_test_arrive(int *count) { return __atomic_add_fetch(count, 1, __ATOMIC_SEQ_CST); }
+    static int cyad_test_arrive(int *count) {
+        return __atomic_add_fetch(count, 1, __ATOMIC_SEQ_CST);
+    }
     static int cyad_test_count(int *count) { return __atomic_load_n(count, __ATOMIC_SEQ_CST); }
     """
     int cyad_test_arrive(int* count) nogil
@@ -22,10 +26,10 @@ cdef int copy_when(int* arrival, int* waited, int target, const double* x, const
                    double* y, double* dy, Py_ssize_t n_x, Py_ssize_t width) noexcept nogil:
     # y = x once `waited` reaches `target`: counts itself in `arrival` first, then waits
     # (a bounded spin); status 1 if it never does
-    cdef long spin
+    cdef long _spin
     cdef Py_ssize_t i
     cyad_test_arrive(arrival)
-    for spin in range(4_000_000_000):
+    for _spin in range(4_000_000_000):
         if cyad_test_count(waited) >= target:
             break
     else:
@@ -127,28 +131,10 @@ def gradient_without_gil_float32(prep, float[::1] x):
 # -- dual elements ---------------------------------------------------------------------------
 
 
-# Every op of the rule table, by its enumerator's name in lower case.
-UNARY_OPS = dict(
-    negative=UnaryOp.NEGATIVE, positive=UnaryOp.POSITIVE, absolute=UnaryOp.ABSOLUTE,
-    sqrt=UnaryOp.SQRT, cbrt=UnaryOp.CBRT, square=UnaryOp.SQUARE, reciprocal=UnaryOp.RECIPROCAL,
-    exp=UnaryOp.EXP, exp2=UnaryOp.EXP2, expm1=UnaryOp.EXPM1, log=UnaryOp.LOG,
-    log2=UnaryOp.LOG2, log10=UnaryOp.LOG10, log1p=UnaryOp.LOG1P,
-    sin=UnaryOp.SIN, cos=UnaryOp.COS, tan=UnaryOp.TAN,
-    arcsin=UnaryOp.ARCSIN, arccos=UnaryOp.ARCCOS, arctan=UnaryOp.ARCTAN,
-    sinh=UnaryOp.SINH, cosh=UnaryOp.COSH, tanh=UnaryOp.TANH,
-    arcsinh=UnaryOp.ARCSINH, arccosh=UnaryOp.ARCCOSH, arctanh=UnaryOp.ARCTANH,
-    deg2rad=UnaryOp.DEG2RAD, rad2deg=UnaryOp.RAD2DEG, sign=UnaryOp.SIGN,
-    floor=UnaryOp.FLOOR, ceil=UnaryOp.CEIL, rint=UnaryOp.RINT, trunc=UnaryOp.TRUNC,
-)
-BINARY_OPS = dict(
-    add=BinaryOp.ADD, subtract=BinaryOp.SUBTRACT, multiply=BinaryOp.MULTIPLY,
-    divide=BinaryOp.DIVIDE, power=BinaryOp.POWER,
-    power_const_exponent=BinaryOp.POWER_CONST_EXPONENT,
-    power_const_base=BinaryOp.POWER_CONST_BASE,
-    arctan2=BinaryOp.ARCTAN2, hypot=BinaryOp.HYPOT, maximum=BinaryOp.MAXIMUM,
-    minimum=BinaryOp.MINIMUM, fmax=BinaryOp.FMAX, fmin=BinaryOp.FMIN,
-    logaddexp=BinaryOp.LOGADDEXP, logaddexp2=BinaryOp.LOGADDEXP2,
-)
+# Every op of the rule table, by its rule's name: its position in the table, as in the
+# generated enums UnaryOp and BinaryOp.
+UNARY_OPS = {rule.name: op for op, rule in enumerate(UNARY_RULES)}
+BINARY_OPS = {rule.name: op for op, rule in enumerate(BINARY_RULES)}
 
 
 cdef dual4 element(double v, tangent):

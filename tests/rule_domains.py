@@ -1,69 +1,27 @@
-"""Where each elementwise rule is tested: one domain per NumPy ufunc cyad differentiates.
+"""Where each elementwise rule is tested: the test domains of the rule table, by NumPy ufunc.
 
-A domain keeps the points inside the function's real domain and away from the places
-where it is not differentiable (the jumps of sign, floor, ceil, rint and trunc, the
-kink of abs at 0, the ties of maximum and minimum), so that a derivative there is
-the derivative of the function and a finite difference around it is meaningful.
-A test checks that every ufunc of cyad's rule tables has an entry here.
+The domains live in the rule table (cyad/_rule_table.py, which says what they promise);
+this module lists the table's ufuncs with their rules' domains, and draws points from them.
 """
 import operator
 
 import numpy as np
 
-from cyad._dual import _BINARY_UFUNCS, _UNARY_UFUNCS
+from cyad import _rule_table as table
+from cyad._rule_table import APART, BETWEEN_STEPS, INTEGER, NONZERO
 
-# the elementwise rules cyad differentiates: its tables of unary and binary ufuncs, and
-# power and float_power (dispatched outside the binary table, by which operand is constant)
-UNARY_RULES = list(_UNARY_UFUNCS)
-BINARY_RULES = list(_BINARY_UFUNCS) + [np.power, np.float_power]
+# Every ufunc of the rule table (np.power and np.float_power among the binary ones), with
+# the test domain of its rule: one for a unary rule, (of a, of b) for a binary one
+UNARY_DOMAINS = {getattr(np, name): rule.domain for rule in table.UNARY_RULES
+                 for name in rule.ufuncs}
+BINARY_DOMAINS = {getattr(np, name): rule.domain for rule in table.BINARY_RULES
+                  for name in rule.ufuncs}
+UNARY_RULES = list(UNARY_DOMAINS)
+BINARY_RULES = list(BINARY_DOMAINS)
 # the rules NumPy has an in-place operator for
 IN_PLACE_OPERATORS = {np.add: operator.iadd, np.subtract: operator.isub,
                       np.multiply: operator.imul, np.true_divide: operator.itruediv,
                       np.power: operator.ipow}
-
-ANY = (-3.0, 3.0)
-POSITIVE = (0.1, 5.0)
-ABOVE_ONE = (1.05, 5.0)
-OPEN_UNIT = (-0.9, 0.9)
-NEGATIVE = (-3.0, -0.2)
-NONZERO = "nonzero"                # +-(0.2, 3)
-INTEGER = "integer"                # integers in [-3, 3]
-# k + (0.1, 0.4) for integers k in [-3, 2]: at least 0.1 from every integer and every
-# half-integer (the jumps of floor, ceil and trunc, and of rint)
-BETWEEN_STEPS = "between-steps"
-# a second operand of maximum and minimum: every b at least 0.1 from every a, and the
-# a at least 0.2 from each other, so that no comparison of any two operand elements ties
-APART = "apart"
-
-UNARY_DOMAINS = {
-    np.negative: ANY, np.positive: ANY, np.conjugate: ANY,
-    np.absolute: NONZERO, np.fabs: NONZERO,
-    np.sqrt: POSITIVE, np.cbrt: NONZERO, np.square: ANY, np.reciprocal: NONZERO,
-    np.exp: ANY, np.exp2: ANY, np.expm1: ANY,
-    np.log: POSITIVE, np.log2: POSITIVE, np.log10: POSITIVE, np.log1p: (-0.9, 4.0),
-    np.sin: ANY, np.cos: ANY, np.tan: (-1.4, 1.4),
-    np.arcsin: OPEN_UNIT, np.arccos: OPEN_UNIT, np.arctan: ANY,
-    np.sinh: ANY, np.cosh: ANY, np.tanh: ANY,
-    np.arcsinh: ANY, np.arccosh: ABOVE_ONE, np.arctanh: OPEN_UNIT,
-    np.deg2rad: (-200.0, 200.0), np.radians: (-200.0, 200.0),
-    np.rad2deg: ANY, np.degrees: ANY,
-    np.sign: NONZERO, np.floor: BETWEEN_STEPS, np.ceil: BETWEEN_STEPS,
-    np.rint: BETWEEN_STEPS, np.trunc: BETWEEN_STEPS,
-}
-
-# (domain of the first operand, domain of the second)
-BINARY_DOMAINS = {
-    np.add: (ANY, ANY), np.subtract: (ANY, ANY), np.multiply: (ANY, ANY),
-    np.true_divide: (ANY, NONZERO),
-    np.power: ((0.2, 3.0), (-2.5, 2.5)), np.float_power: ((0.2, 3.0), (-2.5, 2.5)),
-    # the first operand (y) away from 0: no difference crosses the branch cut of arctan2(y, x < 0)
-    np.arctan2: (NONZERO, ANY),
-    np.hypot: (ANY, ANY),
-    np.maximum: (ANY, APART), np.minimum: (ANY, APART),
-    np.fmax: (ANY, APART), np.fmin: (ANY, APART),
-    np.logaddexp: (ANY, ANY), np.logaddexp2: (ANY, ANY),
-}
-
 
 def points(domain, rng, n):
     """n points of a one-operand domain."""

@@ -1,0 +1,90 @@
+# Helper functions of the rule table (cyad/_rule_table.py), for the generated rule code
+# (cyad/_rules.pxd, which cimports them all): the parts of a rule that do not fit one
+# expression, and `careful_product`, with which every path multiplies a derivative
+# coefficient by a tangent.
+
+# cython: cdivision=True
+# Inline functions are compiled into every module that cimports them; the directive
+# keeps their divisions plain C divisions (IEEE inf and nan) whatever that module's.
+
+from libc.math cimport exp, exp2, log, log1p, pow, fabs, isnan, M_LN2
+
+
+cdef inline double careful_product(double d, double p) noexcept nogil:
+    # d * p for a derivative coefficient d and a tangent p; a zero tangent gives 0
+    # even where d is infinite or NaN
+    return 0.0 if p == 0.0 else d * p
+
+
+cdef inline double _sign(double x) noexcept nogil:
+    if isnan(x):
+        return x
+    return (x > 0) - (x < 0)
+
+
+cdef inline double _pow_da(double a, double b) noexcept nogil:
+    return 0.0 if b == 0.0 else b * pow(a, b - 1.0)
+
+cdef inline double _pow_const(double a, double b, double* da) noexcept nogil:
+    # a**b and d/da for a constant exponent: small integers as products (exact and
+    # without two pow calls), the rest through _pow_da
+    if b == 2.0:
+        da[0] = 2.0 * a
+        return a * a
+    if b == 3.0:
+        da[0] = 3.0 * a * a
+        return a * a * a
+    if b == 1.0:
+        da[0] = 1.0
+        return a
+    da[0] = _pow_da(a, b)
+    return pow(a, b)
+
+cdef inline double _pow_db(double a, double b, double v) noexcept nogil:
+    return 0.0 if (a == 0.0 and b > 0.0) else log(a) * v
+
+cdef inline double _pow_daa(double a, double b) noexcept nogil:
+    return 0.0 if (b == 0.0 or b == 1.0) else b * (b - 1.0) * pow(a, b - 2.0)
+
+cdef inline double _pow_dab(double a, double b) noexcept nogil:
+    # d/db (b a**(b-1)) = a**(b-1) (1 + b log a), with its limit 0 at a = 0 for b > 1
+    return 0.0 if (a == 0.0 and b > 1.0) else pow(a, b - 1.0) * (1.0 + b * log(a))
+
+cdef inline double _pow_dbb(double a, double b, double v) noexcept nogil:
+    return 0.0 if (a == 0.0 and b > 0.0) else log(a) * log(a) * v
+
+cdef inline double _max_share(double a, double b) noexcept nogil:
+    # d maximum(a, b) / da; a NaN operand is the one that propagates
+    if a > b or isnan(a):
+        return 1.0
+    if a < b or isnan(b):
+        return 0.0
+    return 0.5
+
+cdef inline double _min_share(double a, double b) noexcept nogil:
+    # d minimum(a, b) / da
+    if a < b or isnan(a):
+        return 1.0
+    if a > b or isnan(b):
+        return 0.0
+    return 0.5
+
+cdef inline double _fmax_share(double a, double b) noexcept nogil:
+    # d fmax(a, b) / da; fmax ignores a NaN operand
+    return 0.0 if isnan(a) else (1.0 if isnan(b) else _max_share(a, b))
+
+cdef inline double _fmin_share(double a, double b) noexcept nogil:
+    return 0.0 if isnan(a) else (1.0 if isnan(b) else _min_share(a, b))
+
+cdef inline double _pick(double a, double b, double share) noexcept nogil:
+    return a if share >= 0.5 else b
+
+cdef inline double _logaddexp(double a, double b) noexcept nogil:
+    if a == b:
+        return a + M_LN2
+    return (a if a > b else b) + log1p(exp(-fabs(a - b)))
+
+cdef inline double _logaddexp2(double a, double b) noexcept nogil:
+    if a == b:
+        return a + 1.0
+    return (a if a > b else b) + log1p(exp2(-fabs(a - b))) / M_LN2

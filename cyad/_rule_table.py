@@ -1,0 +1,195 @@
+"""The one table of elementary derivative rules.
+
+Every elementary function cyad differentiates is defined here, once: its value, its first
+derivative(s) and its second derivative(s) at a point, in double precision, as C expressions,
+and where the tests check it. The build turns the table into the Cython rule code
+(`cyad/_rules.pxd`, generated from the template `cyad/_rules.pxd.tp` by
+`tools/generate_rules.py`): the enums `UnaryOp` and `BinaryOp` (the members
+in the order of the table, named by the rule's name in capitals) and the dispatch
+functions `unary_rule`, `binary_rule` (the first column), `unary_second` and
+`binary_second` (the second column). Every path - the dual arrays handed to Python
+callables, the chunk kernels, C-level users - goes through them; nothing else encodes
+calculus. The dual arrays dispatch the NumPy ufuncs of the table to its rules, and the
+tests enumerate it.
+
+A rule's expressions are C (Cython) expressions over the names of the point and of the
+results computed before them:
+
+    unary      value in x; d (f'(x)) in x, v (the value); d2 (f''(x)) in x, v, d
+    binary     value, da (df/da), db (df/db) in a, b and each other (v for the value);
+               daa, dab, dbb (the second partials) in a, b, v, da, db
+
+An expression may use any function of `libc.math` and the helper functions of
+`cyad/_rule_helpers.pxd`. A first-column expression may refer to the others (maximum's
+value picks an operand by its da); the generated code computes them in an order that
+respects those references. A helper that computes a partial on the way may write it
+through a pointer, `&da` in the value's expression, with the partial itself None.
+A second partial of "0.0" costs nothing (the dispatch leaves it out).
+
+The internal variants (POWER_CONST_EXPONENT, POWER_CONST_BASE) serve an operation whose
+other operand is a constant (`constant` names it): they compute only the partial that
+is read, and have no ufunc of their own (`variant_of` names the rule they stand for).
+
+Adding an elementary operation is one entry in UNARY_RULES or BINARY_RULES, with its
+test domain. The ufunc maps of the dual arrays, the Cython code, and the
+tests of its value and derivatives (first and second order, float64 and float32, every
+chunk width, aliased operands, random programs) all enumerate the table. What else to
+know: append the entry to the end of its list (the op codes `UnaryOp.X`, `BinaryOp.X`
+are the positions, and compiled code outside cyad holds them); a helper function the
+rule needs goes into `cyad/_rule_helpers.pxd`; the aliasing and random-program tests
+take their JAX reference from the jax.numpy function of the ufunc's name, which has to
+exist.
+
+Conventions where a function is not differentiable:
+  abs, sign-like kinks    abs'(0) = 0 (the midpoint of the subgradient [-1, 1]);
+                          hypot at (0, 0) has zero partials for the same reason.
+  maximum/minimum ties    each operand gets 1/2 (so max(x, x) has derivative 1);
+                          fmax/fmin pick the non-NaN operand. clip(x, lo, hi) is
+                          minimum(maximum(x, lo), hi), so at x == lo it is 1/2.
+  maximum/minimum NaN     the NaN operand propagates, and so does its derivative (1, other 0).
+  sqrt, cbrt at 0         the derivative is +inf; a lane whose incoming tangent is 0
+                          contributes 0, never 0 * inf = nan (`careful_product`).
+                          (So does any other infinite or NaN coefficient.)
+  x**y at x = 0           d/dx = 0 when y == 0 (x**0 is constant 1), else y*x**(y-1)
+                          (1 for y == 1, 0 for y > 1, +inf for 0 < y < 1);
+                          d/dy = 0 when y > 0 (the limit of x**y log x), else log(x)*x**y.
+                          Second partials likewise: d2/dx2 = 0 for y in {0, 1}; at x = 0,
+                          d2/dxdy = 0 for y > 1 and d2/dy2 = 0 for y > 0 (their limits).
+  x**y at x < 0           d/dx = y*x**(y-1) (finite for integer y); d/dy = nan, since x**y
+                          is real only at integer y.
+  arctan2 at (0, 0)       both partials nan: the angle jumps there.
+  sign, floor, ceil,      derivative 0 everywhere (also at their jumps).
+  rint, trunc
+
+Derivatives keep full relative precision where the textbook form cancels:
+expm1' = exp (not expm1 + 1), tanh' = 1/cosh^2 (not 1 - tanh^2), and 1 - x^2 is
+computed as (1 - x)(1 + x) for arcsin, arccos and arctanh near |x| = 1.
+
+Test domains: where the tests draw a rule's points, inside the function's real domain
+and away from the places where it is not differentiable (the jumps of sign, floor, ceil,
+rint and trunc, the kink of abs at 0, the ties of maximum and minimum), so that a
+derivative there is the derivative of the function and a finite difference around it is
+meaningful. A domain is an open interval (low, high) or one of the named sets below; a
+binary rule has one per operand.
+"""
+from typing import NamedTuple
+
+# -- test domains ---------------------------------------------------------------------------
+
+ANY = (-3.0, 3.0)
+POSITIVE = (0.1, 5.0)
+ABOVE_ONE = (1.05, 5.0)
+OPEN_UNIT = (-0.9, 0.9)
+NEGATIVE = (-3.0, -0.2)
+BASE = (0.2, 3.0)                  # of a power with a real exponent
+EXPONENT = (-2.5, 2.5)
+NONZERO = "nonzero"                # +-(0.2, 3)
+INTEGER = "integer"                # integers in [-3, 3]
+# k + (0.1, 0.4) for integers k in [-3, 2]: at least 0.1 from every integer and every
+# half-integer (the jumps of floor, ceil and trunc, and of rint)
+BETWEEN_STEPS = "between-steps"
+# a second operand of maximum and minimum: every b at least 0.1 from every a, and the
+# a at least 0.2 from each other, so that no comparison of any two operand elements ties
+APART = "apart"
+
+Domain = tuple[float, float] | str
+
+
+class Unary(NamedTuple):
+    name: str                      # the op is UnaryOp.<NAME>
+    ufuncs: tuple[str, ...]        # the NumPy ufuncs it computes (numpy.<name>)
+    value: str                     # f(x)
+    d: str                         # f'(x)
+    d2: str                        # f''(x)
+    domain: Domain
+
+
+class Binary(NamedTuple):
+    name: str                      # the op is BinaryOp.<NAME>
+    ufuncs: tuple[str, ...]
+    value: str                     # f(a, b)
+    da: str | None              # df/da (None: the value's expression writes it, &da)
+    db: str                        # df/db
+    daa: str
+    dab: str
+    dbb: str
+    domain: tuple[Domain, Domain]  # of a, of b
+    variant_of: str | None = None   # an internal variant of this rule, with
+    constant: str | None = None     # this operand ("a" or "b") a constant
+
+
+UNARY_RULES = (
+    Unary("negative", ("negative",), "-x", "-1.0", "0.0", ANY),
+    Unary("positive", ("positive", "conjugate"), "x", "1.0", "0.0", ANY),
+    Unary("absolute", ("absolute", "fabs"), "fabs(x)", "_sign(x)", "0.0", NONZERO),
+    Unary("sqrt", ("sqrt",), "sqrt(x)", "0.5 / v", "-0.5 * d / x", POSITIVE),
+    Unary("cbrt", ("cbrt",), "cbrt(x)", "1.0 / (3.0 * v * v)", "-2.0 * d / (3.0 * x)", NONZERO),
+    Unary("square", ("square",), "x * x", "2.0 * x", "2.0", ANY),
+    Unary("reciprocal", ("reciprocal",), "1.0 / x", "-v * v", "-2.0 * d * v", NONZERO),
+    Unary("exp", ("exp",), "exp(x)", "v", "d", ANY),
+    Unary("exp2", ("exp2",), "exp2(x)", "v * M_LN2", "d * M_LN2", ANY),
+    Unary("expm1", ("expm1",), "expm1(x)", "exp(x)", "d", ANY),
+    Unary("log", ("log",), "log(x)", "1.0 / x", "-d * d", POSITIVE),
+    Unary("log2", ("log2",), "log2(x)", "1.0 / (x * M_LN2)", "-d / x", POSITIVE),
+    Unary("log10", ("log10",), "log10(x)", "1.0 / (x * M_LN10)", "-d / x", POSITIVE),
+    Unary("log1p", ("log1p",), "log1p(x)", "1.0 / (1.0 + x)", "-d * d", (-0.9, 4.0)),
+    Unary("sin", ("sin",), "sin(x)", "cos(x)", "-v", ANY),
+    Unary("cos", ("cos",), "cos(x)", "-sin(x)", "-v", ANY),
+    Unary("tan", ("tan",), "tan(x)", "1.0 + v * v", "2.0 * v * d", (-1.4, 1.4)),
+    Unary("arcsin", ("arcsin",), "asin(x)", "1.0 / sqrt((1.0 - x) * (1.0 + x))",
+          "x * d * d * d", OPEN_UNIT),
+    Unary("arccos", ("arccos",), "acos(x)", "-1.0 / sqrt((1.0 - x) * (1.0 + x))",
+          "x * d * d * d", OPEN_UNIT),
+    Unary("arctan", ("arctan",), "atan(x)", "1.0 / (1.0 + x * x)", "-2.0 * x * d * d", ANY),
+    Unary("sinh", ("sinh",), "sinh(x)", "cosh(x)", "v", ANY),
+    Unary("cosh", ("cosh",), "cosh(x)", "sinh(x)", "v", ANY),
+    Unary("tanh", ("tanh",), "tanh(x)", "1.0 / (cosh(x) * cosh(x))", "-2.0 * v * d", ANY),
+    Unary("arcsinh", ("arcsinh",), "asinh(x)", "1.0 / hypot(x, 1.0)", "-x * d * d * d", ANY),
+    Unary("arccosh", ("arccosh",), "acosh(x)", "1.0 / (sqrt(x - 1.0) * sqrt(x + 1.0))",
+          "-x * d * d * d", ABOVE_ONE),
+    Unary("arctanh", ("arctanh",), "atanh(x)", "1.0 / ((1.0 - x) * (1.0 + x))",
+          "2.0 * x * d * d", OPEN_UNIT),
+    Unary("deg2rad", ("deg2rad", "radians"), "x * (M_PI / 180.0)", "M_PI / 180.0", "0.0",
+          (-200.0, 200.0)),
+    Unary("rad2deg", ("rad2deg", "degrees"), "x * (180.0 / M_PI)", "180.0 / M_PI", "0.0", ANY),
+    Unary("sign", ("sign",), "_sign(x)", "0.0", "0.0", NONZERO),
+    Unary("floor", ("floor",), "floor(x)", "0.0", "0.0", BETWEEN_STEPS),
+    Unary("ceil", ("ceil",), "ceil(x)", "0.0", "0.0", BETWEEN_STEPS),
+    Unary("rint", ("rint",), "rint(x)", "0.0", "0.0", BETWEEN_STEPS),
+    Unary("trunc", ("trunc",), "trunc(x)", "0.0", "0.0", BETWEEN_STEPS),
+)
+
+BINARY_RULES = (
+    Binary("add", ("add",), "a + b", "1.0", "1.0", "0.0", "0.0", "0.0", (ANY, ANY)),
+    Binary("subtract", ("subtract",), "a - b", "1.0", "-1.0", "0.0", "0.0", "0.0", (ANY, ANY)),
+    Binary("multiply", ("multiply",), "a * b", "b", "a", "0.0", "1.0", "0.0", (ANY, ANY)),
+    Binary("divide", ("true_divide",), "a / b", "1.0 / b", "-v / b",
+           "0.0", "-1.0 / (b * b)", "-2.0 * db / b", (ANY, NONZERO)),
+    # x**y; np.power and np.float_power pick POWER or one of its variants by which operand
+    # is a constant (cyad._dual's `power`)
+    Binary("power", ("power", "float_power"), "pow(a, b)", "_pow_da(a, b)", "_pow_db(a, b, v)",
+           "_pow_daa(a, b)", "_pow_dab(a, b)", "_pow_dbb(a, b, v)", (BASE, EXPONENT)),
+    Binary("power_const_exponent", (), "_pow_const(a, b, &da)", None, "0.0",
+           "_pow_daa(a, b)", "0.0", "0.0", (BASE, EXPONENT), variant_of="power", constant="b"),
+    Binary("power_const_base", (), "pow(a, b)", "0.0", "_pow_db(a, b, v)",
+           "0.0", "0.0", "_pow_dbb(a, b, v)", (BASE, EXPONENT), variant_of="power", constant="a"),
+    # the first operand (y) away from 0: no difference crosses the branch cut of arctan2(y, x < 0)
+    Binary("arctan2", ("arctan2",), "atan2(a, b)", "b / (a*a + b*b)", "-a / (a*a + b*b)",
+           "-2.0*a*b / ((a*a + b*b) * (a*a + b*b))", "(a*a - b*b) / ((a*a + b*b) * (a*a + b*b))",
+           "2.0*a*b / ((a*a + b*b) * (a*a + b*b))", (NONZERO, ANY)),
+    Binary("hypot", ("hypot",), "hypot(a, b)", "a / v if v else 0.0", "b / v if v else 0.0",
+           "b*b / (v*v*v) if v else 0.0", "-a*b / (v*v*v) if v else 0.0",
+           "a*a / (v*v*v) if v else 0.0", (ANY, ANY)),
+    Binary("maximum", ("maximum",), "_pick(a, b, da)", "_max_share(a, b)", "1.0 - da",
+           "0.0", "0.0", "0.0", (ANY, APART)),
+    Binary("minimum", ("minimum",), "_pick(a, b, da)", "_min_share(a, b)", "1.0 - da",
+           "0.0", "0.0", "0.0", (ANY, APART)),
+    Binary("fmax", ("fmax",), "_pick(a, b, da)", "_fmax_share(a, b)", "1.0 - da",
+           "0.0", "0.0", "0.0", (ANY, APART)),
+    Binary("fmin", ("fmin",), "_pick(a, b, da)", "_fmin_share(a, b)", "1.0 - da",
+           "0.0", "0.0", "0.0", (ANY, APART)),
+    Binary("logaddexp", ("logaddexp",), "_logaddexp(a, b)", "exp(a - v)", "exp(b - v)",
+           "da * db", "-da * db", "da * db", (ANY, ANY)),
+    Binary("logaddexp2", ("logaddexp2",), "_logaddexp2(a, b)", "exp2(a - v)", "exp2(b - v)",
+           "M_LN2 * (da * db)", "-M_LN2 * (da * db)", "M_LN2 * (da * db)", (ANY, ANY)),
+)
