@@ -4,7 +4,8 @@ The examples in the docstrings assume ``import numpy as np`` and ``import cyad``
 """
 import os
 
-from cyad._core import Prep, default_chunk
+from cyad._dual_engine import default_chunk
+from cyad._prep import Prep
 from cyad._dual import Dual
 from cyad._wrapper import FunctionError, FunctionWrapper
 from cyad.profiling import Profile, allocations_per_call, profile

@@ -14,7 +14,7 @@ nesting is for correctness, the prepared operators are for speed.
 """
 import numpy as np
 
-from cyad._core import input_dtype
+from cyad._prep import input_dtype
 from cyad._dual import Dual, Tag, _enter, _leave, make_nested_tag, primal, tagged_dual
 from cyad._kernels import padded_width
 from cyad._wrapper import constant_result

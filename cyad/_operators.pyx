@@ -10,8 +10,10 @@ caller's own buffer (or pair of buffers).
 """
 import numpy as np
 
-from cyad._core cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
-                         SECOND_DERIVATIVE, HVP, HESSIAN, refuse_busy)
+from cyad._prep cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
+                         SECOND_DERIVATIVE, HVP, HESSIAN, WITH_VALUE, WITH_FIRST, refuse_busy)
+from cyad._prep import PREP_TYPES as _PREP_TYPES
+from cyad._engines import engine_type
 from cyad._dual cimport differentiating
 from cyad._wrapper cimport is_python_function
 from cyad import _nested
@@ -27,21 +29,25 @@ cdef inline bint _nests(object f, object prep) except -1:
 
 
 cdef Prep _prep(Family family, object f, object x, object dx, object y,
-                object prep, object chunk):
+                object prep, object chunk, object engine):
     # a new prep, or the given one checked against the call's form
     cdef Prep p
     if prep is None:
-        return _new_prep(family, f, x, dx, y, chunk)
+        return _new_prep(family, f, x, dx, y, chunk, engine)
     if not isinstance(prep, Prep):
         raise TypeError(f"cyad: prep must come from a prepare_* function, not {type(prep).__name__}")
     p = <Prep>prep
     p.check_form(family, y)
     if chunk is not None and chunk != p.chunk:
         raise ValueError(f"cyad: chunk={chunk} differs from the prep's chunk {p.chunk}")
+    if engine is not None and engine != p.engine:
+        engine_type(engine)     # an unknown name says so
+        raise ValueError(f"cyad: engine={engine!r} differs from the prep's engine {p.engine!r}")
     return p
 
 
-cdef Prep _new_prep(Family family, object f, object x, object dx, object y, object chunk):
+cdef Prep _new_prep(Family family, object f, object x, object dx, object y, object chunk,
+                    object engine):
     if family == PUSHFORWARD or family == HVP:
         directions = len(<tuple>dx) if isinstance(dx, tuple) else 1
     elif family == DERIVATIVE or family == SECOND_DERIVATIVE:
@@ -53,12 +59,12 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
         directions = 1
     else:
         directions = np.size(x)
-    return Prep(family, f, x, directions, y, chunk)
+    return _PREP_TYPES[family](f, x, directions, y, chunk, engine)
 
 
 # -- pushforward ---------------------------------------------------------------------
 
-def prepare_pushforward(f, x, dx, *, y=None, chunk=None):
+def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None):
     """Prepare `pushforward` and `value_and_pushforward` of f at inputs shaped like x.
 
     Parameters
@@ -99,10 +105,10 @@ def prepare_pushforward(f, x, dx, *, y=None, chunk=None):
     >>> out
     array([2., 4.])
     """
-    return _new_prep(PUSHFORWARD, f, x, dx, y, chunk)
+    return _new_prep(PUSHFORWARD, f, x, dx, y, chunk, engine)
 
 
-def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
+def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The Jacobian-vector product J(x) @ dx, shaped like f(x).
 
     Parameters
@@ -165,11 +171,11 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     """
     if _nests(f, prep):
         return _nested.pushforward(f, x, dx, y, out, False)
-    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
-    return _scalar_result(p.pushforward(f, x, dx, y, out, False), out)
+    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine)
+    return _scalar_result(p.call(f, x, dx, y, out, 0), out)
 
 
-def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
+def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """f(x) and the Jacobian-vector product J(x) @ dx.
 
     Parameters
@@ -206,13 +212,13 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     """
     if _nests(f, prep):
         return _nested.pushforward(f, x, dx, y, out, True)
-    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
-    return _scalar_tuple(p.pushforward(f, x, dx, y, out, True), out)
+    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, dx, y, out, WITH_VALUE), out)
 
 
 # -- derivative ------------------------------------------------------------------------
 
-def prepare_derivative(f, x, *, y=None, chunk=None):
+def prepare_derivative(f, x, *, y=None, chunk=None, engine=None):
     """Prepare `derivative` and `value_and_derivative` of f at a scalar x.
 
     Parameters
@@ -252,10 +258,10 @@ def prepare_derivative(f, x, *, y=None, chunk=None):
     >>> y
     array([4., 6.])
     """
-    return _new_prep(DERIVATIVE, f, x, None, y, chunk)
+    return _new_prep(DERIVATIVE, f, x, None, y, chunk, engine)
 
 
-def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
+def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The derivative df/dx at a scalar x, shaped like f(x).
 
     Parameters
@@ -308,11 +314,11 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     """
     if _nests(f, prep):
         return _nested.pushforward(f, x, 1.0, y, out, False, True)
-    cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
-    return _scalar_result(p.pushforward(f, x, 1.0, y, out, False), out)
+    cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk, engine)
+    return _scalar_result(p.call(f, x, 1.0, y, out, 0), out)
 
 
-def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
+def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """f(x) and the derivative df/dx at a scalar x.
 
     Parameters
@@ -348,13 +354,13 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     """
     if _nests(f, prep):
         return _nested.pushforward(f, x, 1.0, y, out, True, True)
-    cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
-    return _scalar_tuple(p.pushforward(f, x, 1.0, y, out, True), out)
+    cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, 1.0, y, out, WITH_VALUE), out)
 
 
 # -- gradient --------------------------------------------------------------------------
 
-def prepare_gradient(f, x, *, y=None, chunk=None):
+def prepare_gradient(f, x, *, y=None, chunk=None, engine=None):
     """Prepare `gradient` and `value_and_gradient` of a scalar-valued f at inputs shaped like x.
 
     Parameters
@@ -392,10 +398,10 @@ def prepare_gradient(f, x, *, y=None, chunk=None):
     >>> cyad.gradient(f, np.array([1.0, 2.0, 3.0]), prep=prep, out=out)
     array([2., 4., 6.])
     """
-    return _new_prep(GRADIENT, f, x, None, y, chunk)
+    return _new_prep(GRADIENT, f, x, None, y, chunk, engine)
 
 
-def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
+def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The gradient of a scalar-valued f, shaped like x.
 
     Parameters
@@ -447,11 +453,11 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     """
     if _nests(f, prep):
         return _nested.jacobian(f, x, y, out, False, True)
-    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
-    return p.jacobian(f, x, y, out, False)
+    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine)
+    return p.call(f, x, None, y, out, 0)
 
 
-def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
+def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """f(x) as a float, and the gradient of the scalar-valued f.
 
     Parameters
@@ -488,13 +494,13 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     """
     if _nests(f, prep):
         return _nested.jacobian(f, x, y, out, True, True)
-    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
-    return _scalar_tuple(p.jacobian(f, x, y, out, True), out)
+    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE), out)
 
 
 # -- jacobian --------------------------------------------------------------------------
 
-def prepare_jacobian(f, x, *, y=None, chunk=None):
+def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None):
     """Prepare `jacobian` and `value_and_jacobian` of f at inputs shaped like x.
 
     Parameters
@@ -531,10 +537,10 @@ def prepare_jacobian(f, x, *, y=None, chunk=None):
     array([[3., 0.],
            [0., 3.]])
     """
-    return _new_prep(JACOBIAN, f, x, None, y, chunk)
+    return _new_prep(JACOBIAN, f, x, None, y, chunk, engine)
 
 
-def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
+def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The Jacobian of f at x, of shape ``f(x).shape + x.shape``.
 
     Parameters
@@ -586,11 +592,11 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     """
     if _nests(f, prep):
         return _nested.jacobian(f, x, y, out, False, False)
-    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
-    return p.jacobian(f, x, y, out, False)
+    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine)
+    return p.call(f, x, None, y, out, 0)
 
 
-def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
+def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """f(x) and the Jacobian of f at x.
 
     Parameters
@@ -629,8 +635,8 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     """
     if _nests(f, prep):
         return _nested.jacobian(f, x, y, out, True, False)
-    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
-    return _scalar_tuple(p.jacobian(f, x, y, out, True), out)
+    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE), out)
 
 
 # -- second order ------------------------------------------------------------------------
@@ -642,7 +648,7 @@ cdef _refuse_nesting(str name):
                         "(only two levels of differentiation nest)")
 
 
-def prepare_second_derivative(f, x, *, y=None, chunk=None):
+def prepare_second_derivative(f, x, *, y=None, chunk=None, engine=None):
     """Prepare `second_derivative` and `value_derivative_and_second_derivative` of f at a
     scalar x.
 
@@ -680,10 +686,10 @@ def prepare_second_derivative(f, x, *, y=None, chunk=None):
     >>> cyad.second_derivative(f, 2.0, prep=prep)
     12.0
     """
-    return _new_prep(SECOND_DERIVATIVE, f, x, None, y, chunk)
+    return _new_prep(SECOND_DERIVATIVE, f, x, None, y, chunk, engine)
 
 
-def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
+def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The second derivative d2f/dx2 at a scalar x, shaped like f(x).
 
     Parameters
@@ -734,11 +740,11 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     12.0
     """
     _refuse_nesting("second_derivative")
-    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk)
-    return _scalar_result(p.second(f, x, None, y, out, 1), out)
+    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk, engine)
+    return _scalar_result(p.call(f, x, None, y, out, 0), out)
 
 
-def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
+def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """f(x), df/dx and d2f/dx2 at a scalar x.
 
     Parameters
@@ -776,11 +782,11 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
     (8.0, 12.0, 12.0)
     """
     _refuse_nesting("value_derivative_and_second_derivative")
-    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk)
-    return _scalar_tuple(p.second(f, x, None, y, out, 3), out)
+    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE | WITH_FIRST), out)
 
 
-def prepare_hvp(f, x, v, *, y=None, chunk=None):
+def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None):
     """Prepare `hvp` and `gradient_and_hvp` of a scalar-valued f at inputs shaped like x.
 
     Parameters
@@ -820,10 +826,10 @@ def prepare_hvp(f, x, v, *, y=None, chunk=None):
     >>> cyad.hvp(f, x, v, prep=prep)
     array([ 6., 12.])
     """
-    return _new_prep(HVP, f, x, v, y, chunk)
+    return _new_prep(HVP, f, x, v, y, chunk, engine)
 
 
-def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
+def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The Hessian-vector product H(x) @ v of a scalar-valued f, shaped like x.
 
     Parameters
@@ -879,11 +885,11 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
     array([ 6., 12.])
     """
     _refuse_nesting("hvp")
-    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk)
-    return p.second(f, x, v, y, out, 1)
+    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine)
+    return p.call(f, x, v, y, out, 0)
 
 
-def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
+def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The gradient of a scalar-valued f and the Hessian-vector product H(x) @ v.
 
     Parameters
@@ -920,11 +926,11 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
     (array([ 3., 12.]), array([ 6., 12.]))
     """
     _refuse_nesting("gradient_and_hvp")
-    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk)
-    return p.second(f, x, v, y, out, 2)
+    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine)
+    return p.call(f, x, v, y, out, WITH_FIRST)
 
 
-def prepare_hessian(f, x, *, y=None, chunk=None):
+def prepare_hessian(f, x, *, y=None, chunk=None, engine=None):
     """Prepare `hessian` and `value_gradient_and_hessian` of a scalar-valued f at inputs
     shaped like x.
 
@@ -965,10 +971,10 @@ def prepare_hessian(f, x, *, y=None, chunk=None):
     array([[4., 2.],
            [2., 0.]])
     """
-    return _new_prep(HESSIAN, f, x, None, y, chunk)
+    return _new_prep(HESSIAN, f, x, None, y, chunk, engine)
 
 
-def hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
+def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The Hessian of a scalar-valued f, of shape ``x.shape + x.shape``.
 
     Parameters
@@ -1021,11 +1027,11 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
            [2., 0.]])
     """
     _refuse_nesting("hessian")
-    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk)
-    return p.second(f, x, None, y, out, 1)
+    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine)
+    return p.call(f, x, None, y, out, 0)
 
 
-def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
+def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """f(x) as a float, the gradient and the Hessian of a scalar-valued f.
 
     Parameters
@@ -1068,8 +1074,8 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None)
            [2., 0.]])
     """
     _refuse_nesting("value_gradient_and_hessian")
-    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk)
-    return _scalar_tuple(p.second(f, x, None, y, out, 3), out)
+    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE | WITH_FIRST), out)
 
 
 # -- 0-d results are returned as floats when the caller gave no buffer ------------------

@@ -13,6 +13,9 @@ from libc.string cimport memcpy
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 cimport cyad
+from cyad._prep cimport Prep
+from cyad._dual_engine cimport DualEngine
+from cyad._wrapper cimport cyad_function
 
 cnp.import_array()
 
@@ -157,7 +160,8 @@ def nogil_copy_times(prep, cnp.ndarray x, cnp.ndarray dx, cnp.ndarray y, cnp.nda
     value_and_pushforward) through cyad's entry point, (2) the same copies by hand through a
     function pointer, (3) f alone through the prep's cyad_function (the FunctionWrapper's
     pointer and context), (4) f alone called directly."""
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
+    cdef cyad_function function = (<DualEngine>(<Prep?>prep).engine_state).state.function
     cdef cyad.cyad_f64 by_pointer = copy
     cdef double* xp = <double*>cnp.PyArray_DATA(x)
     cdef double* dxp = <double*>cnp.PyArray_DATA(dx)
@@ -171,10 +175,10 @@ def nogil_copy_times(prep, cnp.ndarray x, cnp.ndarray dx, cnp.ndarray y, cnp.nda
         t[0] = now()
         if with_value:
             for i in range(calls):
-                cyad.value_and_pushforward_nogil(state, xp, dxp, yp, vp, op)
+                cyad.value_and_pushforward_nogil(handle, xp, dxp, yp, vp, op)
         else:
             for i in range(calls):
-                cyad.pushforward_nogil(state, xp, dxp, yp, op)
+                cyad.pushforward_nogil(handle, xp, dxp, yp, op)
         t[1] = now()
         for i in range(calls):
             by_pointer(xp, dxp, yp, op, n, n, 1, NULL)
@@ -182,7 +186,7 @@ def nogil_copy_times(prep, cnp.ndarray x, cnp.ndarray dx, cnp.ndarray y, cnp.nda
                 memcpy(vp, yp, n * sizeof(double))
         t[2] = now()
         for i in range(calls):
-            state.function.f64(xp, dxp, yp, op, n, n, 1, state.function.context)
+            function.f64(xp, dxp, yp, op, n, n, 1, function.context)
         t[3] = now()
         for i in range(calls):
             copy(xp, dxp, yp, op, n, n, 1, NULL)

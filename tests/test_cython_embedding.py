@@ -226,7 +226,7 @@ def test_a_python_callable_through_the_nogil_entry_point(c_hooks):
 
     prep = cyad.prepare_jacobian(fails, x, y=y)
     status = c_hooks.jacobian_without_gil(prep, x, y, jacobian)
-    assert status == cyad._core.PYTHON_ERROR
+    assert status == cyad._api.PYTHON_ERROR
     with pytest.raises(LookupError, match="inside f"):
         prep.raise_for_status(status)
 
@@ -234,7 +234,7 @@ def test_a_python_callable_through_the_nogil_entry_point(c_hooks):
 def test_an_entry_point_of_another_dtype_is_refused(c_hooks, example):
     prep = cyad.prepare_gradient(example.rosenbrock_function(), np.ones(3))
     status = c_hooks.gradient_without_gil_float32(prep, np.ones(3, np.float32))
-    assert status == cyad._core.WRONG_CALL
+    assert status == cyad._api.WRONG_CALL
     with pytest.raises(ValueError, match="another dtype or operator"):
         prep.raise_for_status(status)
 

@@ -1,7 +1,8 @@
-# Type stubs of cyad/_core.pyx: Prep, the prepared state every operator runs on.
+# Type stubs of cyad/_prep.pyx: Prep, its family subclasses and the engine interface.
 import enum
-from typing_extensions import disjoint_base
 from typing import Any, Final
+
+from typing_extensions import disjoint_base
 
 import numpy as np
 import numpy.typing as npt
@@ -18,36 +19,27 @@ class Family(enum.IntEnum):
     HVP = 5
     HESSIAN = 6
 
-# statuses of the nogil entry points besides 0 and the function's own
-PYTHON_ERROR: Final = -1
-WRONG_CALL: Final = -2
-PREP_BUSY: Final = -3
-OVERLAPPING_OUTPUTS: Final = -4
-NO_MEMORY: Final = -5
-
-# the default chunk's budgets (see default_chunk)
-DEFAULT_PARTIALS_BUDGET: Final = 65536
-DEFAULT_C_CHUNK: Final = 8
-DEFAULT_SECOND_ORDER_BUDGET: Final = 32768
-
-def default_chunk(directions: int, n_x: int, python: bool = True) -> int: ...
-def default_second_order_chunk(
-    outer_directions: int, n_x: int, hessian: bool, python: bool = True
-) -> int: ...
 def input_dtype(x: npt.ArrayLike) -> np.dtype[np.float64] | np.dtype[np.float32]: ...
+
+@disjoint_base
+class Engine: ...
 
 @disjoint_base
 class Prep:
     # made by the prepare_* functions (the constructor's arguments are cyad's own)
     def __init__(
         self,
-        family: Family,
         f: _Function,
         x: npt.ArrayLike,
         directions: int,
         y: npt.NDArray[Any] | None = None,
         chunk: int | None = None,
+        engine: str | None = None,
     ) -> None: ...
+    @property
+    def engine_state(self) -> Engine: ...
+    @property
+    def engine(self) -> str: ...
     @property
     def family(self) -> Family: ...
     @property
@@ -58,6 +50,8 @@ class Prep:
     def x_shape(self) -> tuple[int, ...]: ...
     @property
     def out_shape(self) -> tuple[int, ...] | None: ...
+    @property
+    def order(self) -> int: ...
     @property
     def input_dual(self) -> Dual: ...
     @property
@@ -73,3 +67,14 @@ class Prep:
     @property
     def is_python(self) -> bool: ...
     def raise_for_status(self, status: int) -> None: ...
+
+class PushforwardPrep(Prep): ...
+class DerivativePrep(PushforwardPrep): ...
+class JacobianPrep(Prep): ...
+class GradientPrep(JacobianPrep): ...
+class SecondDerivativePrep(Prep): ...
+class _ScalarSecondOrderPrep(Prep): ...
+class HvpPrep(_ScalarSecondOrderPrep): ...
+class HessianPrep(_ScalarSecondOrderPrep): ...
+
+PREP_TYPES: Final[dict[Family, type[Prep]]]
