@@ -10,14 +10,14 @@
 # release.
 #
 # Conventions (stable):
-# - The dual-level signature (cyad._wrapper): a function evaluates y = f(x) on buffers
+# - The dual-level signature (cyad/_signatures.pxd): a function evaluates y = f(x) on buffers
 #   x (n_x), dx (n_x x width), y (n_y), dy (n_y x width), row-major, C-contiguous; on
 #   entry y holds the output's current values and dy is zero; it returns 0 or a nonzero
 #   status. cyad_f64 and cyad_f32 are its float64 and float32 forms.
 # - The second-order signature (cyad2_f64, cyad2_f32) takes `outer, inner` where the
 #   first order takes `width`: every element is a nested dual over outer and inner
 #   directions, in a row of second_order_width(outer, inner) lanes (the layout is in
-#   cyad/_wrapper.pxd). cyad calls C functions with outer == 1; the second-order
+#   cyad/_signatures.pxd). cyad calls C functions with outer == 1; the second-order
 #   elements of cyad.dual (hdual1 ... hdual16f) read and write that layout.
 # - `wrap(f64, f32, context, out_shape=None, owner=None, second_f64=NULL,
 #   second_f32=NULL)` returns a cyad.FunctionWrapper (a Python object) of such
@@ -50,7 +50,7 @@
 #   and changes nothing. Preps on different threads run in parallel without the GIL
 #   when their functions are C functions: make one prep per thread.
 
-from cyad._wrapper cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32
+from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32
 from cyad._api cimport (
     cyad_prep, prep_handle, raise_status, wrap,
     PYTHON_ERROR, WRONG_CALL, PREP_BUSY, OVERLAPPING_OUTPUTS, NO_MEMORY,

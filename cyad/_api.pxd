@@ -4,7 +4,7 @@
 # the preps and the engines behind them change.
 
 from cyad._fused cimport real
-from cyad._wrapper cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32
+from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32
 
 # A prepared call's handle: a pointer to cyad's private state of one prep, valid while
 # the prep lives. Its fields are not part of the API.

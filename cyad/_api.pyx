@@ -3,10 +3,11 @@
 A downstream module sees an opaque `cyad_prep` handle (cyad/_api.pxd); here it is
 the prep's engine-neutral `prep_header` (cyad/_prep.pxd). Each entry point checks
 that the prep answers it (its family's ENTRY_* bit and dtype, else WRONG_CALL),
-claims the prep (PREP_BUSY if another call holds it), makes the engine's one call
-through the handle's `run` pointer, and releases the prep.
+claims the prep (PREP_BUSY if another call holds it), checks the outputs and copies
+the inputs they overlap (protect_inputs), makes the engine's one call through the
+handle's `run` pointer, and releases the prep.
 """
-from cyad._prep cimport (prep_header, claim, release, Prep, ENTRY_PUSHFORWARD,
+from cyad._prep cimport (prep_header, claim, release, protect_inputs, Prep, DTYPE_SHIFT, ENTRY_PUSHFORWARD,
                          ENTRY_GRADIENT, ENTRY_JACOBIAN, ENTRY_HVP, ENTRY_HESSIAN)
 from cyad._wrapper cimport wrap as _wrap
 
@@ -34,15 +35,19 @@ cdef object wrap(cyad_f64 f64, cyad_f32 f32, void* context, object out_shape=Non
 
 cdef inline int enter_call(prep_header* h, real* kind, unsigned entry) noexcept nogil:
     # 0 if the prep answers the entry point in this dtype and is now the caller's
-    cdef bint is_float32 = real is float
-    if not (h.entries & entry) or is_float32 != h.float32:
+    if not (h.entries & (entry << DTYPE_SHIFT if real is float else entry)):
         return WRONG_CALL
     if not claim(&h.busy):
         return PREP_BUSY
     return 0
 
 
-cdef inline int leave_call(prep_header* h, int status) noexcept nogil:
+cdef inline int run(prep_header* h, const void* x, const void* const* tangents, void* y,
+                    void* value, void* first, void** results) noexcept nogil:
+    # the engine's call on protected inputs, then the prep's release
+    cdef int status = protect_inputs(h, &x, &tangents, y, value, first, results)
+    if status == 0:
+        status = h.run(h, x, tangents, y, value, first, results)
     release(&h.busy)
     return status
 
@@ -54,7 +59,7 @@ cdef int pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
     cdef int status = enter_call(h, out, ENTRY_PUSHFORWARD)
     if status != 0:
         return status
-    return leave_call(h, h.run(h, x, <const void* const*>&dx, y, NULL, NULL, <void**>&out))
+    return run(h, x, <const void* const*>&dx, y, NULL, NULL, <void**>&out)
 
 
 cdef int value_and_pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
@@ -64,7 +69,7 @@ cdef int value_and_pushforward_nogil(cyad_prep* p, const real* x, const real* dx
     cdef int status = enter_call(h, out, ENTRY_PUSHFORWARD)
     if status != 0:
         return status
-    return leave_call(h, h.run(h, x, <const void* const*>&dx, y, value, NULL, <void**>&out))
+    return run(h, x, <const void* const*>&dx, y, value, NULL, <void**>&out)
 
 
 cdef int gradient_nogil(cyad_prep* p, const real* x, real* y, real* value,
@@ -74,7 +79,7 @@ cdef int gradient_nogil(cyad_prep* p, const real* x, real* y, real* value,
     cdef int status = enter_call(h, gradient, ENTRY_GRADIENT)
     if status != 0:
         return status
-    return leave_call(h, h.run(h, x, NULL, y, value, NULL, <void**>&gradient))
+    return run(h, x, NULL, y, value, NULL, <void**>&gradient)
 
 
 cdef int jacobian_nogil(cyad_prep* p, const real* x, real* y, real* value,
@@ -84,7 +89,7 @@ cdef int jacobian_nogil(cyad_prep* p, const real* x, real* y, real* value,
     cdef int status = enter_call(h, jacobian, ENTRY_JACOBIAN)
     if status != 0:
         return status
-    return leave_call(h, h.run(h, x, NULL, y, value, NULL, <void**>&jacobian))
+    return run(h, x, NULL, y, value, NULL, <void**>&jacobian)
 
 
 cdef int hvp_nogil(cyad_prep* p, const real* x, const real* v, real* y, real* gradient,
@@ -94,7 +99,7 @@ cdef int hvp_nogil(cyad_prep* p, const real* x, const real* v, real* y, real* gr
     cdef int status = enter_call(h, out, ENTRY_HVP)
     if status != 0:
         return status
-    return leave_call(h, h.run(h, x, <const void* const*>&v, y, NULL, gradient, <void**>&out))
+    return run(h, x, <const void* const*>&v, y, NULL, gradient, <void**>&out)
 
 
 cdef int hessian_nogil(cyad_prep* p, const real* x, real* y, real* value, real* gradient,
@@ -104,4 +109,4 @@ cdef int hessian_nogil(cyad_prep* p, const real* x, real* y, real* value, real* 
     cdef int status = enter_call(h, hessian, ENTRY_HESSIAN)
     if status != 0:
         return status
-    return leave_call(h, h.run(h, x, NULL, y, value, gradient, <void**>&hessian))
+    return run(h, x, NULL, y, value, gradient, <void**>&hessian)

@@ -10,8 +10,9 @@ pushforward, basis vectors for a Jacobian), calls the function once through its
 `cyad_function` pointer, and copies the output partials to the caller's buffers.
 Where no copy is needed it passes the caller's buffers straight to the function (x
 always; one tangent, its output and a two-argument y when a single evaluation does
-the whole call). Every call first makes sure that no output overwrites an input it
-still reads (protect_inputs, cyad/_prep.pxd).
+the whole call). The buffers it is given overlap nothing they must not: its callers
+(Prep.call and the nogil entry points) make sure of that first (protect_inputs,
+cyad/_prep.pxd).
 
 derivative is the pushforward of a scalar with tangent 1; gradient is the Jacobian
 of a scalar-valued function. A Python callable runs on dual arrays through its
@@ -35,7 +36,7 @@ from libc.string cimport memcpy, memset
 from cyad._fused cimport real
 from cyad._kernels cimport lane_count, second_order_width
 from cyad._dual cimport new_dual, nested_tag, enter, leave
-from cyad._prep cimport (Prep, run_call, protect_inputs, PUSHFORWARD, DERIVATIVE, GRADIENT,
+from cyad._prep cimport (Prep, run_call, PUSHFORWARD, DERIVATIVE, GRADIENT,
                          JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN)
 from cyad._wrapper cimport python_f64, python_f32, python2_f64, python2_f32, is_python_function
 from cyad._wrapper import constant_result
@@ -198,12 +199,6 @@ cdef inline void finish_output(dual_prep* p, const real* yv, real* y, real* valu
         memcpy(y, yv, p.base.n_y * sizeof(real))
 
 
-cdef inline int protect(dual_prep* p, const real** x, const real* const** tangents, real* y,
-                        real* value, real* first, real** results) noexcept nogil:
-    return protect_inputs(&p.base, <const void**>x, <const void* const**>tangents, y, value,
-                          first, <void**>results)
-
-
 cdef inline int run_pushforward(dual_prep* p, const real* x, const real* const* tangents,
                                 real* y, real* value, real** outs) noexcept nogil:
     """outs[k] = J(x) @ tangents[k] for every direction k, a chunk per evaluation."""
@@ -212,9 +207,7 @@ cdef inline int run_pushforward(dual_prep* p, const real* x, const real* const* 
     cdef real* yv = <real*>p.y
     cdef real* dy
     cdef const real* dx
-    cdef int status = protect(p, &x, &tangents, y, value, <real*>NULL, outs)
-    if status != 0:
-        return status
+    cdef int status
     if in_place and p.width == 1:
         # the classic call: one tangent, one evaluation, on the caller's own buffers. The
         # loop below does the same work; this straight path takes a nogil pushforward at
@@ -255,10 +248,7 @@ cdef int run_jacobian(dual_prep* p, const real* x, real* y, real* value,
     cdef bint in_place = y != NULL and p.directions <= p.chunk
     cdef Py_ssize_t start = 0, count
     cdef real* yv = <real*>p.y
-    cdef const real* const* no_tangents = NULL
-    cdef int status = protect(p, &x, &no_tangents, y, value, <real*>NULL, &jacobian)
-    if status != 0:
-        return status
+    cdef int status
     while start < p.directions:
         count = min(p.chunk, p.directions - start)
         if not (p.pending and start == 0):
@@ -321,11 +311,7 @@ cdef int run_second_derivative(dual_prep* p, const real* x, real* y, real* value
     and value may be NULL."""
     cdef Py_ssize_t i, w = p.width, cross = p.outer + p.inner
     cdef real* dy = <real*>p.dy
-    cdef const real* const* no_tangents = NULL
-    cdef int status = protect(p, &x, &no_tangents, y, value, first, &second)
-    if status != 0:
-        return status
-    status = evaluate_second(p, x, no_tangents, 0, 1, 0, 1, y)
+    cdef int status = evaluate_second(p, x, <const real* const*>NULL, 0, 1, 0, 1, y)
     if status != 0:
         return status
     for i in range(p.base.n_y):
@@ -342,9 +328,7 @@ cdef int run_hvp(dual_prep* p, const real* x, const real* const* tangents, real*
     cdef Py_ssize_t outer_start = 0, outer_count, inner_start, inner_count, j, k
     cdef Py_ssize_t cross = p.outer + p.inner
     cdef real* dy = <real*>p.dy
-    cdef int status = protect(p, &x, &tangents, y, <real*>NULL, first, products)
-    if status != 0:
-        return status
+    cdef int status
     while outer_start < p.outer_directions:
         outer_count = min(p.outer_chunk, p.outer_directions - outer_start)
         inner_start = 0
@@ -376,9 +360,7 @@ cdef int run_hessian(dual_prep* p, const real* x, real* y, real* value, real* fi
     cdef real* dy = <real*>p.dy
     cdef real c
     cdef const real* const* no_tangents = NULL
-    cdef int status = protect(p, &x, &no_tangents, y, value, first, &hessian)
-    if status != 0:
-        return status
+    cdef int status
     while outer_start < p.outer_directions:
         outer_count = min(p.outer_chunk, p.outer_directions - outer_start)
         inner_start = outer_start
@@ -405,63 +387,70 @@ cdef int run_hessian(dual_prep* p, const real* x, real* y, real* value, real* fi
     return 0
 
 
-# -- the engine's calls, by family -------------------------------------------------------
+# -- the engine's calls, by family and dtype (run_call's signature) -----------------------
 
-cdef int pushforward_call(prep_header* h, const void* x, const void* const* tangents, void* y,
-                          void* value, void* first, void** results) noexcept nogil:
-    if h.float32:
-        return run_pushforward(<dual_prep*>h, <const float*>x, <const float* const*>tangents,
-                               <float*>y, <float*>value, <float**>results)
-    return run_pushforward(<dual_prep*>h, <const double*>x, <const double* const*>tangents,
-                           <double*>y, <double*>value, <double**>results)
+cdef int pushforward_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
+                         void* value, void* first, void** results) noexcept nogil:
+    return run_pushforward(<dual_prep*>h, <const double*>x, <const double* const*>tangents, <double*>y,
+                           <double*>value, <double**>results)
 
+cdef int pushforward_f32(prep_header* h, const void* x, const void* const* tangents, void* y,
+                         void* value, void* first, void** results) noexcept nogil:
+    return run_pushforward(<dual_prep*>h, <const float*>x, <const float* const*>tangents, <float*>y,
+                           <float*>value, <float**>results)
 
-cdef int jacobian_call(prep_header* h, const void* x, const void* const* tangents, void* y,
-                       void* value, void* first, void** results) noexcept nogil:
-    if h.float32:
-        return run_jacobian(<dual_prep*>h, <const float*>x, <float*>y, <float*>value,
-                            <float*>results[0])
+cdef int jacobian_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
+                      void* value, void* first, void** results) noexcept nogil:
     return run_jacobian(<dual_prep*>h, <const double*>x, <double*>y, <double*>value,
                         <double*>results[0])
 
+cdef int jacobian_f32(prep_header* h, const void* x, const void* const* tangents, void* y,
+                      void* value, void* first, void** results) noexcept nogil:
+    return run_jacobian(<dual_prep*>h, <const float*>x, <float*>y, <float*>value,
+                        <float*>results[0])
 
-cdef int second_derivative_call(prep_header* h, const void* x, const void* const* tangents,
-                                void* y, void* value, void* first,
-                                void** results) noexcept nogil:
-    if h.float32:
-        return run_second_derivative(<dual_prep*>h, <const float*>x, <float*>y, <float*>value,
-                                     <float*>first, <float*>results[0])
+cdef int second_derivative_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
+                               void* value, void* first, void** results) noexcept nogil:
     return run_second_derivative(<dual_prep*>h, <const double*>x, <double*>y, <double*>value,
                                  <double*>first, <double*>results[0])
 
+cdef int second_derivative_f32(prep_header* h, const void* x, const void* const* tangents, void* y,
+                               void* value, void* first, void** results) noexcept nogil:
+    return run_second_derivative(<dual_prep*>h, <const float*>x, <float*>y, <float*>value,
+                                 <float*>first, <float*>results[0])
 
-cdef int hvp_call(prep_header* h, const void* x, const void* const* tangents, void* y,
-                  void* value, void* first, void** results) noexcept nogil:
-    if h.float32:
-        return run_hvp(<dual_prep*>h, <const float*>x, <const float* const*>tangents,
-                       <float*>y, <float*>first, <float**>results)
-    return run_hvp(<dual_prep*>h, <const double*>x, <const double* const*>tangents,
-                   <double*>y, <double*>first, <double**>results)
+cdef int hvp_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
+                 void* value, void* first, void** results) noexcept nogil:
+    return run_hvp(<dual_prep*>h, <const double*>x, <const double* const*>tangents, <double*>y,
+                   <double*>first, <double**>results)
+
+cdef int hvp_f32(prep_header* h, const void* x, const void* const* tangents, void* y,
+                 void* value, void* first, void** results) noexcept nogil:
+    return run_hvp(<dual_prep*>h, <const float*>x, <const float* const*>tangents, <float*>y,
+                   <float*>first, <float**>results)
+
+cdef int hessian_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
+                     void* value, void* first, void** results) noexcept nogil:
+    return run_hessian(<dual_prep*>h, <const double*>x, <double*>y, <double*>value, <double*>first,
+                       <double*>results[0])
+
+cdef int hessian_f32(prep_header* h, const void* x, const void* const* tangents, void* y,
+                     void* value, void* first, void** results) noexcept nogil:
+    return run_hessian(<dual_prep*>h, <const float*>x, <float*>y, <float*>value, <float*>first,
+                       <float*>results[0])
 
 
-cdef int hessian_call(prep_header* h, const void* x, const void* const* tangents, void* y,
-                      void* value, void* first, void** results) noexcept nogil:
-    if h.float32:
-        return run_hessian(<dual_prep*>h, <const float*>x, <float*>y, <float*>value,
-                           <float*>first, <float*>results[0])
-    return run_hessian(<dual_prep*>h, <const double*>x, <double*>y, <double*>value,
-                       <double*>first, <double*>results[0])
-
-
-# The engine's call of each family
-cdef run_call RUNS[7]
-RUNS[<int>PUSHFORWARD] = pushforward_call
-RUNS[<int>DERIVATIVE] = pushforward_call
-RUNS[<int>GRADIENT] = jacobian_call
-RUNS[<int>JACOBIAN] = jacobian_call
-RUNS[<int>SECOND_DERIVATIVE] = second_derivative_call
-RUNS[<int>HVP] = hvp_call
-RUNS[<int>HESSIAN] = hessian_call
+# The engine's call of each family in float64 and in float32
+cdef run_call RUNS_F64[7]
+cdef run_call RUNS_F32[7]
+RUNS_F64[<int>PUSHFORWARD], RUNS_F32[<int>PUSHFORWARD] = pushforward_f64, pushforward_f32
+RUNS_F64[<int>DERIVATIVE], RUNS_F32[<int>DERIVATIVE] = pushforward_f64, pushforward_f32
+RUNS_F64[<int>GRADIENT], RUNS_F32[<int>GRADIENT] = jacobian_f64, jacobian_f32
+RUNS_F64[<int>JACOBIAN], RUNS_F32[<int>JACOBIAN] = jacobian_f64, jacobian_f32
+RUNS_F64[<int>SECOND_DERIVATIVE] = second_derivative_f64
+RUNS_F32[<int>SECOND_DERIVATIVE] = second_derivative_f32
+RUNS_F64[<int>HVP], RUNS_F32[<int>HVP] = hvp_f64, hvp_f32
+RUNS_F64[<int>HESSIAN], RUNS_F32[<int>HESSIAN] = hessian_f64, hessian_f32
 
 
 cdef object _python_callable(object f):
@@ -488,7 +477,10 @@ cdef class DualEngine(Engine):
             self._size_second_order(directions, chunk, python, not prep.takes_tangents())
         else:
             self._size_first_order(directions, chunk, python)
-        self.state.base.run = RUNS[<int>prep.family]
+        if self.state.base.float32:
+            self.state.base.run = RUNS_F32[<int>prep.family]
+        else:
+            self.state.base.run = RUNS_F64[<int>prep.family]
         self.input_dual = new_dual(np.zeros(prep.x_shape, self.dtype),
                                    np.zeros(prep.x_shape + (self.state.width,), self.dtype),
                                    self.state.width, self.tag)

@@ -14,8 +14,10 @@ cpdef enum Family:
     HVP
     HESSIAN
 
-# The nogil entry points a prep answers (bits of prep_header.entries)
+# The nogil entry points a prep answers: bits of prep_header.entries, shifted left by
+# DTYPE_SHIFT for a float32 prep
 cdef enum:
+    DTYPE_SHIFT = 8
     ENTRY_PUSHFORWARD = 1      # pushforward_nogil and value_and_pushforward_nogil
     ENTRY_GRADIENT = 2
     ENTRY_JACOBIAN = 4
@@ -40,14 +42,14 @@ ctypedef int (*run_call)(prep_header* h, const void* x, const void* const* tange
 # public cyad_prep (cyad/_api.pxd) is an opaque pointer to it.
 cdef struct prep_header:
     int busy                   # 1 while a call runs on the prep: claimed atomically
-    unsigned entries           # the nogil entry points the prep answers (ENTRY_*)
+    unsigned entries           # the nogil entry points the prep answers (ENTRY_* bits)
     bint float32
     Py_ssize_t itemsize
     Py_ssize_t n_x, n_y
     Py_ssize_t results         # results per call: one per tangent of a batch, else 1
     Py_ssize_t result_size     # elements of one result
     Py_ssize_t first_size      # elements of the first-order result (second order)
-    run_call run               # the engine's call for the prep's family
+    run_call run               # the engine's call for the prep's family and dtype
     void* spans                # per call: the output buffers by address (span records)
     Py_ssize_t overlapping[2]  # after OVERLAPPING_OUTPUTS: the two spans that meet
     void* scratch              # copies of inputs that overlap an output, made when needed
@@ -131,9 +133,10 @@ cdef inline int protect_inputs(prep_header* h, const void** x, const void* const
                                void* y, void* value, void* first,
                                void** results) noexcept nogil:
     """Check a call's outputs, and point x and the tangents (NULL: none) at copies where
-    they overlap an output. Returns 0, OVERLAPPING_OUTPUTS or NO_MEMORY. Every engine
-    calls it first, so that no function it calls is handed an input that an output
-    overlaps, nor two outputs that overlap."""
+    they overlap an output. Returns 0, OVERLAPPING_OUTPUTS or NO_MEMORY. Every caller
+    of an engine's run calls it first, so that no engine (nor a function it calls) is
+    handed an input that an output overlaps, nor two outputs that overlap. Inline, so
+    that an entry point's constant NULLs fold away."""
     cdef span outputs[4]
     cdef span x_span, tangent
     cdef Py_ssize_t n = 0, i, j, x_bytes = h.n_x * h.itemsize

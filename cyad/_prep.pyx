@@ -17,9 +17,10 @@ the nogil entry points (cyad/_api.pyx) make the same call on raw pointers.
 
 Outputs that overlap inputs: like a NumPy ufunc given an overlapping out=, a call
 reads its inputs as they were when it started. An engine reads x and the tangents
-in every evaluation and writes outputs after each, so every engine first calls
+in every evaluation and writes outputs after each, so every call of an engine's
+`run` (Prep.call here, the entry points of cyad/_api.pyx) first calls
 `protect_inputs` (cyad/_prep.pxd): an input that shares memory with an output is
-copied once, into the prep's scratch, and the call runs on the copy. y needs no
+copied once, into the prep's scratch, and the engine runs on the copy. y needs no
 copy: it is an output itself, which no other output may share memory with. Outputs
 that share memory would leave a result that depends on the order of the writes:
 OVERLAPPING_OUTPUTS, but for f's value written to y itself (the two-argument value
@@ -388,6 +389,9 @@ cdef class Prep:
         cdef object value_out = None, first_out = None, main_out = out, tangent = None
         cdef object value = None, first = None, main
         cdef bint nest = self.order == 1
+        cdef int status
+        cdef const void* xp
+        cdef const void* const* tp
         cdef void* yp
         cdef void* vp
         cdef void* fp
@@ -424,13 +428,15 @@ cdef class Prep:
                     self.check_out(first, self.first_shape, self.first_ndim, self.first_dims,
                                    self.first_name())
             main = self.results(main_out, batch, given)
+            xp = _data(x)
+            tp = <const void* const*>(self.tangents if self.takes_tangents() else NULL)
             yp = NULL if y is None else _data(y)
             vp = NULL if value is None else _data(value)
             fp = NULL if first is None else _data(first)
-            self.raise_for(self.handle.run(
-                self.handle, _data(x),
-                <const void* const*>(self.tangents if self.takes_tangents() else NULL),
-                yp, vp, fp, self.outs))
+            status = protect_inputs(self.handle, &xp, &tp, yp, vp, fp, self.outs)
+            if status == 0:
+                status = self.handle.run(self.handle, xp, tp, yp, vp, fp, self.outs)
+            self.raise_for(status)
             if out is not None:
                 return out
             if not wanted:
@@ -623,7 +629,7 @@ cdef class Prep:
         self.handle.result_size = int(np.prod(self.result_shape))
         self.handle.first_size = 0 if first is None else int(np.prod(first))
         self.engine_state.set_output(self, shape)
-        self.handle.entries = self.nogil_entries()
+        self.handle.entries = self.nogil_entries() << (DTYPE_SHIFT if self.handle.float32 else 0)
 
     # -- checks and binding --------------------------------------------------------
 
