@@ -4,11 +4,8 @@ The examples in the docstrings assume ``import numpy as np`` and ``import cyad``
 """
 import os
 
-from cyad._dual_engine import default_chunk
-from cyad._prep import Prep
 from cyad._dual import Dual
-from cyad._wrapper import FunctionError, FunctionWrapper
-from cyad.profiling import Profile, allocations_per_call, profile
+from cyad._dual_engine import default_chunk
 from cyad._operators import (
     derivative,
     gradient,
@@ -32,6 +29,9 @@ from cyad._operators import (
     value_derivative_and_second_derivative,
     value_gradient_and_hessian,
 )
+from cyad._prep import Prep
+from cyad._wrapper import FunctionError, FunctionWrapper
+from cyad.profiling import Profile, allocations_per_call, profile
 
 # A prep serves its whole operator family, so value_and_* share their prepare function.
 prepare_value_and_pushforward = prepare_pushforward

@@ -7,8 +7,9 @@ claims the prep (PREP_BUSY if another call holds it), checks the outputs and cop
 the inputs they overlap (protect_inputs), makes the engine's one call through the
 handle's `run` pointer, and releases the prep.
 """
-from cyad._prep cimport (prep_header, claim, release, protect_inputs, Prep, DTYPE_SHIFT, ENTRY_PUSHFORWARD,
-                         ENTRY_GRADIENT, ENTRY_JACOBIAN, ENTRY_HVP, ENTRY_HESSIAN)
+from cyad._prep cimport (prep_header, claim, release, protect_inputs, Prep, DTYPE_SHIFT,
+                         ENTRY_PUSHFORWARD, ENTRY_GRADIENT, ENTRY_JACOBIAN, ENTRY_HVP,
+                         ENTRY_HESSIAN)
 from cyad._wrapper cimport wrap as _wrap
 
 

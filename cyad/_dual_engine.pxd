@@ -13,7 +13,7 @@ ctypedef struct dual_prep:
     Py_ssize_t outer_directions
     Py_ssize_t outer_chunk     # outer directions per evaluation
     Py_ssize_t outer           # lanes of the outer and the inner partials
-    Py_ssize_t inner           #   (width is then second_order_width(outer, inner))
+    Py_ssize_t inner           # (width is then second_order_width(outer, inner))
     void* dx                   # input partials, n_x x width
     void* y                    # output values, n_y
     void* dy                   # output partials, n_y x width

@@ -35,7 +35,7 @@ from libc.string cimport memcpy, memset
 
 from cyad._fused cimport real
 from cyad._kernels cimport lane_count, second_order_width
-from cyad._dual cimport new_dual, nested_tag, enter, leave
+from cyad._dual cimport new_dual, nested_tag, enter as enter_tag, leave as leave_tag
 from cyad._prep cimport (Prep, run_call, PUSHFORWARD, DERIVATIVE, GRADIENT,
                          JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN)
 from cyad._wrapper cimport python_f64, python_f32, python2_f64, python2_f32, is_python_function
@@ -109,7 +109,8 @@ def default_second_order_chunk(Py_ssize_t outer_directions, Py_ssize_t n_x, bint
         return max(1, min(n_x, DEFAULT_C_CHUNK))
     if hessian:
         # at most 16: the outer lanes as one compile-time block of the cross-term loops
-        # (Rosenbrock, n = 30 and 100: chunk 16 took 0.13 / 3.5 ms, 24 0.25 / 4.7 ms, 8 0.22 / 5.0 ms)
+        # (Rosenbrock, n = 30 and 100: chunk 16 took 0.13 / 3.5 ms, 24 0.25 / 4.7 ms,
+        # 8 0.22 / 5.0 ms)
         chunk = min(<Py_ssize_t>(sqrt(lanes + 1.0) - 1.0), 16)
     else:
         chunk = <Py_ssize_t>((lanes - outer) / (outer + 1))
@@ -391,48 +392,57 @@ cdef int run_hessian(dual_prep* p, const real* x, real* y, real* value, real* fi
 
 cdef int pushforward_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
                          void* value, void* first, void** results) noexcept nogil:
-    return run_pushforward(<dual_prep*>h, <const double*>x, <const double* const*>tangents, <double*>y,
-                           <double*>value, <double**>results)
+    return run_pushforward(<dual_prep*>h, <const double*>x, <const double* const*>tangents,
+                           <double*>y, <double*>value, <double**>results)
+
 
 cdef int pushforward_f32(prep_header* h, const void* x, const void* const* tangents, void* y,
                          void* value, void* first, void** results) noexcept nogil:
-    return run_pushforward(<dual_prep*>h, <const float*>x, <const float* const*>tangents, <float*>y,
-                           <float*>value, <float**>results)
+    return run_pushforward(<dual_prep*>h, <const float*>x, <const float* const*>tangents,
+                           <float*>y, <float*>value, <float**>results)
+
 
 cdef int jacobian_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
                       void* value, void* first, void** results) noexcept nogil:
     return run_jacobian(<dual_prep*>h, <const double*>x, <double*>y, <double*>value,
                         <double*>results[0])
 
+
 cdef int jacobian_f32(prep_header* h, const void* x, const void* const* tangents, void* y,
                       void* value, void* first, void** results) noexcept nogil:
     return run_jacobian(<dual_prep*>h, <const float*>x, <float*>y, <float*>value,
                         <float*>results[0])
+
 
 cdef int second_derivative_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
                                void* value, void* first, void** results) noexcept nogil:
     return run_second_derivative(<dual_prep*>h, <const double*>x, <double*>y, <double*>value,
                                  <double*>first, <double*>results[0])
 
+
 cdef int second_derivative_f32(prep_header* h, const void* x, const void* const* tangents, void* y,
                                void* value, void* first, void** results) noexcept nogil:
     return run_second_derivative(<dual_prep*>h, <const float*>x, <float*>y, <float*>value,
                                  <float*>first, <float*>results[0])
+
 
 cdef int hvp_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
                  void* value, void* first, void** results) noexcept nogil:
     return run_hvp(<dual_prep*>h, <const double*>x, <const double* const*>tangents, <double*>y,
                    <double*>first, <double**>results)
 
+
 cdef int hvp_f32(prep_header* h, const void* x, const void* const* tangents, void* y,
                  void* value, void* first, void** results) noexcept nogil:
     return run_hvp(<dual_prep*>h, <const float*>x, <const float* const*>tangents, <float*>y,
                    <float*>first, <float**>results)
 
+
 cdef int hessian_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
                      void* value, void* first, void** results) noexcept nogil:
     return run_hessian(<dual_prep*>h, <const double*>x, <double*>y, <double*>value, <double*>first,
                        <double*>results[0])
+
 
 cdef int hessian_f32(prep_header* h, const void* x, const void* const* tangents, void* y,
                      void* value, void* first, void** results) noexcept nogil:
@@ -585,11 +595,11 @@ cdef class DualEngine(Engine):
 
     cdef enter(self):
         if self.python is not None:
-            enter(self.tag)
+            enter_tag(self.tag)
 
     cdef leave(self):
         if self.python is not None:
-            leave(self.tag)
+            leave_tag(self.tag)
 
     cdef finish(self):
         self.state.pending = False

@@ -25,42 +25,52 @@ _Outs = TypeVar("_Outs", bound=tuple[Any, ...])
 # -- pushforward
 
 def prepare_pushforward(
-    f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike | _Batch, *, y: _Y = None, chunk: _Chunk = None, engine: _Engine = None
+    f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike | _Batch, *, y: _Y = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> Prep: ...
 @overload
 def pushforward(
     f: _Function, x: npt.ArrayLike, dx: _Batch, *, y: _Y = None, prep: Prep | None = None,
-    out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None, engine: _Engine = None,
+    out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Array, ...]: ...
 @overload
 def pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
-    out: None = None, chunk: _Chunk = None, engine: _Engine = None,
+    out: None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Result: ...
 @overload
 def pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
-    out: _Out, chunk: _Chunk = None, engine: _Engine = None,
+    out: _Out, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Out: ...
 @overload
 def value_and_pushforward(
     f: _Function, x: npt.ArrayLike, dx: _Batch, *, y: _Y = None, prep: Prep | None = None,
-    out: None = None, chunk: _Chunk = None, engine: _Engine = None,
+    out: None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Result, tuple[_Array, ...]]: ...
 @overload
 def value_and_pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
-    out: None = None, chunk: _Chunk = None, engine: _Engine = None,
+    out: None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Result, _Result]: ...
 @overload
 def value_and_pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike | _Batch, *, y: _Y = None,
-    prep: Prep | None = None, out: _Outs, chunk: _Chunk = None, engine: _Engine = None,
+    prep: Prep | None = None, out: _Outs, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Outs: ...
 
 # -- derivative (scalar x)
 
-def prepare_derivative(f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None, engine: _Engine = None) -> Prep: ...
+def prepare_derivative(
+    f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> Prep: ...
 @overload
 def derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
@@ -84,10 +94,14 @@ def value_and_derivative(
 
 # -- gradient (scalar-valued f)
 
-def prepare_gradient(f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None, engine: _Engine = None) -> Prep: ...
+def prepare_gradient(
+    f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> Prep: ...
 def gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
-    out: npt.NDArray[Any] | None = None, chunk: _Chunk = None, engine: _Engine = None,
+    out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Array: ...
 @overload
 def value_and_gradient(
@@ -102,10 +116,14 @@ def value_and_gradient(
 
 # -- jacobian
 
-def prepare_jacobian(f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None, engine: _Engine = None) -> Prep: ...
+def prepare_jacobian(
+    f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> Prep: ...
 def jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
-    out: npt.NDArray[Any] | None = None, chunk: _Chunk = None, engine: _Engine = None,
+    out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Array: ...
 @overload
 def value_and_jacobian(
@@ -121,7 +139,8 @@ def value_and_jacobian(
 # -- second derivative (scalar x)
 
 def prepare_second_derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None, engine: _Engine = None
+    f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> Prep: ...
 @overload
 def second_derivative(
@@ -147,35 +166,44 @@ def value_derivative_and_second_derivative(
 # -- Hessian-vector product (scalar-valued f)
 
 def prepare_hvp(
-    f: _Function, x: npt.ArrayLike, v: npt.ArrayLike | _Batch, *, y: _Y = None, chunk: _Chunk = None, engine: _Engine = None
+    f: _Function, x: npt.ArrayLike, v: npt.ArrayLike | _Batch, *, y: _Y = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> Prep: ...
 @overload
 def hvp(
     f: _Function, x: npt.ArrayLike, v: _Batch, *, y: _Y = None, prep: Prep | None = None,
-    out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None, engine: _Engine = None,
+    out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Array, ...]: ...
 @overload
 def hvp(
     f: _Function, x: npt.ArrayLike, v: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
-    out: npt.NDArray[Any] | None = None, chunk: _Chunk = None, engine: _Engine = None,
+    out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Array: ...
 @overload
 def gradient_and_hvp(
     f: _Function, x: npt.ArrayLike, v: _Batch, *, y: _Y = None, prep: Prep | None = None,
-    out: tuple[npt.NDArray[Any], tuple[npt.NDArray[Any], ...]] | None = None, chunk: _Chunk = None, engine: _Engine = None,
+    out: tuple[npt.NDArray[Any], tuple[npt.NDArray[Any], ...]] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Array, tuple[_Array, ...]]: ...
 @overload
 def gradient_and_hvp(
     f: _Function, x: npt.ArrayLike, v: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
-    out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None, chunk: _Chunk = None, engine: _Engine = None,
+    out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Array, _Array]: ...
 
 # -- Hessian (scalar-valued f)
 
-def prepare_hessian(f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None, engine: _Engine = None) -> Prep: ...
+def prepare_hessian(
+    f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> Prep: ...
 def hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
-    out: npt.NDArray[Any] | None = None, chunk: _Chunk = None, engine: _Engine = None,
+    out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Array: ...
 @overload
 def value_gradient_and_hessian(

@@ -1,12 +1,14 @@
 """The public operators: thin, compiled, allocation-free with a prep and out=.
 
-Each operator finds (or checks) its `Prep` and makes one call into it; all the
-work is in `_core.pyx`. A call of a Python callable made while cyad differentiates
+Each operator finds (or checks) its `Prep` (cyad/_prep.pyx: one class per family,
+on the engine named by ``engine=``) and makes one call into it; all the work is
+there and in the engine. A call of a Python callable made while cyad differentiates
 another (from inside that one) is a nested differentiation and goes to `_nested.py`;
 it runs without a prep, but refuses one that another call is using, as every call
 does. The operators are compiled so that a prepared call with `out=` creates no
 Python objects: keyword arguments are parsed without a dict, and the result is the
-caller's own buffer (or pair of buffers).
+caller's own buffer (or pair of buffers). The docstrings share their common blocks
+(cyad/_docs.py).
 """
 import numpy as np
 
@@ -16,7 +18,7 @@ from cyad._prep import PREP_TYPES as _PREP_TYPES
 from cyad._engines import engine_type
 from cyad._dual cimport differentiating
 from cyad._wrapper cimport is_python_function
-from cyad import _nested
+from cyad import _docs, _nested
 
 
 cdef inline bint _nests(object f, object prep) except -1:
@@ -35,7 +37,8 @@ cdef Prep _prep(Family family, object f, object x, object dx, object y,
     if prep is None:
         return _new_prep(family, f, x, dx, y, chunk, engine)
     if not isinstance(prep, Prep):
-        raise TypeError(f"cyad: prep must come from a prepare_* function, not {type(prep).__name__}")
+        raise TypeError(f"cyad: prep must come from a prepare_* function, not "
+                        f"{type(prep).__name__}")
     p = <Prep>prep
     p.check_form(family, y)
     if chunk is not None and chunk != p.chunk:
@@ -69,30 +72,24 @@ def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
+    %(f)s
     x : array_like or float
         An input of the shape and dtype the prepared calls take.
     dx : array_like, float or tuple of them
         A tangent shaped like x, or a tuple of tangents (a batch of that size).
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Tangents carried by one evaluation of f (default: `default_chunk`).
+    %(y)s
+    %(chunk_tangents)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `pushforward` and `value_and_pushforward`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty or ``chunk`` is not a positive integer.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the first-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -113,24 +110,19 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=Non
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
+    %(f)s
     x : array_like or float
         Where to differentiate. float64 and float32 are kept; integers and bools become
         float64.
     dx : array_like, float or tuple of them
         A tangent shaped like x, or a tuple of tangents (a batch, answered by a tuple).
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_pushforward`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
+    %(y)s
+    %(prep)s
     out : ndarray or tuple of ndarray, optional
         C-contiguous buffer of exactly the result's shape and dtype (a tuple of them for a
         batch), written in place and returned.
-    chunk : int, optional
-        Tangents carried by one evaluation of f (default: `default_chunk`).
+    %(chunk_tangents)s
+    %(engine)s
 
     Returns
     -------
@@ -140,17 +132,9 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=Non
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_value)s
+    %(raises_type)s
+    %(raises_call)s
 
     See Also
     --------
@@ -180,7 +164,7 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, 
 
     Parameters
     ----------
-    f, x, dx, y, prep, chunk
+    f, x, dx, y, prep, chunk, engine
         As for `pushforward`.
     out : tuple, optional
         A pair ``(value_out, tangent_out)`` (``tangent_out`` a tuple for a batch), written in
@@ -200,10 +184,7 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, 
         (see `pushforward`).
     TypeError
         If x is not real or f drops a derivative (see `pushforward`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
@@ -223,28 +204,21 @@ def prepare_derivative(f, x, *, y=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
-    x : float or 0-d ndarray
-        A scalar input of the dtype the prepared calls take.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Accepted for uniformity; a derivative has one direction.
+    %(f)s
+    %(x_scalar_prepared)s
+    %(y)s
+    %(chunk_one)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `derivative` and `value_and_derivative`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty, ``chunk`` is not a positive integer, or x is not a scalar.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the first-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -266,20 +240,14 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
+    %(f)s
     x : float or 0-d ndarray
         Where to differentiate.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_derivative`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
-    out : ndarray, optional
-        Buffer of exactly the result's shape and dtype, written in place and returned.
-    chunk : int, optional
-        Accepted for uniformity; a derivative has one direction.
+    %(y)s
+    %(prep)s
+    %(out_result)s
+    %(chunk_one)s
+    %(engine)s
 
     Returns
     -------
@@ -288,18 +256,10 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
+    %(raises_value)s
         Also if x is not a scalar (use `pushforward` or `jacobian`).
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_type)s
+    %(raises_call)s
 
     See Also
     --------
@@ -323,7 +283,7 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engin
 
     Parameters
     ----------
-    f, x, y, prep, chunk
+    f, x, y, prep, chunk, engine
         As for `derivative`.
     out : tuple, optional
         A pair ``(value_out, derivative_out)``, written in place and returned.
@@ -342,10 +302,7 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engin
         (see `derivative`).
     TypeError
         If x is not real or f drops a derivative (see `derivative`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
@@ -365,29 +322,22 @@ def prepare_gradient(f, x, *, y=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
-    x : array_like
-        An input of the shape and dtype the prepared calls take.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Input directions carried by one evaluation of f (default: `default_chunk`).
+    %(f_scalar)s
+    %(x_prepared)s
+    %(y)s
+    %(chunk_inputs)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `gradient` and `value_and_gradient`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty, ``chunk`` is not a positive integer, or a two-argument f's y
         is not 0-d.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the first-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -406,21 +356,14 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
-    x : array_like
-        Where to differentiate. float64 and float32 are kept; integers and bools become
-        float64.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_gradient`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
+    %(f_scalar)s
+    %(x_at)s
+    %(y)s
+    %(prep)s
     out : ndarray, optional
         Buffer of x's shape and dtype, written in place and returned.
-    chunk : int, optional
-        Input directions carried by one evaluation of f (default: `default_chunk`).
+    %(chunk_inputs)s
+    %(engine)s
 
     Returns
     -------
@@ -429,18 +372,10 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
+    %(raises_value)s
         Also if f is not scalar-valued (use `jacobian`).
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_type)s
+    %(raises_call)s
 
     See Also
     --------
@@ -462,7 +397,7 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
 
     Parameters
     ----------
-    f, x, y, prep, chunk
+    f, x, y, prep, chunk, engine
         As for `gradient`.
     out : tuple, optional
         A pair ``(value_out, gradient_out)`` with ``value_out`` a 0-d array, written in
@@ -482,10 +417,7 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
         (see `gradient`).
     TypeError
         If x is not real or f drops a derivative (see `gradient`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
@@ -505,28 +437,21 @@ def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
-    x : array_like
-        An input of the shape and dtype the prepared calls take.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Input directions carried by one evaluation of f (default: `default_chunk`).
+    %(f)s
+    %(x_prepared)s
+    %(y)s
+    %(chunk_inputs)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `jacobian` and `value_and_jacobian`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty or ``chunk`` is not a positive integer.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the first-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -545,21 +470,14 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
-    x : array_like
-        Where to differentiate. float64 and float32 are kept; integers and bools become
-        float64.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_jacobian`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
+    %(f)s
+    %(x_at)s
+    %(y)s
+    %(prep)s
     out : ndarray, optional
         Buffer of exactly the Jacobian's shape and dtype, written in place and returned.
-    chunk : int, optional
-        Input directions carried by one evaluation of f (default: `default_chunk`).
+    %(chunk_inputs)s
+    %(engine)s
 
     Returns
     -------
@@ -568,17 +486,9 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_value)s
+    %(raises_type)s
+    %(raises_call)s
 
     See Also
     --------
@@ -601,7 +511,7 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
 
     Parameters
     ----------
-    f, x, y, prep, chunk
+    f, x, y, prep, chunk, engine
         As for `jacobian`.
     out : tuple, optional
         A pair ``(value_out, jacobian_out)``, written in place and returned.
@@ -620,10 +530,7 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
         (see `jacobian`).
     TypeError
         If x is not real or f drops a derivative (see `jacobian`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
@@ -654,29 +561,21 @@ def prepare_second_derivative(f, x, *, y=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
-    x : float or 0-d ndarray
-        A scalar input of the dtype the prepared calls take.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Accepted for uniformity; a second derivative has one direction.
+    %(f)s
+    %(x_scalar_prepared)s
+    %(y)s
+    %(chunk_one)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `second_derivative` and
-        `value_derivative_and_second_derivative`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty, ``chunk`` is not a positive integer, or x is not a scalar.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the second-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -699,15 +598,11 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=N
         a second-order function of cyad's signature.
     x : float or 0-d ndarray
         Where to differentiate.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_second_derivative`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
-    out : ndarray, optional
-        Buffer of exactly the result's shape and dtype, written in place and returned.
-    chunk : int, optional
-        Accepted for uniformity; a second derivative has one direction.
+    %(y)s
+    %(prep)s
+    %(out_result)s
+    %(chunk_one)s
+    %(engine)s
 
     Returns
     -------
@@ -716,19 +611,11 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=N
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
+    %(raises_value)s
         Also if x is not a scalar (use `hvp` or `hessian`).
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
+    %(raises_type)s
         Also if called inside a function cyad is differentiating.
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     See Also
     --------
@@ -744,12 +631,13 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=N
     return _scalar_result(p.call(f, x, None, y, out, 0), out)
 
 
-def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None,
+                                           engine=None):
     """f(x), df/dx and d2f/dx2 at a scalar x.
 
     Parameters
     ----------
-    f, x, y, prep, chunk
+    f, x, y, prep, chunk, engine
         As for `second_derivative`.
     out : tuple, optional
         A triple ``(value_out, derivative_out, second_derivative_out)``, written in place
@@ -771,10 +659,7 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
         (see `second_derivative`).
     TypeError
         If x is not real or f drops a derivative, or when nested (see `second_derivative`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
@@ -791,31 +676,24 @@ def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
-    x : array_like
-        An input of the shape and dtype the prepared calls take.
+    %(f_scalar)s
+    %(x_prepared)s
     v : array_like or tuple of them
         A tangent shaped like x, or a tuple of tangents (a batch of that size).
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Basis directions carried by one evaluation of f (all tangents go together).
+    %(y)s
+    %(chunk_hvp)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `hvp` and `gradient_and_hvp`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty, ``chunk`` is not a positive integer, or a two-argument f's y
         is not 0-d.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the second-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -834,24 +712,19 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
+    %(f_scalar)s
         A C function needs a second-order function of cyad's signature.
     x : array_like
         Where to differentiate.
     v : array_like or tuple of them
         A tangent shaped like x, or a tuple of tangents (a batch, answered by a tuple).
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_hvp`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
+    %(y)s
+    %(prep)s
     out : ndarray or tuple of ndarray, optional
         Buffer of x's shape and dtype (a tuple of them for a batch), written in place and
         returned.
-    chunk : int, optional
-        Basis directions carried by one evaluation of f (all tangents go together).
+    %(chunk_hvp)s
+    %(engine)s
 
     Returns
     -------
@@ -860,19 +733,11 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
+    %(raises_value)s
         Also if f is not scalar-valued.
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
+    %(raises_type)s
         Also if called inside a function cyad is differentiating.
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     See Also
     --------
@@ -894,7 +759,7 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine
 
     Parameters
     ----------
-    f, x, v, y, prep, chunk
+    f, x, v, y, prep, chunk, engine
         As for `hvp`.
     out : tuple, optional
         A pair ``(gradient_out, hvp_out)`` (``hvp_out`` a tuple for a batch), written in
@@ -914,10 +779,7 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine
         (see `hvp`).
     TypeError
         If x is not real or f drops a derivative, or when nested (see `hvp`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
@@ -936,29 +798,22 @@ def prepare_hessian(f, x, *, y=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
-    x : array_like
-        An input of the shape and dtype the prepared calls take.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Directions carried by one evaluation of f at each of the two levels.
+    %(f_scalar)s
+    %(x_prepared)s
+    %(y)s
+    %(chunk_hessian)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `hessian` and `value_gradient_and_hessian`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty, ``chunk`` is not a positive integer, or a two-argument f's y
         is not 0-d.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the second-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -979,21 +834,16 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
+    %(f_scalar)s
         A C function needs a second-order function of cyad's signature.
     x : array_like
         Where to differentiate.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_hessian`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
+    %(y)s
+    %(prep)s
     out : ndarray, optional
         Buffer of exactly the Hessian's shape and dtype, written in place and returned.
-    chunk : int, optional
-        Directions carried by one evaluation of f at each of the two levels.
+    %(chunk_hessian)s
+    %(engine)s
 
     Returns
     -------
@@ -1002,19 +852,11 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
+    %(raises_value)s
         Also if f is not scalar-valued.
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
+    %(raises_type)s
         Also if called inside a function cyad is differentiating.
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     See Also
     --------
@@ -1036,7 +878,7 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None,
 
     Parameters
     ----------
-    f, x, y, prep, chunk
+    f, x, y, prep, chunk, engine
         As for `hessian`.
     out : tuple, optional
         A triple ``(value_out, gradient_out, hessian_out)`` with ``value_out`` a 0-d array,
@@ -1058,10 +900,7 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None,
         (see `hessian`).
     TypeError
         If x is not real or f drops a derivative, or when nested (see `hessian`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
@@ -1090,3 +929,21 @@ cdef object _scalar_tuple(tuple r, object out):
     if out is not None:
         return out
     return tuple([_scalar_result(x, None) for x in r])
+
+
+# -- the docstrings' shared fragments (cyad/_docs.py) -------------------------------------
+
+for _prepare, _operator, _value_operator, _order, _what in [
+        (prepare_pushforward, pushforward, value_and_pushforward, "first-order", None),
+        (prepare_derivative, derivative, value_and_derivative, "first-order", "derivative"),
+        (prepare_gradient, gradient, value_and_gradient, "first-order", None),
+        (prepare_jacobian, jacobian, value_and_jacobian, "first-order", None),
+        (prepare_second_derivative, second_derivative, value_derivative_and_second_derivative,
+         "second-order", "second derivative"),
+        (prepare_hvp, hvp, gradient_and_hvp, "second-order", None),
+        (prepare_hessian, hessian, value_gradient_and_hessian, "second-order", None)]:
+    _docs.fill(_prepare, operator=_operator.__name__, value_operator=_value_operator.__name__,
+               order=_order, what=_what)
+    _docs.fill(_operator, prepare=_prepare.__name__, what=_what)
+    _docs.fill(_value_operator, prepare=_prepare.__name__, what=_what)
+del _prepare, _operator, _value_operator, _order, _what

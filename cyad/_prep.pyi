@@ -2,10 +2,9 @@
 import enum
 from typing import Any, Final
 
-from typing_extensions import disjoint_base
-
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import disjoint_base
 
 from cyad._dual import Dual
 from cyad._wrapper import _Function

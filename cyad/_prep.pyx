@@ -385,7 +385,7 @@ cdef class Prep:
         is then a tuple (value, first, main) of those given."""
         cdef bint batch = isinstance(v, tuple)
         cdef Py_ssize_t given = len(<tuple>v) if batch else 1
-        cdef list converted     # tangents converted to the prep's dtype, alive through the call
+        cdef list _alive    # tangents converted to the prep's dtype, kept through the call
         cdef object value_out = None, first_out = None, main_out = out, tangent = None
         cdef object value = None, first = None, main
         cdef bint nest = self.order == 1
@@ -404,7 +404,7 @@ cdef class Prep:
                     raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made "
                                      f"for {self.handle.results}")
                 if batch:
-                    converted = self.point_to_tangents(<tuple>v)
+                    _alive = self.point_to_tangents(<tuple>v)
                 else:
                     tangent = self.tangent(v)
                     self.tangents[0] = _data(tangent)
@@ -757,7 +757,7 @@ cdef class PushforwardPrep(Prep):
         if not batch:
             return Prep.results(self, out, batch, count)
         if out is None:
-            out = tuple([np.empty(self.result_shape, self.dtype) for k in range(count)])
+            out = tuple([np.empty(self.result_shape, self.dtype) for _ in range(count)])
         elif not isinstance(out, tuple) or len(<tuple>out) != count:
             raise TypeError(f"cyad: out= must be a tuple of {count} arrays, one per tangent")
         for k in range(count):
@@ -875,7 +875,7 @@ cdef class HvpPrep(_ScalarSecondOrderPrep):
         if not batch:
             return Prep.results(self, out, batch, count)
         if out is None:
-            out = tuple([np.empty(self.result_shape, self.dtype) for k in range(count)])
+            out = tuple([np.empty(self.result_shape, self.dtype) for _ in range(count)])
         elif not isinstance(out, tuple) or len(<tuple>out) != count:
             raise TypeError(f"cyad: the hvp output must be a tuple of {count} arrays, one "
                             "per tangent")

@@ -1,6 +1,5 @@
 # Type stubs of cyad/_profile.pyx: the measurements behind `python -m cyad` and cyad.profiling.
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt

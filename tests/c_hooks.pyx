@@ -11,7 +11,9 @@ from cyad._rules cimport unary_rule, binary_rule, unary_second, binary_second
 
 cdef extern from *:
     """
-    static int cyad_test_arrive(int *count) { return __atomic_add_fetch(count, 1, __ATOMIC_SEQ_CST); }
+    static int cyad_test_arrive(int *count) {
+        return __atomic_add_fetch(count, 1, __ATOMIC_SEQ_CST);
+    }
     static int cyad_test_count(int *count) { return __atomic_load_n(count, __ATOMIC_SEQ_CST); }
     """
     int cyad_test_arrive(int* count) nogil
@@ -22,10 +24,10 @@ cdef int copy_when(int* arrival, int* waited, int target, const double* x, const
                    double* y, double* dy, Py_ssize_t n_x, Py_ssize_t width) noexcept nogil:
     # y = x once `waited` reaches `target`: counts itself in `arrival` first, then waits
     # (a bounded spin); status 1 if it never does
-    cdef long spin
+    cdef long _
     cdef Py_ssize_t i
     cyad_test_arrive(arrival)
-    for spin in range(4_000_000_000):
+    for _ in range(4_000_000_000):
         if cyad_test_count(waited) >= target:
             break
     else:

@@ -5,9 +5,9 @@ import threading
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
 
 import cyad
-from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
 
 TANGENT_COUNTS = [1, 2, 3, 8, 16, 17]   # lane widths 1, 2, 4, 8, 16 and 24 (3 blocks of 8)
 
@@ -42,7 +42,7 @@ def test_rosenbrock_every_width(example, count):
     tangents = tuple(np.random.default_rng(count + 1).standard_normal((count, 20)))
     results = cyad.pushforward(example.rosenbrock_function(), x, tangents, chunk=count)
     gradient = rosenbrock_gradient(x)
-    for t, r in zip(tangents, results):
+    for t, r in zip(tangents, results, strict=True):
         assert abs(r - gradient @ t) <= 1e-13 * (np.abs(gradient) @ np.abs(t))
 
 
@@ -57,7 +57,7 @@ def test_robertson_every_width(example, count, dtype, rtol):
     u64 = u.astype(np.float64)
     jac = robertson_jacobian(u64)
     assert_allclose(value, robertson(u64), rtol=rtol, atol=rtol * 1e-2)
-    for t, r in zip(tangents, results):
+    for t, r in zip(tangents, results, strict=True):
         t = t.astype(np.float64)
         assert r.dtype == dtype
         # errors bounded by rtol times the sum of the magnitudes of the terms
@@ -185,7 +185,7 @@ def test_a_cdef_function_from_pyx_capi(example):
     assert cyad.jacobian(both, STATES[1].astype(np.float32)).dtype == np.float32
 
 
-# -- the entry points: statuses and threads ---------------------------------------------------------
+# -- the entry points: statuses and threads ------------------------------------------------
 
 def test_two_threads_run_at_the_same_time_without_the_gil(c_hooks):
     # `together` returns 1 unless another call is inside it at the same time
@@ -266,7 +266,7 @@ def test_c_function_hvp_and_float32(example):
     vs = (np.ones(11), np.arange(11.0))
     g, products = cyad.gradient_and_hvp(example.rosenbrock_function(), x, vs, chunk=4)
     assert_allclose(g, rosenbrock_gradient(x), rtol=1e-13, atol=1e-12)
-    for v, hv in zip(vs, products):
+    for v, hv in zip(vs, products, strict=True):
         assert_allclose(hv, rosenbrock_hessian(x) @ v, rtol=1e-12, atol=1e-9)
     f32 = cyad.FunctionWrapper(example.__pyx_capi__["rosenbrock_second_f32"], out_shape=())
     h = cyad.hessian(f32, ISSUE_POINT.astype(np.float32))
@@ -292,5 +292,5 @@ def test_prepared_c_hessian_allocates_nothing(example, allocations_per_call):
 def test_hessians_in_a_nogil_loop(example, chunk):
     points = np.random.default_rng(3).uniform(-1.5, 1.5, (6, 9))
     hessians = example.rosenbrock_hessians(points, chunk)
-    for point, h in zip(points, hessians):
+    for point, h in zip(points, hessians, strict=True):
         assert_allclose(h, rosenbrock_hessian(point), rtol=1e-13, atol=1e-10)

@@ -12,11 +12,21 @@ import ctypes
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from reference_functions import (
+    KINDS,
+    C,
+    F_jacobian,
+    F_value,
+    N,
+    g_gradient,
+    g_hessian,
+    g_value,
+    h_derivative,
+    h_second_derivative,
+    h_value,
+)
 
 import cyad
-from reference_functions import (C, KINDS, N, PYTHON, F_jacobian, F_value, g_gradient,
-                                 g_hessian, g_value, h_derivative, h_second_derivative,
-                                 h_value)
 
 PREPARE = {
     cyad.pushforward: cyad.prepare_pushforward,

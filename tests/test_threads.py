@@ -9,11 +9,19 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from reference_functions import (
+    PYTHON,
+    C,
+    F_jacobian,
+    N,
+    g_gradient,
+    g_hessian,
+    h_derivative,
+    h_second_derivative,
+)
 
 import cyad
 import cyad.scipy
-from reference_functions import (C, N, PYTHON, F_jacobian, g_gradient, g_hessian, h_derivative,
-                                 h_second_derivative)
 
 BUSY = "in use by another call"
 WAIT = 60       # seconds an event may take to come: a guard against a hang, never reached
@@ -182,7 +190,7 @@ def test_a_nested_call_given_the_prep_running_it():
     # f(z) is z (the gradient of w . z in w): its Jacobian is the identity
     other = cyad.prepare_gradient(PYTHON.g, x0)
     for given in [other, None]:     # an idle prep given to a nested call is ignored
-        def f(z):
+        def f(z, given=given):
             return cyad.gradient(lambda w: np.sum(w * z), z, prep=given)
 
         assert_array_equal(cyad.jacobian(f, x1, prep=prep), np.eye(N))
@@ -218,7 +226,7 @@ def test_one_prep_per_thread():
     finally:
         sys.setswitchinterval(interval)
     assert 1 <= len(preps) <= 4
-    for x, J in zip(xs, jacobians):
+    for x, J in zip(xs, jacobians, strict=True):
         assert_allclose(J, F_jacobian(x), rtol=1e-13)
 
 
