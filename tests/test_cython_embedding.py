@@ -1,5 +1,7 @@
 """cyad embedded in Cython code: the example project, the nogil entry points, threads."""
 import ctypes
+import pathlib
+import re
 import threading
 
 import numpy as np
@@ -294,3 +296,51 @@ def test_hessians_in_a_nogil_loop(example, chunk):
     hessians = example.rosenbrock_hessians(points, chunk)
     for point, h in zip(points, hessians, strict=True):
         assert_allclose(h, rosenbrock_hessian(point), rtol=1e-13, atol=1e-10)
+
+
+# -- the public C API: an opaque handle, entry points by family --------------------------------
+
+def test_the_example_compiles_against_no_cyad_type_or_struct(example):
+    # cimport cyad declares no cdef class and no struct fields: the example's C imports
+    # cyad's entry points (functions) and nothing whose layout it would depend on
+    source = next(pathlib.Path(example.__file__).parent.glob("*.p/*.c")).read_text()
+    types = re.findall(r'__Pyx_ImportType\w*\(\w+, "(cyad[\w.]*)", "(\w+)"', source)
+    assert types == []
+    modules = set(re.findall(r'PyImport_ImportModule\("(cyad[\w.]*)"\)', source))
+    assert modules == {"cyad._api"}
+    assert "cyad_prep_opaque" in source and "prep_header" not in source
+
+
+def test_prep_handle_takes_only_a_prep(c_hooks):
+    with pytest.raises(TypeError, match="prepare_"):
+        c_hooks.jacobian_without_gil(object(), np.ones(3), np.zeros(3), np.zeros((3, 3)))
+
+
+def test_an_entry_point_of_another_family_is_refused(c_hooks, example):
+    x, v = np.linspace(0.1, 0.9, 3), np.ones(3)
+    f = example.rosenbrock_function()
+    hessian = cyad.prepare_hessian(f, x)
+    hvp = cyad.prepare_hvp(f, x, v)
+    gradient = cyad.prepare_gradient(f, x)
+    two_tangents = cyad.prepare_pushforward(f, x, (v, v))
+    vector = cyad.prepare_jacobian(lambda x: 2.0 * x, x)
+    cyad.jacobian(lambda x: 2.0 * x, x, prep=vector)     # learns f's output
+    refused = [
+        c_hooks.hvp_without_gil(hessian, x, v, np.zeros(3)),
+        c_hooks.hessian_without_gil(hvp, x, np.zeros(3), np.zeros((3, 3))),
+        c_hooks.gradient_without_gil(hessian, x, np.zeros(1), np.zeros(3)),
+        c_hooks.pushforward_without_gil(gradient, x, v, np.zeros(1)),
+        c_hooks.pushforward_without_gil(two_tangents, x, v, np.zeros(1)),
+        c_hooks.gradient_without_gil(vector, x, np.zeros(3), np.zeros(3)),
+    ]
+    assert refused == [cyad._api.WRONG_CALL] * len(refused)
+    # and each answers its own
+    out, h = np.zeros(3), np.zeros((3, 3))
+    assert c_hooks.hvp_without_gil(hvp, x, v, out) == 0
+    assert_allclose(out, rosenbrock_hessian(x) @ v, rtol=1e-13)
+    assert c_hooks.hessian_without_gil(hessian, x, np.zeros(3), h) == 0
+    assert_allclose(h, rosenbrock_hessian(x), rtol=1e-13)
+    value, g = np.zeros(1), np.zeros(3)
+    assert c_hooks.gradient_without_gil(gradient, x, value, g) == 0
+    assert_allclose(g, rosenbrock_gradient(x), rtol=1e-13)
+    assert value[0] == pytest.approx(rosenbrock(x), rel=1e-15)
