@@ -574,7 +574,7 @@ cdef class DualEngine(Engine):
             r = self.python.f(self.input_dual)
             prep.set_output(r.shape if isinstance(r, Dual) else constant_result(r).shape)
             return
-        tangents = prep.tangents if prep.takes_tangents() else NULL
+        tangents = prep.tangents if prep.with_tangents else NULL
         if self.state.base.float32:
             seed_first_chunk[float](&self.state, <const float* const*>tangents)
         else:
@@ -597,11 +597,9 @@ cdef class DualEngine(Engine):
         if self.python is not None:
             enter_tag(self.tag)
 
-    cdef leave(self):
-        if self.python is not None:
+    cdef finish(self, bint nest):
+        if nest and self.python is not None:
             leave_tag(self.tag)
-
-    cdef finish(self):
         self.state.pending = False
 
     cdef object python_error(self):

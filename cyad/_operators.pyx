@@ -21,11 +21,14 @@ from cyad._wrapper cimport is_python_function
 from cyad import _docs, _nested
 
 
-cdef inline bint _nests(object f, object prep) except -1:
+cdef inline bint _nests(object f, object prep, object engine) except -1:
     # whether the call nests in a running differentiation (a Python f called from inside the
-    # f cyad is differentiating), refusing a prep that another call is using
+    # f cyad is differentiating), refusing a prep that another call is using; nested calls
+    # run on dual arrays, whatever the engine (an unknown name is still refused)
     if differentiating() and is_python_function(f):
         refuse_busy(prep)
+        if engine is not None:
+            engine_type(engine)
         return True
     return False
 
@@ -153,7 +156,7 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=Non
     >>> cyad.pushforward(lambda x: x ** 2, x, (np.array([1.0, 0.0]), np.array([0.0, 1.0])))
     (array([2., 0.]), array([0., 4.]))
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.pushforward(f, x, dx, y, out, False)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine)
     return _scalar_result(p.call(f, x, dx, y, out, 0), out)
@@ -191,7 +194,7 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, 
     >>> cyad.value_and_pushforward(lambda x: x ** 3, 2.0, 1.0)
     (8.0, 12.0)
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.pushforward(f, x, dx, y, out, True)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine)
     return _scalar_tuple(p.call(f, x, dx, y, out, WITH_VALUE), out)
@@ -272,7 +275,7 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     >>> cyad.derivative(lambda t: t * np.arange(3.0), 1.0)
     array([0., 1., 2.])
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.pushforward(f, x, 1.0, y, out, False, True)
     cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk, engine)
     return _scalar_result(p.call(f, x, 1.0, y, out, 0), out)
@@ -309,7 +312,7 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engin
     >>> cyad.value_and_derivative(np.exp, 0.0)
     (1.0, 1.0)
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.pushforward(f, x, 1.0, y, out, True, True)
     cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk, engine)
     return _scalar_tuple(p.call(f, x, 1.0, y, out, WITH_VALUE), out)
@@ -386,7 +389,7 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     >>> cyad.gradient(lambda x: np.sum(x ** 2), np.array([1.0, 2.0, 3.0]))
     array([2., 4., 6.])
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, False, True)
     cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine)
     return p.call(f, x, None, y, out, 0)
@@ -424,7 +427,7 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
     >>> cyad.value_and_gradient(lambda x: x @ x, np.array([1.0, 2.0]))
     (5.0, array([2., 4.]))
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, True, True)
     cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine)
     return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE), out)
@@ -500,7 +503,7 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     array([[2., 0.],
            [0., 4.]])
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, False, False)
     cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine)
     return p.call(f, x, None, y, out, 0)
@@ -540,7 +543,7 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
     >>> np.allclose(J, 2.0 * np.eye(2))
     True
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, True, False)
     cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine)
     return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE), out)

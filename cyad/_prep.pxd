@@ -176,8 +176,7 @@ cdef class Engine:
     cdef discover(self, Prep prep, object x)
     cdef set_output(self, Prep prep, tuple shape)
     cdef enter(self)
-    cdef leave(self)
-    cdef finish(self)
+    cdef finish(self, bint nest)
     cdef object python_error(self)
     cdef object declared_out_shape(self)
 
@@ -192,6 +191,7 @@ cdef class Prep:
     cdef readonly tuple x_shape
     cdef readonly object out_shape
     cdef readonly int order            # 1 or 2
+    cdef bint with_tangents            # takes_tangents(), asked once
     cdef int typenum
     cdef int x_ndim, out_ndim, result_ndim, first_ndim
     cdef cnp.npy_intp x_dims[64]
@@ -213,11 +213,15 @@ cdef class Prep:
     cdef unsigned nogil_entries(self)
     cdef str result_name(self)
     cdef str first_name(self)
+    cdef str out_name(self)
+    cdef str batch_name(self)
+    cdef str batch_item_name(self)
     cdef check_output_shape(self, tuple shape)
 
     cdef check_form(self, Family family, object y)
     cdef object call(self, object f, object x, object v, object y, object out, int wanted)
     cdef object results(self, object out, bint batch, Py_ssize_t count)
+    cdef tuple batch_results(self, object out, Py_ssize_t count)
     cdef bind(self, object f)
     cdef object input(self, object x)
     cdef object tangent(self, object t)

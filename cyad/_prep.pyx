@@ -183,10 +183,10 @@ cdef class Engine:
     prep's family) and binds f; `bind` takes another f of the kind bound;
     `declared_out_shape` is a C function's declared output shape; `discover` learns a
     Python f's output shape (calling prep.set_output); `set_output` allocates the
-    output's buffers; `enter` and `leave` bracket a first-order call of a Python f (the
-    cyad calls inside f nest); `finish` ends every call; `python_error` hands over the
-    exception a Python f raised. Python properties report the engine's figures:
-    directions, chunk, width, evaluations, is_python, input_dual.
+    output's buffers; `enter` starts a first-order call (the cyad calls inside a Python f
+    nest in it) and `finish` ends every call (`nest`: one that entered); `python_error`
+    hands over the exception a Python f raised. Python properties report the engine's
+    figures: directions, chunk, width, evaluations, is_python, input_dual.
     """
 
     def __dealloc__(self):
@@ -209,10 +209,7 @@ cdef class Engine:
     cdef enter(self):
         pass
 
-    cdef leave(self):
-        pass
-
-    cdef finish(self):
+    cdef finish(self, bint nest):
         pass
 
     cdef object python_error(self):
@@ -317,7 +314,8 @@ cdef class Prep:
             raise ValueError("cyad: x is empty: there is nothing to differentiate")
         if chunk is not None and (not isinstance(chunk, (int, np.integer)) or chunk < 1):
             raise ValueError(f"cyad: chunk must be a positive integer, not {chunk!r}")
-        results = directions if self.takes_tangents() else 1
+        self.with_tangents = self.takes_tangents()
+        results = directions if self.with_tangents else 1
         self.engine_state = <Engine>kind()
         self.handle = self.engine_state.handle
         self.handle.float32 = self.dtype == np.float32
@@ -373,6 +371,18 @@ cdef class Prep:
         """The first-order result as an error message names it."""
         return "the first-order output"
 
+    cdef str out_name(self):
+        """out= as an error message names it."""
+        return "out"
+
+    cdef str batch_name(self):
+        """A batch's out= as an error message names it."""
+        return "out="
+
+    cdef str batch_item_name(self):
+        """One of a batch's outputs as an error message names it."""
+        return "out"
+
     cdef check_output_shape(self, tuple shape):
         """Raise ValueError if f's output cannot be of this shape."""
         pass
@@ -399,7 +409,7 @@ cdef class Prep:
         try:
             self.bind(f)
             x = self.input(x)
-            if self.takes_tangents():
+            if self.with_tangents:
                 if given != self.handle.results:
                     raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made "
                                      f"for {self.handle.results}")
@@ -429,7 +439,7 @@ cdef class Prep:
                                    self.first_name())
             main = self.results(main_out, batch, given)
             xp = _data(x)
-            tp = <const void* const*>(self.tangents if self.takes_tangents() else NULL)
+            tp = <const void* const*>(self.tangents if self.with_tangents else NULL)
             yp = NULL if y is None else _data(y)
             vp = NULL if value is None else _data(value)
             fp = NULL if first is None else _data(first)
@@ -450,13 +460,30 @@ cdef class Prep:
             self.end(nest)
 
     cdef object results(self, object out, bint batch, Py_ssize_t count):
-        """The main result's buffer (the caller's, checked, or a new one), into self.outs."""
+        """The main result's buffer (the caller's, checked, or a new one), or a batch's
+        tuple of one per tangent, into self.outs."""
+        if batch:
+            return self.batch_results(out, count)
         if out is None:
             out = np.empty(self.result_shape, self.dtype)
-        else:
-            self.check_out(out, self.result_shape, self.result_ndim, self.result_dims, "out")
+        elif not _is_writeable_exact(out, self.typenum, self.result_ndim, self.result_dims):
+            self.check_out(out, self.result_shape, self.result_ndim, self.result_dims,
+                           self.out_name())
         self.outs[0] = _data(out)
         return out
+
+    cdef tuple batch_results(self, object out, Py_ssize_t count):
+        cdef Py_ssize_t k
+        if out is None:
+            out = tuple([np.empty(self.result_shape, self.dtype) for _ in range(count)])
+        elif not isinstance(out, tuple) or len(<tuple>out) != count:
+            raise TypeError(f"cyad: {self.batch_name()} must be a tuple of {count} arrays, one "
+                            "per tangent")
+        for k in range(count):
+            self.check_out((<tuple>out)[k], self.result_shape, self.result_ndim,
+                           self.result_dims, self.batch_item_name())
+            self.outs[k] = _data((<tuple>out)[k])
+        return <tuple>out
 
     cdef tuple split(self, object out, int count):
         # out= of an operator with several results: a tuple of as many buffers
@@ -487,9 +514,7 @@ cdef class Prep:
 
     cdef end(self, bint nest):
         """The call's end, whatever it was: a failed one leaves no evaluated chunk behind."""
-        if nest:
-            self.engine_state.leave()
-        self.engine_state.finish()
+        self.engine_state.finish(nest)
         release(&self.handle.busy)
 
     # -- the signature -------------------------------------------------------------------------
@@ -708,8 +733,7 @@ cdef class Prep:
     cdef check_out(self, object out, tuple shape, int ndim, cnp.npy_intp* dims, str what):
         """An output buffer: exactly `shape` (ndim, dims), the prep's dtype, C-contiguous and
         writeable."""
-        if (_is_exact(out, self.typenum, ndim, dims)
-                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)):
+        if _is_writeable_exact(out, self.typenum, ndim, dims):
             return
         if not isinstance(out, np.ndarray):
             raise TypeError(f"cyad: {what} must be a NumPy array, not {type(out).__name__}")
@@ -750,21 +774,6 @@ cdef class PushforwardPrep(Prep):
 
     cdef str result_name(self):
         return "the tangent output"
-
-    cdef object results(self, object out, bint batch, Py_ssize_t count):
-        # a batch's results: a tuple of one buffer per tangent
-        cdef Py_ssize_t k
-        if not batch:
-            return Prep.results(self, out, batch, count)
-        if out is None:
-            out = tuple([np.empty(self.result_shape, self.dtype) for _ in range(count)])
-        elif not isinstance(out, tuple) or len(<tuple>out) != count:
-            raise TypeError(f"cyad: out= must be a tuple of {count} arrays, one per tangent")
-        for k in range(count):
-            self.check_out((<tuple>out)[k], self.result_shape, self.result_ndim,
-                           self.result_dims, "out")
-            self.outs[k] = _data((<tuple>out)[k])
-        return out
 
 
 cdef class DerivativePrep(PushforwardPrep):
@@ -869,21 +878,11 @@ cdef class HvpPrep(_ScalarSecondOrderPrep):
     cdef str result_name(self):
         return "the hvp output"
 
-    cdef object results(self, object out, bint batch, Py_ssize_t count):
-        # a batch's results: a tuple of one buffer per tangent
-        cdef Py_ssize_t k
-        if not batch:
-            return Prep.results(self, out, batch, count)
-        if out is None:
-            out = tuple([np.empty(self.result_shape, self.dtype) for _ in range(count)])
-        elif not isinstance(out, tuple) or len(<tuple>out) != count:
-            raise TypeError(f"cyad: the hvp output must be a tuple of {count} arrays, one "
-                            "per tangent")
-        for k in range(count):
-            self.check_out((<tuple>out)[k], self.result_shape, self.result_ndim,
-                           self.result_dims, "the hvp output")
-            self.outs[k] = _data((<tuple>out)[k])
-        return out
+    cdef str batch_name(self):
+        return "the hvp output"
+
+    cdef str batch_item_name(self):
+        return "the hvp output"
 
 
 cdef class HessianPrep(_ScalarSecondOrderPrep):
@@ -907,14 +906,8 @@ cdef class HessianPrep(_ScalarSecondOrderPrep):
     cdef str result_name(self):
         return "the Hessian output"
 
-    cdef object results(self, object out, bint batch, Py_ssize_t count):
-        if out is None:
-            out = np.empty(self.result_shape, self.dtype)
-        else:
-            self.check_out(out, self.result_shape, self.result_ndim, self.result_dims,
-                           "the Hessian output")
-        self.outs[0] = _data(out)
-        return out
+    cdef str out_name(self):
+        return "the Hessian output"
 
 
 # The prep class of each family
@@ -940,6 +933,12 @@ cdef inline bint _is_exact(object a, int typenum, int ndim, cnp.npy_intp* dims):
     return (cnp.PyArray_Check(a) and cnp.PyArray_TYPE(<cnp.ndarray>a) == typenum
             and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)
             and _same_dims(<cnp.ndarray>a, ndim, dims))
+
+
+cdef inline bint _is_writeable_exact(object a, int typenum, int ndim, cnp.npy_intp* dims):
+    # an output we may write in place with raw pointers
+    return (_is_exact(a, typenum, ndim, dims)
+            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a))
 
 
 cdef inline void* _data(object a):

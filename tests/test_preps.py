@@ -186,3 +186,16 @@ def test_every_operator_docstring_is_filled_and_documents_engine(operator):
     doc = operator.__doc__
     assert "%(" not in doc and "{" not in doc.split("Examples")[0]
     assert "\nengine : str, optional\n" in doc or ", engine\n" in doc
+
+
+def test_a_nested_call_refuses_an_unknown_engine():
+    def f(x):
+        return cyad.derivative(lambda t: t * x, 1.0, engine="tape")
+
+    with pytest.raises(ValueError, match="unknown engine 'tape'"):
+        cyad.derivative(f, 2.0)
+
+    def g(x):
+        return cyad.derivative(lambda t: t * x, 1.0, engine="dual")
+
+    assert cyad.derivative(g, 2.0) == 1.0
