@@ -54,18 +54,8 @@ cdef Prep _prep(Family family, object f, object x, object dx, object y,
 
 cdef Prep _new_prep(Family family, object f, object x, object dx, object y, object chunk,
                     object engine):
-    if family == PUSHFORWARD or family == HVP:
-        directions = len(<tuple>dx) if isinstance(dx, tuple) else 1
-    elif family == DERIVATIVE or family == SECOND_DERIVATIVE:
-        if np.ndim(x) != 0:
-            name = "derivative" if family == DERIVATIVE else "second_derivative"
-            raise ValueError(f"cyad: {name} takes a scalar x, not an array of shape "
-                             f"{np.shape(x)}; use pushforward or jacobian (hvp or hessian) for "
-                             "arrays")
-        directions = 1
-    else:
-        directions = np.size(x)
-    return _PREP_TYPES[family](f, x, directions, y, chunk, engine)
+    # the family's prep, made from the operator's arguments
+    return _PREP_TYPES[family](f, x, dx, y, chunk, engine)
 
 
 # -- pushforward ---------------------------------------------------------------------

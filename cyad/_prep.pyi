@@ -67,12 +67,48 @@ class Prep:
     def is_python(self) -> bool: ...
     def raise_for_status(self, status: int) -> None: ...
 
-class PushforwardPrep(Prep): ...
+class PushforwardPrep(Prep):
+    def __init__(
+        self,
+        f: _Function,
+        x: npt.ArrayLike,
+        v: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None,
+        y: npt.NDArray[Any] | None = None,
+        chunk: int | None = None,
+        engine: str | None = None,
+    ) -> None: ...
 class DerivativePrep(PushforwardPrep): ...
-class JacobianPrep(Prep): ...
+class JacobianPrep(Prep):
+    def __init__(
+        self,
+        f: _Function,
+        x: npt.ArrayLike,
+        v: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None,
+        y: npt.NDArray[Any] | None = None,
+        chunk: int | None = None,
+        engine: str | None = None,
+    ) -> None: ...
 class GradientPrep(JacobianPrep): ...
-class SecondDerivativePrep(Prep): ...
-class _ScalarSecondOrderPrep(Prep): ...
+class SecondDerivativePrep(Prep):
+    def __init__(
+        self,
+        f: _Function,
+        x: npt.ArrayLike,
+        v: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None,
+        y: npt.NDArray[Any] | None = None,
+        chunk: int | None = None,
+        engine: str | None = None,
+    ) -> None: ...
+class _ScalarSecondOrderPrep(Prep):
+    def __init__(
+        self,
+        f: _Function,
+        x: npt.ArrayLike,
+        v: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None,
+        y: npt.NDArray[Any] | None = None,
+        chunk: int | None = None,
+        engine: str | None = None,
+    ) -> None: ...
 class HvpPrep(_ScalarSecondOrderPrep): ...
 class HessianPrep(_ScalarSecondOrderPrep): ...
 

@@ -757,14 +757,29 @@ cdef str _output_name(Prep prep, const span* s):
 
 
 # -- the families --------------------------------------------------------------------------
+#
+# Each is made from the operator's own arguments: f, x, the tangent(s) v of a pushforward or
+# hvp (None for the others), y, chunk and engine.
+
+cdef Py_ssize_t _count(object v):
+    # the tangents of a call: a tuple is a batch
+    return len(<tuple>v) if isinstance(v, tuple) else 1
+
+
+cdef _check_scalar(str operator, object x):
+    if np.ndim(x) != 0:
+        raise ValueError(f"cyad: {operator} takes a scalar x, not an array of shape "
+                         f"{np.shape(x)}; use pushforward or jacobian (hvp or hessian) for "
+                         "arrays")
+
 
 cdef class PushforwardPrep(Prep):
     """The prep of `pushforward` and `value_and_pushforward`: J(x) @ each tangent."""
 
-    def __init__(self, f, x, Py_ssize_t directions, y=None, chunk=None, engine=None):
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
         self.family = PUSHFORWARD
         self.order = 1
-        Prep.__init__(self, f, x, directions, y, chunk, engine)
+        Prep.__init__(self, f, x, _count(v), y, chunk, engine)
 
     cdef bint takes_tangents(self):
         return True
@@ -780,8 +795,9 @@ cdef class DerivativePrep(PushforwardPrep):
     """The prep of `derivative` and `value_and_derivative`: the pushforward of a scalar x
     along the tangent 1."""
 
-    def __init__(self, f, x, Py_ssize_t directions, y=None, chunk=None, engine=None):
-        PushforwardPrep.__init__(self, f, x, directions, y, chunk, engine)
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
+        _check_scalar("derivative", x)
+        PushforwardPrep.__init__(self, f, x, 1.0, y, chunk, engine)
         self.family = DERIVATIVE
 
     cdef str result_name(self):
@@ -792,10 +808,10 @@ cdef class JacobianPrep(Prep):
     """The prep of `jacobian` and `value_and_jacobian`: J(x), a chunk of basis directions
     per evaluation."""
 
-    def __init__(self, f, x, Py_ssize_t directions, y=None, chunk=None, engine=None):
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
         self.family = JACOBIAN
         self.order = 1
-        Prep.__init__(self, f, x, directions, y, chunk, engine)
+        Prep.__init__(self, f, x, np.size(x), y, chunk, engine)
 
     cdef tuple shape_of_result(self, tuple out_shape):
         return out_shape + self.x_shape
@@ -810,8 +826,8 @@ cdef class JacobianPrep(Prep):
 cdef class GradientPrep(JacobianPrep):
     """The prep of `gradient` and `value_and_gradient`: the Jacobian of a scalar-valued f."""
 
-    def __init__(self, f, x, Py_ssize_t directions, y=None, chunk=None, engine=None):
-        JacobianPrep.__init__(self, f, x, directions, y, chunk, engine)
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
+        JacobianPrep.__init__(self, f, x, None, y, chunk, engine)
         self.family = GRADIENT
 
     cdef check_output_shape(self, tuple shape):
@@ -827,10 +843,11 @@ cdef class SecondDerivativePrep(Prep):
     """The prep of `second_derivative` and `value_derivative_and_second_derivative` at a
     scalar x."""
 
-    def __init__(self, f, x, Py_ssize_t directions, y=None, chunk=None, engine=None):
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
+        _check_scalar("second_derivative", x)
         self.family = SECOND_DERIVATIVE
         self.order = 2
-        Prep.__init__(self, f, x, directions, y, chunk, engine)
+        Prep.__init__(self, f, x, 1, y, chunk, engine)
 
     cdef tuple shape_of_first(self, tuple out_shape):
         return out_shape
@@ -861,10 +878,10 @@ cdef class _ScalarSecondOrderPrep(Prep):
 cdef class HvpPrep(_ScalarSecondOrderPrep):
     """The prep of `hvp` and `gradient_and_hvp`: H(x) @ each tangent."""
 
-    def __init__(self, f, x, Py_ssize_t directions, y=None, chunk=None, engine=None):
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
         self.family = HVP
         self.order = 2
-        Prep.__init__(self, f, x, directions, y, chunk, engine)
+        Prep.__init__(self, f, x, _count(v), y, chunk, engine)
 
     cdef bint takes_tangents(self):
         return True
@@ -889,10 +906,10 @@ cdef class HessianPrep(_ScalarSecondOrderPrep):
     """The prep of `hessian` and `value_gradient_and_hessian`: a chunk of basis directions
     at each of two levels per evaluation, half of the symmetric Hessian computed."""
 
-    def __init__(self, f, x, Py_ssize_t directions, y=None, chunk=None, engine=None):
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
         self.family = HESSIAN
         self.order = 2
-        Prep.__init__(self, f, x, directions, y, chunk, engine)
+        Prep.__init__(self, f, x, np.size(x), y, chunk, engine)
 
     cdef bint symmetric(self):
         return True
