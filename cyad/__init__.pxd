@@ -2,40 +2,58 @@
 # for the dual element types and rule functions). Build with cyad.get_include() on
 # Cython's include path.
 #
+# What it promises (like SciPy's public Cython API): the names below, with these
+# signatures and meanings. It declares no cdef class and no struct's fields, so a
+# module built against one release keeps working with the next as long as these
+# signatures stand: preps, engines and their state change behind the opaque handle.
+# Anything else cimportable from cyad's private modules (cyad._*) may change at any
+# release.
+#
 # Conventions (stable):
-# - The dual-level signature (cyad._wrapper): a function evaluates y = f(x) on buffers
+# - The dual-level signature (cyad/_signatures.pxd): a function evaluates y = f(x) on buffers
 #   x (n_x), dx (n_x x width), y (n_y), dy (n_y x width), row-major, C-contiguous; on
 #   entry y holds the output's current values and dy is zero; it returns 0 or a nonzero
 #   status. cyad_f64 and cyad_f32 are its float64 and float32 forms.
 # - The second-order signature (cyad2_f64, cyad2_f32) takes `outer, inner` where the
 #   first order takes `width`: every element is a nested dual over outer and inner
 #   directions, in a row of second_order_width(outer, inner) lanes (the layout is in
-#   cyad/_wrapper.pxd). cyad calls C functions with outer == 1; the second-order
+#   cyad/_signatures.pxd). cyad calls C functions with outer == 1; the second-order
 #   elements of cyad.dual (hdual1 ... hdual16f) read and write that layout.
 # - `wrap(f64, f32, context, out_shape=None, owner=None, second_f64=NULL,
-#   second_f32=NULL)` makes a FunctionWrapper of such functions for the Python
-#   operators and the prepare_* functions (at least one of the four non-NULL).
-# - Prepare with the GIL (cyad.prepare_jacobian(...) etc.), get `prep_state(prep)`, then
-#   call the *_nogil entry points inside `with nogil:` on raw pointers of the prep's
-#   dtype and shapes. y is the two-argument form's in/out output (NULL in the
-#   one-argument form); `value` receives f(x) and may be NULL. Outputs may overlap
-#   inputs (the inputs are read as they were when the call started), not one another
-#   (f's value may be y itself). They return 0, the function's own status, or a status
-#   that prep.raise_for_status(status) raises with the GIL: PYTHON_ERROR (a Python
-#   callable raised), WRONG_CALL (another dtype or operator than the prep's),
-#   PREP_BUSY (the prep is in use by another call), OVERLAPPING_OUTPUTS (two outputs
-#   share memory) or NO_MEMORY (no memory to copy an input that overlaps an output).
+#   second_f32=NULL)` returns a cyad.FunctionWrapper (a Python object) of such
+#   functions for the Python operators and the prepare_* functions (at least one of the
+#   four non-NULL).
+# - `cyad_prep` is an opaque handle: prepare with the GIL (cyad.prepare_jacobian(...)
+#   etc.), take `cyad_prep* p = prep_handle(prep)` (ValueError while the prep does not
+#   know f's output: call its operator once from Python first), keep the prep alive
+#   while p is used, and call the *_nogil entry points inside `with nogil:` on raw
+#   pointers of the prep's dtype and shapes. Never read or write through p.
+# - Entry points: y is the two-argument form's in/out output (NULL in the one-argument
+#   form); `value` receives f(x) and may be NULL (as may hvp's and hessian's
+#   `gradient`). Outputs may overlap inputs (the inputs are read as they were when the
+#   call started), not one another (f's value may be y itself). pushforward_nogil and
+#   value_and_pushforward_nogil answer a pushforward or derivative prep of one tangent,
+#   gradient_nogil a gradient or jacobian prep of a scalar-valued f, jacobian_nogil a
+#   gradient or jacobian prep, hvp_nogil an hvp prep of one tangent, hessian_nogil a
+#   hessian prep; each in the prep's dtype (the real fused type picks float64 or
+#   float32 from the pointers).
+# - They return 0, the function's own status, or one of the statuses below;
+#   `raise_status(prep, status)` (or prep.raise_for_status(status)) raises, with the
+#   GIL, what a nonzero status reports: PYTHON_ERROR (a Python callable raised: its
+#   exception), WRONG_CALL (an entry point of another dtype or operator than the
+#   prep's), PREP_BUSY (the prep is in use by another call), OVERLAPPING_OUTPUTS (two
+#   outputs share memory) or NO_MEMORY (no memory to copy an input that overlaps an
+#   output); the function's own status as cyad.FunctionError. New statuses may be
+#   added, all negative.
 # - A prep serves one call at a time: an entry point called on a prep that another
 #   call is using (another thread's, or the one whose f is running) returns PREP_BUSY
 #   and changes nothing. Preps on different threads run in parallel without the GIL
 #   when their functions are C functions: make one prep per thread.
 
-from cyad._wrapper cimport (
-    cyad_f64, cyad_f32, cyad2_f64, cyad2_f32, cyad_function, FunctionWrapper, wrap,
-)
-from cyad._core cimport (
-    cyad_prep, Prep, prep_state, PYTHON_ERROR, WRONG_CALL, PREP_BUSY, OVERLAPPING_OUTPUTS,
-    NO_MEMORY,
+from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32
+from cyad._api cimport (
+    cyad_prep, prep_handle, raise_status, wrap,
+    PYTHON_ERROR, WRONG_CALL, PREP_BUSY, OVERLAPPING_OUTPUTS, NO_MEMORY,
     pushforward_nogil, value_and_pushforward_nogil, gradient_nogil, jacobian_nogil,
     hvp_nogil, hessian_nogil,
 )

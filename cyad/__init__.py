@@ -5,8 +5,8 @@ The examples in the docstrings assume ``import numpy as np`` and ``import cyad``
 import importlib.resources
 import os
 
-from cyad._core import Prep, default_chunk
 from cyad._dual import Dual
+from cyad._dual_engine import default_chunk
 from cyad._operators import (
     derivative,
     gradient,
@@ -30,6 +30,7 @@ from cyad._operators import (
     value_derivative_and_second_derivative,
     value_gradient_and_hessian,
 )
+from cyad._prep import Prep
 from cyad._wrapper import FunctionError, FunctionWrapper
 from cyad.profiling import Profile, allocations_per_call, profile
 

@@ -14,9 +14,9 @@ nesting is for correctness, the prepared operators are for speed.
 """
 import numpy as np
 
-from cyad._core import input_dtype
 from cyad._dual import Dual, Tag, _enter, _leave, make_nested_tag, primal, tagged_dual
 from cyad._kernels import padded_width
+from cyad._prep import input_dtype
 from cyad._wrapper import constant_result
 
 _NESTING_ERROR = ("cyad: only two levels of differentiation nest (a derivative of a "
@@ -178,7 +178,8 @@ def pushforward(f, x, dx, y, out, with_value, scalar_input=False):
     seed_partials = None
     if any(isinstance(t, Dual) for t in tangents):
         seed_partials = np.stack([t.partials if isinstance(t, Dual) else
-                                  np.zeros(shape + (outer.width,), dtype) for t in tangents], axis=-2)
+                                  np.zeros(shape + (outer.width,), dtype) for t in tangents],
+                                 axis=-2)
     value, d, dp, outer = _evaluate(f, x, seeds, seed_partials, y)
     results = tuple(_result(d[..., i], None if dp is None else dp[..., i, :], outer)
                     for i in range(len(tangents)))
@@ -186,7 +187,8 @@ def pushforward(f, x, dx, y, out, with_value, scalar_input=False):
         value_out, out = (None, None) if out is None else out
         value = _deliver(_value(value, outer), value_out)
     if out is not None:
-        results = tuple(_deliver(r, o) for r, o in zip(results, out if batch else (out,)))
+        outs = out if batch else (out,)
+        results = tuple(_deliver(r, o) for r, o in zip(results, outs, strict=False))
     results = results if batch else results[0]
     return (value, results) if with_value else results
 

@@ -9,7 +9,7 @@ from typing import Any, TypeAlias, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from cyad._core import Prep
+from cyad._prep import Prep
 from cyad._wrapper import _Function
 
 _Array: TypeAlias = npt.NDArray[np.floating[Any]]
@@ -18,171 +18,200 @@ _Scalar: TypeAlias = float | np.floating[Any] | np.integer[Any] | npt.NDArray[An
 _Batch: TypeAlias = tuple[npt.ArrayLike, ...]
 _Y: TypeAlias = npt.NDArray[Any] | None
 _Chunk: TypeAlias = int | np.integer[Any] | None
+_Engine: TypeAlias = str | None
 _Out = TypeVar("_Out", bound=npt.NDArray[Any])
 _Outs = TypeVar("_Outs", bound=tuple[Any, ...])
 
 # -- pushforward
 
 def prepare_pushforward(
-    f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike | _Batch, *, y: _Y = None, chunk: _Chunk = None
+    f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike | _Batch, *, y: _Y = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> Prep: ...
 @overload
 def pushforward(
     f: _Function, x: npt.ArrayLike, dx: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Array, ...]: ...
 @overload
 def pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Result: ...
 @overload
 def pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: _Out, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Out: ...
 @overload
 def value_and_pushforward(
     f: _Function, x: npt.ArrayLike, dx: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Result, tuple[_Array, ...]]: ...
 @overload
 def value_and_pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Result, _Result]: ...
 @overload
 def value_and_pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike | _Batch, *, y: _Y = None,
     prep: Prep | None = None, out: _Outs, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Outs: ...
 
 # -- derivative (scalar x)
 
-def prepare_derivative(f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None) -> Prep: ...
+def prepare_derivative(
+    f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> Prep: ...
 @overload
 def derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> _Result: ...
 @overload
 def derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Out,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> _Out: ...
 @overload
 def value_and_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> tuple[_Result, _Result]: ...
 @overload
 def value_and_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> _Outs: ...
 
 # -- gradient (scalar-valued f)
 
-def prepare_gradient(f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None) -> Prep: ...
+def prepare_gradient(
+    f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> Prep: ...
 def gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Array: ...
 @overload
 def value_and_gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> tuple[float, _Array]: ...
 @overload
 def value_and_gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> _Outs: ...
 
 # -- jacobian
 
-def prepare_jacobian(f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None) -> Prep: ...
+def prepare_jacobian(
+    f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> Prep: ...
 def jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Array: ...
 @overload
 def value_and_jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> tuple[_Result, _Array]: ...
 @overload
 def value_and_jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> _Outs: ...
 
 # -- second derivative (scalar x)
 
 def prepare_second_derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None
+    f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> Prep: ...
 @overload
 def second_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> _Result: ...
 @overload
 def second_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Out,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> _Out: ...
 @overload
 def value_derivative_and_second_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> tuple[_Result, _Result, _Result]: ...
 @overload
 def value_derivative_and_second_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> _Outs: ...
 
 # -- Hessian-vector product (scalar-valued f)
 
 def prepare_hvp(
-    f: _Function, x: npt.ArrayLike, v: npt.ArrayLike | _Batch, *, y: _Y = None, chunk: _Chunk = None
+    f: _Function, x: npt.ArrayLike, v: npt.ArrayLike | _Batch, *, y: _Y = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> Prep: ...
 @overload
 def hvp(
     f: _Function, x: npt.ArrayLike, v: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Array, ...]: ...
 @overload
 def hvp(
     f: _Function, x: npt.ArrayLike, v: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Array: ...
 @overload
 def gradient_and_hvp(
     f: _Function, x: npt.ArrayLike, v: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], tuple[npt.NDArray[Any], ...]] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Array, tuple[_Array, ...]]: ...
 @overload
 def gradient_and_hvp(
     f: _Function, x: npt.ArrayLike, v: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> tuple[_Array, _Array]: ...
 
 # -- Hessian (scalar-valued f)
 
-def prepare_hessian(f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None) -> Prep: ...
+def prepare_hessian(
+    f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> Prep: ...
 def hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
 ) -> _Array: ...
 @overload
 def value_gradient_and_hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> tuple[float, _Array, _Array]: ...
 @overload
 def value_gradient_and_hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
-    chunk: _Chunk = None,
+    chunk: _Chunk = None, engine: _Engine = None,
 ) -> _Outs: ...

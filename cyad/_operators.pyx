@@ -1,92 +1,88 @@
 """The public operators: thin, compiled, allocation-free with a prep and out=.
 
-Each operator finds (or checks) its `Prep` and makes one call into it; all the
-work is in `_core.pyx`. A call of a Python callable made while cyad differentiates
+Each operator finds (or checks) its `Prep` (cyad/_prep.pyx: one class per family,
+on the engine named by ``engine=``) and makes one call into it; all the work is
+there and in the engine. A call of a Python callable made while cyad differentiates
 another (from inside that one) is a nested differentiation and goes to `_nested.py`;
 it runs without a prep, but refuses one that another call is using, as every call
 does. The operators are compiled so that a prepared call with `out=` creates no
 Python objects: keyword arguments are parsed without a dict, and the result is the
-caller's own buffer (or pair of buffers).
+caller's own buffer (or pair of buffers). The docstrings share their common blocks
+(cyad/_docs.py).
 """
 import numpy as np
 
-from cyad._core cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
-                         SECOND_DERIVATIVE, HVP, HESSIAN, refuse_busy)
+from cyad._prep cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
+                         SECOND_DERIVATIVE, HVP, HESSIAN, WITH_VALUE, WITH_FIRST, refuse_busy)
+from cyad._prep import PREP_TYPES as _PREP_TYPES
+from cyad._engines import engine_type
 from cyad._dual cimport differentiating
 from cyad._wrapper cimport is_python_function
-from cyad import _nested
+from cyad import _docs, _nested
 
 
-cdef inline bint _nests(object f, object prep) except -1:
+cdef inline bint _nests(object f, object prep, object engine) except -1:
     # whether the call nests in a running differentiation (a Python f called from inside the
-    # f cyad is differentiating), refusing a prep that another call is using
+    # f cyad is differentiating), refusing a prep that another call is using; nested calls
+    # run on dual arrays, whatever the engine (an unknown name is still refused)
     if differentiating() and is_python_function(f):
         refuse_busy(prep)
+        if engine is not None:
+            engine_type(engine)
         return True
     return False
 
 
 cdef Prep _prep(Family family, object f, object x, object dx, object y,
-                object prep, object chunk):
+                object prep, object chunk, object engine):
     # a new prep, or the given one checked against the call's form
     cdef Prep p
     if prep is None:
-        return _new_prep(family, f, x, dx, y, chunk)
+        return _new_prep(family, f, x, dx, y, chunk, engine)
     if not isinstance(prep, Prep):
-        raise TypeError(f"cyad: prep must come from a prepare_* function, not {type(prep).__name__}")
+        raise TypeError(f"cyad: prep must come from a prepare_* function, not "
+                        f"{type(prep).__name__}")
     p = <Prep>prep
     p.check_form(family, y)
     if chunk is not None and chunk != p.chunk:
         raise ValueError(f"cyad: chunk={chunk} differs from the prep's chunk {p.chunk}")
+    if engine is not None and engine != p.engine:
+        engine_type(engine)     # an unknown name says so
+        raise ValueError(f"cyad: engine={engine!r} differs from the prep's engine {p.engine!r}")
     return p
 
 
-cdef Prep _new_prep(Family family, object f, object x, object dx, object y, object chunk):
-    if family == PUSHFORWARD or family == HVP:
-        directions = len(<tuple>dx) if isinstance(dx, tuple) else 1
-    elif family == DERIVATIVE or family == SECOND_DERIVATIVE:
-        if np.ndim(x) != 0:
-            name = "derivative" if family == DERIVATIVE else "second_derivative"
-            raise ValueError(f"cyad: {name} takes a scalar x, not an array of shape "
-                             f"{np.shape(x)}; use pushforward or jacobian (hvp or hessian) for "
-                             "arrays")
-        directions = 1
-    else:
-        directions = np.size(x)
-    return Prep(family, f, x, directions, y, chunk)
+cdef Prep _new_prep(Family family, object f, object x, object dx, object y, object chunk,
+                    object engine):
+    # the family's prep, made from the operator's arguments
+    return _PREP_TYPES[family](f, x, dx, y, chunk, engine)
 
 
 # -- pushforward ---------------------------------------------------------------------
 
-def prepare_pushforward(f, x, dx, *, y=None, chunk=None):
+def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None):
     """Prepare `pushforward` and `value_and_pushforward` of f at inputs shaped like x.
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
+    %(f)s
     x : array_like or float
         An input of the shape and dtype the prepared calls take.
     dx : array_like, float or tuple of them
         A tangent shaped like x, or a tuple of tangents (a batch of that size).
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Tangents carried by one evaluation of f (default: `default_chunk`).
+    %(y)s
+    %(chunk_tangents)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `pushforward` and `value_and_pushforward`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty or ``chunk`` is not a positive integer.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the first-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -99,32 +95,27 @@ def prepare_pushforward(f, x, dx, *, y=None, chunk=None):
     >>> out
     array([2., 4.])
     """
-    return _new_prep(PUSHFORWARD, f, x, dx, y, chunk)
+    return _new_prep(PUSHFORWARD, f, x, dx, y, chunk, engine)
 
 
-def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
+def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The Jacobian-vector product J(x) @ dx, shaped like f(x).
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
+    %(f)s
     x : array_like or float
         Where to differentiate. float64 and float32 are kept; integers and bools become
         float64.
     dx : array_like, float or tuple of them
         A tangent shaped like x, or a tuple of tangents (a batch, answered by a tuple).
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_pushforward`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
+    %(y)s
+    %(prep)s
     out : ndarray or tuple of ndarray, optional
         C-contiguous buffer of exactly the result's shape and dtype (a tuple of them for a
         batch), written in place and returned.
-    chunk : int, optional
-        Tangents carried by one evaluation of f (default: `default_chunk`).
+    %(chunk_tangents)s
+    %(engine)s
 
     Returns
     -------
@@ -134,17 +125,9 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_value)s
+    %(raises_type)s
+    %(raises_call)s
 
     See Also
     --------
@@ -163,18 +146,18 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
     >>> cyad.pushforward(lambda x: x ** 2, x, (np.array([1.0, 0.0]), np.array([0.0, 1.0])))
     (array([2., 0.]), array([0., 4.]))
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.pushforward(f, x, dx, y, out, False)
-    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
-    return _scalar_result(p.pushforward(f, x, dx, y, out, False), out)
+    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine)
+    return _scalar_result(p.call(f, x, dx, y, out, 0), out)
 
 
-def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
+def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """f(x) and the Jacobian-vector product J(x) @ dx.
 
     Parameters
     ----------
-    f, x, dx, y, prep, chunk
+    f, x, dx, y, prep, chunk, engine
         As for `pushforward`.
     out : tuple, optional
         A pair ``(value_out, tangent_out)`` (``tangent_out`` a tuple for a batch), written in
@@ -194,51 +177,41 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None):
         (see `pushforward`).
     TypeError
         If x is not real or f drops a derivative (see `pushforward`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
     >>> cyad.value_and_pushforward(lambda x: x ** 3, 2.0, 1.0)
     (8.0, 12.0)
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.pushforward(f, x, dx, y, out, True)
-    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk)
-    return _scalar_tuple(p.pushforward(f, x, dx, y, out, True), out)
+    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, dx, y, out, WITH_VALUE), out)
 
 
 # -- derivative ------------------------------------------------------------------------
 
-def prepare_derivative(f, x, *, y=None, chunk=None):
+def prepare_derivative(f, x, *, y=None, chunk=None, engine=None):
     """Prepare `derivative` and `value_and_derivative` of f at a scalar x.
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
-    x : float or 0-d ndarray
-        A scalar input of the dtype the prepared calls take.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Accepted for uniformity; a derivative has one direction.
+    %(f)s
+    %(x_scalar_prepared)s
+    %(y)s
+    %(chunk_one)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `derivative` and `value_and_derivative`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty, ``chunk`` is not a positive integer, or x is not a scalar.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the first-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -252,28 +225,22 @@ def prepare_derivative(f, x, *, y=None, chunk=None):
     >>> y
     array([4., 6.])
     """
-    return _new_prep(DERIVATIVE, f, x, None, y, chunk)
+    return _new_prep(DERIVATIVE, f, x, None, y, chunk, engine)
 
 
-def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
+def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The derivative df/dx at a scalar x, shaped like f(x).
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
+    %(f)s
     x : float or 0-d ndarray
         Where to differentiate.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_derivative`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
-    out : ndarray, optional
-        Buffer of exactly the result's shape and dtype, written in place and returned.
-    chunk : int, optional
-        Accepted for uniformity; a derivative has one direction.
+    %(y)s
+    %(prep)s
+    %(out_result)s
+    %(chunk_one)s
+    %(engine)s
 
     Returns
     -------
@@ -282,18 +249,10 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
+    %(raises_value)s
         Also if x is not a scalar (use `pushforward` or `jacobian`).
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_type)s
+    %(raises_call)s
 
     See Also
     --------
@@ -306,18 +265,18 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     >>> cyad.derivative(lambda t: t * np.arange(3.0), 1.0)
     array([0., 1., 2.])
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.pushforward(f, x, 1.0, y, out, False, True)
-    cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
-    return _scalar_result(p.pushforward(f, x, 1.0, y, out, False), out)
+    cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk, engine)
+    return _scalar_result(p.call(f, x, 1.0, y, out, 0), out)
 
 
-def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
+def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """f(x) and the derivative df/dx at a scalar x.
 
     Parameters
     ----------
-    f, x, y, prep, chunk
+    f, x, y, prep, chunk, engine
         As for `derivative`.
     out : tuple, optional
         A pair ``(value_out, derivative_out)``, written in place and returned.
@@ -336,52 +295,42 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
         (see `derivative`).
     TypeError
         If x is not real or f drops a derivative (see `derivative`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
     >>> cyad.value_and_derivative(np.exp, 0.0)
     (1.0, 1.0)
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.pushforward(f, x, 1.0, y, out, True, True)
-    cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk)
-    return _scalar_tuple(p.pushforward(f, x, 1.0, y, out, True), out)
+    cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, 1.0, y, out, WITH_VALUE), out)
 
 
 # -- gradient --------------------------------------------------------------------------
 
-def prepare_gradient(f, x, *, y=None, chunk=None):
+def prepare_gradient(f, x, *, y=None, chunk=None, engine=None):
     """Prepare `gradient` and `value_and_gradient` of a scalar-valued f at inputs shaped like x.
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
-    x : array_like
-        An input of the shape and dtype the prepared calls take.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Input directions carried by one evaluation of f (default: `default_chunk`).
+    %(f_scalar)s
+    %(x_prepared)s
+    %(y)s
+    %(chunk_inputs)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `gradient` and `value_and_gradient`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty, ``chunk`` is not a positive integer, or a two-argument f's y
         is not 0-d.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the first-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -392,29 +341,22 @@ def prepare_gradient(f, x, *, y=None, chunk=None):
     >>> cyad.gradient(f, np.array([1.0, 2.0, 3.0]), prep=prep, out=out)
     array([2., 4., 6.])
     """
-    return _new_prep(GRADIENT, f, x, None, y, chunk)
+    return _new_prep(GRADIENT, f, x, None, y, chunk, engine)
 
 
-def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
+def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The gradient of a scalar-valued f, shaped like x.
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
-    x : array_like
-        Where to differentiate. float64 and float32 are kept; integers and bools become
-        float64.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_gradient`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
+    %(f_scalar)s
+    %(x_at)s
+    %(y)s
+    %(prep)s
     out : ndarray, optional
         Buffer of x's shape and dtype, written in place and returned.
-    chunk : int, optional
-        Input directions carried by one evaluation of f (default: `default_chunk`).
+    %(chunk_inputs)s
+    %(engine)s
 
     Returns
     -------
@@ -423,18 +365,10 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
+    %(raises_value)s
         Also if f is not scalar-valued (use `jacobian`).
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_type)s
+    %(raises_call)s
 
     See Also
     --------
@@ -445,18 +379,18 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
     >>> cyad.gradient(lambda x: np.sum(x ** 2), np.array([1.0, 2.0, 3.0]))
     array([2., 4., 6.])
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, False, True)
-    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
-    return p.jacobian(f, x, y, out, False)
+    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine)
+    return p.call(f, x, None, y, out, 0)
 
 
-def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
+def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """f(x) as a float, and the gradient of the scalar-valued f.
 
     Parameters
     ----------
-    f, x, y, prep, chunk
+    f, x, y, prep, chunk, engine
         As for `gradient`.
     out : tuple, optional
         A pair ``(value_out, gradient_out)`` with ``value_out`` a 0-d array, written in
@@ -476,51 +410,41 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None):
         (see `gradient`).
     TypeError
         If x is not real or f drops a derivative (see `gradient`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
     >>> cyad.value_and_gradient(lambda x: x @ x, np.array([1.0, 2.0]))
     (5.0, array([2., 4.]))
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, True, True)
-    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk)
-    return _scalar_tuple(p.jacobian(f, x, y, out, True), out)
+    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE), out)
 
 
 # -- jacobian --------------------------------------------------------------------------
 
-def prepare_jacobian(f, x, *, y=None, chunk=None):
+def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None):
     """Prepare `jacobian` and `value_and_jacobian` of f at inputs shaped like x.
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
-    x : array_like
-        An input of the shape and dtype the prepared calls take.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Input directions carried by one evaluation of f (default: `default_chunk`).
+    %(f)s
+    %(x_prepared)s
+    %(y)s
+    %(chunk_inputs)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `jacobian` and `value_and_jacobian`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty or ``chunk`` is not a positive integer.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the first-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -531,29 +455,22 @@ def prepare_jacobian(f, x, *, y=None, chunk=None):
     array([[3., 0.],
            [0., 3.]])
     """
-    return _new_prep(JACOBIAN, f, x, None, y, chunk)
+    return _new_prep(JACOBIAN, f, x, None, y, chunk, engine)
 
 
-def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
+def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The Jacobian of f at x, of shape ``f(x).shape + x.shape``.
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
-    x : array_like
-        Where to differentiate. float64 and float32 are kept; integers and bools become
-        float64.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_jacobian`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
+    %(f)s
+    %(x_at)s
+    %(y)s
+    %(prep)s
     out : ndarray, optional
         Buffer of exactly the Jacobian's shape and dtype, written in place and returned.
-    chunk : int, optional
-        Input directions carried by one evaluation of f (default: `default_chunk`).
+    %(chunk_inputs)s
+    %(engine)s
 
     Returns
     -------
@@ -562,17 +479,9 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_value)s
+    %(raises_type)s
+    %(raises_call)s
 
     See Also
     --------
@@ -584,18 +493,18 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     array([[2., 0.],
            [0., 4.]])
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, False, False)
-    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
-    return p.jacobian(f, x, y, out, False)
+    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine)
+    return p.call(f, x, None, y, out, 0)
 
 
-def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
+def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """f(x) and the Jacobian of f at x.
 
     Parameters
     ----------
-    f, x, y, prep, chunk
+    f, x, y, prep, chunk, engine
         As for `jacobian`.
     out : tuple, optional
         A pair ``(value_out, jacobian_out)``, written in place and returned.
@@ -614,10 +523,7 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
         (see `jacobian`).
     TypeError
         If x is not real or f drops a derivative (see `jacobian`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
@@ -627,10 +533,10 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None):
     >>> np.allclose(J, 2.0 * np.eye(2))
     True
     """
-    if _nests(f, prep):
+    if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, True, False)
-    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk)
-    return _scalar_tuple(p.jacobian(f, x, y, out, True), out)
+    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE), out)
 
 
 # -- second order ------------------------------------------------------------------------
@@ -642,35 +548,27 @@ cdef _refuse_nesting(str name):
                         "(only two levels of differentiation nest)")
 
 
-def prepare_second_derivative(f, x, *, y=None, chunk=None):
+def prepare_second_derivative(f, x, *, y=None, chunk=None, engine=None):
     """Prepare `second_derivative` and `value_derivative_and_second_derivative` of f at a
     scalar x.
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
-        y when ``y=`` is given. A C function goes through `FunctionWrapper`.
-    x : float or 0-d ndarray
-        A scalar input of the dtype the prepared calls take.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Accepted for uniformity; a second derivative has one direction.
+    %(f)s
+    %(x_scalar_prepared)s
+    %(y)s
+    %(chunk_one)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `second_derivative` and
-        `value_derivative_and_second_derivative`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty, ``chunk`` is not a positive integer, or x is not a scalar.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the second-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -680,10 +578,10 @@ def prepare_second_derivative(f, x, *, y=None, chunk=None):
     >>> cyad.second_derivative(f, 2.0, prep=prep)
     12.0
     """
-    return _new_prep(SECOND_DERIVATIVE, f, x, None, y, chunk)
+    return _new_prep(SECOND_DERIVATIVE, f, x, None, y, chunk, engine)
 
 
-def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
+def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The second derivative d2f/dx2 at a scalar x, shaped like f(x).
 
     Parameters
@@ -693,15 +591,11 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
         a second-order function of cyad's signature.
     x : float or 0-d ndarray
         Where to differentiate.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_second_derivative`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
-    out : ndarray, optional
-        Buffer of exactly the result's shape and dtype, written in place and returned.
-    chunk : int, optional
-        Accepted for uniformity; a second derivative has one direction.
+    %(y)s
+    %(prep)s
+    %(out_result)s
+    %(chunk_one)s
+    %(engine)s
 
     Returns
     -------
@@ -710,19 +604,11 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
+    %(raises_value)s
         Also if x is not a scalar (use `hvp` or `hessian`).
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
+    %(raises_type)s
         Also if called inside a function cyad is differentiating.
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     See Also
     --------
@@ -734,16 +620,17 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
     12.0
     """
     _refuse_nesting("second_derivative")
-    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk)
-    return _scalar_result(p.second(f, x, None, y, out, 1), out)
+    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk, engine)
+    return _scalar_result(p.call(f, x, None, y, out, 0), out)
 
 
-def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None):
+def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None,
+                                           engine=None):
     """f(x), df/dx and d2f/dx2 at a scalar x.
 
     Parameters
     ----------
-    f, x, y, prep, chunk
+    f, x, y, prep, chunk, engine
         As for `second_derivative`.
     out : tuple, optional
         A triple ``(value_out, derivative_out, second_derivative_out)``, written in place
@@ -765,10 +652,7 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
         (see `second_derivative`).
     TypeError
         If x is not real or f drops a derivative, or when nested (see `second_derivative`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
@@ -776,40 +660,33 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
     (8.0, 12.0, 12.0)
     """
     _refuse_nesting("value_derivative_and_second_derivative")
-    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk)
-    return _scalar_tuple(p.second(f, x, None, y, out, 3), out)
+    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE | WITH_FIRST), out)
 
 
-def prepare_hvp(f, x, v, *, y=None, chunk=None):
+def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None):
     """Prepare `hvp` and `gradient_and_hvp` of a scalar-valued f at inputs shaped like x.
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
-    x : array_like
-        An input of the shape and dtype the prepared calls take.
+    %(f_scalar)s
+    %(x_prepared)s
     v : array_like or tuple of them
         A tangent shaped like x, or a tuple of tangents (a batch of that size).
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Basis directions carried by one evaluation of f (all tangents go together).
+    %(y)s
+    %(chunk_hvp)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `hvp` and `gradient_and_hvp`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty, ``chunk`` is not a positive integer, or a two-argument f's y
         is not 0-d.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the second-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -820,32 +697,27 @@ def prepare_hvp(f, x, v, *, y=None, chunk=None):
     >>> cyad.hvp(f, x, v, prep=prep)
     array([ 6., 12.])
     """
-    return _new_prep(HVP, f, x, v, y, chunk)
+    return _new_prep(HVP, f, x, v, y, chunk, engine)
 
 
-def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
+def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The Hessian-vector product H(x) @ v of a scalar-valued f, shaped like x.
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
+    %(f_scalar)s
         A C function needs a second-order function of cyad's signature.
     x : array_like
         Where to differentiate.
     v : array_like or tuple of them
         A tangent shaped like x, or a tuple of tangents (a batch, answered by a tuple).
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_hvp`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
+    %(y)s
+    %(prep)s
     out : ndarray or tuple of ndarray, optional
         Buffer of x's shape and dtype (a tuple of them for a batch), written in place and
         returned.
-    chunk : int, optional
-        Basis directions carried by one evaluation of f (all tangents go together).
+    %(chunk_hvp)s
+    %(engine)s
 
     Returns
     -------
@@ -854,19 +726,11 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
+    %(raises_value)s
         Also if f is not scalar-valued.
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
+    %(raises_type)s
         Also if called inside a function cyad is differentiating.
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     See Also
     --------
@@ -879,16 +743,16 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
     array([ 6., 12.])
     """
     _refuse_nesting("hvp")
-    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk)
-    return p.second(f, x, v, y, out, 1)
+    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine)
+    return p.call(f, x, v, y, out, 0)
 
 
-def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
+def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The gradient of a scalar-valued f and the Hessian-vector product H(x) @ v.
 
     Parameters
     ----------
-    f, x, v, y, prep, chunk
+    f, x, v, y, prep, chunk, engine
         As for `hvp`.
     out : tuple, optional
         A pair ``(gradient_out, hvp_out)`` (``hvp_out`` a tuple for a batch), written in
@@ -908,10 +772,7 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
         (see `hvp`).
     TypeError
         If x is not real or f drops a derivative, or when nested (see `hvp`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
@@ -920,39 +781,32 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None):
     (array([ 3., 12.]), array([ 6., 12.]))
     """
     _refuse_nesting("gradient_and_hvp")
-    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk)
-    return p.second(f, x, v, y, out, 2)
+    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine)
+    return p.call(f, x, v, y, out, WITH_FIRST)
 
 
-def prepare_hessian(f, x, *, y=None, chunk=None):
+def prepare_hessian(f, x, *, y=None, chunk=None, engine=None):
     """Prepare `hessian` and `value_gradient_and_hessian` of a scalar-valued f at inputs
     shaped like x.
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
-    x : array_like
-        An input of the shape and dtype the prepared calls take.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    chunk : int, optional
-        Directions carried by one evaluation of f at each of the two levels.
+    %(f_scalar)s
+    %(x_prepared)s
+    %(y)s
+    %(chunk_hessian)s
+    %(engine_prepare)s
 
     Returns
     -------
-    Prep
-        Pass it as ``prep=`` to `hessian` and `value_gradient_and_hessian`.
+    %(returns_prep)s
 
     Raises
     ------
     ValueError
         If x is empty, ``chunk`` is not a positive integer, or a two-argument f's y
         is not 0-d.
-    TypeError
-        If x is not real, or f is neither a callable nor a C function of cyad's
-        signature (with the second-order function x's dtype needs).
+    %(raises_prepare_type)s
 
     Examples
     --------
@@ -965,29 +819,24 @@ def prepare_hessian(f, x, *, y=None, chunk=None):
     array([[4., 2.],
            [2., 0.]])
     """
-    return _new_prep(HESSIAN, f, x, None, y, chunk)
+    return _new_prep(HESSIAN, f, x, None, y, chunk, engine)
 
 
-def hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
+def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The Hessian of a scalar-valued f, of shape ``x.shape + x.shape``.
 
     Parameters
     ----------
-    f : callable or FunctionWrapper
-        Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
-        into a 0-d y when ``y=`` is given.
+    %(f_scalar)s
         A C function needs a second-order function of cyad's signature.
     x : array_like
         Where to differentiate.
-    y : ndarray, optional
-        The output buffer of a two-argument f; afterwards it holds f's value.
-    prep : Prep, optional
-        From `prepare_hessian`, for repeated calls at inputs of the same shapes,
-        dtype and function form.
+    %(y)s
+    %(prep)s
     out : ndarray, optional
         Buffer of exactly the Hessian's shape and dtype, written in place and returned.
-    chunk : int, optional
-        Directions carried by one evaluation of f at each of the two levels.
+    %(chunk_hessian)s
+    %(engine)s
 
     Returns
     -------
@@ -996,19 +845,11 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
 
     Raises
     ------
-    ValueError
-        If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
-        does not fit the call (the message says what differs).
+    %(raises_value)s
         Also if f is not scalar-valued.
-    TypeError
-        If x is not real, f is neither a callable nor a C function of cyad's signature, or
-        f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-        NumPy function cyad has no rule for).
+    %(raises_type)s
         Also if called inside a function cyad is differentiating.
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     See Also
     --------
@@ -1021,16 +862,16 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
            [2., 0.]])
     """
     _refuse_nesting("hessian")
-    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk)
-    return p.second(f, x, None, y, out, 1)
+    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine)
+    return p.call(f, x, None, y, out, 0)
 
 
-def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None):
+def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """f(x) as a float, the gradient and the Hessian of a scalar-valued f.
 
     Parameters
     ----------
-    f, x, y, prep, chunk
+    f, x, y, prep, chunk, engine
         As for `hessian`.
     out : tuple, optional
         A triple ``(value_out, gradient_out, hessian_out)`` with ``value_out`` a 0-d array,
@@ -1052,10 +893,7 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None)
         (see `hessian`).
     TypeError
         If x is not real or f drops a derivative, or when nested (see `hessian`).
-    RuntimeError
-        If ``prep`` is in use by another call (from another thread, or from inside f).
-    FunctionError
-        If a C function returns a nonzero status.
+    %(raises_call)s
 
     Examples
     --------
@@ -1068,8 +906,8 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None)
            [2., 0.]])
     """
     _refuse_nesting("value_gradient_and_hessian")
-    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk)
-    return _scalar_tuple(p.second(f, x, None, y, out, 3), out)
+    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE | WITH_FIRST), out)
 
 
 # -- 0-d results are returned as floats when the caller gave no buffer ------------------
@@ -1084,3 +922,21 @@ cdef object _scalar_tuple(tuple r, object out):
     if out is not None:
         return out
     return tuple([_scalar_result(x, None) for x in r])
+
+
+# -- the docstrings' shared fragments (cyad/_docs.py) -------------------------------------
+
+for _prepare, _operator, _value_operator, _order, _what in [
+        (prepare_pushforward, pushforward, value_and_pushforward, "first-order", None),
+        (prepare_derivative, derivative, value_and_derivative, "first-order", "derivative"),
+        (prepare_gradient, gradient, value_and_gradient, "first-order", None),
+        (prepare_jacobian, jacobian, value_and_jacobian, "first-order", None),
+        (prepare_second_derivative, second_derivative, value_derivative_and_second_derivative,
+         "second-order", "second derivative"),
+        (prepare_hvp, hvp, gradient_and_hvp, "second-order", None),
+        (prepare_hessian, hessian, value_gradient_and_hessian, "second-order", None)]:
+    _docs.fill(_prepare, operator=_operator.__name__, value_operator=_value_operator.__name__,
+               order=_order, what=_what)
+    _docs.fill(_operator, prepare=_prepare.__name__, what=_what)
+    _docs.fill(_value_operator, prepare=_prepare.__name__, what=_what)
+del _prepare, _operator, _value_operator, _order, _what

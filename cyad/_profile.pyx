@@ -13,6 +13,9 @@ from libc.string cimport memcpy
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 cimport cyad
+from cyad._prep cimport Prep
+from cyad._dual_engine cimport DualEngine
+from cyad._wrapper cimport cyad_function
 
 cnp.import_array()
 
@@ -77,7 +80,8 @@ cdef extern from *:
     static PyObject *cyad_start_counting(void) {
         PyObject *previous = PyDataMem_GetHandler(), *counting;
         if (previous == NULL) return NULL;
-        PyDataMem_Handler *handler = (PyDataMem_Handler *)PyCapsule_GetPointer(previous, "mem_handler");
+        PyDataMem_Handler *handler =
+            (PyDataMem_Handler *)PyCapsule_GetPointer(previous, "mem_handler");
         if (handler == NULL) { Py_DECREF(previous); return NULL; }
         cyad_numpy_original = handler->allocator;
         cyad_numpy_count = 0;
@@ -157,34 +161,35 @@ def nogil_copy_times(prep, cnp.ndarray x, cnp.ndarray dx, cnp.ndarray y, cnp.nda
     value_and_pushforward) through cyad's entry point, (2) the same copies by hand through a
     function pointer, (3) f alone through the prep's cyad_function (the FunctionWrapper's
     pointer and context), (4) f alone called directly."""
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
+    cdef cyad_function function = (<DualEngine>(<Prep?>prep).engine_state).state.function
     cdef cyad.cyad_f64 by_pointer = copy
     cdef double* xp = <double*>cnp.PyArray_DATA(x)
     cdef double* dxp = <double*>cnp.PyArray_DATA(dx)
     cdef double* yp = <double*>cnp.PyArray_DATA(y)
     cdef double* vp = <double*>cnp.PyArray_DATA(value)
     cdef double* op = <double*>cnp.PyArray_DATA(out)
-    cdef Py_ssize_t i, n = cnp.PyArray_SIZE(x)
+    cdef Py_ssize_t _, n = cnp.PyArray_SIZE(x)
     cdef bint with_value = operator == "value_and_pushforward"
     cdef double t[5]
     with nogil:
         t[0] = now()
         if with_value:
-            for i in range(calls):
-                cyad.value_and_pushforward_nogil(state, xp, dxp, yp, vp, op)
+            for _ in range(calls):
+                cyad.value_and_pushforward_nogil(handle, xp, dxp, yp, vp, op)
         else:
-            for i in range(calls):
-                cyad.pushforward_nogil(state, xp, dxp, yp, op)
+            for _ in range(calls):
+                cyad.pushforward_nogil(handle, xp, dxp, yp, op)
         t[1] = now()
-        for i in range(calls):
+        for _ in range(calls):
             by_pointer(xp, dxp, yp, op, n, n, 1, NULL)
             if with_value:
                 memcpy(vp, yp, n * sizeof(double))
         t[2] = now()
-        for i in range(calls):
-            state.function.f64(xp, dxp, yp, op, n, n, 1, state.function.context)
+        for _ in range(calls):
+            function.f64(xp, dxp, yp, op, n, n, 1, function.context)
         t[3] = now()
-        for i in range(calls):
+        for _ in range(calls):
             copy(xp, dxp, yp, op, n, n, 1, NULL)
         t[4] = now()
     return tuple([(t[k + 1] - t[k]) / calls for k in range(4)])

@@ -159,7 +159,8 @@ class Profile:
                 f"mean {format_time(self.mean)}, max {format_time(self.max)}; "
                 f"{format_count(self.allocations)} allocations per call\n"
                 f"  f evaluated {self.evaluations} time(s) per call, chunk {self.chunk} "
-                f"({self.width} lanes), {'Python dual arrays' if self.path == 'python' else 'C-level'}")
+                f"({self.width} lanes), "
+                f"{'Python dual arrays' if self.path == 'python' else 'C-level'}")
 
 
 def format_time(seconds: float) -> str:
@@ -200,7 +201,7 @@ def time_samples(fn: Callable[[], object], seconds: float = 1.0,
 def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.ArrayLike,
             dx: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None, *,
             y: npt.NDArray[Any] | None = None, chunk: int | None = None, seconds: float = 1.0,
-            label: str | None = None) -> Profile:
+            label: str | None = None, engine: str | None = None) -> Profile:
     """Time and count allocations of the prepared in-place call of an operator.
 
     Parameters
@@ -220,6 +221,8 @@ def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.Array
         How long to sample the time for.
     label : str, optional
         The report's title (default: the operator and f's name).
+    engine : str, optional
+        The engine the prep runs on (default ``"dual"``), as for the operator.
 
     Returns
     -------
@@ -247,7 +250,7 @@ def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.Array
     extra = (dx,) if family == "pushforward" else ()
     if family == "pushforward" and dx is None:
         raise ValueError("cyad: a pushforward needs dx")
-    prep = getattr(cyad, f"prepare_{family}")(f, x, *extra, y=y, chunk=chunk)
+    prep = getattr(cyad, f"prepare_{family}")(f, x, *extra, y=y, chunk=chunk, engine=engine)
     out = _buffers_like(run(f, x, *extra, y=y, prep=prep))   # also learns f's output
     if family == "pushforward":   # spelled out: a call with *args would allocate its tuple
         def call() -> Any:

@@ -29,6 +29,7 @@ import threading
 import numpy as np
 
 from cyad import _operators
+from cyad._engines import engine_type
 from cyad._wrapper import FunctionWrapper
 
 __all__ = [
@@ -79,15 +80,17 @@ class _Adapter:
     concurrent call is refused before it changes anything.
     """
 
-    __slots__ = ("fun", "chunk", "prep", "_state", "_with_args", "_lock")
+    __slots__ = ("fun", "chunk", "engine", "prep", "_state", "_with_args", "_lock")
     _operator = ""    # the prepare_<operator> function's suffix, for repr and errors
 
-    def __init__(self, fun, x0=None, chunk=None):
+    def __init__(self, fun, x0=None, chunk=None, engine=None):
         if not (callable(fun) or isinstance(fun, FunctionWrapper)):
             raise TypeError(f"cyad.scipy: fun must be callable or a cyad.FunctionWrapper, not "
                             f"{type(fun).__name__}")
+        engine_type(engine)     # an unknown engine is refused now, not at the first call
         self.fun = fun
         self.chunk = chunk
+        self.engine = engine
         self.prep = None
         self._lock = threading.Lock()
         self._state = state = _Arguments()
@@ -111,7 +114,7 @@ class _Adapter:
 
     def _prepare(self, x, f):
         prepare = getattr(_operators, "prepare_" + self._operator)
-        self.prep = prepare(f, x, chunk=self.chunk)
+        self.prep = prepare(f, x, chunk=self.chunk, engine=self.engine)
         return self.prep
 
     def __call__(self, x, *args):
@@ -143,9 +146,9 @@ class _ValueAndGradient(_Adapter):
     __slots__ = ("_value",)
     _operator = "gradient"
 
-    def __init__(self, fun, x0=None, chunk=None):
+    def __init__(self, fun, x0=None, chunk=None, engine=None):
         self._value = np.zeros(())
-        super().__init__(fun, x0, chunk)
+        super().__init__(fun, x0, chunk, engine)
 
     def _apply(self, f, x, prep):
         g = np.empty_like(x, order="C")
@@ -165,14 +168,15 @@ class _Hessp(_Adapter):
     __slots__ = ()
     _operator = "hvp"
 
-    def __init__(self, fun, x0=None, chunk=None):
-        super().__init__(fun, None, chunk)
+    def __init__(self, fun, x0=None, chunk=None, engine=None):
+        super().__init__(fun, None, chunk, engine)
         if x0 is not None:
             x0 = _float64(x0)
             self._prepare(x0, fun, x0)
 
     def _prepare(self, x, f, p=None):
-        self.prep = _operators.prepare_hvp(f, x, x if p is None else p, chunk=self.chunk)
+        self.prep = _operators.prepare_hvp(f, x, x if p is None else p, chunk=self.chunk,
+                                           engine=self.engine)
         return self.prep
 
     def __call__(self, x, p, *args):
@@ -199,19 +203,21 @@ class _Jacobian(_Adapter):
 class _OdeJacobian:
     """The Jacobian of an ODE's right-hand side with respect to y, t passed through."""
 
-    __slots__ = ("fun", "in_place", "chunk", "prep", "_state", "_plain", "_with_args", "_dydt",
-                 "_lock")
+    __slots__ = ("fun", "in_place", "chunk", "engine", "prep", "_state", "_plain", "_with_args",
+                 "_dydt", "_lock")
 
-    def __init__(self, fun, in_place=False, y0=None, chunk=None):
+    def __init__(self, fun, in_place=False, y0=None, chunk=None, engine=None):
         if isinstance(fun, FunctionWrapper):
             raise TypeError("cyad.scipy: ode_jacobian takes a Python function of (t, y); a "
                             "FunctionWrapper's C function has no t (use cyad.jacobian with a "
                             "prep for an autonomous C right-hand side)")
         if not callable(fun):
             raise TypeError(f"cyad.scipy: fun must be callable, not {type(fun).__name__}")
+        engine_type(engine)
         self.fun = fun
         self.in_place = bool(in_place)
         self.chunk = chunk
+        self.engine = engine
         self.prep = None
         self._dydt = None
         self._lock = threading.Lock()     # one call at a time, as in _Adapter
@@ -239,7 +245,8 @@ class _OdeJacobian:
             if y.ndim != 1:
                 raise ValueError(f"cyad.scipy: y must be 1-D, not of shape {y.shape}")
             self._dydt = np.zeros(y.shape)
-        self.prep = _operators.prepare_jacobian(f, y, y=self._dydt, chunk=self.chunk)
+        self.prep = _operators.prepare_jacobian(f, y, y=self._dydt, chunk=self.chunk,
+                                                engine=self.engine)
         return self.prep
 
     def __call__(self, t, y, *args):
@@ -288,7 +295,7 @@ class _OdeFunction:
 
 # -- public constructors ------------------------------------------------------------------
 
-def gradient(fun, x0=None, *, chunk=None):
+def gradient(fun, x0=None, *, chunk=None, engine=None):
     """The gradient of a scalar objective, as ``jac=`` of `scipy.optimize.minimize`.
 
     Parameters
@@ -300,6 +307,9 @@ def gradient(fun, x0=None, *, chunk=None):
         Prepare now from an input of this shape; otherwise the first call prepares.
     chunk : int, optional
         Directions per evaluation of fun (cyad's default: all of them, within a budget).
+    engine : str, optional
+        The cyad engine that computes the derivatives (default ``"dual"``; see
+        `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -327,10 +337,10 @@ def gradient(fun, x0=None, *, chunk=None):
     >>> np.round(res.x, 6)
     array([2., 2., 2.])
     """
-    return _Gradient(fun, x0, chunk)
+    return _Gradient(fun, x0, chunk, engine)
 
 
-def value_and_gradient(fun, x0=None, *, chunk=None):
+def value_and_gradient(fun, x0=None, *, chunk=None, engine=None):
     """The objective and its gradient from one evaluation, for ``minimize(..., jac=True)``.
 
     Parameters
@@ -341,6 +351,9 @@ def value_and_gradient(fun, x0=None, *, chunk=None):
         Prepare now from an input of this shape; otherwise the first call prepares.
     chunk : int, optional
         Directions per evaluation of fun.
+    engine : str, optional
+        The cyad engine that computes the derivatives (default ``"dual"``; see
+        `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -368,10 +381,10 @@ def value_and_gradient(fun, x0=None, *, chunk=None):
     >>> np.round(res.x, 4), res.nfev == res.njev
     (array([1., 1., 1., 1.]), True)
     """
-    return _ValueAndGradient(fun, x0, chunk)
+    return _ValueAndGradient(fun, x0, chunk, engine)
 
 
-def hessian(fun, x0=None, *, chunk=None):
+def hessian(fun, x0=None, *, chunk=None, engine=None):
     """The Hessian of a scalar objective, as ``hess=`` of `scipy.optimize.minimize`.
 
     Parameters
@@ -383,6 +396,9 @@ def hessian(fun, x0=None, *, chunk=None):
         Prepare now from an input of this shape; otherwise the first call prepares.
     chunk : int, optional
         Directions per evaluation of fun, at each of the two levels.
+    engine : str, optional
+        The cyad engine that computes the derivatives (default ``"dual"``; see
+        `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -412,10 +428,10 @@ def hessian(fun, x0=None, *, chunk=None):
     >>> res.success, np.allclose(res.x, 1.0)
     (True, True)
     """
-    return _Hessian(fun, x0, chunk)
+    return _Hessian(fun, x0, chunk, engine)
 
 
-def hessp(fun, x0=None, *, chunk=None):
+def hessp(fun, x0=None, *, chunk=None, engine=None):
     """The Hessian-vector product of a scalar objective, as ``hessp=`` of ``minimize``.
 
     Parameters
@@ -427,6 +443,9 @@ def hessp(fun, x0=None, *, chunk=None):
         Prepare now from an input of this shape; otherwise the first call prepares.
     chunk : int, optional
         Basis directions per evaluation of fun.
+    engine : str, optional
+        The cyad engine that computes the derivatives (default ``"dual"``; see
+        `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -455,10 +474,10 @@ def hessp(fun, x0=None, *, chunk=None):
     >>> np.allclose(res.x, 1.0)
     True
     """
-    return _Hessp(fun, x0, chunk)
+    return _Hessp(fun, x0, chunk, engine)
 
 
-def jacobian(fun, x0=None, *, chunk=None):
+def jacobian(fun, x0=None, *, chunk=None, engine=None):
     """The Jacobian of a residual function, as ``jac=`` of ``least_squares`` and ``root``.
 
     Parameters
@@ -469,6 +488,9 @@ def jacobian(fun, x0=None, *, chunk=None):
         Prepare now from an input of this shape; otherwise the first call prepares.
     chunk : int, optional
         Directions per evaluation of fun.
+    engine : str, optional
+        The cyad engine that computes the derivatives (default ``"dual"``; see
+        `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -504,10 +526,10 @@ def jacobian(fun, x0=None, *, chunk=None):
     >>> np.round(root(g, [1.0, 1.5], jac=cyad.scipy.jacobian(g)).x, 6)
     array([1.414214, 1.414214])
     """
-    return _Jacobian(fun, x0, chunk)
+    return _Jacobian(fun, x0, chunk, engine)
 
 
-def ode_jacobian(fun, *, in_place=False, y0=None, chunk=None):
+def ode_jacobian(fun, *, in_place=False, y0=None, chunk=None, engine=None):
     """The Jacobian of an ODE right-hand side with respect to y, as ``jac=`` of
     `scipy.integrate.solve_ivp` (BDF, Radau, LSODA).
 
@@ -524,6 +546,9 @@ def ode_jacobian(fun, *, in_place=False, y0=None, chunk=None):
         Prepare now from a state of this shape; otherwise the first call prepares.
     chunk : int, optional
         Directions per evaluation of fun.
+    engine : str, optional
+        The cyad engine that computes the derivatives (default ``"dual"``; see
+        `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -555,7 +580,7 @@ def ode_jacobian(fun, *, in_place=False, y0=None, chunk=None):
     >>> sol.success, np.round(sol.y[:, -1], 4)
     (True, array([0.7158, 0.    , 0.2842]))
     """
-    return _OdeJacobian(fun, in_place, y0, chunk)
+    return _OdeJacobian(fun, in_place, y0, chunk, engine)
 
 
 def ode_function(rhs):

@@ -74,57 +74,57 @@ def held_function(size_t flags):
 
 def jacobian_without_gil(prep, double[::1] x, double[::1] y, double[:, ::1] jacobian):
     """cyad.jacobian_nogil of a prepared two-argument function; returns its status."""
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
     cdef int status
     with nogil:
-        status = cyad.jacobian_nogil(state, &x[0], &y[0], <double*>NULL, &jacobian[0, 0])
+        status = cyad.jacobian_nogil(handle, &x[0], &y[0], <double*>NULL, &jacobian[0, 0])
     return status
 
 
 def pushforward_without_gil(prep, double[::1] x, double[::1] dx, double[::1] out):
     """cyad.pushforward_nogil of a prepared one-argument function; returns its status."""
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
     cdef int status
     with nogil:
-        status = cyad.pushforward_nogil(state, &x[0], &dx[0], <double*>NULL, &out[0])
+        status = cyad.pushforward_nogil(handle, &x[0], &dx[0], <double*>NULL, &out[0])
     return status
 
 
 def gradient_without_gil(prep, double[::1] x, double[::1] value, double[::1] gradient):
     """cyad.gradient_nogil of a prepared one-argument function, f's value into value[0];
     returns its status."""
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
     cdef int status
     with nogil:
-        status = cyad.gradient_nogil(state, &x[0], <double*>NULL, &value[0], &gradient[0])
+        status = cyad.gradient_nogil(handle, &x[0], <double*>NULL, &value[0], &gradient[0])
     return status
 
 
 def hvp_without_gil(prep, double[::1] x, double[::1] v, double[::1] out):
     """cyad.hvp_nogil of a prepared one-argument function; returns its status."""
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
     cdef int status
     with nogil:
-        status = cyad.hvp_nogil(state, &x[0], &v[0], <double*>NULL, <double*>NULL, &out[0])
+        status = cyad.hvp_nogil(handle, &x[0], &v[0], <double*>NULL, <double*>NULL, &out[0])
     return status
 
 
 def hessian_without_gil(prep, double[::1] x, double[::1] gradient, double[:, ::1] hessian):
     """cyad.hessian_nogil of a prepared one-argument function; returns its status."""
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
     cdef int status
     with nogil:
-        status = cyad.hessian_nogil(state, &x[0], <double*>NULL, <double*>NULL, &gradient[0],
+        status = cyad.hessian_nogil(handle, &x[0], <double*>NULL, <double*>NULL, &gradient[0],
                                     &hessian[0, 0])
     return status
 
 
 def gradient_without_gil_float32(prep, float[::1] x):
     """cyad.gradient_nogil in float32 (a float64 prep answers WRONG_CALL)."""
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
     cdef float[::1] gradient = np.zeros(x.shape[0], np.float32)
     with nogil:
-        status = cyad.gradient_nogil(state, &x[0], <float*>NULL, <float*>NULL, &gradient[0])
+        status = cyad.gradient_nogil(handle, &x[0], <float*>NULL, <float*>NULL, &gradient[0])
     return status
 
 
@@ -215,9 +215,10 @@ def binary_derivatives(int op, double a, double b):
 # -- second order: calling a wrapper's second-order function, and the hdual elements ------------
 
 from cyad._kernels cimport second_order_width
+from cyad._wrapper cimport FunctionWrapper
 
 
-def call_second(cyad.FunctionWrapper w, x, dx, y, dy, Py_ssize_t outer, Py_ssize_t inner):
+def call_second(FunctionWrapper w, x, dx, y, dy, Py_ssize_t outer, Py_ssize_t inner):
     """Call w's second-order function of x's dtype on the given C-contiguous arrays.
 
     dx and dy are n x second_order_width(outer, inner); returns the status.

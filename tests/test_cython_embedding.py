@@ -1,13 +1,15 @@
 """cyad embedded in Cython code: the example project, the nogil entry points, threads."""
 import ctypes
+import pathlib
+import re
 import threading
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
 
 import cyad
-from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
 
 TANGENT_COUNTS = [1, 2, 3, 8, 16, 17]   # lane widths 1, 2, 4, 8, 16 and 24 (3 blocks of 8)
 
@@ -42,7 +44,7 @@ def test_rosenbrock_every_width(example, count):
     tangents = tuple(np.random.default_rng(count + 1).standard_normal((count, 20)))
     results = cyad.pushforward(example.rosenbrock_function(), x, tangents, chunk=count)
     gradient = rosenbrock_gradient(x)
-    for t, r in zip(tangents, results):
+    for t, r in zip(tangents, results, strict=True):
         assert abs(r - gradient @ t) <= 1e-13 * (np.abs(gradient) @ np.abs(t))
 
 
@@ -57,7 +59,7 @@ def test_robertson_every_width(example, count, dtype, rtol):
     u64 = u.astype(np.float64)
     jac = robertson_jacobian(u64)
     assert_allclose(value, robertson(u64), rtol=rtol, atol=rtol * 1e-2)
-    for t, r in zip(tangents, results):
+    for t, r in zip(tangents, results, strict=True):
         t = t.astype(np.float64)
         assert r.dtype == dtype
         # errors bounded by rtol times the sum of the magnitudes of the terms
@@ -185,7 +187,7 @@ def test_a_cdef_function_from_pyx_capi(example):
     assert cyad.jacobian(both, STATES[1].astype(np.float32)).dtype == np.float32
 
 
-# -- the entry points: statuses and threads ---------------------------------------------------------
+# -- the entry points: statuses and threads ------------------------------------------------
 
 def test_two_threads_run_at_the_same_time_without_the_gil(c_hooks):
     # `together` returns 1 unless another call is inside it at the same time
@@ -226,7 +228,7 @@ def test_a_python_callable_through_the_nogil_entry_point(c_hooks):
 
     prep = cyad.prepare_jacobian(fails, x, y=y)
     status = c_hooks.jacobian_without_gil(prep, x, y, jacobian)
-    assert status == cyad._core.PYTHON_ERROR
+    assert status == cyad._api.PYTHON_ERROR
     with pytest.raises(LookupError, match="inside f"):
         prep.raise_for_status(status)
 
@@ -234,7 +236,7 @@ def test_a_python_callable_through_the_nogil_entry_point(c_hooks):
 def test_an_entry_point_of_another_dtype_is_refused(c_hooks, example):
     prep = cyad.prepare_gradient(example.rosenbrock_function(), np.ones(3))
     status = c_hooks.gradient_without_gil_float32(prep, np.ones(3, np.float32))
-    assert status == cyad._core.WRONG_CALL
+    assert status == cyad._api.WRONG_CALL
     with pytest.raises(ValueError, match="another dtype or operator"):
         prep.raise_for_status(status)
 
@@ -266,7 +268,7 @@ def test_c_function_hvp_and_float32(example):
     vs = (np.ones(11), np.arange(11.0))
     g, products = cyad.gradient_and_hvp(example.rosenbrock_function(), x, vs, chunk=4)
     assert_allclose(g, rosenbrock_gradient(x), rtol=1e-13, atol=1e-12)
-    for v, hv in zip(vs, products):
+    for v, hv in zip(vs, products, strict=True):
         assert_allclose(hv, rosenbrock_hessian(x) @ v, rtol=1e-12, atol=1e-9)
     f32 = cyad.FunctionWrapper(example.__pyx_capi__["rosenbrock_second_f32"], out_shape=())
     h = cyad.hessian(f32, ISSUE_POINT.astype(np.float32))
@@ -292,5 +294,53 @@ def test_prepared_c_hessian_allocates_nothing(example, allocations_per_call):
 def test_hessians_in_a_nogil_loop(example, chunk):
     points = np.random.default_rng(3).uniform(-1.5, 1.5, (6, 9))
     hessians = example.rosenbrock_hessians(points, chunk)
-    for point, h in zip(points, hessians):
+    for point, h in zip(points, hessians, strict=True):
         assert_allclose(h, rosenbrock_hessian(point), rtol=1e-13, atol=1e-10)
+
+
+# -- the public C API: an opaque handle, entry points by family --------------------------------
+
+def test_the_example_compiles_against_no_cyad_type_or_struct(example):
+    # cimport cyad declares no cdef class and no struct fields: the example's C imports
+    # cyad's entry points (functions) and nothing whose layout it would depend on
+    source = next(pathlib.Path(example.__file__).parent.glob("*.p/*.c")).read_text()
+    types = re.findall(r'__Pyx_ImportType\w*\(\w+, "(cyad[\w.]*)", "(\w+)"', source)
+    assert types == []
+    modules = set(re.findall(r'PyImport_ImportModule\("(cyad[\w.]*)"\)', source))
+    assert modules == {"cyad._api"}
+    assert "cyad_prep_opaque" in source and "prep_header" not in source
+
+
+def test_prep_handle_takes_only_a_prep(c_hooks):
+    with pytest.raises(TypeError, match="prepare_"):
+        c_hooks.jacobian_without_gil(object(), np.ones(3), np.zeros(3), np.zeros((3, 3)))
+
+
+def test_an_entry_point_of_another_family_is_refused(c_hooks, example):
+    x, v = np.linspace(0.1, 0.9, 3), np.ones(3)
+    f = example.rosenbrock_function()
+    hessian = cyad.prepare_hessian(f, x)
+    hvp = cyad.prepare_hvp(f, x, v)
+    gradient = cyad.prepare_gradient(f, x)
+    two_tangents = cyad.prepare_pushforward(f, x, (v, v))
+    vector = cyad.prepare_jacobian(lambda x: 2.0 * x, x)
+    cyad.jacobian(lambda x: 2.0 * x, x, prep=vector)     # learns f's output
+    refused = [
+        c_hooks.hvp_without_gil(hessian, x, v, np.zeros(3)),
+        c_hooks.hessian_without_gil(hvp, x, np.zeros(3), np.zeros((3, 3))),
+        c_hooks.gradient_without_gil(hessian, x, np.zeros(1), np.zeros(3)),
+        c_hooks.pushforward_without_gil(gradient, x, v, np.zeros(1)),
+        c_hooks.pushforward_without_gil(two_tangents, x, v, np.zeros(1)),
+        c_hooks.gradient_without_gil(vector, x, np.zeros(3), np.zeros(3)),
+    ]
+    assert refused == [cyad._api.WRONG_CALL] * len(refused)
+    # and each answers its own
+    out, h = np.zeros(3), np.zeros((3, 3))
+    assert c_hooks.hvp_without_gil(hvp, x, v, out) == 0
+    assert_allclose(out, rosenbrock_hessian(x) @ v, rtol=1e-13)
+    assert c_hooks.hessian_without_gil(hessian, x, np.zeros(3), h) == 0
+    assert_allclose(h, rosenbrock_hessian(x), rtol=1e-13)
+    value, g = np.zeros(1), np.zeros(3)
+    assert c_hooks.gradient_without_gil(gradient, x, value, g) == 0
+    assert_allclose(g, rosenbrock_gradient(x), rtol=1e-13)
+    assert value[0] == pytest.approx(rosenbrock(x), rel=1e-15)

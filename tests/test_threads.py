@@ -9,11 +9,19 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from reference_functions import (
+    PYTHON,
+    C,
+    F_jacobian,
+    N,
+    g_gradient,
+    g_hessian,
+    h_derivative,
+    h_second_derivative,
+)
 
 import cyad
 import cyad.scipy
-from reference_functions import (C, N, PYTHON, F_jacobian, g_gradient, g_hessian, h_derivative,
-                                 h_second_derivative)
 
 BUSY = "in use by another call"
 WAIT = 60       # seconds an event may take to come: a guard against a hang, never reached
@@ -218,7 +226,7 @@ def test_one_prep_per_thread():
     finally:
         sys.setswitchinterval(interval)
     assert 1 <= len(preps) <= 4
-    for x, J in zip(xs, jacobians):
+    for x, J in zip(xs, jacobians, strict=True):
         assert_allclose(J, F_jacobian(x), rtol=1e-13)
 
 
@@ -322,7 +330,7 @@ def test_an_entry_point_called_from_inside_f_on_its_prep_reports_busy(c_hooks):
 
     prep = cyad.prepare_jacobian(f, x, y=y)
     assert_array_equal(cyad.jacobian(f, x, y=y, prep=prep), np.diag(2.0 * x))
-    assert statuses == [cyad._core.PREP_BUSY]
+    assert statuses == [cyad._api.PREP_BUSY]
     with pytest.raises(RuntimeError, match=BUSY):
         prep.raise_for_status(statuses[0])
 
@@ -344,7 +352,7 @@ def test_an_entry_point_on_a_prep_another_thread_runs_without_the_gil(c_hooks):
             time.sleep(0.001)
         assert flags[0] == 1
         other = (np.ones(4), np.zeros(4), np.zeros((4, 4)))
-        assert c_hooks.jacobian_without_gil(prep, *other) == cyad._core.PREP_BUSY
+        assert c_hooks.jacobian_without_gil(prep, *other) == cyad._api.PREP_BUSY
         with pytest.raises(RuntimeError, match=BUSY):
             cyad.jacobian(f, other[0], y=other[1], prep=prep)
         assert not other[1].any() and not other[2].any()

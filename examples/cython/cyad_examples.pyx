@@ -165,14 +165,14 @@ def rosenbrock_gradients(double[:, ::1] points, chunk=None):
     cdef double[:, ::1] gradients = np.empty_like(points)
     cdef int status = 0
     prep = prepare_gradient(rosenbrock_function(), np.asarray(points[0]), chunk=chunk)
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
     with nogil:
         for k in range(m):
-            status = cyad.gradient_nogil(state, &points[k, 0], <double*>NULL, <double*>NULL,
+            status = cyad.gradient_nogil(handle, &points[k, 0], <double*>NULL, <double*>NULL,
                                          &gradients[k, 0])
             if status:
                 break
-    prep.raise_for_status(status)
+    cyad.raise_status(prep, status)
     return np.asarray(gradients)
 
 
@@ -182,14 +182,14 @@ def robertson_jacobians(double[:, ::1] states):
     cdef double[:, :, ::1] jacobians = np.empty((m, 3, 3))
     cdef int status = 0
     prep = prepare_jacobian(robertson_function(), np.asarray(states[0]))
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
     with nogil:
         for k in range(m):
-            status = cyad.jacobian_nogil(state, &states[k, 0], <double*>NULL, <double*>NULL,
+            status = cyad.jacobian_nogil(handle, &states[k, 0], <double*>NULL, <double*>NULL,
                                          &jacobians[k, 0, 0])
             if status:
                 break
-    prep.raise_for_status(status)
+    cyad.raise_status(prep, status)
     return np.asarray(jacobians)
 
 
@@ -199,12 +199,12 @@ def rosenbrock_hessians(double[:, ::1] points, chunk=None):
     cdef double[:, :, ::1] hessians = np.empty((m, n, n))
     cdef int status = 0
     prep = prepare_hessian(rosenbrock_function(), np.asarray(points[0]), chunk=chunk)
-    cdef cyad.cyad_prep* state = cyad.prep_state(prep)
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
     with nogil:
         for k in range(m):
-            status = cyad.hessian_nogil(state, &points[k, 0], <double*>NULL, <double*>NULL,
+            status = cyad.hessian_nogil(handle, &points[k, 0], <double*>NULL, <double*>NULL,
                                         <double*>NULL, &hessians[k, 0, 0])
             if status:
                 break
-    prep.raise_for_status(status)
+    cyad.raise_status(prep, status)
     return np.asarray(hessians)

@@ -62,12 +62,13 @@ assert_type(cyad.value_gradient_and_hessian(objective, x), tuple[float, Floats, 
 
 # prepared, in-place, two-argument calls
 u, y, jacobian_out = np.array([1.0, 0.0, 0.0]), np.zeros(3), np.zeros((3, 3))
-prep = cyad.prepare_jacobian(rhs, u, y=y, chunk=3)
+prep = cyad.prepare_jacobian(rhs, u, y=y, chunk=3, engine="dual")
 assert_type(prep, cyad.Prep)
+engine: str = prep.engine
 evaluations: int = prep.evaluations
 is_python: bool = prep.is_python
 shape: tuple[int, ...] = prep.x_shape
-cyad.jacobian(rhs, u, y=y, prep=prep, out=jacobian_out)
+cyad.jacobian(rhs, u, y=y, prep=prep, out=jacobian_out, engine="dual")
 cyad.value_and_jacobian(rhs, u, y=y, prep=cyad.prepare_value_and_jacobian(rhs, u, y=y))
 cyad.hessian(objective, x, prep=cyad.prepare_hessian(objective, x))
 chunk: int = cyad.default_chunk(100, 100)

@@ -1,0 +1,101 @@
+"""Docstring fragments shared by the operators (cyad/_operators.pyx), written once.
+
+In the style of scipy's ``_lib/doccer.py``: a docstring names a fragment on a line of
+its own, ``%(name)s`` at the indentation the fragment takes, and `fill` substitutes
+every fragment there, each line indented alike. A fragment may hold ``{key}`` fields,
+filled from `fill`'s keywords (the operator's own names: its prepare function, its
+family's operators).
+"""
+import re
+
+FRAGMENTS = {
+    # -- parameters
+    "f": """\
+f : callable or FunctionWrapper
+    ``f(x)`` returning an array or a number, or ``f(y, x)`` writing its output into
+    y when ``y=`` is given. A C function goes through `FunctionWrapper`.""",
+    "f_scalar": """\
+f : callable or FunctionWrapper
+    Scalar-valued: ``f(x)`` returning a number or a 0-d array, or ``f(y, x)`` writing
+    into a 0-d y when ``y=`` is given.""",
+    "x_prepared": """\
+x : array_like
+    An input of the shape and dtype the prepared calls take.""",
+    "x_scalar_prepared": """\
+x : float or 0-d ndarray
+    A scalar input of the dtype the prepared calls take.""",
+    "x_at": """\
+x : array_like
+    Where to differentiate. float64 and float32 are kept; integers and bools become
+    float64.""",
+    "y": """\
+y : ndarray, optional
+    The output buffer of a two-argument f; afterwards it holds f's value.""",
+    "prep": """\
+prep : Prep, optional
+    From `{prepare}`, for repeated calls at inputs of the same shapes,
+    dtype and function form.""",
+    "out_result": """\
+out : ndarray, optional
+    Buffer of exactly the result's shape and dtype, written in place and returned.""",
+    "chunk_tangents": """\
+chunk : int, optional
+    Tangents carried by one evaluation of f (default: `default_chunk`).""",
+    "chunk_inputs": """\
+chunk : int, optional
+    Input directions carried by one evaluation of f (default: `default_chunk`).""",
+    "chunk_one": """\
+chunk : int, optional
+    Accepted for uniformity; a {what} has one direction.""",
+    "chunk_hvp": """\
+chunk : int, optional
+    Basis directions carried by one evaluation of f (all tangents go together).""",
+    "chunk_hessian": """\
+chunk : int, optional
+    Directions carried by one evaluation of f at each of the two levels.""",
+    "engine": """\
+engine : str, optional
+    The engine that computes the derivatives (default ``"dual"``, the only one so
+    far; another name raises ValueError); with ``prep=``, it must be the prep's.""",
+    "engine_prepare": """\
+engine : str, optional
+    The engine the prep runs on (default ``"dual"``, the only one so far; another
+    name raises ValueError).""",
+    # -- results
+    "returns_prep": """\
+Prep
+    Pass it as ``prep=`` to `{operator}` and `{value_operator}`.""",
+    # -- errors
+    "raises_value": """\
+ValueError
+    If x is empty, ``chunk`` is not a positive integer, or ``prep``, ``y`` or ``out``
+    does not fit the call (the message says what differs).""",
+    "raises_type": """\
+TypeError
+    If x is not real, f is neither a callable nor a C function of cyad's signature, or
+    f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
+    NumPy function cyad has no rule for).""",
+    "raises_prepare_type": """\
+TypeError
+    If x is not real, or f is neither a callable nor a C function of cyad's
+    signature (with the {order} function x's dtype needs).""",
+    "raises_call": """\
+RuntimeError
+    If ``prep`` is in use by another call (from another thread, or from inside f).
+FunctionError
+    If a C function returns a nonzero status.""",
+}
+
+_PLACEHOLDER = re.compile(r"^([ \t]*)%\((\w+)\)s[ \t]*$", re.M)
+
+
+def fill(func, **names):
+    """Substitute the fragments named in func's docstring (their {key} fields from
+    `names`); returns func."""
+    def substitute(match):
+        indent, name = match.groups()
+        text = FRAGMENTS[name].format(**names) if names else FRAGMENTS[name]
+        return "\n".join(indent + line if line else line for line in text.split("\n"))
+
+    func.__doc__ = _PLACEHOLDER.sub(substitute, func.__doc__)
+    return func

@@ -1,0 +1,238 @@
+cimport numpy as cnp
+from libc.stdint cimport uintptr_t
+
+from cyad._api cimport OVERLAPPING_OUTPUTS
+
+# The operator families; a prep serves every operator of its family (pushforward and
+# value_and_pushforward share one, and so on). Each has its Prep subclass.
+cpdef enum Family:
+    PUSHFORWARD
+    DERIVATIVE
+    GRADIENT
+    JACOBIAN
+    SECOND_DERIVATIVE
+    HVP
+    HESSIAN
+
+# The nogil entry points a prep answers: bits of prep_header.entries, shifted left by
+# DTYPE_SHIFT for a float32 prep
+cdef enum:
+    DTYPE_SHIFT = 8
+    ENTRY_PUSHFORWARD = 1      # pushforward_nogil and value_and_pushforward_nogil
+    ENTRY_GRADIENT = 2
+    ENTRY_JACOBIAN = 4
+    ENTRY_HVP = 8
+    ENTRY_HESSIAN = 16
+
+# What a call returns besides its main result (bits of Prep.call's `wanted`)
+cdef enum:
+    WITH_VALUE = 1             # f's value
+    WITH_FIRST = 2             # the first-order result of a second-order operator
+
+cdef struct prep_header
+
+# An engine's whole call on raw buffers of the prep's dtype: x; the tangents (NULL for
+# none); y of the two-argument form (else NULL); f's value and the first-order result
+# (NULL: not wanted); the results (one per tangent of a batch). Returns a status.
+ctypedef int (*run_call)(prep_header* h, const void* x, const void* const* tangents,
+                         void* y, void* value, void* first, void** results) noexcept nogil
+
+# The engine-neutral state of a prep, usable without the GIL: the first member of every
+# engine's own struct, so that a handle is also a pointer to the engine's state. The
+# public cyad_prep (cyad/_api.pxd) is an opaque pointer to it.
+cdef struct prep_header:
+    int busy                   # 1 while a call runs on the prep: claimed atomically
+    unsigned entries           # the nogil entry points the prep answers (ENTRY_* bits)
+    bint float32
+    Py_ssize_t itemsize
+    Py_ssize_t n_x, n_y
+    Py_ssize_t results         # results per call: one per tangent of a batch, else 1
+    Py_ssize_t result_size     # elements of one result
+    Py_ssize_t first_size      # elements of the first-order result (second order)
+    run_call run               # the engine's call for the prep's family and dtype
+    void* spans                # per call: the output buffers by address (span records)
+    Py_ssize_t overlapping[2]  # after OVERLAPPING_OUTPUTS: the two spans that meet
+    void* scratch              # copies of inputs that overlap an output, made when needed
+    Py_ssize_t scratch_bytes
+
+
+# -- one call at a time ---------------------------------------------------------------
+#
+# A prep's buffers serve one call at a time. A call claims the prep by an atomic exchange
+# of its busy flag and frees it by an atomic store, so that a second call - from another
+# thread, or from inside the f that a call is evaluating - finds it claimed and is refused
+# instead of overwriting the buffers the first one is using.
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static CYTHON_INLINE int cyad_claim(int *busy) {
+        return _InterlockedExchange((volatile long *)busy, 1) == 0;
+    }
+    static CYTHON_INLINE void cyad_release(int *busy) {
+        _InterlockedExchange((volatile long *)busy, 0);
+    }
+    static CYTHON_INLINE int cyad_claimed(int *busy) { return *(volatile int *)busy != 0; }
+    #else
+    static CYTHON_INLINE int cyad_claim(int *busy) {
+        return __atomic_exchange_n(busy, 1, __ATOMIC_ACQUIRE) == 0;
+    }
+    static CYTHON_INLINE void cyad_release(int *busy) {
+        __atomic_store_n(busy, 0, __ATOMIC_RELEASE);
+    }
+    static CYTHON_INLINE int cyad_claimed(int *busy) {
+        return __atomic_load_n(busy, __ATOMIC_RELAXED) != 0;
+    }
+    #endif
+    """
+    bint claim "cyad_claim" (int* busy) nogil        # 1 if it was free and is now the caller's
+    void release "cyad_release" (int* busy) nogil
+    bint claimed "cyad_claimed" (int* busy) nogil
+
+
+# -- outputs that overlap inputs (see _prep.pyx) -----------------------------------------
+
+cdef enum:
+    # which output a span is, besides result k (k >= 0); in the order outputs are named
+    Y_OUTPUT = -3
+    VALUE_OUTPUT = -2
+    FIRST_OUTPUT = -1
+
+ctypedef struct span:      # an output's bytes
+    uintptr_t start
+    uintptr_t end
+    Py_ssize_t output      # Y_OUTPUT, VALUE_OUTPUT, FIRST_OUTPUT or the result's index
+
+
+cdef inline void add_span(span* s, Py_ssize_t* n, const void* start, Py_ssize_t size,
+                          Py_ssize_t output) noexcept nogil:
+    # an output of `size` bytes, if given (an empty one meets nothing)
+    if start != NULL and size > 0:
+        s[n[0]].start = <uintptr_t>start
+        s[n[0]].end = <uintptr_t>start + <uintptr_t>size
+        s[n[0]].output = output
+        n[0] += 1
+
+
+cdef inline span input_span(const void* start, Py_ssize_t size) noexcept nogil:
+    cdef span a
+    a.start = <uintptr_t>start
+    a.end = a.start + <uintptr_t>size
+    return a
+
+
+cdef inline bint disjoint(const span* a, const span* b) noexcept nogil:
+    return a.end <= b.start or b.end <= a.start
+
+
+cdef int protect_slowly(prep_header* h, const void** x, const void* const** tangents,
+                        void* y, void* value, void* first, void** results) noexcept nogil
+
+
+cdef inline int protect_inputs(prep_header* h, const void** x, const void* const** tangents,
+                               void* y, void* value, void* first,
+                               void** results) noexcept nogil:
+    """Check a call's outputs, and point x and the tangents (NULL: none) at copies where
+    they overlap an output. Returns 0, OVERLAPPING_OUTPUTS or NO_MEMORY. Every caller
+    of an engine's run calls it first, so that no engine (nor a function it calls) is
+    handed an input that an output overlaps, nor two outputs that overlap. Inline, so
+    that an entry point's constant NULLs fold away."""
+    cdef span outputs[4]
+    cdef span x_span, tangent
+    cdef Py_ssize_t n = 0, i, j, x_bytes = h.n_x * h.itemsize
+    if h.results > 1:
+        return protect_slowly(h, x, tangents, y, value, first, results)
+    add_span(outputs, &n, y, h.n_y * h.itemsize, Y_OUTPUT)
+    if value != y:
+        add_span(outputs, &n, value, h.n_y * h.itemsize, VALUE_OUTPUT)
+    add_span(outputs, &n, first, h.first_size * h.itemsize, FIRST_OUTPUT)
+    add_span(outputs, &n, results[0], h.result_size * h.itemsize, 0)
+    x_span = input_span(x[0], x_bytes)
+    tangent = input_span(tangents[0][0] if tangents[0] != NULL else x[0], x_bytes)
+    for i in range(n):
+        if not (disjoint(&outputs[i], &x_span) and disjoint(&outputs[i], &tangent)):
+            return protect_slowly(h, x, tangents, y, value, first, results)
+        for j in range(i):
+            if not disjoint(&outputs[i], &outputs[j]):
+                return protect_slowly(h, x, tangents, y, value, first, results)
+    return 0
+
+
+# Raise the RuntimeError of a busy prep if `prep` is a Prep that a call is running on.
+cdef int refuse_busy(object prep) except -1
+
+
+cdef class Prep
+
+
+# What an engine provides to a prep (cyad/_engines.py names them): the buffers and
+# function binding behind the prep's handle, and its whole call on raw pointers.
+cdef class Engine:
+    cdef prep_header* handle           # the first member of the engine's own struct
+    cdef object bound                  # the f of the last call
+
+    cdef setup(self, Prep prep, Py_ssize_t directions, object chunk, object f)
+    cdef bind(self, object f)
+    cdef discover(self, Prep prep, object x)
+    cdef set_output(self, Prep prep, tuple shape)
+    cdef enter(self)
+    cdef finish(self, bint nest)
+    cdef object python_error(self)
+    cdef object declared_out_shape(self)
+
+
+cdef class Prep:
+    cdef prep_header* handle           # the engine's state (engine.handle)
+    cdef readonly Engine engine_state
+    cdef readonly str engine
+    cdef readonly Family family
+    cdef readonly bint two_argument
+    cdef readonly object dtype
+    cdef readonly tuple x_shape
+    cdef readonly object out_shape
+    cdef readonly int order            # 1 or 2
+    cdef bint with_tangents            # takes_tangents(), asked once
+    cdef int typenum
+    cdef int x_ndim, out_ndim, result_ndim, first_ndim
+    cdef cnp.npy_intp x_dims[64]
+    cdef cnp.npy_intp out_dims[64]
+    cdef tuple result_shape            # one result's (the Jacobian's, the Hessian's, ...)
+    cdef cnp.npy_intp result_dims[64]
+    cdef tuple first_shape             # the first-order result's of a second-order family
+    cdef cnp.npy_intp first_dims[64]
+    cdef cnp.ndarray scalar_x          # a Python-number x, as an array
+    cdef cnp.ndarray scalar_t          # a Python-number tangent, as an array
+    cdef void** tangents               # per call: the tangents' data
+    cdef void** outs                   # per call: the results' data
+
+    # the family's answers
+    cdef bint takes_tangents(self)
+    cdef bint symmetric(self)
+    cdef tuple shape_of_result(self, tuple out_shape)
+    cdef tuple shape_of_first(self, tuple out_shape)
+    cdef unsigned nogil_entries(self)
+    cdef str result_name(self)
+    cdef str first_name(self)
+    cdef str out_name(self)
+    cdef str batch_name(self)
+    cdef str batch_item_name(self)
+    cdef check_output_shape(self, tuple shape)
+
+    cdef check_form(self, Family family, object y)
+    cdef object call(self, object f, object x, object v, object y, object out, int wanted)
+    cdef object results(self, object out, bint batch, Py_ssize_t count)
+    cdef tuple batch_results(self, object out, Py_ssize_t count)
+    cdef bind(self, object f)
+    cdef object input(self, object x)
+    cdef object tangent(self, object t)
+    cdef list point_to_tangents(self, tuple batch)
+    cdef object batch_tangent(self, object t)
+    cdef check_array(self, str name, object a)
+    cdef check_y(self, object y)
+    cdef check_out(self, object out, tuple shape, int ndim, cnp.npy_intp* dims, str what)
+    cdef set_output(self, tuple shape)
+    cdef raise_for(self, int status)
+    cdef begin(self, bint nest)
+    cdef end(self, bint nest)
+    cdef tuple split(self, object out, int count)
+    cdef object value_buffer(self, object value_out, object y, bint with_value)

@@ -1,0 +1,999 @@
+"""Preps: one class per operator family on one engine-neutral base.
+
+A prep is made once per call signature (family, x's shape and dtype, one- or
+two-argument form, chunk, engine) and checks every later call against it. The base
+`Prep` holds what every family shares: the signature and its cheap checks, out=
+checks and result buffers, the busy claim (one call at a time), raise_for_status,
+and the engine. One small subclass per family answers what differs: whether the
+call takes tangents (else the engine seeds basis directions of x), its results'
+shapes and names, the nogil entry points it serves, and whether f must be
+scalar-valued. `Prep.call` runs every operator of every family on those answers.
+
+The engine (chosen by name at prepare time from cyad/_engines.py) is an `Engine`
+object: the buffers and the function binding behind the prep's `prep_header`, a
+struct usable without the GIL whose `run` pointer is the engine's whole call for the
+prep's family. A prepared call checks its arguments here, then makes that one call;
+the nogil entry points (cyad/_api.pyx) make the same call on raw pointers.
+
+Outputs that overlap inputs: like a NumPy ufunc given an overlapping out=, a call
+reads its inputs as they were when it started. An engine reads x and the tangents
+in every evaluation and writes outputs after each, so every call of an engine's
+`run` (Prep.call here, the entry points of cyad/_api.pyx) first calls
+`protect_inputs` (cyad/_prep.pxd): an input that shares memory with an output is
+copied once, into the prep's scratch, and the engine runs on the copy. y needs no
+copy: it is an output itself, which no other output may share memory with. Outputs
+that share memory would leave a result that depends on the order of the writes:
+OVERLAPPING_OUTPUTS, but for f's value written to y itself (the two-argument value
+forms). Every buffer is C-contiguous: the bytes [start, start + count * itemsize).
+A call with one result has at most four outputs and two inputs (x and a tangent),
+compared pair by pair on the stack (`protect_inputs`: a handful of comparisons where
+nothing meets, the usual case). Otherwise, and for a batch, `protect_slowly` records
+the outputs in the prep (to name two that overlap); a batch's outputs (one per
+tangent) are sorted by address, so that neighbours tell whether they are disjoint,
+and an input outside the span of all of them is told by two comparisons, one inside
+placed among them by bisection.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from cpython.float cimport PyFloat_Check
+from cpython.long cimport PyLong_Check
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
+
+from cyad._api cimport PYTHON_ERROR, WRONG_CALL, PREP_BUSY, NO_MEMORY
+from cyad._dual import Dual as _DualType
+from cyad._wrapper import FunctionError, is_python_function
+from cyad._engines import engine_type
+
+cnp.import_array()
+
+_FAMILY_NAMES = {PUSHFORWARD: "pushforward", DERIVATIVE: "derivative",
+                 GRADIENT: "gradient", JACOBIAN: "jacobian",
+                 SECOND_DERIVATIVE: "second_derivative", HVP: "hvp", HESSIAN: "hessian"}
+
+_BUSY = ("cyad: this prep is in use by another call (from another thread, or from inside the "
+         "function being differentiated); a prep serves one call at a time: make one prep per "
+         "thread")
+
+
+cdef int refuse_busy(object prep) except -1:
+    if isinstance(prep, Prep) and claimed(&(<Prep>prep).handle.busy):
+        raise RuntimeError(_BUSY)
+    return 0
+
+
+# -- outputs that overlap inputs: the slow path (the module docstring) --------------------
+
+cdef void sort_spans(span* s, Py_ssize_t n) noexcept nogil:
+    # by start address: Shell's sort (gaps 1, 4, 13, ...)
+    cdef Py_ssize_t gap = 1, i, j
+    cdef span t
+    while gap < n // 3:
+        gap = 3 * gap + 1
+    while gap > 0:
+        for i in range(gap, n):
+            t = s[i]
+            j = i
+            while j >= gap and s[j - gap].start > t.start:
+                s[j] = s[j - gap]
+                j -= gap
+            s[j] = t
+        gap //= 3
+
+
+cdef inline bint meets(const span* s, Py_ssize_t n, bint by_address, uintptr_t low,
+                       uintptr_t high, const void* input, Py_ssize_t size) noexcept nogil:
+    """Whether the input's `size` bytes meet one of the n outputs s (disjoint, sorted by
+    address if by_address), all within [low, high)."""
+    cdef span a = input_span(input, size)
+    cdef Py_ssize_t i, lo = 0, hi = n - 1, mid
+    if a.end <= low or a.start >= high:
+        return False
+    if not by_address:
+        for i in range(n):
+            if not disjoint(&a, &s[i]):
+                return True
+        return False
+    while lo < hi:
+        # the first output that ends after the input starts
+        mid = (lo + hi) // 2
+        if s[mid].end > a.start:
+            hi = mid
+        else:
+            lo = mid + 1
+    return s[lo].start < a.end
+
+
+cdef int protect_slowly(prep_header* h, const void** x, const void* const** tangents,
+                        void* y, void* value, void* first, void** results) noexcept nogil:
+    """protect_inputs for a batch, or where something may overlap: the outputs recorded in
+    the prep's spans."""
+    cdef span* s = <span*>h.spans
+    cdef Py_ssize_t n = 0, i, j, count = h.results, copies
+    cdef Py_ssize_t x_bytes = h.n_x * h.itemsize, pointers = count * sizeof(void*)
+    cdef Py_ssize_t result_bytes = h.result_size * h.itemsize
+    cdef bint by_address = count > 1
+    cdef uintptr_t low, high
+    cdef const void** copied
+    cdef char* data
+    add_span(s, &n, y, h.n_y * h.itemsize, Y_OUTPUT)
+    if value != y:
+        add_span(s, &n, value, h.n_y * h.itemsize, VALUE_OUTPUT)
+    add_span(s, &n, first, h.first_size * h.itemsize, FIRST_OUTPUT)
+    for i in range(count):
+        add_span(s, &n, results[i], result_bytes, i)
+    if n == 0:
+        return 0
+    # the outputs against one another
+    if by_address:
+        sort_spans(s, n)
+        for i in range(n - 1):
+            if s[i].end > s[i + 1].start:
+                h.overlapping[0], h.overlapping[1] = i, i + 1
+                return OVERLAPPING_OUTPUTS
+        low, high = s[0].start, s[n - 1].end
+    else:
+        low, high = s[0].start, s[0].end
+        for i in range(1, n):
+            for j in range(i):
+                if not disjoint(&s[i], &s[j]):
+                    h.overlapping[0], h.overlapping[1] = j, i
+                    return OVERLAPPING_OUTPUTS
+            low, high = min(low, s[i].start), max(high, s[i].end)
+    # the inputs against them
+    copies = meets(s, n, by_address, low, high, x[0], x_bytes)
+    if tangents[0] != NULL:
+        for i in range(count):
+            copies += meets(s, n, by_address, low, high, tangents[0][i], x_bytes)
+    if copies == 0:
+        return 0
+    # the scratch: the tangents' pointers, then the copies; kept for later calls
+    if pointers + copies * x_bytes > h.scratch_bytes:
+        free(h.scratch)
+        h.scratch_bytes = 0
+        h.scratch = malloc(pointers + copies * x_bytes)
+        if h.scratch == NULL:
+            return NO_MEMORY
+        h.scratch_bytes = pointers + copies * x_bytes
+    data = <char*>h.scratch + pointers
+    if meets(s, n, by_address, low, high, x[0], x_bytes):
+        memcpy(data, x[0], x_bytes)
+        x[0] = data
+        data += x_bytes
+    if tangents[0] != NULL:
+        copied = <const void**>h.scratch
+        for i in range(count):
+            copied[i] = tangents[0][i]
+            if meets(s, n, by_address, low, high, copied[i], x_bytes):
+                memcpy(data, copied[i], x_bytes)
+                copied[i] = data
+                data += x_bytes
+        tangents[0] = copied
+    return 0
+
+
+# -- the engine's side ----------------------------------------------------------------------
+
+cdef class Engine:
+    """The machinery behind a prep's handle; each engine module subclasses it.
+
+    `setup` sizes and allocates the engine's state for the prep (its handle, whose
+    engine-neutral fields the prep has set, with `run` set to the engine's call for the
+    prep's family) and binds f; `bind` takes another f of the kind bound;
+    `declared_out_shape` is a C function's declared output shape; `discover` learns a
+    Python f's output shape (calling prep.set_output); `set_output` allocates the
+    output's buffers; `enter` starts a first-order call (the cyad calls inside a Python f
+    nest in it) and `finish` ends every call (`nest`: one that entered); `python_error`
+    hands over the exception a Python f raised. Python properties report the engine's
+    figures: directions, chunk, width, evaluations, is_python, input_dual.
+    """
+
+    def __dealloc__(self):
+        if self.handle != NULL:
+            free(self.handle.spans)
+            free(self.handle.scratch)
+
+    cdef setup(self, Prep prep, Py_ssize_t directions, object chunk, object f):
+        raise NotImplementedError
+
+    cdef bind(self, object f):
+        raise NotImplementedError
+
+    cdef discover(self, Prep prep, object x):
+        raise NotImplementedError
+
+    cdef set_output(self, Prep prep, tuple shape):
+        raise NotImplementedError
+
+    cdef enter(self):
+        pass
+
+    cdef finish(self, bint nest):
+        pass
+
+    cdef object python_error(self):
+        return None
+
+    cdef object declared_out_shape(self):
+        return None
+
+
+# -- the base of every prep ---------------------------------------------------------------
+
+cdef class Prep:
+    """Prepared state of one operator family for one call signature.
+
+    Made by the `prepare_*` functions (one subclass per operator family) and passed
+    back with `prep=`. It may be reused with other values of the same shapes, dtype
+    and function form, and with another function of the same kind (Python callable or
+    C function). It serves one call at a time: a call that finds it in use by another
+    (from another thread, or from inside the function being differentiated) raises
+    RuntimeError, so each thread needs its own prep.
+
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        The function to differentiate.
+    x : array_like or float
+        An input of the shape and dtype of later calls.
+    directions : int
+        Tangents of a pushforward or hvp, else the basis directions of x.
+    y : ndarray, optional
+        The output buffer of a two-argument f.
+    chunk : int, optional
+        Directions per evaluation of f.
+    engine : str, optional
+        The engine's name (default ``"dual"``).
+
+    Attributes
+    ----------
+    family : Family
+        The operator family the prep serves.
+    engine : str
+        The name of the engine that runs its calls.
+    two_argument : bool
+        Whether f is of the form ``f(y, x)``.
+    dtype : numpy.dtype
+        float64 or float32: the dtype of x, the tangents and the results.
+    x_shape : tuple of int
+        The shape of x.
+    out_shape : tuple of int or None
+        The shape of f's output, once known (a Python ``f(x)`` tells it on its first call).
+    order : int
+        1 or 2: the order of the family's derivatives.
+
+    Raises
+    ------
+    ValueError
+        If x is empty or has more than 32 dimensions, ``chunk`` is not a positive
+        integer, or ``engine`` is not one of cyad's engines.
+    TypeError
+        If x is not real, or f has no C function for x's dtype and the family's order.
+
+    Examples
+    --------
+    >>> prep = cyad.prepare_jacobian(np.sin, np.zeros(3))
+    >>> prep.n_x, prep.directions, prep.chunk, prep.evaluations, prep.is_python
+    (3, 3, 3, 1, True)
+    >>> prep.x_shape, prep.dtype == np.float64, prep.two_argument, prep.engine
+    ((3,), True, False, 'dual')
+    >>> np.allclose(cyad.jacobian(np.sin, np.zeros(3), prep=prep), np.eye(3))
+    True
+    >>> cyad.prepare_gradient(np.sum, np.zeros(100), chunk=16).evaluations
+    7
+    """
+
+    def __cinit__(self):
+        self.tangents = NULL
+        self.outs = NULL
+
+    def __dealloc__(self):
+        free(self.tangents)
+        free(self.outs)
+
+    def __init__(self, f, x, Py_ssize_t directions, y=None, chunk=None, engine=None):
+        # directions: the tangents of a pushforward or hvp, else the basis directions
+        cdef int i
+        cdef type kind = engine_type(engine)
+        cdef Py_ssize_t results
+        if isinstance(x, _DualType):
+            raise _nested_error("x")
+        self.engine = "dual" if engine is None else engine
+        self.two_argument = y is not None
+        self.dtype = input_dtype(x)
+        self.typenum = self.dtype.num
+        self.x_shape = np.shape(x)
+        if len(self.x_shape) > 32:
+            raise ValueError("cyad: x has more than 32 dimensions")
+        self.x_ndim = len(self.x_shape)
+        for i in range(self.x_ndim):
+            self.x_dims[i] = self.x_shape[i]
+        n_x = int(np.prod(self.x_shape))
+        if n_x == 0 or directions == 0:
+            raise ValueError("cyad: x is empty: there is nothing to differentiate")
+        if chunk is not None and (not isinstance(chunk, (int, np.integer)) or chunk < 1):
+            raise ValueError(f"cyad: chunk must be a positive integer, not {chunk!r}")
+        self.with_tangents = self.takes_tangents()
+        results = directions if self.with_tangents else 1
+        self.engine_state = <Engine>kind()
+        self.handle = self.engine_state.handle
+        self.handle.float32 = self.dtype == np.float32
+        self.handle.itemsize = self.dtype.itemsize
+        self.handle.n_x = n_x
+        self.handle.results = results
+        self.engine_state.setup(self, directions, chunk, f)
+        self.tangents = <void**>malloc(directions * sizeof(void*))
+        self.outs = <void**>malloc(results * sizeof(void*))
+        # the outputs of a call: its results, y, f's value and a first-order result
+        self.handle.spans = malloc((results + 3) * sizeof(span))
+        if self.tangents == NULL or self.outs == NULL or self.handle.spans == NULL:
+            raise MemoryError()
+        self.scalar_x = np.zeros((), self.dtype)
+        self.scalar_t = np.zeros((), self.dtype)
+        if self.two_argument:
+            _check_y_dtype(y, self.dtype)
+            self.set_output(y.shape)
+        elif not is_python_function(f):
+            out_shape = self.engine_state.declared_out_shape()
+            if out_shape is None:
+                raise TypeError("cyad: a C function's output shape is needed to call it without "
+                                "y=: give FunctionWrapper(..., out_shape=...)")
+            self.set_output(out_shape)
+
+    # -- what each family answers ----------------------------------------------------------
+
+    cdef bint takes_tangents(self):
+        """Whether a call takes tangents (else the seeds are basis directions of x)."""
+        return False
+
+    cdef bint symmetric(self):
+        """Whether the result is symmetric, so that half of it is computed (a Hessian)."""
+        return False
+
+    cdef tuple shape_of_result(self, tuple out_shape):
+        """The shape of one result, f's output being of out_shape."""
+        return out_shape
+
+    cdef tuple shape_of_first(self, tuple out_shape):
+        """The shape of a second-order family's first-order result (None: none)."""
+        return None
+
+    cdef unsigned nogil_entries(self):
+        """The nogil entry points the prep answers (ENTRY_* bits), f's output known."""
+        return 0
+
+    cdef str result_name(self):
+        """The result as an error message names it."""
+        raise NotImplementedError
+
+    cdef str first_name(self):
+        """The first-order result as an error message names it."""
+        return "the first-order output"
+
+    cdef str out_name(self):
+        """out= as an error message names it."""
+        return "out"
+
+    cdef str batch_name(self):
+        """A batch's out= as an error message names it."""
+        return "out="
+
+    cdef str batch_item_name(self):
+        """One of a batch's outputs as an error message names it."""
+        return "out"
+
+    cdef check_output_shape(self, tuple shape):
+        """Raise ValueError if f's output cannot be of this shape."""
+        pass
+
+    # -- the call ------------------------------------------------------------------------------
+
+    cdef object call(self, object f, object x, object v, object y, object out, int wanted):
+        """An operator's call: v the tangent or tuple of tangents (if the family takes
+        them), `wanted` the results besides the main one (WITH_VALUE, WITH_FIRST); out=
+        is then a tuple (value, first, main) of those given."""
+        cdef bint batch = isinstance(v, tuple)
+        cdef Py_ssize_t given = len(<tuple>v) if batch else 1
+        cdef list _alive    # tangents converted to the prep's dtype, kept through the call
+        cdef object value_out = None, first_out = None, main_out = out, tangent = None
+        cdef object value = None, first = None, main
+        cdef bint nest = self.order == 1
+        cdef int status
+        cdef const void* xp
+        cdef const void* const* tp
+        cdef void* yp
+        cdef void* vp
+        cdef void* fp
+        self.begin(nest)
+        try:
+            self.bind(f)
+            x = self.input(x)
+            if self.with_tangents:
+                if given != self.handle.results:
+                    raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made "
+                                     f"for {self.handle.results}")
+                if batch:
+                    _alive = self.point_to_tangents(<tuple>v)
+                else:
+                    tangent = self.tangent(v)
+                    self.tangents[0] = _data(tangent)
+            if self.two_argument:
+                self.check_y(y)
+            if out is not None and wanted:
+                if wanted == WITH_VALUE:
+                    value_out, main_out = self.split(out, 2)
+                elif wanted == WITH_FIRST:
+                    first_out, main_out = self.split(out, 2)
+                else:
+                    value_out, first_out, main_out = self.split(out, 3)
+            if self.out_shape is None:
+                self.engine_state.discover(self, x)
+            value = self.value_buffer(value_out, y, wanted & WITH_VALUE)
+            if wanted & WITH_FIRST:
+                first = first_out
+                if first is None:
+                    first = np.empty(self.first_shape, self.dtype)
+                else:
+                    self.check_out(first, self.first_shape, self.first_ndim, self.first_dims,
+                                   self.first_name())
+            main = self.results(main_out, batch, given)
+            xp = _data(x)
+            tp = <const void* const*>(self.tangents if self.with_tangents else NULL)
+            yp = NULL if y is None else _data(y)
+            vp = NULL if value is None else _data(value)
+            fp = NULL if first is None else _data(first)
+            status = protect_inputs(self.handle, &xp, &tp, yp, vp, fp, self.outs)
+            if status == 0:
+                status = self.handle.run(self.handle, xp, tp, yp, vp, fp, self.outs)
+            self.raise_for(status)
+            if out is not None:
+                return out
+            if not wanted:
+                return main
+            if wanted == WITH_VALUE:
+                return (value, main)
+            if wanted == WITH_FIRST:
+                return (first, main)
+            return (value, first, main)
+        finally:
+            self.end(nest)
+
+    cdef object results(self, object out, bint batch, Py_ssize_t count):
+        """The main result's buffer (the caller's, checked, or a new one), or a batch's
+        tuple of one per tangent, into self.outs."""
+        if batch:
+            return self.batch_results(out, count)
+        if out is None:
+            out = np.empty(self.result_shape, self.dtype)
+        elif not _is_writeable_exact(out, self.typenum, self.result_ndim, self.result_dims):
+            self.check_out(out, self.result_shape, self.result_ndim, self.result_dims,
+                           self.out_name())
+        self.outs[0] = _data(out)
+        return out
+
+    cdef tuple batch_results(self, object out, Py_ssize_t count):
+        cdef Py_ssize_t k
+        if out is None:
+            out = tuple([np.empty(self.result_shape, self.dtype) for _ in range(count)])
+        elif not isinstance(out, tuple) or len(<tuple>out) != count:
+            raise TypeError(f"cyad: {self.batch_name()} must be a tuple of {count} arrays, one "
+                            "per tangent")
+        for k in range(count):
+            self.check_out((<tuple>out)[k], self.result_shape, self.result_ndim,
+                           self.result_dims, self.batch_item_name())
+            self.outs[k] = _data((<tuple>out)[k])
+        return <tuple>out
+
+    cdef tuple split(self, object out, int count):
+        # out= of an operator with several results: a tuple of as many buffers
+        if not isinstance(out, tuple) or len(<tuple>out) != count:
+            what = "a pair of buffers" if count == 2 else f"a tuple of {count} buffers"
+            raise TypeError(f"cyad: out= of this operator is {what}, one per result")
+        return <tuple>out
+
+    cdef object value_buffer(self, object value_out, object y, bint with_value):
+        """Where f's value goes: the caller's buffer (checked), y, a new array, or nowhere."""
+        if not with_value:
+            return None
+        if value_out is not None:
+            self.check_out(value_out, self.out_shape, self.out_ndim, self.out_dims,
+                           "the value output")
+            return value_out
+        if self.two_argument:
+            return y
+        return np.empty(self.out_shape, self.dtype)
+
+    cdef begin(self, bint nest):
+        """Claim the prep for a call (RuntimeError if another call holds it). With `nest`, a
+        Python f's differentiation starts: the cyad operators f calls nest inside it."""
+        if not claim(&self.handle.busy):
+            raise RuntimeError(_BUSY)
+        if nest:
+            self.engine_state.enter()
+
+    cdef end(self, bint nest):
+        """The call's end, whatever it was: a failed one leaves no evaluated chunk behind."""
+        self.engine_state.finish(nest)
+        release(&self.handle.busy)
+
+    # -- the signature -------------------------------------------------------------------------
+
+    def __repr__(self):
+        form = "f(y, x)" if self.two_argument else "f(x)"
+        kind = "a Python callable" if self.is_python else "a C function"
+        return (f"<cyad prep for {_FAMILY_NAMES[self.family]} of {form}, {kind}: x {self.x_shape} "
+                f"{self.dtype}, {self.directions} directions in chunks of {self.chunk} "
+                f"({self.width} lanes), {self.evaluations} evaluation(s) per call>")
+
+    @property
+    def n_x(self):
+        """The number of elements of x."""
+        return self.handle.n_x
+
+    @property
+    def directions(self):
+        """Tangents of a pushforward, else basis directions of x (the inner ones at second
+        order)."""
+        return self.engine_state.directions
+
+    @property
+    def chunk(self):
+        """Directions carried by one evaluation of f."""
+        return self.engine_state.chunk
+
+    @property
+    def width(self):
+        """Lanes of the dual buffers: the chunk padded to 1, 2, 4, 8, 16 or a multiple of 8."""
+        return self.engine_state.width
+
+    @property
+    def evaluations(self):
+        """Evaluations of f per operator call."""
+        return self.engine_state.evaluations
+
+    @property
+    def is_python(self):
+        """Whether f runs as a Python callable (else as a C function)."""
+        return self.engine_state.is_python
+
+    @property
+    def input_dual(self):
+        """The dual array a Python callable receives."""
+        return self.engine_state.input_dual
+
+    def raise_for_status(self, int status):
+        """Raise what a nonzero status of a nogil entry point reports.
+
+        Parameters
+        ----------
+        status : int
+            What a nogil entry point (``cyad.jacobian_nogil`` etc., see cyad's
+            ``__init__.pxd``) returned: 0 on success.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        FunctionError
+            For a nonzero status of the C function.
+        Exception
+            The exception a Python callable raised (status ``PYTHON_ERROR``).
+        ValueError
+            If an entry point of another dtype or family than the prep's was called
+            (``WRONG_CALL``), or two outputs share memory (``OVERLAPPING_OUTPUTS``; the
+            message names them).
+        RuntimeError
+            If the prep was in use by another call (``PREP_BUSY``).
+        MemoryError
+            If there was no memory to copy the inputs that overlap an output
+            (``NO_MEMORY``).
+
+        Examples
+        --------
+        >>> prep = cyad.prepare_gradient(np.sum, np.zeros(2))
+        >>> prep.raise_for_status(0)
+        >>> prep.raise_for_status(3)
+        Traceback (most recent call last):
+            ...
+        cyad._wrapper.FunctionError: cyad: the differentiated C function returned status 3
+        """
+        self.raise_for(status)
+
+    cdef raise_for(self, int status):
+        cdef const span* first
+        cdef const span* second
+        if status == 0:
+            return
+        if status == PYTHON_ERROR:
+            error = self.engine_state.python_error()
+            if error is not None:
+                raise error
+        if status == WRONG_CALL:
+            raise ValueError("cyad: an entry point of another dtype or operator than the prep's")
+        if status == PREP_BUSY:
+            raise RuntimeError(_BUSY)
+        if status == OVERLAPPING_OUTPUTS:
+            # the two outputs that met, named in the order y, value, first, results
+            first = <span*>self.handle.spans + self.handle.overlapping[0]
+            second = <span*>self.handle.spans + self.handle.overlapping[1]
+            if second.output < first.output:
+                first, second = second, first
+            raise ValueError(f"cyad: {_output_name(self, first)} and "
+                             f"{_output_name(self, second)} share memory; give "
+                             "outputs that do not overlap one another")
+        if status == NO_MEMORY:
+            raise MemoryError("cyad: no memory for the copies of inputs that overlap an output")
+        raise FunctionError(status)
+
+    cdef set_output(self, tuple shape):
+        """Fix the output's shape (and the results') and allocate the engine's output
+        buffers."""
+        cdef int i
+        cdef object first
+        self.check_output_shape(shape)
+        self.result_shape = self.shape_of_result(shape)
+        if len(self.result_shape) > 64:
+            raise ValueError("cyad: the Jacobian would have more than 64 dimensions")
+        self.out_shape = shape
+        self.out_ndim = len(shape)
+        self.result_ndim = len(self.result_shape)
+        for i in range(self.result_ndim):
+            self.result_dims[i] = self.result_shape[i]
+        for i in range(self.out_ndim):
+            self.out_dims[i] = shape[i]
+        first = self.shape_of_first(shape)
+        if first is not None:
+            self.first_shape = first
+            self.first_ndim = len(first)
+            for i in range(self.first_ndim):
+                self.first_dims[i] = first[i]
+        self.handle.n_y = int(np.prod(shape))
+        self.handle.result_size = int(np.prod(self.result_shape))
+        self.handle.first_size = 0 if first is None else int(np.prod(first))
+        self.engine_state.set_output(self, shape)
+        self.handle.entries = self.nogil_entries() << (DTYPE_SHIFT if self.handle.float32 else 0)
+
+    # -- checks and binding --------------------------------------------------------
+
+    cdef check_form(self, Family family, object y):
+        """Raise ValueError unless this prep serves `family` in the form the call uses."""
+        if family != self.family:
+            raise ValueError(f"cyad: this prep was made for {_FAMILY_NAMES[self.family]}, "
+                             f"not {_FAMILY_NAMES[family]}")
+        if (y is not None) != self.two_argument:
+            made = "f(y, x) with y=" if self.two_argument else "f(x) without y="
+            raise ValueError(f"cyad: this prep was made for {made}; the call differs")
+
+    cdef bind(self, object f):
+        """Use f for this call: another object of the prep's kind of function is fine."""
+        if f is not self.engine_state.bound:
+            self.engine_state.bind(f)
+
+    cdef object input(self, object x):
+        """x as a C-contiguous array of the prep's shape and dtype (x itself when it is one)."""
+        if _is_exact(x, self.typenum, self.x_ndim, self.x_dims):
+            return x
+        if self.x_ndim == 0 and (PyFloat_Check(x) or PyLong_Check(x)):
+            return _fill(self.scalar_x, x)
+        self.check_array("x", x)
+        return np.asarray(x, dtype=self.dtype, order="C")
+
+    cdef object tangent(self, object t):
+        """A single tangent as a C-contiguous array of x's shape and dtype."""
+        if self.x_ndim == 0 and (PyFloat_Check(t) or PyLong_Check(t)):
+            return _fill(self.scalar_t, t)
+        return self.batch_tangent(t)
+
+    cdef list point_to_tangents(self, tuple batch):
+        """self.tangents[k] = the data of batch[k], each checked; the tangents that had to be
+        converted are returned, to be kept alive through the call (None when none had)."""
+        cdef Py_ssize_t k
+        cdef list converted = None
+        for k in range(len(batch)):
+            t = self.batch_tangent(batch[k])
+            if t is not batch[k]:
+                if converted is None:
+                    converted = []
+                converted.append(t)
+            self.tangents[k] = _data(t)
+        return converted
+
+    cdef object batch_tangent(self, object t):
+        """A tangent of a batch (each its own array) as a C-contiguous array."""
+        if _is_exact(t, self.typenum, self.x_ndim, self.x_dims):
+            return t
+        self.check_array("a tangent", t)
+        return np.asarray(t, dtype=self.dtype, order="C")
+
+    cdef check_array(self, str name, object a):
+        # the slow path of an argument check: convertible, of the right shape and dtype
+        if isinstance(a, _DualType):
+            raise _nested_error(name)
+        if np.shape(a) != self.x_shape:
+            raise ValueError(f"cyad: {name} has shape {np.shape(a)}, but this prep was made for "
+                             f"shape {self.x_shape}")
+        if input_dtype(a) != self.dtype:
+            raise ValueError(f"cyad: {name} has dtype {np.asarray(a).dtype}, but this prep was "
+                             f"made for {self.dtype}")
+
+    cdef check_y(self, object y):
+        """y of the two-argument form: written in place, so exactly of the prep's signature."""
+        if (_is_exact(y, self.typenum, self.out_ndim, self.out_dims)
+                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>y)):
+            return
+        _check_y_dtype(y, self.dtype)
+        if y.shape != self.out_shape:
+            raise ValueError(f"cyad: y has shape {y.shape}, but this prep was made for shape "
+                             f"{self.out_shape}")
+        raise ValueError("cyad: y must be a writeable C-contiguous array")
+
+    cdef check_out(self, object out, tuple shape, int ndim, cnp.npy_intp* dims, str what):
+        """An output buffer: exactly `shape` (ndim, dims), the prep's dtype, C-contiguous and
+        writeable."""
+        if _is_writeable_exact(out, self.typenum, ndim, dims):
+            return
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"cyad: {what} must be a NumPy array, not {type(out).__name__}")
+        if out.shape != shape or out.dtype != self.dtype:
+            raise ValueError(f"cyad: {what} has shape {out.shape} and dtype {out.dtype}; it must "
+                             f"have shape {shape} and dtype {self.dtype}")
+        raise ValueError(f"cyad: {what} must be a writeable C-contiguous array")
+
+
+cdef str _output_name(Prep prep, const span* s):
+    # an output as the caller knows it
+    if s.output == Y_OUTPUT:
+        return "y"
+    if s.output == VALUE_OUTPUT:
+        return "the value output"
+    if s.output == FIRST_OUTPUT:
+        return prep.first_name()
+    if prep.handle.results > 1:
+        return f"{prep.result_name()} for tangent {s.output}"
+    return prep.result_name()
+
+
+# -- the families --------------------------------------------------------------------------
+#
+# Each is made from the operator's own arguments: f, x, the tangent(s) v of a pushforward or
+# hvp (None for the others), y, chunk and engine.
+
+cdef Py_ssize_t _count(object v):
+    # the tangents of a call: a tuple is a batch
+    return len(<tuple>v) if isinstance(v, tuple) else 1
+
+
+cdef _check_scalar(str operator, object x):
+    if np.ndim(x) != 0:
+        raise ValueError(f"cyad: {operator} takes a scalar x, not an array of shape "
+                         f"{np.shape(x)}; use pushforward or jacobian (hvp or hessian) for "
+                         "arrays")
+
+
+cdef class PushforwardPrep(Prep):
+    """The prep of `pushforward` and `value_and_pushforward`: J(x) @ each tangent."""
+
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
+        self.family = PUSHFORWARD
+        self.order = 1
+        Prep.__init__(self, f, x, _count(v), y, chunk, engine)
+
+    cdef bint takes_tangents(self):
+        return True
+
+    cdef unsigned nogil_entries(self):
+        return ENTRY_PUSHFORWARD if self.handle.results == 1 else 0
+
+    cdef str result_name(self):
+        return "the tangent output"
+
+
+cdef class DerivativePrep(PushforwardPrep):
+    """The prep of `derivative` and `value_and_derivative`: the pushforward of a scalar x
+    along the tangent 1."""
+
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
+        _check_scalar("derivative", x)
+        PushforwardPrep.__init__(self, f, x, 1.0, y, chunk, engine)
+        self.family = DERIVATIVE
+
+    cdef str result_name(self):
+        return "the derivative output"
+
+
+cdef class JacobianPrep(Prep):
+    """The prep of `jacobian` and `value_and_jacobian`: J(x), a chunk of basis directions
+    per evaluation."""
+
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
+        self.family = JACOBIAN
+        self.order = 1
+        Prep.__init__(self, f, x, np.size(x), y, chunk, engine)
+
+    cdef tuple shape_of_result(self, tuple out_shape):
+        return out_shape + self.x_shape
+
+    cdef unsigned nogil_entries(self):
+        return ENTRY_JACOBIAN | (ENTRY_GRADIENT if self.handle.n_y == 1 else 0)
+
+    cdef str result_name(self):
+        return "the Jacobian output"
+
+
+cdef class GradientPrep(JacobianPrep):
+    """The prep of `gradient` and `value_and_gradient`: the Jacobian of a scalar-valued f."""
+
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
+        JacobianPrep.__init__(self, f, x, None, y, chunk, engine)
+        self.family = GRADIENT
+
+    cdef check_output_shape(self, tuple shape):
+        if shape != ():
+            raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returns shape "
+                             f"{shape}; use jacobian")
+
+    cdef str result_name(self):
+        return "the gradient output"
+
+
+cdef class SecondDerivativePrep(Prep):
+    """The prep of `second_derivative` and `value_derivative_and_second_derivative` at a
+    scalar x."""
+
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
+        _check_scalar("second_derivative", x)
+        self.family = SECOND_DERIVATIVE
+        self.order = 2
+        Prep.__init__(self, f, x, 1, y, chunk, engine)
+
+    cdef tuple shape_of_first(self, tuple out_shape):
+        return out_shape
+
+    cdef str result_name(self):
+        return "the second-derivative output"
+
+    cdef str first_name(self):
+        return "the derivative output"
+
+
+cdef class _ScalarSecondOrderPrep(Prep):
+    # hvp and hessian: second order of a scalar-valued f, whose first-order result is the
+    # gradient
+
+    cdef tuple shape_of_first(self, tuple out_shape):
+        return self.x_shape
+
+    cdef str first_name(self):
+        return "the gradient output"
+
+    cdef check_output_shape(self, tuple shape):
+        if shape != ():
+            raise ValueError(f"cyad: {_FAMILY_NAMES[self.family]} needs a scalar-valued f, but "
+                             f"f returns shape {shape}")
+
+
+cdef class HvpPrep(_ScalarSecondOrderPrep):
+    """The prep of `hvp` and `gradient_and_hvp`: H(x) @ each tangent."""
+
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
+        self.family = HVP
+        self.order = 2
+        Prep.__init__(self, f, x, _count(v), y, chunk, engine)
+
+    cdef bint takes_tangents(self):
+        return True
+
+    cdef tuple shape_of_result(self, tuple out_shape):
+        return self.x_shape
+
+    cdef unsigned nogil_entries(self):
+        return ENTRY_HVP if self.handle.results == 1 else 0
+
+    cdef str result_name(self):
+        return "the hvp output"
+
+    cdef str batch_name(self):
+        return "the hvp output"
+
+    cdef str batch_item_name(self):
+        return "the hvp output"
+
+
+cdef class HessianPrep(_ScalarSecondOrderPrep):
+    """The prep of `hessian` and `value_gradient_and_hessian`: a chunk of basis directions
+    at each of two levels per evaluation, half of the symmetric Hessian computed."""
+
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
+        self.family = HESSIAN
+        self.order = 2
+        Prep.__init__(self, f, x, np.size(x), y, chunk, engine)
+
+    cdef bint symmetric(self):
+        return True
+
+    cdef tuple shape_of_result(self, tuple out_shape):
+        return self.x_shape + self.x_shape
+
+    cdef unsigned nogil_entries(self):
+        return ENTRY_HESSIAN
+
+    cdef str result_name(self):
+        return "the Hessian output"
+
+    cdef str out_name(self):
+        return "the Hessian output"
+
+
+# The prep class of each family
+PREP_TYPES = {PUSHFORWARD: PushforwardPrep, DERIVATIVE: DerivativePrep,
+              GRADIENT: GradientPrep, JACOBIAN: JacobianPrep,
+              SECOND_DERIVATIVE: SecondDerivativePrep, HVP: HvpPrep, HESSIAN: HessianPrep}
+
+
+# -- argument checks --------------------------------------------------------------
+
+cdef inline bint _same_dims(cnp.ndarray a, int ndim, cnp.npy_intp* dims):
+    cdef int i
+    if cnp.PyArray_NDIM(a) != ndim:
+        return False
+    for i in range(ndim):
+        if cnp.PyArray_DIMS(a)[i] != dims[i]:
+            return False
+    return True
+
+
+cdef inline bint _is_exact(object a, int typenum, int ndim, cnp.npy_intp* dims):
+    # an ndarray we may read or write in place with raw pointers
+    return (cnp.PyArray_Check(a) and cnp.PyArray_TYPE(<cnp.ndarray>a) == typenum
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)
+            and _same_dims(<cnp.ndarray>a, ndim, dims))
+
+
+cdef inline bint _is_writeable_exact(object a, int typenum, int ndim, cnp.npy_intp* dims):
+    # an output we may write in place with raw pointers
+    return (_is_exact(a, typenum, ndim, dims)
+            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a))
+
+
+cdef inline void* _data(object a):
+    return cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef object _fill(cnp.ndarray a, object number):
+    # a 0-d array of the prep's set to a Python number, without allocating
+    if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT32:
+        (<float*>cnp.PyArray_DATA(a))[0] = <float><double>number
+    else:
+        (<double*>cnp.PyArray_DATA(a))[0] = <double>number
+    return a
+
+
+cdef _check_y_dtype(object y, object dtype):
+    if not isinstance(y, np.ndarray):
+        raise TypeError(f"cyad: y must be a NumPy array, not {type(y).__name__}")
+    if y.dtype != dtype:
+        raise ValueError(f"cyad: y has dtype {y.dtype}, but x is differentiated in {dtype}; "
+                         "give y the same dtype")
+
+
+def input_dtype(x):
+    """The dtype cyad differentiates x in: float64/float32 kept, ints and bools to float64."""
+    dtype = x.dtype if isinstance(x, np.ndarray) else np.asarray(x).dtype
+    if dtype == np.float64 or dtype == np.float32:
+        return dtype
+    if dtype.kind in "biu":
+        return np.dtype(np.float64)
+    if dtype.kind == "c":
+        raise TypeError("cyad: complex inputs are not supported (differentiate the real and "
+                        "imaginary parts as separate real inputs)")
+    raise TypeError(f"cyad: cannot differentiate with respect to an input of dtype {dtype}; "
+                    "use float64 or float32")
+
+
+def _nested_error(name):
+    return TypeError(f"cyad: {name} is a dual array: only a Python callable differentiated inside "
+                     "another differentiation takes dual arrays (a C function or a prep does not, "
+                     "nor does a call outside the differentiation that made them)")
