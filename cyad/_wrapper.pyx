@@ -18,10 +18,10 @@ import numpy as np
 
 cimport numpy as cnp
 from cpython.pycapsule cimport (PyCapsule_CheckExact, PyCapsule_GetContext, PyCapsule_GetName,
-                                PyCapsule_GetPointer, PyCapsule_IsValid)
+                                PyCapsule_GetPointer)
 from libc.string cimport memcpy, memset
 
-from cyad._dual cimport Dual, new_dual
+from cyad._dual cimport Dual
 
 cnp.import_array()
 
@@ -366,7 +366,8 @@ _CTYPES_NAMES = {
 
 def _ctypes_signature(f):
     names = [_CTYPES_NAMES.get(t, getattr(t, "__name__", str(t))) for t in f.argtypes or ()]
-    return f"{_CTYPES_NAMES.get(f.restype, getattr(f.restype, '__name__', 'void'))} ({', '.join(names)})"
+    result = _CTYPES_NAMES.get(f.restype, getattr(f.restype, '__name__', 'void'))
+    return f"{result} ({', '.join(names)})"
 
 
 cdef void* _address(object user_data) except? NULL:
@@ -426,7 +427,8 @@ cdef class PythonFunction:
             if not cnp.PyArray_SAMESHAPE(d.values, yd.values):
                 raise _changed_output(r.shape, yd)
             if (cnp.PyArray_TYPE(d.values) == cnp.PyArray_TYPE(yd.values)
-                    and cnp.PyArray_IS_C_CONTIGUOUS(d.values) and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)):
+                    and cnp.PyArray_IS_C_CONTIGUOUS(d.values)
+                    and cnp.PyArray_IS_C_CONTIGUOUS(d.partials)):
                 memcpy(cnp.PyArray_DATA(yd.values), cnp.PyArray_DATA(d.values),
                        cnp.PyArray_NBYTES(yd.values))
                 memcpy(cnp.PyArray_DATA(yd.partials), cnp.PyArray_DATA(d.partials),
@@ -436,7 +438,8 @@ cdef class PythonFunction:
                 yd.values[...] = d.values
                 yd.partials[...] = d.partials
             return
-        if cnp.PyArray_NDIM(yd.values) == 0 and isinstance(r, (float, int)) and not isinstance(r, bool):
+        if (cnp.PyArray_NDIM(yd.values) == 0 and isinstance(r, (float, int))
+                and not isinstance(r, bool)):
             (<object>yd.values)[()] = r
         else:
             c = constant_result(r)

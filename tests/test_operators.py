@@ -82,7 +82,8 @@ def test_jacobian_float32_keeps_dtype():
     x = point(dtype=np.float32)
     jac = cyad.jacobian(elementwise, x, chunk=4)
     assert jac.dtype == np.float32
-    np.testing.assert_allclose(jac, elementwise_jacobian(x.astype(np.float64)), rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(jac, elementwise_jacobian(x.astype(np.float64)),
+                               rtol=2e-6, atol=1e-6)
 
 
 # -- gradient ---------------------------------------------------------------------------

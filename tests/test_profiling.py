@@ -15,7 +15,7 @@ def copy(y, x):
 @pytest.mark.parametrize("make, expected", [
     (lambda: (lambda: None), 0),
     (lambda: (lambda: [1, 2, 3]), 1),             # a list object
-    (lambda: (lambda x=np.ones(4): np.sin(x)), 2),  # an array object and its data
+    (lambda: (lambda x=np.ones(4): np.sin(x)), 2),  # noqa: B008 (an array object and its data)
 ])
 def test_allocation_counter_counts_requests(make, expected):
     assert cyad.allocations_per_call(make()) == expected

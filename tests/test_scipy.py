@@ -203,7 +203,8 @@ def test_rosenbrock_minimize_fewer_evaluations_to_convergence():
         res = minimize(f, x0, method=method, jac=cs.gradient(f), hess=cs.hessian(f),
                        options=options)
         fd_gradient = finite_difference_gradient(g)
-        fd_hessian = ((lambda x: approx_derivative(fd_gradient, x, method="3-point"))
+        fd_hessian = ((lambda x, fd_gradient=fd_gradient:
+                       approx_derivative(fd_gradient, x, method="3-point"))
                       if method == "trust-exact" else "3-point")
         fd = minimize(g, x0, method=method, jac=fd_gradient, hess=fd_hessian, options=options)
         assert res.success
@@ -492,8 +493,8 @@ def test_a_prepared_call_allocates_its_result_and_what_f_allocates(allocations_p
     for adapter, args, f, result in cases:
         adapter(*args)
         prep = adapter.prep
-        per_evaluation = count(lambda: f(prep.input_dual))
-        per_call = count(lambda: adapter(*args))
+        per_evaluation = count(lambda f=f, prep=prep: f(prep.input_dual))
+        per_call = count(lambda adapter=adapter, args=args: adapter(*args))
         assert per_evaluation > 0
         assert per_call == pytest.approx(prep.evaluations * per_evaluation + result, abs=0.01), \
             adapter
