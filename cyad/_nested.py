@@ -70,12 +70,12 @@ def _evaluate(f, x, tangents, tangent_partials, y):
     outer = _outer_tag(x, y, *(tangent_partials or ()))
     _enter(inner)
     try:
-        if outer is None and tangent_partials is None:
+        if outer is None:
             tag, lanes = inner, None
             first = 0
         else:
             tag = make_nested_tag(outer, inner)
-            lanes = NestedLanes(outer.width, inner.width)
+            lanes = _lanes(tag)
             first = lanes.b_lane(0)
         partials = np.zeros(xv.shape + (tag.width,), dtype)
         if tangents is None:
@@ -105,14 +105,26 @@ def _own_partials(d, dtype):
     return np.ascontiguousarray(d.partials, dtype=dtype)
 
 
+def _lanes(tag):
+    # the layout of a nested tag's duals
+    return NestedLanes(tag.outer.width, tag.inner.width)
+
+
+def _outer_partials(r):
+    # the a lanes of a nested dual: its partials along the outer differentiation
+    return read_columns(np.ascontiguousarray(r.partials), _lanes(r.tag).a.start,
+                        r.tag.outer.width)
+
+
 def _output_dual(y, tag, dtype):
-    # the two-argument form's output, as a dual of the tag f runs on
+    # the two-argument form's output, as a dual of the tag f runs on (a dual y of the
+    # outer differentiation brings its partials into the a lanes)
     values = _own_values(y, dtype)
     partials = np.zeros(values.shape + (tag.width,), dtype)
     if isinstance(y, Dual):
-        if y.tag is not tag and y.tag is not tag.outer:
+        if y.tag is not tag.outer:
             raise TypeError(_NESTING_ERROR)
-        partials[..., :y.width] = y.partials
+        seed_columns(partials, _lanes(tag).a.start, _own_partials(y, dtype))
     return tagged_dual(values, partials, tag)
 
 
@@ -120,9 +132,9 @@ def _write_back(r, y):
     # f's value into the caller's y (a dual of the outer differentiation keeps its partials)
     if isinstance(y, Dual):
         y.values[...] = r.values
-        y.partials[...] = r.partials[..., :y.width]
+        y.partials[...] = _outer_partials(r)
         return
-    if r.tag.is_nested and np.any(r.partials[..., :r.tag.outer.width]):
+    if r.tag.is_nested and np.any(_outer_partials(r)):
         raise TypeError("cyad: f's value depends on the outer differentiation, so y must be "
                         "a dual array of it, not a plain ndarray")
     y[...] = r.values
@@ -139,8 +151,8 @@ def _split(r, inner, k):
         return r.values, read_columns(partials, 0, k), None, None
     if tag.is_nested and tag.inner is inner:
         outer = tag.outer
-        lanes = NestedLanes(outer.width, inner.width)
-        value = tagged_dual(r.values, read_columns(partials, lanes.a.start, outer.width), outer)
+        lanes = _lanes(tag)
+        value = tagged_dual(r.values, _outer_partials(r), outer)
         cross = read_columns(partials, lanes.c_lane(0), k * outer.width)
         return (value, read_columns(partials, lanes.b_lane(0), k),
                 cross.reshape(shape + (k, outer.width)), outer)
