@@ -10,7 +10,7 @@ Nested differentiation: every dual carries the `Tag` of its differentiation. Whe
 duals of two differentiations meet (a function differentiated inside another), both
 become nested duals of a nested tag, whose lanes hold the outer differentiation's
 partials, the inner one's, and the second derivatives across them (the second-order
-layout of cyad._wrapper); the elementwise rules add their second-derivative terms
+layout of cyad/_layout.pxd); the elementwise rules add their second-derivative terms
 from the rule table's second column. Two levels are supported.
 
 In-place operations (operators, out=) read their operands as they were before the
@@ -34,8 +34,8 @@ from libc.math cimport isinf
 from libc.string cimport memcpy, memmove
 
 from cyad._fused cimport real
-from cyad._kernels cimport (unary_chunks, binary_chunks, unary_nested, binary_nested,
-                            second_order_width)
+from cyad._kernels cimport unary_chunks, binary_chunks, unary_nested, binary_nested
+from cyad._layout cimport second_order_width, outer_lane, inner_lane
 from cyad._rules cimport UnaryOp, BinaryOp
 from cyad import _rule_table
 
@@ -168,7 +168,8 @@ cdef object promoted(object x, Tag tag):
     d = <Dual>x
     if tag.outer is None or (d.tag is not tag.outer and d.tag is not tag.inner):
         raise TypeError(_NESTING_ERROR)
-    offset = 0 if d.tag is tag.outer else tag.outer.width
+    # an outer dual's lanes are the a lanes, an inner dual's the b lanes
+    offset = outer_lane(0) if d.tag is tag.outer else inner_lane(tag.outer.width, 0)
     partials = np.zeros((<object>d.values).shape + (tag.width,), d.values.dtype)
     partials[..., offset:offset + d.width] = d.partials
     return new_dual(d.values, partials, tag.width, tag)

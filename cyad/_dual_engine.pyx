@@ -20,7 +20,7 @@ of a scalar-valued function. A Python callable runs on dual arrays through its
 FunctionWrapper's pointers.
 
 Second order is forward over forward on nested duals (the second-order layout of
-cyad._wrapper): every evaluation seeds a chunk of outer directions (the hvp's
+cyad/_layout.pxd): every evaluation seeds a chunk of outer directions (the hvp's
 tangents, basis directions of the Hessian, the second derivative's tangent 1) and a
 chunk of inner basis directions, and reads the second derivatives across them from
 the cross lanes. A Hessian is symmetric, so for each chunk of outer directions
@@ -34,7 +34,8 @@ from libc.math cimport sqrt
 from libc.string cimport memcpy, memset
 
 from cyad._fused cimport real
-from cyad._kernels cimport lane_count, second_order_width
+from cyad._layout cimport (lane_count, second_order_width, outer_lane, inner_lane, cross_lane,
+                           clear_lanes, put_lane, get_lane, put_basis, get_columns)
 from cyad._dual cimport new_dual, nested_tag, enter as enter_tag, leave as leave_tag
 from cyad._prep cimport (Prep, run_call, PUSHFORWARD, DERIVATIVE, GRADIENT,
                          JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN)
@@ -118,38 +119,13 @@ def default_second_order_chunk(Py_ssize_t outer_directions, Py_ssize_t n_x, bint
     return chunk // 8 * 8 if chunk > 16 else chunk
 
 
-# -- seeding and extraction: raw pointer loops -------------------------------------
-
-cdef void put_lane(const real* src, Py_ssize_t n, real* partials, Py_ssize_t width,
-                   Py_ssize_t lane) noexcept nogil:
-    # partials[i, lane] = src[i]
-    cdef Py_ssize_t i
-    for i in range(n):
-        partials[i * width + lane] = src[i]
-
-
-cdef void get_lane(const real* partials, Py_ssize_t n, Py_ssize_t width, Py_ssize_t lane,
-                   real* dst) noexcept nogil:
-    # dst[i] = partials[i, lane]
-    cdef Py_ssize_t i
-    for i in range(n):
-        dst[i] = partials[i * width + lane]
-
-
-cdef void put_basis(real* partials, Py_ssize_t n, Py_ssize_t width, Py_ssize_t start,
-                    Py_ssize_t count) noexcept nogil:
-    # partials = 0, then lane k of row start + k is 1
-    cdef Py_ssize_t k
-    memset(partials, 0, n * width * sizeof(real))
-    for k in range(count):
-        partials[(start + k) * width + k] = 1
-
+# -- seeding and extraction (the loops are cyad/_layout.pxd's) ------------------------------
 
 cdef void put_tangents(dual_prep* p, const real* const* tangents, Py_ssize_t count) noexcept nogil:
     # the input partials: lane k = tangents[k] for k < count, the other lanes 0
     cdef Py_ssize_t k
     if count < p.width:
-        memset(p.dx, 0, p.base.n_x * p.width * sizeof(real))
+        clear_lanes(<real*>p.dx, p.base.n_x, p.width)
     for k in range(count):
         put_lane(tangents[k], p.base.n_x, <real*>p.dx, p.width, k)
 
@@ -158,18 +134,10 @@ cdef void seed_first_chunk(dual_prep* p, const real* const* tangents) noexcept n
     # the first chunk's seeds in the input partials: tangents, or basis directions if NULL
     cdef Py_ssize_t count = min(p.chunk, p.directions)
     if tangents == NULL:
-        put_basis(<real*>p.dx, p.base.n_x, p.width, 0, count)
+        clear_lanes(<real*>p.dx, p.base.n_x, p.width)
+        put_basis(<real*>p.dx, p.width, 0, 0, count)
     else:
         put_tangents(p, tangents, count)
-
-
-cdef void get_columns(const real* partials, Py_ssize_t n, Py_ssize_t width, Py_ssize_t count,
-                      real* dst, Py_ssize_t columns, Py_ssize_t start) noexcept nogil:
-    # dst[i, start + k] = partials[i, k] for an n x columns row-major dst
-    cdef Py_ssize_t i, k
-    for i in range(n):
-        for k in range(count):
-            dst[i * columns + start + k] = partials[i * width + k]
 
 
 # -- the first-order engine -----------------------------------------------------------
@@ -253,13 +221,14 @@ cdef int run_jacobian(dual_prep* p, const real* x, real* y, real* value,
     while start < p.directions:
         count = min(p.chunk, p.directions - start)
         if not (p.pending and start == 0):
-            put_basis(<real*>p.dx, p.base.n_x, p.width, start, count)
+            clear_lanes(<real*>p.dx, p.base.n_x, p.width)
+            put_basis(<real*>p.dx, p.width, 0, start, count)
             yv = start_output(p, y, in_place)
             memset(p.dy, 0, p.base.n_y * p.width * sizeof(real))
             status = call(p, x, <real*>p.dx, yv, <real*>p.dy)
             if status != 0:
                 return status
-        get_columns(<real*>p.dy, p.base.n_y, p.width, count, jacobian, p.base.n_x, start)
+        get_columns(<real*>p.dy, p.base.n_y, p.width, 0, count, jacobian, p.base.n_x, start)
         start += count
     finish_output(p, yv, y, value)
     return 0
@@ -283,15 +252,14 @@ cdef void seed_second(dual_prep* p, const real* const* tangents, Py_ssize_t oute
     # outer lane k: tangents[outer_start + k], or basis direction outer_start + k if NULL;
     # inner lane j: basis direction inner_start + j; cross lanes 0
     cdef real* dx = <real*>p.dx
-    cdef Py_ssize_t j, k
-    memset(dx, 0, p.base.n_x * p.width * sizeof(real))
-    for k in range(outer_count):
-        if tangents == NULL:
-            dx[(outer_start + k) * p.width + k] = 1
-        else:
-            put_lane(tangents[outer_start + k], p.base.n_x, dx, p.width, k)
-    for j in range(inner_count):
-        dx[(inner_start + j) * p.width + p.outer + j] = 1
+    cdef Py_ssize_t k
+    clear_lanes(dx, p.base.n_x, p.width)
+    if tangents == NULL:
+        put_basis(dx, p.width, outer_lane(0), outer_start, outer_count)
+    else:
+        for k in range(outer_count):
+            put_lane(tangents[outer_start + k], p.base.n_x, dx, p.width, outer_lane(k))
+    put_basis(dx, p.width, inner_lane(p.outer, 0), inner_start, inner_count)
 
 
 cdef inline int evaluate_second(dual_prep* p, const real* x, const real* const* tangents,
@@ -310,15 +278,15 @@ cdef int run_second_derivative(dual_prep* p, const real* x, real* y, real* value
                                real* second) noexcept nogil:
     """first = f'(x), second = f''(x) (n_y each) at a scalar x, in one evaluation; first
     and value may be NULL."""
-    cdef Py_ssize_t i, w = p.width, cross = p.outer + p.inner
+    cdef Py_ssize_t i, w = p.width
     cdef real* dy = <real*>p.dy
     cdef int status = evaluate_second(p, x, <const real* const*>NULL, 0, 1, 0, 1, y)
     if status != 0:
         return status
     for i in range(p.base.n_y):
         if first != NULL:
-            first[i] = dy[i * w + p.outer]
-        second[i] = dy[i * w + cross]
+            first[i] = dy[i * w + inner_lane(p.outer, 0)]
+        second[i] = dy[i * w + cross_lane(p.outer, p.inner, 0, 0)]
     finish_output(p, <real*>p.y, y, value)
     return 0
 
@@ -327,7 +295,6 @@ cdef int run_hvp(dual_prep* p, const real* x, const real* const* tangents, real*
                  real* first, real** products) noexcept nogil:
     """first = the gradient, products[k] = H @ tangents[k] (n_x each); first may be NULL."""
     cdef Py_ssize_t outer_start = 0, outer_count, inner_start, inner_count, j, k
-    cdef Py_ssize_t cross = p.outer + p.inner
     cdef real* dy = <real*>p.dy
     cdef int status
     while outer_start < p.outer_directions:
@@ -341,10 +308,11 @@ cdef int run_hvp(dual_prep* p, const real* x, const real* const* tangents, real*
                 return status
             if first != NULL and outer_start == 0:
                 for j in range(inner_count):
-                    first[inner_start + j] = dy[p.outer + j]
+                    first[inner_start + j] = dy[inner_lane(p.outer, j)]
             for k in range(outer_count):
                 for j in range(inner_count):
-                    products[outer_start + k][inner_start + j] = dy[cross + j * p.outer + k]
+                    products[outer_start + k][inner_start + j] = dy[
+                        cross_lane(p.outer, p.inner, j, k)]
             inner_start += inner_count
         outer_start += outer_count
     finish_output(p, <real*>p.y, y, <real*>NULL)
@@ -357,7 +325,6 @@ cdef int run_hessian(dual_prep* p, const real* x, real* y, real* value, real* fi
     basis directions from row r the inner ones from r on (the rest mirrored); first and
     value may be NULL."""
     cdef Py_ssize_t outer_start = 0, outer_count, inner_start, inner_count, j, k, row, col
-    cdef Py_ssize_t cross = p.outer + p.inner
     cdef real* dy = <real*>p.dy
     cdef real c
     cdef const real* const* no_tangents = NULL
@@ -373,10 +340,10 @@ cdef int run_hessian(dual_prep* p, const real* x, real* y, real* value, real* fi
                 return status
             if first != NULL and outer_start == 0:
                 for j in range(inner_count):
-                    first[inner_start + j] = dy[p.outer + j]
+                    first[inner_start + j] = dy[inner_lane(p.outer, j)]
             for k in range(outer_count):
                 for j in range(inner_count):
-                    c = dy[cross + j * p.outer + k]
+                    c = dy[cross_lane(p.outer, p.inner, j, k)]
                     row = outer_start + k
                     col = inner_start + j
                     if col >= row:

@@ -12,9 +12,9 @@ whose partials carry a trailing axis of `width` derivative lanes:
 - a primitive runs its JVP rule on the values with the partials as tangents, the
   lanes moved in front (a view): the rule's operations broadcast over them. For duals
   of two differentiations (nested: a Hessian, or a derivative inside a derivative) a
-  dual is a dual of duals: with lanes a (outer), b (inner) and c (across, the
-  layout of `cyad._wrapper`), its primal P = (values, b) and its tangent T = (a, c)
-  are first-order duals of the inner differentiation, and the JVP rule run on them,
+  dual is a dual of duals: with lanes a (outer), b (inner) and c (across, as
+  `cyad._layout.NestedLanes` lays them out), its primal P = (values, b) and its tangent
+  T = (a, c) are first-order duals of the inner differentiation, and the JVP rule run on them,
   through this same table, gives the result's values and b lanes (from f(P)) and its
   a and c lanes (from the tangent). So every primitive works at second order.
 
@@ -30,7 +30,7 @@ import sys
 import numpy as np
 
 from cyad._dual import Dual, Tag, float_dtype, make_dual, primal, promote, tagged_dual
-from cyad._kernels import padded_width
+from cyad._layout import NestedLanes, padded_width
 from cyad._primitives import TABLE
 
 HANDLED_FUNCTIONS = {}
@@ -254,7 +254,8 @@ def _first_order(values, tangent, like):
 def _nested_jvp(jvp, operands, params, like, dtype):
     """A primitive on nested duals: its JVP rule on first-order duals of the inner tag."""
     tag = like.tag
-    outer, inner = tag.outer.width, tag.inner.width
+    layout = NestedLanes(tag.outer.width, tag.inner.width)
+    inner = layout.inner
     # the rule's duals: the inner lanes, padded to a width the kernels take
     lanes = padded_width(inner)
     rule_tag = Tag(lanes)
@@ -265,14 +266,13 @@ def _nested_jvp(jvp, operands, params, like, dtype):
             tangents.append(None)
             continue
         v, p = x.values.astype(dtype, copy=False), x.partials.astype(dtype, copy=False)
+        a, b_lanes, c_lanes = layout.split(p)
         b = np.zeros(v.shape + (lanes,), dtype)
-        b[..., :inner] = p[..., outer:outer + inner]
-        c = np.zeros((outer,) + v.shape + (lanes,), dtype)
-        c[..., :inner] = np.moveaxis(p[..., outer + inner:outer + inner + inner * outer].reshape(
-            v.shape + (inner, outer)), -1, 0)
+        b[..., :inner] = b_lanes
+        c = np.zeros((layout.outer,) + v.shape + (lanes,), dtype)
+        c[..., :inner] = np.moveaxis(c_lanes, -1, 0)
         primals.append(tagged_dual(v, b, rule_tag))
-        tangents.append(tagged_dual(np.ascontiguousarray(np.moveaxis(p[..., :outer], -1, 0)), c,
-                                    rule_tag))
+        tangents.append(tagged_dual(np.ascontiguousarray(np.moveaxis(a, -1, 0)), c, rule_tag))
     out, tangent = jvp(primals, tangents, **params)
     return _outputs(out, tangent, lambda v, t: _second_order(v, t, like, dtype))
 
@@ -281,18 +281,19 @@ def _second_order(value, tangent, like, dtype):
     # the nested dual of the rule's inner duals: values and b lanes from the value, a and c
     # lanes from the tangent
     tag = like.tag
-    outer, inner = tag.outer.width, tag.inner.width
+    layout = NestedLanes(tag.outer.width, tag.inner.width)
+    inner = layout.inner
     values = np.asarray(primal(value), dtype)
     partials = np.zeros(values.shape + (like.width,), dtype)
+    a, b, c = layout.split(partials)
     if isinstance(value, Dual):
-        partials[..., outer:outer + inner] = value.partials[..., :inner]
+        b[...] = value.partials[..., :inner]
     if tangent is not None:
-        shape = (outer,) + values.shape
-        partials[..., :outer] = np.moveaxis(np.broadcast_to(primal(tangent), shape), 0, -1)
+        shape = (layout.outer,) + values.shape
+        a[...] = np.moveaxis(np.broadcast_to(primal(tangent), shape), 0, -1)
         if isinstance(tangent, Dual):
-            c = np.moveaxis(np.broadcast_to(tangent.partials[..., :inner], shape + (inner,)), 0, -1)
-            partials[..., outer + inner:outer + inner + inner * outer] = c.reshape(
-                values.shape + (inner * outer,))
+            c[...] = np.moveaxis(np.broadcast_to(tangent.partials[..., :inner], shape + (inner,)),
+                                 0, -1)
     return make_dual(values, partials, like)
 
 

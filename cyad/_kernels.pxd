@@ -1,7 +1,5 @@
 from cyad._fused cimport real
 
-cdef Py_ssize_t lane_count(Py_ssize_t chunk) noexcept nogil
-cdef Py_ssize_t second_order_width(Py_ssize_t outer, Py_ssize_t inner) noexcept nogil
 
 cdef void unary_chunks(int op, Py_ssize_t width, Py_ssize_t n,
                        const real* xv, const real* xp,

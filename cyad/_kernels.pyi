@@ -1,3 +1,1 @@
-# Type stubs of cyad/_kernels.pyx (its loops are C-level only).
-
-def padded_width(chunk: int) -> int: ...
+# Type stubs of cyad/_kernels.pyx: its loops are C-level only (no Python names).

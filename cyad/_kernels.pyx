@@ -5,7 +5,7 @@ row-major n x width partials array. For every element the loops evaluate the
 rule once (value and derivative coefficient) and then update the element's row
 of partials in a lane loop whose length is a compile-time constant: widths 1, 2,
 4, 8 and 16 each have their own specialisation, wider rows (multiples of 8) run
-as blocks of 8. `lane_count` pads any requested chunk up to such a width.
+as blocks of 8. `lane_count` (cyad/_layout.pxd) pads any requested chunk up to such a width.
 
 Rows whose derivative coefficient is not finite (sqrt at 0, log at 0) go through
 a careful loop in which a zero tangent contributes zero instead of 0 * inf = nan,
@@ -19,27 +19,8 @@ reversed view, an element broadcast over the output - is the caller's to remove
 """
 from libc.math cimport isfinite
 from cyad._fused cimport real, lanes, lanes1, lanes2, lanes4, lanes8, lanes16
+from cyad._layout cimport inner_lane, cross_lane
 from cyad._rules cimport unary_rule, binary_rule, unary_second, binary_second, careful_product
-
-
-cdef Py_ssize_t lane_count(Py_ssize_t chunk) noexcept nogil:
-    """The padded width that runs `chunk` directions: 1, 2, 4, 8, 16 or a multiple of 8."""
-    cdef Py_ssize_t width = 1
-    if chunk > 16:
-        return (chunk + 7) // 8 * 8
-    while width < chunk:
-        width *= 2
-    return width
-
-
-def padded_width(Py_ssize_t chunk):
-    """lane_count for Python code."""
-    return lane_count(chunk)
-
-
-cdef Py_ssize_t second_order_width(Py_ssize_t outer, Py_ssize_t inner) noexcept nogil:
-    """Lanes of a nested dual over `outer` and `inner` directions (see cyad._wrapper)."""
-    return lane_count(outer + inner + outer * inner)
 
 
 # -- lane loops: one row of partials ------------------------------------------
@@ -166,9 +147,9 @@ cdef void binary_chunks(int op, Py_ssize_t width, Py_ssize_t n,
 
 
 # -- second order: nested duals -----------------------------------------------------------
-# A nested dual's row (cyad._wrapper's second-order layout) holds a (outer lanes),
-# b (inner lanes), c (inner x outer lanes: c[j] is the outer-lane row of inner direction
-# j) and zero padding. Through y = g(x): y.a = g' x.a, y.b = g' x.b and
+# A nested dual's row (the second-order layout of cyad/_layout.pxd) holds a (outer
+# lanes), b (inner lanes), c (inner x outer lanes: c[j] is the outer-lane row of inner
+# direction j) and zero padding. Through y = g(x): y.a = g' x.a, y.b = g' x.b and
 # y.c[j] = g' x.c[j] + g'' x.b[j] x.a; a binary rule adds both operands' terms with its
 # second partials. The outer width is a lane count, so every row of outer lanes runs on
 # compile-time blocks.
@@ -209,7 +190,7 @@ cdef inline void nested_row(lanes* tag, Py_ssize_t blocks, Py_ssize_t inner, Py_
     # a or b is NULL for a constant operand (its partials are zero). The first-order terms
     # of the whole row, then the second-order ones of the c rows, which read a and b: so
     # `in_place` (y is an operand's row) leaves a and b to the end.
-    cdef Py_ssize_t j, outer = blocks * sizeof(lanes), cross = outer + inner
+    cdef Py_ssize_t j, outer = blocks * sizeof(lanes), cross = cross_lane(outer, inner, 0, 0)
     cdef double a_inner, b_inner, sa, sb
     if in_place:   # the c rows (and the zero padding behind them)
         update_lanes(width - cross, da, NULL if a == NULL else a + cross,
@@ -222,30 +203,30 @@ cdef inline void nested_row(lanes* tag, Py_ssize_t blocks, Py_ssize_t inner, Py_
         pass
     elif b == NULL:
         for j in range(inner):
-            a_inner = a[outer + j]
+            a_inner = a[inner_lane(outer, j)]
             if a_inner != 0.0:
                 sa = daa * a_inner
                 if sa != 0.0:
-                    add_scaled_row(tag, blocks, sa, a, y + cross + j * outer)
+                    add_scaled_row(tag, blocks, sa, a, y + cross_lane(outer, inner, j, 0))
     elif a == NULL:
         for j in range(inner):
-            b_inner = b[outer + j]
+            b_inner = b[inner_lane(outer, j)]
             if b_inner != 0.0:
                 sb = dbb * b_inner
                 if sb != 0.0:
-                    add_scaled_row(tag, blocks, sb, b, y + cross + j * outer)
+                    add_scaled_row(tag, blocks, sb, b, y + cross_lane(outer, inner, j, 0))
     else:
         for j in range(inner):
-            a_inner = a[outer + j]
-            b_inner = b[outer + j]
+            a_inner = a[inner_lane(outer, j)]
+            b_inner = b[inner_lane(outer, j)]
             if a_inner == 0.0 and b_inner == 0.0:
                 continue
             sa = careful_product(daa, a_inner) + careful_product(dab, b_inner)
             if sa != 0.0:
-                add_scaled_row(tag, blocks, sa, a, y + cross + j * outer)
+                add_scaled_row(tag, blocks, sa, a, y + cross_lane(outer, inner, j, 0))
             sb = careful_product(dab, a_inner) + careful_product(dbb, b_inner)
             if sb != 0.0:
-                add_scaled_row(tag, blocks, sb, b, y + cross + j * outer)
+                add_scaled_row(tag, blocks, sb, b, y + cross_lane(outer, inner, j, 0))
     if in_place:
         update_lanes(cross, da, a, db, b, y)
 

@@ -9,13 +9,17 @@ whose lanes keep both sets of partials and the second derivatives across them. T
 results are then duals of the outer differentiation (or plain arrays when nothing
 outer was involved), which the outer differentiation goes on differentiating.
 
-This path evaluates f once with all directions and allocates its buffers per call:
-nesting is for correctness, the prepared operators are for speed.
+The seeds go into the lanes, and the results come out of them, through the loops the
+prepared engine seeds and extracts with (cyad._layout): the first-order layout, or the
+nested one whose a lanes carry the outer differentiation. This path evaluates f once
+with all directions and allocates its buffers per call: nesting is for correctness,
+the prepared operators are for speed.
 """
 import numpy as np
 
 from cyad._dual import Dual, Tag, _enter, _leave, make_nested_tag, primal, tagged_dual
-from cyad._kernels import padded_width
+from cyad._layout import (NestedLanes, padded_width, read_columns, seed_basis, seed_columns,
+                          seed_lanes)
 from cyad._prep import input_dtype
 from cyad._wrapper import constant_result
 
@@ -49,36 +53,42 @@ def _own_values(a, dtype):
     return np.array(primal(a), dtype=dtype)
 
 
-def _evaluate(f, x, seeds, seed_partials, y):
-    """f at x seeded along `seeds` (x.shape + (k,)) on a new tag ranked inside the running ones.
+def _evaluate(f, x, tangents, tangent_partials, y):
+    """f at x seeded along `tangents` (arrays shaped like x; None: x's basis directions) on a
+    new tag ranked inside the running ones.
 
-    seed_partials: the seeds' partials along the outer differentiation (x.shape + (k, W1))
-    or None. Returns (value, derivatives, derivative_partials, outer tag): the value as
-    an array or a dual of the outer differentiation, the derivatives along the seeds
-    (shape + (k,)) and, with an outer differentiation, their partials (shape + (k, W1)).
+    tangent_partials: the tangents that are duals of the outer differentiation (a list
+    with None for the others) or None. Returns (value, derivatives,
+    derivative_partials, outer tag): the value as an array or a dual of the outer
+    differentiation, the derivatives along the tangents (shape + (k,)) and, with an
+    outer differentiation, their partials (shape + (k, W1)).
     """
     dtype = _dtype(x)
-    k = seeds.shape[-1]
-    inner = Tag(padded_width(k))
-    outer = _outer_tag(x, y)
     xv = _own_values(x, dtype)
+    k = xv.size if tangents is None else len(tangents)
+    inner = Tag(padded_width(k))
+    outer = _outer_tag(x, y, *(tangent_partials or ()))
     _enter(inner)
     try:
-        if outer is None and seed_partials is None:
-            partials = np.zeros(xv.shape + (inner.width,), dtype)
-            partials[..., :k] = seeds
-            x_in = tagged_dual(xv, partials, inner)
+        if outer is None:
+            tag, lanes = inner, None
+            first = 0
         else:
             tag = make_nested_tag(outer, inner)
-            w1 = outer.width
-            partials = np.zeros(xv.shape + (tag.width,), dtype)
+            lanes = _lanes(tag)
+            first = lanes.b_lane(0)
+        partials = np.zeros(xv.shape + (tag.width,), dtype)
+        if tangents is None:
+            seed_basis(partials, first)
+        else:
+            seed_lanes(partials, first, tangents)
+        if lanes is not None:
             if isinstance(x, Dual):
-                partials[..., :w1] = x.partials
-            partials[..., w1:w1 + k] = seeds
-            if seed_partials is not None:
-                cross = partials[..., w1 + inner.width:w1 + inner.width + inner.width * w1]
-                cross.reshape(xv.shape + (inner.width, w1))[..., :k, :] = seed_partials
-            x_in = tagged_dual(xv, partials, tag)
+                seed_columns(partials, lanes.a.start, _own_partials(x, dtype))
+            for j, t in enumerate(tangent_partials or ()):
+                if t is not None:
+                    seed_columns(partials, lanes.c_lane(j), _own_partials(t, dtype))
+        x_in = tagged_dual(xv, partials, tag)
         if y is None:
             r = f(x_in)
         else:
@@ -90,14 +100,31 @@ def _evaluate(f, x, seeds, seed_partials, y):
     return _split(r, inner, k)
 
 
+def _own_partials(d, dtype):
+    # d's partials, C-contiguous in dtype (the seeding loops read raw memory)
+    return np.ascontiguousarray(d.partials, dtype=dtype)
+
+
+def _lanes(tag):
+    # the layout of a nested tag's duals
+    return NestedLanes(tag.outer.width, tag.inner.width)
+
+
+def _outer_partials(r):
+    # the a lanes of a nested dual: its partials along the outer differentiation
+    return read_columns(np.ascontiguousarray(r.partials), _lanes(r.tag).a.start,
+                        r.tag.outer.width)
+
+
 def _output_dual(y, tag, dtype):
-    # the two-argument form's output, as a dual of the tag f runs on
+    # the two-argument form's output, as a dual of the tag f runs on (a dual y of the
+    # outer differentiation brings its partials into the a lanes)
     values = _own_values(y, dtype)
     partials = np.zeros(values.shape + (tag.width,), dtype)
     if isinstance(y, Dual):
-        if y.tag is not tag and y.tag is not tag.outer:
+        if y.tag is not tag.outer:
             raise TypeError(_NESTING_ERROR)
-        partials[..., :y.width] = y.partials
+        seed_columns(partials, _lanes(tag).a.start, _own_partials(y, dtype))
     return tagged_dual(values, partials, tag)
 
 
@@ -105,9 +132,9 @@ def _write_back(r, y):
     # f's value into the caller's y (a dual of the outer differentiation keeps its partials)
     if isinstance(y, Dual):
         y.values[...] = r.values
-        y.partials[...] = r.partials[..., :y.width]
+        y.partials[...] = _outer_partials(r)
         return
-    if r.tag.is_nested and np.any(r.partials[..., :r.tag.outer.width]):
+    if r.tag.is_nested and np.any(_outer_partials(r)):
         raise TypeError("cyad: f's value depends on the outer differentiation, so y must be "
                         "a dual array of it, not a plain ndarray")
     y[...] = r.values
@@ -119,14 +146,16 @@ def _split(r, inner, k):
         return c, np.zeros(c.shape + (k,), c.dtype), None, None
     shape = r.shape
     tag = r.tag
+    partials = np.ascontiguousarray(r.partials)
     if tag is inner:
-        return r.values, r.partials[..., :k], None, None
+        return r.values, read_columns(partials, 0, k), None, None
     if tag.is_nested and tag.inner is inner:
         outer = tag.outer
-        w1, w2 = outer.width, inner.width
-        value = tagged_dual(r.values, np.array(r.partials[..., :w1], order="C"), outer)
-        cross = r.partials[..., w1 + w2:w1 + w2 + w2 * w1].reshape(shape + (w2, w1))
-        return value, r.partials[..., w1:w1 + k], cross[..., :k, :], outer
+        lanes = _lanes(tag)
+        value = tagged_dual(r.values, _outer_partials(r), outer)
+        cross = read_columns(partials, lanes.c_lane(0), k * outer.width)
+        return (value, read_columns(partials, lanes.b_lane(0), k),
+                cross.reshape(shape + (k, outer.width)), outer)
     if not tag.is_nested and tag.running and tag.level < inner.level:
         # f's result involves only the outer differentiation: zero derivative here
         zeros = np.zeros(shape + (k,), r.dtype)
@@ -173,13 +202,12 @@ def pushforward(f, x, dx, y, out, with_value, scalar_input=False):
     for t in tangents:
         if np.shape(primal(t)) != shape:
             raise ValueError(f"cyad: a tangent has shape {np.shape(t)}, but x has shape {shape}")
-    seeds = np.stack([np.broadcast_to(_values(t, dtype), shape) for t in tangents], axis=-1)
-    outer = _outer_tag(x, *tangents)
+    seeds = tuple(np.ascontiguousarray(np.broadcast_to(_values(t, dtype), shape))
+                  for t in tangents)
+    _outer_tag(x, *tangents)   # (one outer differentiation at most)
     seed_partials = None
     if any(isinstance(t, Dual) for t in tangents):
-        seed_partials = np.stack([t.partials if isinstance(t, Dual) else
-                                  np.zeros(shape + (outer.width,), dtype) for t in tangents],
-                                 axis=-2)
+        seed_partials = [t if isinstance(t, Dual) else None for t in tangents]
     value, d, dp, outer = _evaluate(f, x, seeds, seed_partials, y)
     results = tuple(_result(d[..., i], None if dp is None else dp[..., i, :], outer)
                     for i in range(len(tangents)))
@@ -197,9 +225,7 @@ def jacobian(f, x, y, out, with_value, scalar_output):
     """The Jacobian of f at x (its gradient if scalar_output), and f(x) if with_value."""
     dtype = _dtype(x)
     xv = _values(x, dtype)
-    n = xv.size
-    seeds = np.eye(n, dtype=dtype).reshape(xv.shape + (n,))
-    value, d, dp, outer = _evaluate(f, x, seeds, None, y)
+    value, d, dp, outer = _evaluate(f, x, None, None, y)
     out_shape = d.shape[:-1]
     if scalar_output and out_shape != ():
         raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returns shape "

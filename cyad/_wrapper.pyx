@@ -155,7 +155,7 @@ cdef class FunctionWrapper:
     The second-order signature (hessian, hvp, second_derivative) replaces
     ``width`` by ``Py_ssize_t outer, Py_ssize_t inner``: every element of the
     buffers is a nested dual over `outer` and `inner` directions, in a row of
-    ``second_order_width(outer, inner)`` lanes (layout in cyad/_wrapper.pxd;
+    ``second_order_width(outer, inner)`` lanes (layout in cyad/_layout.pxd;
     cyad calls C functions with ``outer == 1``). All the functions of one
     wrapper share its context.
 

@@ -49,6 +49,7 @@
 # functions with outer == 1); element i has the value x[i] and a row of
 # second_order_row(inner) lanes at dx + i * second_order_row(inner), laid out as
 #     lane 0: a     lane 1 + j: b[j]     lane 1 + inner + j: c[j]     then zero padding
+# (cyad/_layout.pxd's second-order layout with one outer direction)
 # and the element holds inner directions [lane0, lane0 + N) (its a is lane 0 whatever
 # lane0). So a generic body taking (width, lane0) serves both orders: the first-order
 # function passes its width, the second-order function its inner.
@@ -132,6 +133,7 @@
 
 from libc.math cimport isfinite
 from cyad._fused cimport real
+from cyad._layout cimport second_order_width, outer_lane, inner_lane, cross_lane
 from cyad._rules cimport (
     UnaryOp, BinaryOp, unary_rule, binary_rule, unary_second, binary_second, careful_product,
 )
@@ -277,17 +279,9 @@ cdef inline Py_ssize_t n_lanes(any_dual a) noexcept nogil:
 
 
 cdef inline Py_ssize_t second_order_row(Py_ssize_t inner) noexcept nogil:
-    """The lanes of a second-order row for outer == 1 and `inner` inner directions.
-
-    cyad._kernels.second_order_width(1, inner): 1 + 2 inner lanes padded to 1, 2, 4,
-    8, 16 or a multiple of 8.
-    """
-    cdef Py_ssize_t lanes = 1 + 2 * inner, row = 1
-    if lanes > 16:
-        return (lanes + 7) // 8 * 8
-    while row < lanes:
-        row *= 2
-    return row
+    """The lanes of a second-order row for outer == 1 and `inner` inner directions:
+    1 + 2 inner lanes padded to 1, 2, 4, 8, 16 or a multiple of 8."""
+    return second_order_width(1, inner)
 
 
 # -- buffers and constants -------------------------------------------------------------
@@ -303,10 +297,10 @@ cdef inline void load(any_dual* a, const real* x, const real* dx, Py_ssize_t i,
     a.v = x[i]
     if any_dual in second_order_dual:
         row = dx + i * second_order_row(width)
-        a.a = row[0]
+        a.a = row[outer_lane(0)]
         for k in range(n_lanes(a[0])):
-            a.b[k] = row[1 + lane0 + k]
-            a.c[k] = row[1 + width + lane0 + k]
+            a.b[k] = row[inner_lane(1, lane0 + k)]
+            a.c[k] = row[cross_lane(1, width, lane0 + k, 0)]
     else:
         for k in range(n_lanes(a[0])):
             a.p[k] = dx[i * width + lane0 + k]
@@ -323,10 +317,10 @@ cdef inline void store(any_dual a, real* y, real* dy, Py_ssize_t i,
     y[i] = a.v
     if any_dual in second_order_dual:
         row = dy + i * second_order_row(width)
-        row[0] = a.a
+        row[outer_lane(0)] = a.a
         for k in range(n_lanes(a)):
-            row[1 + lane0 + k] = a.b[k]
-            row[1 + width + lane0 + k] = a.c[k]
+            row[inner_lane(1, lane0 + k)] = a.b[k]
+            row[cross_lane(1, width, lane0 + k, 0)] = a.c[k]
     else:
         for k in range(n_lanes(a)):
             dy[i * width + lane0 + k] = a.p[k]

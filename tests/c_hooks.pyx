@@ -214,7 +214,8 @@ def binary_derivatives(int op, double a, double b):
 
 # -- second order: calling a wrapper's second-order function, and the hdual elements ------------
 
-from cyad._kernels cimport second_order_width
+from cyad._layout cimport (lane_count, second_order_width, outer_lane, inner_lane,
+                           cross_lane)
 from cyad._wrapper cimport FunctionWrapper
 
 
@@ -245,10 +246,18 @@ def call_second(FunctionWrapper w, x, dx, y, dy, Py_ssize_t outer, Py_ssize_t in
     return status
 
 
-def row_widths(Py_ssize_t largest):
-    """(second_order_row(inner), cyad._kernels.second_order_width(1, inner)) for every inner."""
-    return [(second_order_row(inner), second_order_width(1, inner))
-            for inner in range(1, largest + 1)]
+def c_layout(Py_ssize_t outer, Py_ssize_t inner):
+    """The C-level layout functions (cyad/_layout.pxd) for (outer, inner): lane_count(outer),
+    second_order_width, and the lanes of a[k], b[j] and c[j][k]."""
+    return dict(first=lane_count(outer), width=second_order_width(outer, inner),
+                a=[outer_lane(k) for k in range(outer)],
+                b=[inner_lane(outer, j) for j in range(inner)],
+                c=[[cross_lane(outer, inner, j, k) for k in range(outer)] for j in range(inner)])
+
+
+def second_order_rows(Py_ssize_t largest):
+    """cyad.dual's second_order_row(inner) for inner = 1 .. largest."""
+    return [second_order_row(inner) for inner in range(1, largest + 1)]
 
 
 cdef int copy_second(const double* x, const double* dx, double* y, double* dy,

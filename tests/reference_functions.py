@@ -16,7 +16,7 @@ import types
 import numpy as np
 
 import cyad
-from cyad._kernels import padded_width
+from cyad._layout import NestedLanes
 
 N = 6   # the size of F's and g's input
 
@@ -94,7 +94,7 @@ PYTHON = types.SimpleNamespace(F=_F, g=_g, h=_h, F_in_place=_accumulating(_F),
 
 class _Nested:
     """Elements (v, a, b[m], c[m]): the value, the partial along the outer direction, the
-    partials along the inner ones and the second derivatives across (cyad/_wrapper.pxd).
+    partials along the inner ones and the second derivatives across (cyad/_layout.pxd).
     First order is the inner part alone (a = c = 0)."""
 
     def __init__(self, v, a, b, c):
@@ -164,14 +164,17 @@ def _first_order(body, in_place):
 def _second_order(body, in_place):
     """body as a function of the second-order signature (outer == 1), storing as it goes."""
     def f(x, dx, y, dy, n_x, n_y, outer, inner, context):
-        row = padded_width(1 + 2 * inner)
-        x, dx, y, dy = _arrays((x, dx, y, dy), ((n_x,), (n_x, row), (n_y,), (n_y, row)))
+        lanes = NestedLanes(outer, inner)
+        x, dx, y, dy = _arrays((x, dx, y, dy), ((n_x,), (n_x, lanes.width), (n_y,),
+                                                (n_y, lanes.width)))
+        xa, xb, xc = lanes.split(dx)
+        ya, yb, yc = lanes.split(dy)
         for i in range(n_y):
-            r = body(_Nested(x, dx[:, 0], dx[:, 1:1 + inner], dx[:, 1 + inner:1 + 2 * inner]))
+            r = body(_Nested(x, xa[:, 0], xb, xc[..., 0]))
             y[i] = y[i] + r.v.reshape(-1)[i] if in_place else r.v.reshape(-1)[i]
-            dy[i, 0] = r.a.reshape(-1)[i]
-            dy[i, 1:1 + inner] = r.b.reshape(n_y, inner)[i]
-            dy[i, 1 + inner:1 + 2 * inner] = r.c.reshape(n_y, inner)[i]
+            ya[i, 0] = r.a.reshape(-1)[i]
+            yb[i] = r.b.reshape(n_y, inner)[i]
+            yc[i, :, 0] = r.c.reshape(n_y, inner)[i]
         return 0
     return f
 

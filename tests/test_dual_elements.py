@@ -216,11 +216,6 @@ def test_hdual_lane_counts(c_hooks):
     assert c_hooks.hdual_lane_counts() == [1, 2, 4, 8, 16] * 2
 
 
-def test_second_order_row_is_the_engines_width(c_hooks):
-    for row, engine in c_hooks.row_widths(40):
-        assert row == engine
-
-
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary_rule_on_second_order_elements(c_hooks, name):
     op, domain = c_hooks.UNARY_OPS[name], UNARY[name][1]
@@ -332,7 +327,7 @@ def test_constant_second_order_element(c_hooks):
 def test_second_order_load_and_store_move_their_block(c_hooks, inner, lane0):
     # an hdual4 moves lane 0 (a), and b[j], c[j] for inner directions lane0 ... lane0 + 3
     n = 3
-    row = c_hooks.row_widths(inner)[-1][0]
+    row = c_hooks.second_order_rows(inner)[-1]
     x = np.arange(1.0, n + 1.0)
     dx = np.arange(1.0, n * row + 1.0).reshape(n, row)
     y, dy = c_hooks.hdual_block(x, dx, inner, lane0)

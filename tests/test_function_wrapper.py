@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import cyad
+from cyad._layout import NestedLanes
 
 P = ctypes.POINTER
 SIGNATURE = (ctypes.c_int, P(ctypes.c_double), P(ctypes.c_double), P(ctypes.c_double),
@@ -297,47 +298,39 @@ def test_prepared_c_function_call_allocates_nothing(n, allocations_per_call):
 
 # -- second order ------------------------------------------------------------------------------
 
-def row_width(outer, inner):
-    """The lanes of a second-order row: outer + inner + outer * inner, padded like a width."""
-    lanes = outer + inner + outer * inner
-    return -(-lanes // 8) * 8 if lanes > 16 else 1 << (lanes - 1).bit_length()
-
-
 def cubes_second(x, dx, y, dy, n_x, n_y, outer, inner, context):
-    """y_i = x_i**3 at second order, on nested duals written out by hand."""
-    x, dx, y, dy = _arrays(x, dx, y, dy, n_x, n_y, row_width(outer, inner))
-    a = dx[:, :outer]
-    b = dx[:, outer:outer + inner]
-    c = dx[:, outer + inner:outer + inner + outer * inner].reshape(n_x, inner, outer)
+    """y_i = x_i**3 at second order, on nested duals of the layout cyad states."""
+    lanes = NestedLanes(outer, inner)
+    x, dx, y, dy = _arrays(x, dx, y, dy, n_x, n_y, lanes.width)
+    (a, b, c), (ya, yb, yc) = lanes.split(dx), lanes.split(dy)
     d, dd = 3 * x**2, 6 * x
     y[:] = x**3
-    dy[:, :outer] = d[:, None] * a
-    dy[:, outer:outer + inner] = d[:, None] * b
-    dy[:, outer + inner:outer + inner + outer * inner] = (
-        d[:, None, None] * c + dd[:, None, None] * b[:, :, None] * a[:, None, :]).reshape(n_x, -1)
+    ya[...] = d[:, None] * a
+    yb[...] = d[:, None] * b
+    yc[...] = d[:, None, None] * c + dd[:, None, None] * b[:, :, None] * a[:, None, :]
     return 0
 
 
 def check_cubes_second(c_hooks, f, dtype=np.float64, rtol=1e-15, inner=2):
     """Call f's second-order function on seeded buffers and check y = x**3 against calculus."""
     rng = np.random.default_rng(inner)
-    n, row = 5, row_width(1, inner)
+    n, lanes = 5, NestedLanes(1, inner)
     x = rng.uniform(0.5, 1.5, n).astype(dtype)
-    a = rng.standard_normal(n)
-    b, c = rng.standard_normal((n, inner)), rng.standard_normal((n, inner))
-    dx = np.zeros((n, row), dtype)
-    dx[:, 0], dx[:, 1:1 + inner], dx[:, 1 + inner:1 + 2 * inner] = a, b, c
-    y, dy = np.zeros(n, dtype), np.zeros((n, row), dtype)
+    dx = np.zeros((n, lanes.width), dtype)
+    xa, xb, xc = lanes.split(dx)
+    xa[:, 0], xb[...], xc[..., 0] = (rng.standard_normal(n), rng.standard_normal((n, inner)),
+                                     rng.standard_normal((n, inner)))
+    y, dy = np.zeros(n, dtype), np.zeros((n, lanes.width), dtype)
     assert c_hooks.call_second(f, x, dx, y, dy, 1, inner) == 0
-    x, a, b, c = (np.float64(t) for t in (x, dx[:, 0], dx[:, 1:1 + inner],
-                                          dx[:, 1 + inner:1 + 2 * inner]))
+    x, a, b, c = (np.float64(t) for t in (x, xa[:, 0], xb, xc[..., 0]))
+    ya, yb, yc = lanes.split(dy)
     d, dd = 3 * x**2, 6 * x
     np.testing.assert_allclose(y, x**3, rtol=rtol)
-    np.testing.assert_allclose(dy[:, 0], d * a, rtol=rtol)
-    np.testing.assert_allclose(dy[:, 1:1 + inner], d[:, None] * b, rtol=rtol)
-    np.testing.assert_allclose(dy[:, 1 + inner:1 + 2 * inner],
-                               d[:, None] * c + (dd * a)[:, None] * b, rtol=rtol, atol=rtol)
-    np.testing.assert_array_equal(dy[:, 1 + 2 * inner:], 0.0)   # padding untouched
+    np.testing.assert_allclose(ya[:, 0], d * a, rtol=rtol)
+    np.testing.assert_allclose(yb, d[:, None] * b, rtol=rtol)
+    np.testing.assert_allclose(yc[..., 0], d[:, None] * c + (dd * a)[:, None] * b,
+                               rtol=rtol, atol=rtol)
+    np.testing.assert_array_equal(dy[:, lanes.c.stop:], 0.0)   # padding untouched
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -358,7 +351,8 @@ def test_second_order_numba_cfunc(c_hooks):
 
     @numba.cfunc(signature)
     def cubes(x, dx, y, dy, n_x, n_y, outer, inner, context):
-        # outer == 1: row i is a, b[0 .. inner), c[0 .. inner), padding
+        # outer == 1: row i is a, b[0 .. inner), c[0 .. inner), padding (written out as a
+        # user's compiled function must, from the documented layout)
         lanes = 1 + 2 * inner
         row = 1
         while row < lanes:

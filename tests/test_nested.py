@@ -165,3 +165,27 @@ def test_nesting_is_tracked_per_thread():
 
     assert derivative(outer, 1.0) == 1.0
     assert results == [6.0]
+
+
+def test_the_two_argument_form_inside_a_differentiation():
+    # y a dual of the outer differentiation: f's value (with its outer partials) lands in it
+    w0 = np.array([0.4, -1.2, 2.0])
+
+    def g(y, w):
+        y[...] = 2.0 * np.sin(w)
+
+    def outer(s):
+        y = 0.0 * s * np.ones(3)
+        jac = cyad.jacobian(g, w0 * s, y=y)
+        return np.sum(jac) + np.sum(y)
+
+    for s in (0.7, 1.3):
+        expected = np.sum(-2.0 * np.sin(w0 * s) * w0 + 2.0 * np.cos(w0 * s) * w0)
+        np.testing.assert_allclose(cyad.derivative(outer, s), expected, rtol=1e-14)
+
+    # a plain y cannot hold a value that depends on the outer differentiation
+    def plain(s):
+        return cyad.jacobian(g, w0 * s, y=np.zeros(3))
+
+    with pytest.raises(TypeError, match="y must be a dual array"):
+        cyad.derivative(plain, 1.0)
