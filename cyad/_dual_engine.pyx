@@ -5,13 +5,17 @@ dual buffers and a `dual_prep` struct, whose first member is the prep's handle: 
 whole operator call runs on raw pointers without the GIL (`run_pushforward`,
 `run_jacobian`, and at second order `run_second_derivative`, `run_hvp`,
 `run_hessian`), one per family group, chosen at prepare time from the table RUNS.
+Its nogil entry points (ENTRY_POINTS, the slots of the handle's public table) are one
+function per entry point and dtype with the claim, the inputs' protection and the
+family's run inlined, so that a call from Cython reaches the engine in one indirect
+call.
 For every chunk of directions a call seeds the input partials (tangents for a
 pushforward, basis vectors for a Jacobian), calls the function once through its
 `cyad_function` pointer, and copies the output partials to the caller's buffers.
 Where no copy is needed it passes the caller's buffers straight to the function (x
 always; one tangent, its output and a two-argument y when a single evaluation does
 the whole call). The buffers it is given overlap nothing they must not: its callers
-(Prep.call and the nogil entry points) make sure of that first (protect_inputs,
+(Prep.call and the entry points) make sure of that first (protect_inputs,
 cyad/_prep.pxd).
 
 derivative is the pushforward of a scalar with tangent 1; gradient is the Jacobian

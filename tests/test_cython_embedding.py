@@ -299,7 +299,7 @@ def test_hessians_in_a_nogil_loop(example, chunk):
         assert_allclose(h, rosenbrock_hessian(point), rtol=1e-13, atol=1e-10)
 
 
-# -- the public C API: an opaque handle, entry points by family --------------------------------
+# -- the public C API: the handle's table, entry points by family -------------------------------
 
 def test_the_example_compiles_against_no_cyad_type_or_struct(example):
     # cimport cyad declares no cdef class and no prep's or engine's state: the example's C
