@@ -3,11 +3,15 @@
 # Cython's include path.
 #
 # What it promises (like SciPy's public Cython API): the names below, with these
-# signatures and meanings. It declares no cdef class and no struct's fields, so a
-# module built against one release keeps working with the next as long as these
-# signatures stand: preps, engines and their state change behind the opaque handle.
-# Anything else cimportable from cyad's private modules (cyad._*) may change at any
-# release.
+# signatures and meanings. It declares no cdef class and nothing of a prep's or an
+# engine's state: a module compiled against it knows one struct of cyad's, the head of
+# a prep's handle (cyad_prep: its table of entry points, cyad_entry_points, like
+# numpy.random's bitgen_t), and the entry points are inline calls through that table.
+# The table only grows, at its end, so a module built against one release keeps working
+# with later ones as long as these signatures stand (not with an earlier one, whose
+# table may lack a slot it calls): preps, engines and their state change behind the
+# handle. Anything else cimportable from cyad's private modules (cyad._*) may change
+# at any release.
 #
 # Conventions (stable):
 # - The dual-level signature (cyad/_signatures.pxd): a function evaluates y = f(x) on buffers
@@ -23,11 +27,17 @@
 #   second_f32=NULL)` returns a cyad.FunctionWrapper (a Python object) of such
 #   functions for the Python operators and the prepare_* functions (at least one of the
 #   four non-NULL).
-# - `cyad_prep` is an opaque handle: prepare with the GIL (cyad.prepare_jacobian(...)
+# - `cyad_prep` is a prep's handle: prepare with the GIL (cyad.prepare_jacobian(...)
 #   etc.), take `cyad_prep* p = prep_handle(prep)` (ValueError while the prep does not
 #   know f's output: call its operator once from Python first), keep the prep alive
 #   while p is used, and call the *_nogil entry points inside `with nogil:` on raw
-#   pointers of the prep's dtype and shapes. Never read or write through p.
+#   pointers of the prep's dtype and shapes. Its public part is its first member,
+#   `entry_points`: one function pointer per entry point and dtype (pushforward_f64,
+#   pushforward_f32, value_and_pushforward_f64, ... hessian_f32, in cyad/_api.pxd),
+#   each taking p first and the entry point's other arguments. The *_nogil functions
+#   are inline: each is one call through that table (the fused type picks the slot).
+#   The table is append-only: slots keep their place and meaning, new ones come at its
+#   end. Never write through p; cyad's private state follows the table.
 # - Entry points: y is the two-argument form's in/out output (NULL in the one-argument
 #   form); `value` receives f(x) and may be NULL (as may hvp's and hessian's
 #   `gradient`). Outputs may overlap inputs (the inputs are read as they were when the
@@ -52,7 +62,7 @@
 
 from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32
 from cyad._api cimport (
-    cyad_prep, prep_handle, raise_status, wrap,
+    cyad_prep, cyad_entry_points, prep_handle, raise_status, wrap,
     PYTHON_ERROR, WRONG_CALL, PREP_BUSY, OVERLAPPING_OUTPUTS, NO_MEMORY,
     pushforward_nogil, value_and_pushforward_nogil, gradient_nogil, jacobian_nogil,
     hvp_nogil, hessian_nogil,

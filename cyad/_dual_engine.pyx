@@ -5,13 +5,17 @@ dual buffers and a `dual_prep` struct, whose first member is the prep's handle: 
 whole operator call runs on raw pointers without the GIL (`run_pushforward`,
 `run_jacobian`, and at second order `run_second_derivative`, `run_hvp`,
 `run_hessian`), one per family group, chosen at prepare time from the table RUNS.
+Its nogil entry points (ENTRY_POINTS, the slots of the handle's public table) are one
+function per entry point and dtype with the claim, the inputs' protection and the
+family's run inlined, so that a call from Cython reaches the engine in one indirect
+call.
 For every chunk of directions a call seeds the input partials (tangents for a
 pushforward, basis vectors for a Jacobian), calls the function once through its
 `cyad_function` pointer, and copies the output partials to the caller's buffers.
 Where no copy is needed it passes the caller's buffers straight to the function (x
 always; one tangent, its output and a two-argument y when a single evaluation does
 the whole call). The buffers it is given overlap nothing they must not: its callers
-(Prep.call and the nogil entry points) make sure of that first (protect_inputs,
+(Prep.call and the entry points) make sure of that first (protect_inputs,
 cyad/_prep.pxd).
 
 derivative is the pushforward of a scalar with tangent 1; gradient is the Jacobian
@@ -37,8 +41,9 @@ from cyad._fused cimport real
 from cyad._layout cimport (lane_count, second_order_width, outer_lane, inner_lane, cross_lane,
                            clear_lanes, put_lane, get_lane, put_basis, get_columns)
 from cyad._dual cimport new_dual, nested_tag, enter as enter_tag, leave as leave_tag
-from cyad._prep cimport (Prep, run_call, PUSHFORWARD, DERIVATIVE, GRADIENT,
-                         JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN)
+from cyad._api cimport cyad_prep, cyad_entry_points
+from cyad._prep cimport (Prep, run_call, enter_nogil, release, PUSHFORWARD, DERIVATIVE,
+                         GRADIENT, JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN)
 from cyad._wrapper cimport python_f64, python_f32, python2_f64, python2_f32, is_python_function
 from cyad._wrapper import constant_result
 
@@ -430,6 +435,89 @@ RUNS_F64[<int>HVP], RUNS_F32[<int>HVP] = hvp_f64, hvp_f32
 RUNS_F64[<int>HESSIAN], RUNS_F32[<int>HESSIAN] = hessian_f64, hessian_f32
 
 
+# -- the engine's nogil entry points (the handle's table, cyad/_api.pxd) ------------------
+#
+# One function per entry point and dtype, each the whole call inlined: the claim, the
+# inputs' protection (enter_nogil) and the family's run, so that a downstream call
+# reaches the engine through the one indirect call of the public inline entry point.
+# The prep installs each only where it answers it (one tangent; gradient: a scalar f).
+
+cdef enum Run:
+    RUN_PUSHFORWARD
+    RUN_JACOBIAN
+    RUN_HVP
+    RUN_HESSIAN
+
+
+cdef inline int run_nogil(dual_prep* p, Run run, const real* x, const real* tangent, real* y,
+                          real* value, real* first, real* result) noexcept nogil:
+    # `run` is a constant where it is inlined, so that only one family's call remains
+    cdef const void* xv = x
+    cdef const void* const* tangents = NULL
+    cdef void* results = result
+    cdef int status
+    if run == RUN_PUSHFORWARD or run == RUN_HVP:
+        tangents = <const void* const*>&tangent
+    status = enter_nogil(&p.base, &xv, &tangents, y, value, first, &results)
+    if status != 0:
+        return status
+    if run == RUN_PUSHFORWARD:
+        status = run_pushforward(p, <const real*>xv, <const real* const*>tangents, y, value,
+                                 <real**>&results)
+    elif run == RUN_JACOBIAN:
+        status = run_jacobian(p, <const real*>xv, y, value, <real*>results)
+    elif run == RUN_HVP:
+        status = run_hvp(p, <const real*>xv, <const real* const*>tangents, y, first,
+                         <real**>&results)
+    else:
+        status = run_hessian(p, <const real*>xv, y, value, first, <real*>results)
+    release(&p.base.busy)
+    return status
+
+
+cdef int pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
+                           real* out) noexcept nogil:
+    return run_nogil(<dual_prep*>p, RUN_PUSHFORWARD, x, dx, y, <real*>NULL, <real*>NULL, out)
+
+
+cdef int value_and_pushforward_nogil(cyad_prep* p, const real* x, const real* dx, real* y,
+                                     real* value, real* out) noexcept nogil:
+    return run_nogil(<dual_prep*>p, RUN_PUSHFORWARD, x, dx, y, value, <real*>NULL, out)
+
+
+cdef int jacobian_nogil(cyad_prep* p, const real* x, real* y, real* value,
+                        real* jacobian) noexcept nogil:
+    # and gradient_nogil's
+    return run_nogil(<dual_prep*>p, RUN_JACOBIAN, x, <const real*>NULL, y, value, <real*>NULL,
+                     jacobian)
+
+
+cdef int hvp_nogil(cyad_prep* p, const real* x, const real* v, real* y, real* gradient,
+                   real* out) noexcept nogil:
+    return run_nogil(<dual_prep*>p, RUN_HVP, x, v, y, <real*>NULL, gradient, out)
+
+
+cdef int hessian_nogil(cyad_prep* p, const real* x, real* y, real* value, real* gradient,
+                       real* hessian) noexcept nogil:
+    return run_nogil(<dual_prep*>p, RUN_HESSIAN, x, <const real*>NULL, y, value, gradient,
+                     hessian)
+
+
+cdef cyad_entry_points ENTRY_POINTS
+ENTRY_POINTS.pushforward_f64 = pushforward_nogil[double]
+ENTRY_POINTS.pushforward_f32 = pushforward_nogil[float]
+ENTRY_POINTS.value_and_pushforward_f64 = value_and_pushforward_nogil[double]
+ENTRY_POINTS.value_and_pushforward_f32 = value_and_pushforward_nogil[float]
+ENTRY_POINTS.gradient_f64 = jacobian_nogil[double]
+ENTRY_POINTS.gradient_f32 = jacobian_nogil[float]
+ENTRY_POINTS.jacobian_f64 = jacobian_nogil[double]
+ENTRY_POINTS.jacobian_f32 = jacobian_nogil[float]
+ENTRY_POINTS.hvp_f64 = hvp_nogil[double]
+ENTRY_POINTS.hvp_f32 = hvp_nogil[float]
+ENTRY_POINTS.hessian_f64 = hessian_nogil[double]
+ENTRY_POINTS.hessian_f32 = hessian_nogil[float]
+
+
 cdef object _python_callable(object f):
     # the callable itself, out of its FunctionWrapper if it has one
     return (<FunctionWrapper>f).callable if isinstance(f, FunctionWrapper) else f
@@ -444,6 +532,7 @@ cdef class DualEngine(Engine):
 
     def __cinit__(self):
         self.handle = &self.state.base
+        self.entry_points = &ENTRY_POINTS
 
     cdef setup(self, Prep prep, Py_ssize_t directions, object chunk, object f):
         cdef bint python = is_python_function(f)

@@ -1,7 +1,7 @@
 cimport numpy as cnp
 from libc.stdint cimport uintptr_t
 
-from cyad._api cimport OVERLAPPING_OUTPUTS
+from cyad._api cimport cyad_prep, cyad_entry_points, PREP_BUSY
 
 # The operator families; a prep serves every operator of its family (pushforward and
 # value_and_pushforward share one, and so on). Each has its Prep subclass.
@@ -14,10 +14,9 @@ cpdef enum Family:
     HVP
     HESSIAN
 
-# The nogil entry points a prep answers: bits of prep_header.entries, shifted left by
-# DTYPE_SHIFT for a float32 prep
+# The nogil entry points a prep answers (Prep.nogil_entries), in its dtype: the slots of
+# its handle's table that hold its engine's functions (install_entry_points)
 cdef enum:
-    DTYPE_SHIFT = 8
     ENTRY_PUSHFORWARD = 1      # pushforward_nogil and value_and_pushforward_nogil
     ENTRY_GRADIENT = 2
     ENTRY_JACOBIAN = 4
@@ -38,17 +37,19 @@ ctypedef int (*run_call)(prep_header* h, const void* x, const void* const* tange
                          void* y, void* value, void* first, void** results) noexcept nogil
 
 # The engine-neutral state of a prep, usable without the GIL: the first member of every
-# engine's own struct, so that a handle is also a pointer to the engine's state. The
-# public cyad_prep (cyad/_api.pxd) is an opaque pointer to it.
+# engine's own struct, so that a handle is also a pointer to the engine's state. It
+# starts with the public head of a handle (cyad_prep, cyad/_api.pxd: the table of nogil
+# entry points), so that the handle a downstream module holds points to it.
 cdef struct prep_header:
+    cyad_prep head             # first: the nogil entry points (install_entry_points)
     int busy                   # 1 while a call runs on the prep: claimed atomically
-    unsigned entries           # the nogil entry points the prep answers (ENTRY_* bits)
     bint float32
-    Py_ssize_t itemsize
     Py_ssize_t n_x, n_y
+    Py_ssize_t x_bytes         # bytes of x, and of a tangent
+    Py_ssize_t y_bytes         # bytes of y, and of f's value
     Py_ssize_t results         # results per call: one per tangent of a batch, else 1
-    Py_ssize_t result_size     # elements of one result
-    Py_ssize_t first_size      # elements of the first-order result (second order)
+    Py_ssize_t result_bytes    # bytes of one result
+    Py_ssize_t first_bytes     # bytes of the first-order result (second order), else 0
     run_call run               # the engine's call for the prep's family and dtype
     void* spans                # per call: the output buffers by address (span records)
     Py_ssize_t overlapping[2]  # after OVERLAPPING_OUTPUTS: the two spans that meet
@@ -92,41 +93,51 @@ cdef extern from *:
 
 # -- outputs that overlap inputs (see _prep.pyx) -----------------------------------------
 
-cdef enum:
-    # which output a span is, besides result k (k >= 0); in the order outputs are named
-    Y_OUTPUT = -3
-    VALUE_OUTPUT = -2
-    FIRST_OUTPUT = -1
-
-ctypedef struct span:      # an output's bytes
-    uintptr_t start
-    uintptr_t end
-    Py_ssize_t output      # Y_OUTPUT, VALUE_OUTPUT, FIRST_OUTPUT or the result's index
-
-
-cdef inline void add_span(span* s, Py_ssize_t* n, const void* start, Py_ssize_t size,
-                          Py_ssize_t output) noexcept nogil:
-    # an output of `size` bytes, if given (an empty one meets nothing)
-    if start != NULL and size > 0:
-        s[n[0]].start = <uintptr_t>start
-        s[n[0]].end = <uintptr_t>start + <uintptr_t>size
-        s[n[0]].output = output
-        n[0] += 1
-
-
-cdef inline span input_span(const void* start, Py_ssize_t size) noexcept nogil:
-    cdef span a
-    a.start = <uintptr_t>start
-    a.end = a.start + <uintptr_t>size
-    return a
-
-
-cdef inline bint disjoint(const span* a, const span* b) noexcept nogil:
-    return a.end <= b.start or b.end <= a.start
-
-
 cdef int protect_slowly(prep_header* h, const void** x, const void* const** tangents,
                         void* y, void* value, void* first, void** results) noexcept nogil
+
+
+cdef inline bint overlap(uintptr_t a, uintptr_t a_end, uintptr_t b,
+                         uintptr_t b_end) noexcept nogil:
+    # whether the bytes [a, a_end) and [b, b_end) meet
+    return a < b_end and b < a_end
+
+
+cdef inline bint may_meet(const prep_header* h, const void* x, const void* t, const void* y,
+                          const void* value, const void* first,
+                          const void* result) noexcept nogil:
+    """Whether an output of a call of one result may share memory with an input (x, the
+    tangent t) or with another output (f's value may be y itself). False proves that
+    none does. Exact for nonempty buffers; an empty output inside another buffer, or a
+    NULL y whose size reaches a buffer at the very start of the address space, answers
+    True, and protect_slowly tells. A comparison pair per two buffers, on registers."""
+    cdef uintptr_t x0 = <uintptr_t>x, x1 = x0 + <uintptr_t>h.x_bytes
+    cdef uintptr_t t0 = <uintptr_t>t, t1 = t0 + <uintptr_t>h.x_bytes
+    cdef uintptr_t y0 = <uintptr_t>y, y1 = y0 + <uintptr_t>h.y_bytes
+    cdef uintptr_t v0 = <uintptr_t>value, v1 = v0 + <uintptr_t>h.y_bytes
+    cdef uintptr_t f0 = <uintptr_t>first, f1 = f0 + <uintptr_t>h.first_bytes
+    cdef uintptr_t r0 = <uintptr_t>result, r1 = r0 + <uintptr_t>h.result_bytes
+    cdef bint with_value = value != NULL and value != y
+    if overlap(r0, r1, x0, x1) or overlap(y0, y1, x0, x1) or overlap(r0, r1, y0, y1):
+        return True
+    if t != NULL and (overlap(r0, r1, t0, t1) or overlap(y0, y1, t0, t1)):
+        return True
+    if with_value and (overlap(v0, v1, x0, x1) or overlap(v0, v1, r0, r1)
+                       or overlap(v0, v1, y0, y1) or (t != NULL and overlap(v0, v1, t0, t1))):
+        return True
+    return first != NULL and (
+        overlap(f0, f1, x0, x1) or overlap(f0, f1, r0, r1) or overlap(f0, f1, y0, y1)
+        or (with_value and overlap(f0, f1, v0, v1)) or (t != NULL and overlap(f0, f1, t0, t1)))
+
+
+cdef inline int protect_one(prep_header* h, const void** x, const void* const** tangents,
+                            void* y, void* value, void* first, void** results) noexcept nogil:
+    """protect_inputs for a call of one result (h.results == 1). Inline, so that an entry
+    point's constant NULLs fold away."""
+    cdef const void* t = tangents[0][0] if tangents[0] != NULL else NULL
+    if may_meet(h, x[0], t, y, value, first, results[0]):
+        return protect_slowly(h, x, tangents, y, value, first, results)
+    return 0
 
 
 cdef inline int protect_inputs(prep_header* h, const void** x, const void* const** tangents,
@@ -134,28 +145,26 @@ cdef inline int protect_inputs(prep_header* h, const void** x, const void* const
                                void** results) noexcept nogil:
     """Check a call's outputs, and point x and the tangents (NULL: none) at copies where
     they overlap an output. Returns 0, OVERLAPPING_OUTPUTS or NO_MEMORY. Every caller
-    of an engine's run calls it first, so that no engine (nor a function it calls) is
-    handed an input that an output overlaps, nor two outputs that overlap. Inline, so
-    that an entry point's constant NULLs fold away."""
-    cdef span outputs[4]
-    cdef span x_span, tangent
-    cdef Py_ssize_t n = 0, i, j, x_bytes = h.n_x * h.itemsize
+    of an engine's run calls it first (Prep.call, the engines' nogil entry points), so
+    that no engine (nor a function it calls) is handed an input that an output
+    overlaps, nor two outputs that overlap."""
     if h.results > 1:
         return protect_slowly(h, x, tangents, y, value, first, results)
-    add_span(outputs, &n, y, h.n_y * h.itemsize, Y_OUTPUT)
-    if value != y:
-        add_span(outputs, &n, value, h.n_y * h.itemsize, VALUE_OUTPUT)
-    add_span(outputs, &n, first, h.first_size * h.itemsize, FIRST_OUTPUT)
-    add_span(outputs, &n, results[0], h.result_size * h.itemsize, 0)
-    x_span = input_span(x[0], x_bytes)
-    tangent = input_span(tangents[0][0] if tangents[0] != NULL else x[0], x_bytes)
-    for i in range(n):
-        if not (disjoint(&outputs[i], &x_span) and disjoint(&outputs[i], &tangent)):
-            return protect_slowly(h, x, tangents, y, value, first, results)
-        for j in range(i):
-            if not disjoint(&outputs[i], &outputs[j]):
-                return protect_slowly(h, x, tangents, y, value, first, results)
-    return 0
+    return protect_one(h, x, tangents, y, value, first, results)
+
+
+cdef inline int enter_nogil(prep_header* h, const void** x, const void* const** tangents,
+                            void* y, void* value, void* first, void** results) noexcept nogil:
+    """The start of a nogil entry point's call on a prep of one result: the prep claimed
+    (else PREP_BUSY) and its inputs protected (protect_one). The prep stays claimed only
+    when it returns 0: the engine's run follows, then release(&h.busy)."""
+    cdef int status
+    if not claim(&h.busy):
+        return PREP_BUSY
+    status = protect_one(h, x, tangents, y, value, first, results)
+    if status != 0:
+        release(&h.busy)
+    return status
 
 
 # Raise the RuntimeError of a busy prep if `prep` is a Prep that a call is running on.
@@ -169,6 +178,9 @@ cdef class Prep
 # function binding behind the prep's handle, and its whole call on raw pointers.
 cdef class Engine:
     cdef prep_header* handle           # the first member of the engine's own struct
+    # the engine's nogil entry points, every slot filled: the prep installs in its handle
+    # those it answers (install_entry_points)
+    cdef const cyad_entry_points* entry_points
     cdef object bound                  # the f of the last call
 
     cdef setup(self, Prep prep, Py_ssize_t directions, object chunk, object f)

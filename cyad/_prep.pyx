@@ -12,26 +12,29 @@ scalar-valued. `Prep.call` runs every operator of every family on those answers.
 The engine (chosen by name at prepare time from cyad/_engines.py) is an `Engine`
 object: the buffers and the function binding behind the prep's `prep_header`, a
 struct usable without the GIL whose `run` pointer is the engine's whole call for the
-prep's family. A prepared call checks its arguments here, then makes that one call;
-the nogil entry points (cyad/_api.pyx) make the same call on raw pointers.
+prep's family. A prepared call checks its arguments here, then makes that one call.
+The header starts with the public table of nogil entry points (cyad/_api.pxd): the
+prep fills it (install_entry_points) with its engine's function for each entry point
+it answers, in its dtype, and a refusal (WRONG_CALL) elsewhere, so that a call from
+Cython is one indirect call into the engine, which claims, protects and runs in one.
 
 Outputs that overlap inputs: like a NumPy ufunc given an overlapping out=, a call
 reads its inputs as they were when it started. An engine reads x and the tangents
 in every evaluation and writes outputs after each, so every call of an engine's
-`run` (Prep.call here, the entry points of cyad/_api.pyx) first calls
-`protect_inputs` (cyad/_prep.pxd): an input that shares memory with an output is
-copied once, into the prep's scratch, and the engine runs on the copy. y needs no
-copy: it is an output itself, which no other output may share memory with. Outputs
-that share memory would leave a result that depends on the order of the writes:
+`run` (Prep.call here, the engine's nogil entry points) first calls `protect_inputs`
+(cyad/_prep.pxd): an input that shares memory with an output is copied once, into
+the prep's scratch, and the engine runs on the copy. y needs no copy: it is an
+output itself, which no other output may share memory with. Outputs that share
+memory would leave a result that depends on the order of the writes:
 OVERLAPPING_OUTPUTS, but for f's value written to y itself (the two-argument value
-forms). Every buffer is C-contiguous: the bytes [start, start + count * itemsize).
-A call with one result has at most four outputs and two inputs (x and a tangent),
-compared pair by pair on the stack (`protect_inputs`: a handful of comparisons where
-nothing meets, the usual case). Otherwise, and for a batch, `protect_slowly` records
-the outputs in the prep (to name two that overlap); a batch's outputs (one per
-tangent) are sorted by address, so that neighbours tell whether they are disjoint,
-and an input outside the span of all of them is told by two comparisons, one inside
-placed among them by bisection.
+forms). Every buffer is C-contiguous: the bytes [start, start + count * itemsize),
+whose sizes the header holds. A call with one result has at most four outputs and two
+inputs (x and a tangent), compared pair by pair in registers (`may_meet`: a handful
+of comparisons where nothing meets, the usual case). Otherwise, and for a batch,
+`protect_slowly` records the outputs in the prep (to name two that overlap); a
+batch's outputs (one per tangent) are sorted by address, so that neighbours tell
+whether they are disjoint, and an input outside the span of all of them is told by
+two comparisons, one inside placed among them by bisection.
 """
 import numpy as np
 
@@ -41,7 +44,9 @@ from cpython.long cimport PyLong_Check
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
-from cyad._api cimport PYTHON_ERROR, WRONG_CALL, PREP_BUSY, NO_MEMORY
+from cyad._fused cimport real
+
+from cyad._api cimport PYTHON_ERROR, WRONG_CALL, OVERLAPPING_OUTPUTS, NO_MEMORY
 from cyad._dual import Dual as _DualType
 from cyad._wrapper import FunctionError, is_python_function
 from cyad._engines import engine_type
@@ -64,6 +69,39 @@ cdef int refuse_busy(object prep) except -1:
 
 
 # -- outputs that overlap inputs: the slow path (the module docstring) --------------------
+
+cdef enum:
+    # which output a span is, besides result k (k >= 0); in the order outputs are named
+    Y_OUTPUT = -3
+    VALUE_OUTPUT = -2
+    FIRST_OUTPUT = -1
+
+ctypedef struct span:      # an output's bytes
+    uintptr_t start
+    uintptr_t end
+    Py_ssize_t output      # Y_OUTPUT, VALUE_OUTPUT, FIRST_OUTPUT or the result's index
+
+
+cdef inline void add_span(span* s, Py_ssize_t* n, const void* start, Py_ssize_t size,
+                          Py_ssize_t output) noexcept nogil:
+    # an output of `size` bytes, if given (an empty one meets nothing)
+    if start != NULL and size > 0:
+        s[n[0]].start = <uintptr_t>start
+        s[n[0]].end = <uintptr_t>start + <uintptr_t>size
+        s[n[0]].output = output
+        n[0] += 1
+
+
+cdef inline span input_span(const void* start, Py_ssize_t size) noexcept nogil:
+    cdef span a
+    a.start = <uintptr_t>start
+    a.end = a.start + <uintptr_t>size
+    return a
+
+
+cdef inline bint disjoint(const span* a, const span* b) noexcept nogil:
+    return a.end <= b.start or b.end <= a.start
+
 
 cdef void sort_spans(span* s, Py_ssize_t n) noexcept nogil:
     # by start address: Shell's sort (gaps 1, 4, 13, ...)
@@ -111,18 +149,17 @@ cdef int protect_slowly(prep_header* h, const void** x, const void* const** tang
     the prep's spans."""
     cdef span* s = <span*>h.spans
     cdef Py_ssize_t n = 0, i, j, count = h.results, copies
-    cdef Py_ssize_t x_bytes = h.n_x * h.itemsize, pointers = count * sizeof(void*)
-    cdef Py_ssize_t result_bytes = h.result_size * h.itemsize
+    cdef Py_ssize_t x_bytes = h.x_bytes, pointers = count * sizeof(void*)
     cdef bint by_address = count > 1
     cdef uintptr_t low, high
     cdef const void** copied
     cdef char* data
-    add_span(s, &n, y, h.n_y * h.itemsize, Y_OUTPUT)
+    add_span(s, &n, y, h.y_bytes, Y_OUTPUT)
     if value != y:
-        add_span(s, &n, value, h.n_y * h.itemsize, VALUE_OUTPUT)
-    add_span(s, &n, first, h.first_size * h.itemsize, FIRST_OUTPUT)
+        add_span(s, &n, value, h.y_bytes, VALUE_OUTPUT)
+    add_span(s, &n, first, h.first_bytes, FIRST_OUTPUT)
     for i in range(count):
-        add_span(s, &n, results[i], result_bytes, i)
+        add_span(s, &n, results[i], h.result_bytes, i)
     if n == 0:
         return 0
     # the outputs against one another
@@ -173,6 +210,58 @@ cdef int protect_slowly(prep_header* h, const void** x, const void* const** tang
     return 0
 
 
+# -- the handle's table of nogil entry points (cyad/_api.pxd) -------------------------------
+#
+# A slot the prep does not answer (another dtype, or an operator its family or its shape
+# does not serve) holds a refusal of that slot's signature.
+
+cdef int refuse_pushforward(cyad_prep* p, const real* x, const real* dx, real* y,
+                            real* out) noexcept nogil:
+    return WRONG_CALL
+
+
+cdef int refuse_value_and_pushforward(cyad_prep* p, const real* x, const real* dx, real* y,
+                                      real* value, real* out) noexcept nogil:
+    # and hvp's (x, v, y, gradient, out)
+    return WRONG_CALL
+
+
+cdef int refuse_jacobian(cyad_prep* p, const real* x, real* y, real* value,
+                         real* jacobian) noexcept nogil:
+    # and gradient's
+    return WRONG_CALL
+
+
+cdef int refuse_hessian(cyad_prep* p, const real* x, real* y, real* value, real* gradient,
+                        real* hessian) noexcept nogil:
+    return WRONG_CALL
+
+
+cdef void install_entry_points(prep_header* h, const cyad_entry_points* engine,
+                               unsigned entries) noexcept:
+    """The handle's table: the engine's function in every slot of an entry point the prep
+    answers (ENTRY_* bits) in its dtype, a refusal (WRONG_CALL) in every other slot."""
+    cdef cyad_entry_points* t = &h.head.entry_points
+    cdef unsigned f64 = 0 if h.float32 else entries
+    cdef unsigned f32 = entries if h.float32 else 0
+    t.pushforward_f64 = (engine.pushforward_f64 if f64 & ENTRY_PUSHFORWARD
+                         else refuse_pushforward[double])
+    t.pushforward_f32 = (engine.pushforward_f32 if f32 & ENTRY_PUSHFORWARD
+                         else refuse_pushforward[float])
+    t.value_and_pushforward_f64 = (engine.value_and_pushforward_f64 if f64 & ENTRY_PUSHFORWARD
+                                   else refuse_value_and_pushforward[double])
+    t.value_and_pushforward_f32 = (engine.value_and_pushforward_f32 if f32 & ENTRY_PUSHFORWARD
+                                   else refuse_value_and_pushforward[float])
+    t.gradient_f64 = engine.gradient_f64 if f64 & ENTRY_GRADIENT else refuse_jacobian[double]
+    t.gradient_f32 = engine.gradient_f32 if f32 & ENTRY_GRADIENT else refuse_jacobian[float]
+    t.jacobian_f64 = engine.jacobian_f64 if f64 & ENTRY_JACOBIAN else refuse_jacobian[double]
+    t.jacobian_f32 = engine.jacobian_f32 if f32 & ENTRY_JACOBIAN else refuse_jacobian[float]
+    t.hvp_f64 = engine.hvp_f64 if f64 & ENTRY_HVP else refuse_value_and_pushforward[double]
+    t.hvp_f32 = engine.hvp_f32 if f32 & ENTRY_HVP else refuse_value_and_pushforward[float]
+    t.hessian_f64 = engine.hessian_f64 if f64 & ENTRY_HESSIAN else refuse_hessian[double]
+    t.hessian_f32 = engine.hessian_f32 if f32 & ENTRY_HESSIAN else refuse_hessian[float]
+
+
 # -- the engine's side ----------------------------------------------------------------------
 
 cdef class Engine:
@@ -187,6 +276,11 @@ cdef class Engine:
     nest in it) and `finish` ends every call (`nest`: one that entered); `python_error`
     hands over the exception a Python f raised. Python properties report the engine's
     figures: directions, chunk, width, evaluations, is_python, input_dual.
+
+    Every engine sets `entry_points` when it is made: its nogil entry points, one in
+    every slot of the public table (cyad/_api.pxd), each a whole call (claim, checks,
+    protect_inputs, the run, release) for a prep that answers that entry point; the
+    prep installs in its handle those it answers (install_entry_points).
     """
 
     def __dealloc__(self):
@@ -319,9 +413,10 @@ cdef class Prep:
         self.engine_state = <Engine>kind()
         self.handle = self.engine_state.handle
         self.handle.float32 = self.dtype == np.float32
-        self.handle.itemsize = self.dtype.itemsize
         self.handle.n_x = n_x
+        self.handle.x_bytes = n_x * self.dtype.itemsize
         self.handle.results = results
+        install_entry_points(self.handle, self.engine_state.entry_points, 0)
         self.engine_state.setup(self, directions, chunk, f)
         self.tangents = <void**>malloc(directions * sizeof(void*))
         self.outs = <void**>malloc(results * sizeof(void*))
@@ -651,10 +746,11 @@ cdef class Prep:
             for i in range(self.first_ndim):
                 self.first_dims[i] = first[i]
         self.handle.n_y = int(np.prod(shape))
-        self.handle.result_size = int(np.prod(self.result_shape))
-        self.handle.first_size = 0 if first is None else int(np.prod(first))
+        self.handle.y_bytes = self.handle.n_y * self.dtype.itemsize
+        self.handle.result_bytes = int(np.prod(self.result_shape)) * self.dtype.itemsize
+        self.handle.first_bytes = 0 if first is None else int(np.prod(first)) * self.dtype.itemsize
         self.engine_state.set_output(self, shape)
-        self.handle.entries = self.nogil_entries() << (DTYPE_SHIFT if self.handle.float32 else 0)
+        install_entry_points(self.handle, self.engine_state.entry_points, self.nogil_entries())
 
     # -- checks and binding --------------------------------------------------------
 

@@ -6,6 +6,7 @@ from cyad._rule_table import BINARY_RULES, UNARY_RULES
 
 cimport cyad
 from cyad.dual cimport *
+from cyad._fused cimport real
 from cyad._rules cimport unary_rule, binary_rule, unary_second, binary_second
 
 
@@ -116,6 +117,48 @@ def hessian_without_gil(prep, double[::1] x, double[::1] gradient, double[:, ::1
     with nogil:
         status = cyad.hessian_nogil(handle, &x[0], <double*>NULL, <double*>NULL, &gradient[0],
                                     &hessian[0, 0])
+    return status
+
+
+ENTRY_POINTS = ["pushforward", "value_and_pushforward", "gradient", "jacobian", "hvp", "hessian"]
+
+
+cdef int call_entry_point(int entry, cyad.cyad_prep* handle, real* dtype,
+                          const size_t* a) noexcept nogil:
+    # entry point number `entry` (ENTRY_POINTS) in real's dtype on the addresses a
+    if entry == 0:
+        return cyad.pushforward_nogil(handle, <const real*>a[0], <const real*>a[1], <real*>a[2],
+                                      <real*>a[3])
+    if entry == 1:
+        return cyad.value_and_pushforward_nogil(handle, <const real*>a[0], <const real*>a[1],
+                                                <real*>a[2], <real*>a[3], <real*>a[4])
+    if entry == 2:
+        return cyad.gradient_nogil(handle, <const real*>a[0], <real*>a[1], <real*>a[2],
+                                   <real*>a[3])
+    if entry == 3:
+        return cyad.jacobian_nogil(handle, <const real*>a[0], <real*>a[1], <real*>a[2],
+                                   <real*>a[3])
+    if entry == 4:
+        return cyad.hvp_nogil(handle, <const real*>a[0], <const real*>a[1], <real*>a[2],
+                              <real*>a[3], <real*>a[4])
+    return cyad.hessian_nogil(handle, <const real*>a[0], <real*>a[1], <real*>a[2], <real*>a[3],
+                              <real*>a[4])
+
+
+def entry_point_without_gil(str entry, prep, dtype, *arrays):
+    """cyad.<entry>_nogil in `dtype` (float64 or float32) on the data of the arrays, in the
+    entry point's order of arguments after the handle (None: NULL); returns its status."""
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
+    cdef size_t a[5]
+    cdef int which = ENTRY_POINTS.index(entry), status
+    cdef bint float32 = np.dtype(dtype) == np.float32
+    for i, array in enumerate(arrays):
+        a[i] = 0 if array is None else array.__array_interface__["data"][0]
+    with nogil:
+        if float32:
+            status = call_entry_point(which, handle, <float*>NULL, a)
+        else:
+            status = call_entry_point(which, handle, <double*>NULL, a)
     return status
 
 

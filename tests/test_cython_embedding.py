@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from reference_functions import C, N
 from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
 
 import cyad
@@ -298,17 +299,23 @@ def test_hessians_in_a_nogil_loop(example, chunk):
         assert_allclose(h, rosenbrock_hessian(point), rtol=1e-13, atol=1e-10)
 
 
-# -- the public C API: an opaque handle, entry points by family --------------------------------
+# -- the public C API: the handle's table, entry points by family -------------------------------
 
 def test_the_example_compiles_against_no_cyad_type_or_struct(example):
-    # cimport cyad declares no cdef class and no struct fields: the example's C imports
-    # cyad's entry points (functions) and nothing whose layout it would depend on
+    # cimport cyad declares no cdef class and no prep's or engine's state: the example's C
+    # knows the handle's public table of entry points and calls through it, and imports
+    # three functions of cyad._api; no layout inside cyad reaches it
     source = next(pathlib.Path(example.__file__).parent.glob("*.p/*.c")).read_text()
     types = re.findall(r'__Pyx_ImportType\w*\(\w+, "(cyad[\w.]*)", "(\w+)"', source)
     assert types == []
     modules = set(re.findall(r'PyImport_ImportModule\("(cyad[\w.]*)"\)', source))
     assert modules == {"cyad._api"}
-    assert "cyad_prep_opaque" in source and "prep_header" not in source
+    imported = set(re.findall(r"\(void \(\*\*\)\(void\)\)&__pyx_f_4cyad_4_api_(\w+)", source))
+    assert imported == {"prep_handle", "raise_status", "wrap"}
+    for entry_point in ["gradient_f64", "jacobian_f64", "hessian_f64"]:
+        assert f"->entry_points.{entry_point}(" in source
+    assert "struct cyad_prep {" in source
+    assert "prep_header" not in source and "dual_prep" not in source
 
 
 def test_prep_handle_takes_only_a_prep(c_hooks):
@@ -344,3 +351,96 @@ def test_an_entry_point_of_another_family_is_refused(c_hooks, example):
     assert c_hooks.gradient_without_gil(gradient, x, value, g) == 0
     assert_allclose(g, rosenbrock_gradient(x), rtol=1e-13)
     assert value[0] == pytest.approx(rosenbrock(x), rel=1e-15)
+
+
+# -- the handle's table: every slot, every prep family, both dtypes ----------------------------
+
+def _table_cases():
+    """(name, prep maker, the entry points it answers, its answers by entry point: the
+    nogil call's arguments after the handle and the results the operators give)."""
+    x, v = np.linspace(0.3, 1.4, N), np.linspace(1.0, -0.5, N)
+    t = 0.7
+
+    def first_order(dtype):
+        xs, vs = x.astype(dtype), v.astype(dtype)
+        prep = cyad.prepare_pushforward(C.F, xs, vs)
+        value, out = cyad.value_and_pushforward(C.F, xs, vs, prep=prep)
+        return prep, {"pushforward": ([xs, vs, None], [out]),
+                      "value_and_pushforward": ([xs, vs, None], [value, out])}
+
+    def derivative(dtype):
+        ts = np.array(t, dtype)
+        prep = cyad.prepare_derivative(C.h, ts)
+        value, out = cyad.value_and_derivative(C.h, ts, prep=prep)
+        one = np.ones((), dtype)
+        return prep, {"pushforward": ([ts, one, None], [out]),
+                      "value_and_pushforward": ([ts, one, None], [value, out])}
+
+    def gradient(dtype):
+        xs = x.astype(dtype)
+        prep = cyad.prepare_gradient(C.g, xs)
+        value, grad = cyad.value_and_gradient(C.g, xs, prep=prep)
+        return prep, {"gradient": ([xs, None], [value, grad]),
+                      "jacobian": ([xs, None], [value, grad])}
+
+    def jacobian(dtype):
+        xs = x.astype(dtype)
+        prep = cyad.prepare_jacobian(C.F, xs)
+        value, jac = cyad.value_and_jacobian(C.F, xs, prep=prep)
+        return prep, {"jacobian": ([xs, None], [value, jac])}
+
+    def scalar_jacobian(dtype):
+        xs = x.astype(dtype)
+        prep = cyad.prepare_jacobian(C.g, xs)
+        value, jac = cyad.value_and_jacobian(C.g, xs, prep=prep)
+        return prep, {"gradient": ([xs, None], [value, jac]),
+                      "jacobian": ([xs, None], [value, jac])}
+
+    def hvp(dtype):
+        xs, vs = x.astype(dtype), v.astype(dtype)
+        prep = cyad.prepare_hvp(C.g, xs, vs)
+        grad, product = cyad.gradient_and_hvp(C.g, xs, vs, prep=prep)
+        return prep, {"hvp": ([xs, vs, None], [grad, product])}
+
+    def hessian(dtype):
+        xs = x.astype(dtype)
+        prep = cyad.prepare_hessian(C.g, xs)
+        return prep, {"hessian": ([xs, None], list(cyad.value_gradient_and_hessian(
+            C.g, xs, prep=prep)))}
+
+    def two_tangents(dtype):
+        xs, vs = x.astype(dtype), v.astype(dtype)
+        return cyad.prepare_pushforward(C.F, xs, (vs, xs)), {}
+
+    def second_derivative(dtype):
+        return cyad.prepare_second_derivative(C.h, np.array(t, dtype)), {}
+
+    def two_hvp_tangents(dtype):
+        xs, vs = x.astype(dtype), v.astype(dtype)
+        return cyad.prepare_hvp(C.g, xs, (vs, xs)), {}
+
+    return [first_order, derivative, gradient, jacobian, scalar_jacobian, hvp, hessian,
+            two_tangents, second_derivative, two_hvp_tangents]
+
+
+@pytest.mark.parametrize("prep_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("make", _table_cases(), ids=lambda make: make.__name__)
+def test_every_slot_of_the_table_answers_or_refuses(c_hooks, make, prep_dtype):
+    # each entry point in each dtype: the prep's own answer where it answers it (the
+    # operators' results, bit for bit), else WRONG_CALL with nothing written
+    prep, answers = make(prep_dtype)
+    for entry in c_hooks.ENTRY_POINTS:
+        for dtype in [np.float64, np.float32]:
+            if entry in answers and dtype == prep_dtype:
+                inputs, expected = answers[entry]
+                outputs = [np.full(np.shape(e), np.nan, dtype) for e in expected]
+                status = c_hooks.entry_point_without_gil(entry, prep, dtype, *inputs, *outputs)
+                assert status == 0, (entry, dtype)
+                for got, want in zip(outputs, expected, strict=True):
+                    assert_array_equal(got, want)
+            else:
+                # buffers ample for any prep here, of the entry point's arity
+                arrays = [np.full(64, np.nan, dtype) for _ in range(5)]
+                status = c_hooks.entry_point_without_gil(entry, prep, dtype, *arrays)
+                assert status == cyad._api.WRONG_CALL, (entry, dtype)
+                assert all(np.isnan(a).all() for a in arrays)

@@ -648,3 +648,100 @@ def test_a_c_function_never_sees_an_input_overlapping_an_output():
     x[...], v[...] = np.arange(1.0, 5.0), 1.0
     assert_array_equal(cyad.pushforward(f, x, v, y=v, out=x), 2.0 * np.ones(4))
     assert_array_equal(v, 2.0 * np.arange(1.0, 5.0))
+
+
+# -- random layouts in one buffer: the Python operators and the nogil entry points -------------
+#
+# Every buffer of a call at a random place in one array, so that inputs meet outputs, each
+# other and nothing in every combination (and f's value is sometimes y itself): a call is
+# refused, with nothing written, exactly when two outputs share memory; otherwise it gives
+# the results of the same call on separate copies, bit for bit.
+
+class Layout:
+    """A call with its buffers' shapes: inputs (read), y (read and written), outputs."""
+
+    def __init__(self, name, prepare, operator, entry, f, inputs, y, outputs):
+        self.name, self.prepare, self.operator, self.entry, self.f = (
+            name, prepare, operator, entry, f)
+        self.inputs, self.y, self.outputs = inputs, y, outputs
+
+    def __repr__(self):
+        return self.name
+
+
+LAYOUTS = [
+    Layout("value_and_pushforward", cyad.prepare_pushforward, cyad.value_and_pushforward,
+           "value_and_pushforward", C.F_in_place, [(N,), (N,)], (N,), [(N,), (N,)]),
+    Layout("value_and_jacobian", cyad.prepare_jacobian, cyad.value_and_jacobian, "jacobian",
+           C.F_in_place, [(N,)], (N,), [(N,), (N, N)]),
+    Layout("gradient_and_hvp", cyad.prepare_hvp, cyad.gradient_and_hvp, "hvp", C.g,
+           [(N,), (N,)], None, [(N,), (N,)]),
+    Layout("value_gradient_and_hessian", cyad.prepare_hessian, cyad.value_gradient_and_hessian,
+           "hessian", C.g_in_place, [(N,)], (), [(), (N,), (N, N)]),
+]
+
+
+def _place(rng, shapes, size):
+    """Random starts of buffers of these shapes in an array of `size` elements."""
+    return [int(rng.integers(0, size - max(1, int(np.prod(s))) + 1)) for s in shapes]
+
+
+@pytest.mark.parametrize("chunk", [None, 2], ids=["default_chunk", "chunk2"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("nogil", [False, True], ids=["operator", "nogil"])
+@pytest.mark.parametrize("layout", LAYOUTS, ids=repr)
+def test_random_layouts_in_one_buffer(c_hooks, layout, nogil, dtype, chunk):
+    rng = np.random.default_rng([len(layout.name), nogil, chunk or 0])
+    shapes = layout.inputs + ([] if layout.y is None else [layout.y]) + layout.outputs
+    sizes = [max(1, int(np.prod(s))) for s in shapes]
+    first_output = len(shapes) - len(layout.outputs)
+    size = 2 * sum(sizes)
+    x0 = np.linspace(0.3, 1.4, N).astype(dtype)
+    y0 = None if layout.y is None else np.zeros(layout.y, dtype)
+    prep = layout.prepare(layout.f, x0, *([x0[::-1].copy()] if len(layout.inputs) == 2 else []),
+                          y=y0, chunk=chunk)
+    refused = copied = 0
+    trials = 100
+    for _ in range(trials):
+        memory = rng.uniform(0.2, 1.2, size).astype(dtype)
+        starts = _place(rng, shapes, size)
+        if layout.y is not None and rng.random() < 0.25:
+            starts[first_output] = starts[first_output - 1]   # f's value: y itself
+        views = [memory[s:s + n].reshape(shape) for s, n, shape in zip(starts, sizes, shapes)]
+        inputs = views[:len(layout.inputs)]
+        y = None if layout.y is None else views[len(layout.inputs)]
+        outputs = views[first_output:]
+        # the same call on separate copies
+        copies_y = None if y is None else np.array(y)
+        separate = layout.operator(layout.f, *[np.array(a) for a in inputs], y=copies_y,
+                                   prep=prep)
+        # the outputs y (if any), then f's value (if any), ...: they may meet only where f's
+        # value is y itself
+        written = list(zip(starts[first_output - (y is not None):], sizes[first_output
+                                                                          - (y is not None):]))
+        value_is_y = y is not None and starts[first_output] == starts[first_output - 1]
+        meet = any(a < c + d and c < a + b
+                   for i, (a, b) in enumerate(written) for (c, d) in written[:i]
+                   if not (value_is_y and i == 1))
+        before = memory.copy()
+        if nogil:
+            status = c_hooks.entry_point_without_gil(layout.entry, prep, dtype, *inputs, y,
+                                                     *outputs)
+            assert status == (cyad._api.OVERLAPPING_OUTPUTS if meet else 0)
+        elif meet:
+            with pytest.raises(ValueError, match="share memory"):
+                layout.operator(layout.f, *inputs, y=y, prep=prep, out=tuple(outputs))
+        else:
+            layout.operator(layout.f, *inputs, y=y, prep=prep, out=tuple(outputs))
+        if meet:
+            refused += 1
+            assert_array_equal(memory, before)
+            continue
+        read = list(zip(starts[:len(layout.inputs)], sizes))
+        copied += any(a < c + d and c < a + b for a, b in read for c, d in written)
+        for got, want in zip(outputs, separate, strict=True):
+            assert_array_equal(got, want)
+        if y is not None:
+            assert_array_equal(y, copies_y)
+    assert 0.1 * trials < refused < 0.9 * trials
+    assert copied > 0.1 * trials

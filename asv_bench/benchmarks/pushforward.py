@@ -7,6 +7,9 @@ Functions (the `function` parameter):
 """
 import numpy as np
 
+import cyad
+import cyad._profile
+
 from .common import CALLS, COPIES, ELEMENTWISE_SIZES, Call, Operator, copy, output
 
 
@@ -65,3 +68,26 @@ class Baseline(Call):
             self.call = lambda: primal(x)
         else:
             self.call = lambda: by_hand(x, dx, value, tangent)
+
+
+class NogilLoop:
+    """The C copy's prepared pushforward from a nogil Cython loop (python -m cyad's "nogil
+    Cython loop" rows): seconds per call of cyad's entry point, and of the same copies by
+    hand through a function pointer, the fastest of a few loops of 10 000 calls."""
+
+    params = [[10, 100], ["pushforward", "value_and_pushforward"]]
+    param_names = ["n", "operator"]
+
+    def setup(self, n, operator):
+        x, dx, y = inputs(n)[0], inputs(n)[1], np.zeros(n)
+        prep = cyad.prepare_pushforward(cyad._profile.copy_function(), x, dx, y=y)
+        self.loop = lambda: cyad._profile.nogil_copy_times(prep, x, dx, y, output(n), output(n),
+                                                           operator, 10_000)
+
+    def track_entry_point(self, n, operator):
+        return min(self.loop()[0] for _ in range(5))
+
+    def track_by_hand(self, n, operator):
+        return min(self.loop()[1] for _ in range(5))
+
+    track_entry_point.unit = track_by_hand.unit = "seconds"
