@@ -3,7 +3,8 @@
 One scenario per function (or a few, for its spellings) runs f on dual arrays and on
 JAX's arrays; every scenario is crossed with the orders: the Jacobian (first order),
 the Hessian, Hessian-vector products and the second derivative along a line (second
-order), and a derivative taken inside a derivative (nested), in float64 and float32.
+order), and a derivative taken inside a derivative (nested), in float64 and float32, on
+every engine (`ENGINES` of tests/scenarios.py).
 A new table entry is tested by adding its scenario: `test_every_function_has_a_scenario`
 holds every supported NumPy function to one, and `test_scenarios_call_what_they_cover`
 checks that each scenario calls the functions it names.
@@ -13,6 +14,7 @@ import functools
 import numpy as np
 import pytest
 from derivative_references import assert_matches, exact_in_float32, references, seeded
+from scenarios import ENGINES
 
 import cyad
 from cyad._dual_functions import HANDLED_FUNCTIONS
@@ -252,44 +254,51 @@ def _checked(actual, expected, dtype, what):
     assert_matches(np.asarray(actual, np.float64), expected, what=what, **TOLERANCES[dtype])
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=repr)
-def test_first_order(scenario, dtype):
+def test_first_order(scenario, dtype, engine):
     ref = reference_of(scenario)
     x = scenario.point.astype(dtype)
-    value, jac = cyad.value_and_jacobian(lambda x: scenario.program(np, x), x)
+    value, jac = cyad.value_and_jacobian(lambda x: scenario.program(np, x), x, engine=engine)
     _checked(value, ref.value, dtype, "value")
     _checked(jac, ref.first, dtype, "jacobian")
 
 
 # chunk 5: inner lanes padded (to 8) and a remainder chunk
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("chunk", [None, 5])
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=repr)
-def test_hessian_and_hvp(scenario, dtype, chunk):
+def test_hessian_and_hvp(scenario, dtype, chunk, engine):
     ref = reference_of(scenario)
     w = weights(ref.value.shape, dtype)
     hessian = np.tensordot(w.astype(np.float64), ref.second, ref.value.ndim)
     x = scenario.point.astype(dtype)
     _, v = directions(x.size, dtype)
-    _checked(cyad.hessian(_scalar(scenario, w), x, chunk=chunk), hessian, dtype, "hessian")
-    _checked(cyad.hvp(_scalar(scenario, w), x, v, chunk=chunk), hessian @ v, dtype, "hvp")
+    _checked(cyad.hessian(_scalar(scenario, w), x, chunk=chunk, engine=engine), hessian, dtype,
+             "hessian")
+    _checked(cyad.hvp(_scalar(scenario, w), x, v, chunk=chunk, engine=engine), hessian @ v,
+             dtype, "hvp")
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=repr)
-def test_second_derivative_along_a_line(scenario, dtype):
+def test_second_derivative_along_a_line(scenario, dtype, engine):
     ref = reference_of(scenario)
     x = scenario.point.astype(dtype)
     _, v = directions(x.size, dtype)
     expected = np.einsum("...ij,i,j", ref.second, v.astype(np.float64), v.astype(np.float64))
-    actual = cyad.second_derivative(lambda s: scenario.program(np, x + s * v), dtype(0.0))
+    actual = cyad.second_derivative(lambda s: scenario.program(np, x + s * v), dtype(0.0),
+                                    engine=engine)
     _checked(actual, expected, dtype, "second derivative")
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=repr)
-def test_nested(scenario, dtype):
+def test_nested(scenario, dtype, engine):
     # d/ds d/dt g(x + s u + t v) = u^T H v, a derivative inside a derivative
     ref = reference_of(scenario)
     w = weights(ref.value.shape, dtype)
@@ -299,9 +308,9 @@ def test_nested(scenario, dtype):
     g = _scalar(scenario, w)
 
     def inner(s):
-        return cyad.derivative(lambda t: g(x + s * u + t * v), dtype(0.0))
+        return cyad.derivative(lambda t: g(x + s * u + t * v), dtype(0.0), engine=engine)
 
-    _checked(cyad.derivative(inner, dtype(0.0)), u @ hessian @ v, dtype, "nested")
+    _checked(cyad.derivative(inner, dtype(0.0), engine=engine), u @ hessian @ v, dtype, "nested")
 
 
 def test_every_function_has_a_scenario():
