@@ -1,0 +1,146 @@
+"""A tape: the program a traced function records, in instructions over flat buffers.
+
+The tape engine runs f once on tracer arrays (cyad/_tape_trace.py), which append one
+instruction per array operation to a `Tape`; program transformations
+(cyad/_tape_transform.py) append the instructions of its derivatives (forward lanes,
+the reverse sweep, forward over reverse) to tapes of the same kinds; cyad/_tape_replay.pyx
+lowers a tape to buffers allocated once and replays it in compiled code.
+
+A `Var` is one array of the program: a shape and a dtype (the prep's float dtype, or
+bool for comparisons, stored as 0/1 in a float buffer), C-contiguous, written once.
+An `Instr` reads its `args` (Vars) and writes its `outs`; `params` holds its static
+parameters. Broadcasting is modular: an operand of an elementwise instruction whose
+size is smaller than the output's is read at i % size (its shape is a suffix of the
+output's, after leading ones: scalars, and values under leading lanes); any other
+broadcast is made explicit by a gather.
+
+The kinds (i runs over the output's elements; see cyad/_rule_table.py for op codes):
+
+    unary      (op)          out[i] = f(a[i]) of the unary rule op
+    unary_d    (op)          out[i] = f'(a[i])
+    unary_d2   (op)          out[i] = f''(a[i])
+    binary     (op)          out[i] = g(a[i % |a|], b[i % |b|]) of the binary rule op
+    binary_da, binary_db     (op) the first partials of g, broadcast the same way
+    binary_daa, binary_dab, binary_dbb
+                             (op) the second partials
+    compare    (name)        out[i] = 1.0 or 0.0: a NumPy comparison or logical ufunc
+                             (COMPARISONS) of a[i % |a|] and b[i % |b|] (b absent for
+                             the unary ones)
+    select                   out[i] = a[i % |a|] if c[i % |c|] != 0 else b[i % |b|];
+                             args (c, a, b)
+    copy                     out[i] = a[i % |a|]
+    gather     (index)       out[l*m + i] = a[l*r + index[i]], or 0 where index[i] < 0;
+                             m = index.size, L = |out| / m rows, r = |a| / L
+    scatter_add (index)      the transpose of gather: out = 0, then
+                             out[l*r + index[i]] += a[l*m + i]; m = index.size,
+                             L = |a| / m, r = |out| / L
+    sum_inner  (k)           out[j] = sum over t < k of a[j*k + t]
+    matmul     (m, k, n)     out[p] = a[p] @ b[p], an (m, k) by a (k, n) matrix for
+                             every p < |out| / (m*n), row-major; an operand of one
+                             matrix's size is the same matrix for every p
+    zeros                    out[i] = 0
+    python     (function, entry, params, where)
+                             outs = function(*args) run by NumPy with the GIL: a table
+                             entry's impl (`entry` and `params` say which; `where` names
+                             what f called, for errors)
+    guard      (expected, where)
+                             no output: the replay stops, and the tape is recorded anew,
+                             unless a equals `expected` (an ndarray of a's shape)
+                             everywhere; `where` says what f did with a value
+
+A tape's inputs are Vars without a writer; its constants (`consts`) are Vars whose
+values were captured when f ran (arrays f closed over, Python numbers): a tape
+freezes them.
+"""
+import numpy as np
+
+# the NumPy ufuncs of kind compare: their name is the instruction's param
+COMPARISONS = {
+    np.less: 2, np.less_equal: 2, np.greater: 2, np.greater_equal: 2, np.equal: 2,
+    np.not_equal: 2, np.logical_and: 2, np.logical_or: 2, np.logical_xor: 2,
+    np.logical_not: 1, np.isnan: 1, np.isinf: 1, np.isfinite: 1, np.signbit: 1,
+}
+
+KINDS = ("unary", "unary_d", "unary_d2", "binary", "binary_da", "binary_db", "binary_daa",
+         "binary_dab", "binary_dbb", "compare", "select", "copy", "gather", "scatter_add",
+         "sum_inner", "matmul", "zeros", "python", "guard")
+
+
+class Var:
+    """One array of a tape: shape and dtype, written once (or an input, or a constant)."""
+
+    __slots__ = ("shape", "dtype", "size", "number")
+
+    def __init__(self, shape, dtype, number):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.number = number   # its place in the tape's vars
+
+    def __repr__(self):
+        return f"v{self.number}{list(self.shape)}{'b' if self.dtype == bool else ''}"
+
+
+class Instr:
+    """One instruction: `kind` (KINDS) reads `args` and writes `outs`, with `params`."""
+
+    __slots__ = ("kind", "args", "outs", "params")
+
+    def __init__(self, kind, args, outs, params):
+        self.kind = kind
+        self.args = tuple(args)
+        self.outs = tuple(outs)
+        self.params = params
+
+    def __repr__(self):
+        shown = {k: v for k, v in self.params.items() if k not in ("index", "expected")}
+        return f"{self.outs} = {self.kind}{shown or ''}{self.args}"
+
+
+class Tape:
+    """A program of Instrs over Vars: its inputs, outputs, constants and instructions."""
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)   # the float dtype of its real Vars
+        self.vars = []
+        self.inputs = []
+        self.outputs = []
+        self.consts = {}               # Var -> captured ndarray of its shape
+        self.instrs = []
+
+    def var(self, shape, dtype=None):
+        v = Var(shape, self.dtype if dtype is None else dtype, len(self.vars))
+        self.vars.append(v)
+        return v
+
+    def input(self, shape):
+        v = self.var(shape)
+        self.inputs.append(v)
+        return v
+
+    def const(self, value, dtype=None):
+        value = np.asarray(value, dtype=self.dtype if dtype is None else dtype)
+        v = self.var(value.shape, value.dtype)
+        self.consts[v] = value
+        return v
+
+    def emit(self, kind, args, shape, dtype=None, **params):
+        """Append an instruction of one output of `shape`; return that output."""
+        out = self.var(shape, dtype)
+        self.instrs.append(Instr(kind, args, (out,), params))
+        return out
+
+    def emit_many(self, kind, args, shapes, **params):
+        outs = tuple(self.var(s) for s in shapes)
+        self.instrs.append(Instr(kind, args, outs, params))
+        return outs
+
+    def guard(self, a, expected, where):
+        self.instrs.append(Instr("guard", (a,), (), {"expected": np.array(expected),
+                                                     "where": where}))
+
+    def __repr__(self):
+        lines = [f"Tape({self.dtype}) inputs {self.inputs} -> outputs {self.outputs}"]
+        lines += [f"  {v} = const" for v in self.consts]
+        lines += [f"  {instr}" for instr in self.instrs]
+        return "\n".join(lines)
