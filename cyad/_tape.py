@@ -14,7 +14,9 @@ size is smaller than the output's is read at i % size (its shape is a suffix of 
 output's, after leading ones: scalars, and values under leading lanes); any other
 broadcast is made explicit by a gather.
 
-The kinds (i runs over the output's elements; see cyad/_rule_table.py for op codes):
+The kinds, with their params in parentheses (i runs over the output's elements; `op`
+is the rule's position in cyad/_rule_table.py's UNARY_RULES or BINARY_RULES; `index` an
+int64 ndarray). `evaluate` below is their meaning in NumPy:
 
     unary      (op)          out[i] = f(a[i]) of the unary rule op
     unary_d    (op)          out[i] = f'(a[i])
@@ -23,9 +25,9 @@ The kinds (i runs over the output's elements; see cyad/_rule_table.py for op cod
     binary_da, binary_db     (op) the first partials of g, broadcast the same way
     binary_daa, binary_dab, binary_dbb
                              (op) the second partials
-    compare    (name)        out[i] = 1.0 or 0.0: a NumPy comparison or logical ufunc
-                             (COMPARISONS) of a[i % |a|] and b[i % |b|] (b absent for
-                             the unary ones)
+    compare    (ufunc)       out[i] = 1.0 or 0.0: a NumPy comparison or logical ufunc
+                             (a key of COMPARISONS, the value its arity) of a[i % |a|]
+                             and b[i % |b|] (b absent for the unary ones)
     select                   out[i] = a[i % |a|] if c[i % |c|] != 0 else b[i % |b|];
                              args (c, a, b)
     copy                     out[i] = a[i % |a|]
@@ -144,3 +146,68 @@ class Tape:
         lines += [f"  {v} = const" for v in self.consts]
         lines += [f"  {instr}" for instr in self.instrs]
         return "\n".join(lines)
+
+
+# -- what each kind computes, in NumPy --------------------------------------------------------
+
+def _modular(a, size):
+    # a's elements repeated to `size` elements (modular broadcasting), flat
+    a = np.ravel(a)
+    return a if a.size == size else np.tile(a, size // a.size)
+
+
+def evaluate(instr, args):
+    """The values of `instr`'s outputs (a tuple of ndarrays) from its args' values: the
+    meaning of every kind, in NumPy. Tracing runs it on every instruction it records, so
+    that f and the table's rules see real numbers; the compiled replay must agree with it."""
+    from cyad._rule_arrays import binary_column, unary_column   # compiled; imported late
+
+    kind, params, outs = instr.kind, instr.params, instr.outs
+    shape = outs[0].shape if outs else None
+    size = outs[0].size if outs else 0
+    dtype = outs[0].dtype if outs else None
+    if kind.startswith("unary"):
+        result = unary_column(kind, params["op"], args[0])
+    elif kind.startswith("binary"):
+        result = binary_column(kind, params["op"], _modular(args[0], size),
+                               _modular(args[1], size))
+    elif kind == "compare":
+        ufunc = params["ufunc"]
+        result = ufunc(*[_modular(a, size) for a in args])
+    elif kind == "select":
+        c, a, b = (_modular(v, size) for v in args)
+        result = np.where(c != 0, a, b)
+    elif kind == "copy":
+        result = _modular(args[0], size)
+    elif kind == "gather":
+        index = params["index"]
+        rows = size // max(index.size, 1)
+        a = np.reshape(args[0], (rows, -1))
+        result = np.where(index >= 0, a[:, np.maximum(index, 0)], 0) if a.size else \
+            np.zeros((rows, index.size), dtype)
+    elif kind == "scatter_add":
+        index = params["index"]
+        rows = args[0].size // max(index.size, 1)
+        result = np.zeros((rows, size // max(rows, 1)), dtype)
+        keep = index >= 0
+        for r in range(rows):
+            np.add.at(result[r], index[keep], np.ravel(args[0]).reshape(rows, -1)[r][keep])
+    elif kind == "sum_inner":
+        k = params["k"]
+        result = np.reshape(args[0], (-1, k)).sum(axis=1) if k else np.zeros(size, dtype)
+    elif kind == "matmul":
+        m, k, n = params["m"], params["k"], params["n"]
+        a = np.reshape(args[0], (args[0].size // (m * k) if m * k else 1, m, k))
+        b = np.reshape(args[1], (args[1].size // (k * n) if k * n else 1, k, n))
+        result = np.matmul(a, b)
+    elif kind == "zeros":
+        result = np.zeros(shape, dtype)
+    elif kind == "python":
+        result = params["function"](*args)
+        results = result if isinstance(result, tuple) else (result,)
+        return tuple(np.asarray(r, o.dtype).reshape(o.shape) for r, o in zip(results, outs))
+    elif kind == "guard":
+        return ()
+    else:
+        raise ValueError(f"unknown instruction kind {kind!r}")
+    return (np.asarray(result).astype(dtype, copy=False).reshape(shape),)
