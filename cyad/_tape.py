@@ -25,6 +25,10 @@ int64 ndarray). `evaluate` below is their meaning in NumPy:
     binary_da, binary_db     (op) the first partials of g, broadcast the same way
     binary_daa, binary_dab, binary_dbb
                              (op) the second partials
+    scale                    out[i] = a[i % |a|] * b[i % |b|], but 0 where b[i % |b|] is 0:
+                             a partial times a tangent or cotangent, so that an infinite
+                             or NaN partial meets a zero direction as 0 (as the dual
+                             kernels' careful_product does: sqrt's slope at 0)
     compare    (ufunc)       out[i] = 1.0 or 0.0: a NumPy comparison or logical ufunc
                              (a key of COMPARISONS, the value its arity) of a[i % |a|]
                              and b[i % |b|] (b absent for the unary ones)
@@ -64,7 +68,7 @@ COMPARISONS = {
 }
 
 KINDS = ("unary", "unary_d", "unary_d2", "binary", "binary_da", "binary_db", "binary_daa",
-         "binary_dab", "binary_dbb", "compare", "select", "copy", "gather", "scatter_add",
+         "binary_dab", "binary_dbb", "scale", "compare", "select", "copy", "gather", "scatter_add",
          "sum_inner", "matmul", "zeros", "python", "guard")
 
 
@@ -171,6 +175,10 @@ def evaluate(instr, args):
     elif kind.startswith("binary"):
         result = binary_column(kind, params["op"], _modular(args[0], size),
                                _modular(args[1], size))
+    elif kind == "scale":
+        a, b = _modular(args[0], size), _modular(args[1], size)
+        with np.errstate(invalid="ignore"):
+            result = np.where(b == 0, 0, a * b)
     elif kind == "compare":
         ufunc = params["ufunc"]
         result = ufunc(*[_modular(a, size) for a in args])

@@ -1,0 +1,771 @@
+"""Tracing: f runs once on tracer arrays, which record its operations on a Tape.
+
+A `Tracer` stands for one Var of a `Recording`'s tape (cyad/_tape.py) and carries its
+value: every instruction is evaluated as it is recorded (`cyad._tape.evaluate`), so f's
+own code and the table's rules see real numbers. Tracers interpret the same tables as
+the dual arrays: NumPy ufuncs of the rule table (cyad/_rule_table.py) become unary and
+binary instructions; NumPy functions go through the primitive table (cyad/_primitives):
+
+- a composition runs as it is, on tracers;
+- a constant (shape queries, rounding) runs on the values: a static result (a shape)
+  is returned as it is, a value-dependent array becomes a "python" instruction;
+- a linear entry that only selects elements (reshape, transpose, indexing, concatenate,
+  flip, where with a fixed condition, ...) becomes gathers, found by running its impl on
+  element codes once; np.sum becomes sum_inner; any other is a "python" instruction
+  whose derivatives are the entry's impl and transpose;
+- a primitive becomes a "python" instruction (matmul: a matmul instruction) whose
+  derivatives are the entry's jvp and vjp (cyad/_tape_transform.py).
+
+What depends on x's values is never frozen silently. Masks of `where`, maximum,
+minimum, abs and clip are instructions, recomputed on every replay. Anything else that
+reads a traced value - `bool()` of a comparison (Python `if` and `while`), `float()`,
+`int()`, an index made of traced values (a boolean mask), the orders and positions of
+argsort, argmax and their kin, a table rule's `primal()` - records a guard: the replay
+checks that the value is what it was when f was traced, and the tape is recorded anew
+when it is not.
+
+A tape freezes what f reads that is not x: arrays f closes over and Python state are
+captured as constants when f is traced (an array changed afterwards is not seen).
+
+Writes: `y[key] = v`, in-place operators and `out=` give the written tracer a new Var
+(tapes are written once). A tracer made by indexing or reshaping another is a view in
+NumPy; writing into such a view, or reading a view of an array written since, raises
+TypeError rather than giving NumPy's aliasing another meaning.
+"""
+import functools
+import operator
+
+import numpy as np
+
+from cyad import _rule_table
+from cyad._primitives import TABLE
+from cyad._tape import COMPARISONS, Instr, Tape, evaluate
+
+_UNARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.UNARY_RULES)
+          for name in rule.ufuncs}
+_BINARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.BINARY_RULES)
+           for name in rule.ufuncs}
+_OP = {rule.name: op for op, rule in enumerate(_rule_table.BINARY_RULES)}
+_POWER = _BINARY[np.power]
+
+# NumPy functions whose result is read off the values (positions, orders, counts): they
+# run on the values, and a guard checks on every replay that the result is unchanged
+VALUE_ONLY = {np.argmax, np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.argwhere,
+              np.searchsorted, np.count_nonzero, np.any, np.all, np.isclose, np.allclose,
+              np.array_equal, np.unique}
+
+_VIEWS = {"reshape", "transpose", "broadcast_to"}
+
+_STALE = ("cyad: this array is a view of an array that f wrote into afterwards; "
+          "engine='tape' does not follow NumPy's views through writes: index the array "
+          "again after writing, or use engine='dual'")
+
+
+class Recording:
+    """A tape being recorded, and the value of each of its Vars."""
+
+    def __init__(self, dtype):
+        self.tape = Tape(dtype)
+        self.values = {}
+        self._consts = {}   # id(captured object) -> (the object, its Var)
+
+    # -- Vars ------------------------------------------------------------------------
+    def input(self, value):
+        var = self.tape.input(np.shape(value))
+        self.values[var] = np.array(value, self.tape.dtype)
+        return Tracer(self, var)
+
+    def const(self, value):
+        """The Var of a constant operand (captured once per object)."""
+        if isinstance(value, Tracer):
+            return value.node
+        key = id(value)
+        if key in self._consts and self._consts[key][0] is value:
+            return self._consts[key][1]
+        array = np.asarray(value)
+        dtype = bool if array.dtype == bool else self.tape.dtype
+        var = self.tape.const(array, dtype)
+        self.values[var] = self.tape.consts[var]
+        if not isinstance(value, (int, float, bool)):
+            self._consts[key] = (value, var)
+        return var
+
+    def var_of(self, x):
+        if isinstance(x, Tracer):
+            if x.recording is not self:
+                raise TypeError("cyad: a traced array of another differentiation met this one; "
+                                "engine='tape' does not nest differentiations: use engine='dual'")
+            x.check()
+            return x.node
+        return self.const(x)
+
+    # -- instructions ------------------------------------------------------------------
+    def emit(self, kind, args, shape, dtype=None, **params):
+        """Record an instruction of one output, evaluate it, return the output's Tracer."""
+        out = self.tape.var(shape, dtype)
+        return Tracer(self, self._record(Instr(kind, args, (out,), params))[0])
+
+    def emit_many(self, kind, args, shapes, **params):
+        outs = tuple(self.tape.var(s) for s in shapes)
+        return tuple(Tracer(self, v) for v in self._record(Instr(kind, args, outs, params)))
+
+    def _record(self, instr):
+        self.tape.instrs.append(instr)
+        for var, value in zip(instr.outs, evaluate(instr, [self.values[a] for a in instr.args])):
+            self.values[var] = value
+        return instr.outs
+
+    def guard(self, var, where):
+        """Freeze var's value: a guard instruction checks it on every replay."""
+        value = self.values[var]
+        self.tape.guard(var, value, where)
+        return value
+
+    # -- operations in tape form ---------------------------------------------------------
+    def elementwise(self, kind, operands, dtype=None, **params):
+        """An elementwise instruction on operands broadcast as NumPy does: an operand
+        whose shape is not a suffix of the result's is first broadcast by a gather."""
+        vars_ = [self.var_of(x) for x in operands]
+        shape = np.broadcast_shapes(*(v.shape for v in vars_))
+        return self.emit(kind, [self.modular(v, shape) for v in vars_], shape, dtype, **params)
+
+    def modular(self, var, shape):
+        """var as an operand of an elementwise instruction of `shape`: itself when its shape
+        (without leading ones) ends `shape`, else its gather to `shape`."""
+        core = var.shape
+        while core and core[0] == 1:
+            core = core[1:]
+        if not core or tuple(shape[len(shape) - len(core):]) == core:
+            return var
+        return self.broadcast(var, shape).node
+
+    def broadcast(self, var, shape):
+        if var.shape == tuple(shape):
+            return Tracer(self, var)
+        index = np.broadcast_to(np.arange(var.size).reshape(var.shape), shape)
+        return self.gather(var, index)
+
+    def gather(self, var, index):
+        """The elements of var at the flat positions `index` (-1: zero), shaped like it."""
+        index = np.asarray(index, np.int64)
+        flat = index.reshape(-1)
+        if var.size and flat.size == var.size and np.array_equal(flat, np.arange(var.size)):
+            if index.shape == var.shape:
+                return Tracer(self, var)
+            return self.emit("copy", (var,), index.shape, var.dtype)
+        return self.emit("gather", (var,), index.shape, var.dtype, index=flat)
+
+    def reshape(self, var, shape):
+        return Tracer(self, var) if var.shape == tuple(shape) else \
+            self.emit("copy", (var,), shape, var.dtype)
+
+    def sum(self, var, axes, keepdims):
+        """np.sum over `axes`: the summed axes moved last (a gather if need be), then
+        sum_inner."""
+        axes = tuple(sorted(axes))
+        kept = [i for i in range(len(var.shape)) if i not in axes]
+        if kept + list(axes) != list(range(len(var.shape))):
+            index = np.transpose(np.arange(var.size).reshape(var.shape), kept + list(axes))
+            var = self.gather(var, index).node
+        kept_shape = tuple(var.shape[:len(kept)])
+        k = int(np.prod(var.shape[len(kept):], dtype=np.int64))
+        out = self.emit("sum_inner", (var,), kept_shape, k=k)
+        if not keepdims:
+            return out
+        shape = list(kept_shape)
+        for a in axes:
+            shape.insert(a, 1)
+        return self.reshape(out.node, tuple(shape))
+
+    def matmul(self, a, b):
+        """np.matmul as a matmul instruction: 1-d operands promoted, batch axes broadcast
+        by gathers, the result reshaped back."""
+        av, bv = self.var_of(a), self.var_of(b)
+        if not av.shape or not bv.shape:
+            raise ValueError("matmul: Input operand does not have enough dimensions")
+        a2 = av.shape if len(av.shape) > 1 else (1,) + av.shape
+        b2 = bv.shape if len(bv.shape) > 1 else bv.shape + (1,)
+        m, k, n = a2[-2], a2[-1], b2[-1]
+        if b2[-2] != k:
+            raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0 "
+                             f"(size {b2[-2]} is different from {k})")
+        batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+        operands = []
+        for var, shape2, core in ((av, a2, (m, k)), (bv, b2, (k, n))):
+            if shape2[:-2] != batch and len(shape2) > 2:
+                var = self.broadcast(self.reshape(var, shape2).node, batch + core).node
+            operands.append(var)
+        out = self.emit("matmul", operands, batch + (m, n), m=m, k=k, n=n)
+        shape = batch + ((m,) if len(av.shape) > 1 else ()) + ((n,) if len(bv.shape) > 1 else ())
+        return self.reshape(out.node, shape)
+
+    def python(self, entry, operands, params, where):
+        """A table entry's impl on the values, as a python instruction."""
+        vars_ = [self.var_of(x) for x in operands]
+        function = functools.partial(entry.impl, **params)
+        result = function(*[self.values[v] for v in vars_])
+        if isinstance(result, tuple):
+            return self.emit_many("python", vars_, [np.shape(r) for r in result],
+                                  function=function, entry=entry, params=params, where=where)
+        return self.emit("python", vars_, np.shape(result), function=function, entry=entry,
+                         params=params, where=where)
+
+
+class Tracer:
+    """A traced array: a Var of a Recording and the operations f applies to it."""
+
+    __slots__ = ("recording", "node", "base", "views", "stale", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, recording, node, base=None):
+        self.recording = recording
+        self.node = node
+        self.base = base       # the tracer this one is a NumPy view of, if any
+        self.views = []        # the views made of this one
+        self.stale = False     # its base was written since it was made
+
+    def check(self):
+        if self.stale:
+            raise TypeError(_STALE)
+
+    @property
+    def value(self):
+        return self.recording.values[self.node]
+
+    def _as_view_of(self, base):
+        # a result NumPy would give as a view of `base`
+        self.base = base
+        base.views.append(self)
+        return self
+
+    def _write(self, var):
+        """This array's elements are now those of `var`."""
+        if self.base is not None:
+            raise TypeError("cyad: writing into a view of a traced array (a slice, reshape or "
+                            "transpose of another) is not supported by engine='tape'; write "
+                            "into the array itself (y[1:] = ...), or use engine='dual'")
+        if var.shape != self.node.shape:
+            var = self.recording.broadcast(var, self.node.shape).node
+        for view in self.views:
+            view.stale = True
+        self.views = []
+        self.node = var
+
+    # -- what f may ask of an array -------------------------------------------------------
+    @property
+    def shape(self):
+        return self.node.shape
+
+    @property
+    def ndim(self):
+        return len(self.node.shape)
+
+    @property
+    def size(self):
+        return self.node.size
+
+    @property
+    def dtype(self):
+        return self.node.dtype
+
+    @property
+    def T(self):
+        return np.transpose(self)
+
+    def __len__(self):
+        if not self.node.shape:
+            raise TypeError("len() of unsized object")
+        return self.node.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self):
+        return f"Tracer({self.node!r}, value={self.value!r})"
+
+    __hash__ = None
+
+    # -- values read by Python: guards ---------------------------------------------------
+    def __cyad_value__(self, where="a derivative rule read the values"):
+        self.check()
+        return self.recording.guard(self.node, where)
+
+    def __bool__(self):
+        return bool(self.__cyad_value__("bool() of a traced value (an if or while on it)"))
+
+    def __float__(self):
+        return float(self.__cyad_value__("float() of a traced value"))
+
+    def __int__(self):
+        return int(self.__cyad_value__("int() of a traced value"))
+
+    def __index__(self):
+        return operator.index(self.__cyad_value__("a traced value used as an index").item())
+
+    def __complex__(self):
+        return complex(self.__cyad_value__("complex() of a traced value"))
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("cyad: a traced array cannot become a plain ndarray: that would drop "
+                        "its derivative. Keep the computation in NumPy operations on the arrays "
+                        "cyad passes in (np.zeros_like(x), np.stack, ...)")
+
+    # -- NumPy protocols --------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.pop("out", None)
+        name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        if method != "__call__" or (set(kwargs) - {"casting", "order", "subok"}):
+            raise TypeError(f"cyad: {name} with these arguments is not supported by "
+                            "engine='tape'")
+        result = ufunc_call(self.recording, ufunc, inputs, name)
+        if out is not None:
+            target = out[0] if isinstance(out, tuple) else out
+            if not isinstance(target, Tracer):
+                raise TypeError(f"cyad: {name} of traced arrays into a plain ndarray would "
+                                "lose the derivative; write into a traced array")
+            target._write(self.recording.var_of(result))
+            return target
+        return result
+
+    def __array_function__(self, func, types, args, kwargs):
+        return function_call(self.recording, func, args, kwargs)
+
+    # -- indexing ----------------------------------------------------------------------------
+    def __getitem__(self, key):
+        self.check()
+        index, basic = _index_map(self, key)
+        result = self.recording.gather(self.node, index)
+        if basic:
+            result = Tracer(self.recording, result.node)._as_view_of(self)
+        return result
+
+    def __setitem__(self, key, value):
+        self.check()
+        rec = self.recording
+        index, _ = _index_map(self, key)
+        positions = index.reshape(-1)
+        source = np.full(self.node.size, -1, np.int64)
+        source[positions] = np.arange(positions.size)   # the last write to a place wins
+        value_var = rec.broadcast(rec.var_of(value), index.shape).node
+        if value_var.dtype != rec.tape.dtype:
+            value_var = rec.emit("copy", (value_var,), value_var.shape).node
+        if np.all(source >= 0) and np.array_equal(source, np.arange(self.node.size)):
+            self._write(rec.reshape(value_var, self.node.shape).node)
+            return
+        kept = rec.gather(self.node, np.where(source < 0, np.arange(self.node.size), -1))
+        written = rec.gather(value_var, source)
+        self._write(rec.elementwise("binary", (kept, written), op=_OP["add"]).node)
+
+    # -- arithmetic ----------------------------------------------------------------------------
+    def __add__(self, other):
+        return np.add(self, other)
+
+    def __radd__(self, other):
+        return np.add(other, self)
+
+    def __sub__(self, other):
+        return np.subtract(self, other)
+
+    def __rsub__(self, other):
+        return np.subtract(other, self)
+
+    def __mul__(self, other):
+        return np.multiply(self, other)
+
+    def __rmul__(self, other):
+        return np.multiply(other, self)
+
+    def __truediv__(self, other):
+        return np.true_divide(self, other)
+
+    def __rtruediv__(self, other):
+        return np.true_divide(other, self)
+
+    def __pow__(self, other, mod=None):
+        if mod is not None:
+            raise TypeError("cyad: pow() with a modulus is not supported")
+        return np.power(self, other)
+
+    def __rpow__(self, other, mod=None):
+        return np.power(other, self)
+
+    def __matmul__(self, other):
+        return np.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return np.matmul(other, self)
+
+    def __neg__(self):
+        return np.negative(self)
+
+    def __pos__(self):
+        return np.positive(self)
+
+    def __abs__(self):
+        return np.absolute(self)
+
+    def _inplace(self, result):
+        self._write(self.recording.var_of(result))
+        return self
+
+    def __iadd__(self, other):
+        return self._inplace(np.add(self, other))
+
+    def __isub__(self, other):
+        return self._inplace(np.subtract(self, other))
+
+    def __imul__(self, other):
+        return self._inplace(np.multiply(self, other))
+
+    def __itruediv__(self, other):
+        return self._inplace(np.true_divide(self, other))
+
+    def __ipow__(self, other):
+        return self._inplace(np.power(self, other))
+
+    # comparisons: boolean tracers (masks recomputed on every replay)
+    def __lt__(self, other):
+        return np.less(self, other)
+
+    def __le__(self, other):
+        return np.less_equal(self, other)
+
+    def __gt__(self, other):
+        return np.greater(self, other)
+
+    def __ge__(self, other):
+        return np.greater_equal(self, other)
+
+    def __eq__(self, other):
+        return np.equal(self, other)
+
+    def __ne__(self, other):
+        return np.not_equal(self, other)
+
+    def __and__(self, other):
+        return np.logical_and(self, other)
+
+    def __or__(self, other):
+        return np.logical_or(self, other)
+
+    def __invert__(self):
+        if self.dtype != bool:
+            raise TypeError("cyad: ~ of a float array")
+        return np.logical_not(self)
+
+    # -- ndarray methods: the NumPy functions --------------------------------------------------
+    def reshape(self, *shape, order="C"):
+        return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+
+    def ravel(self, order="C"):
+        return np.ravel(self, order=order)
+
+    def flatten(self, order="C"):
+        return np.copy(np.ravel(self, order=order))
+
+    def transpose(self, *axes):
+        return np.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+
+    def squeeze(self, axis=None):
+        return np.squeeze(self, axis)
+
+    def copy(self):
+        return np.copy(self)
+
+    def sum(self, axis=None, keepdims=False):
+        return np.sum(self, axis=axis, keepdims=keepdims)
+
+    def prod(self, axis=None, keepdims=False):
+        return np.prod(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return np.mean(self, axis=axis, keepdims=keepdims)
+
+    def var(self, axis=None, ddof=0, keepdims=False):
+        return np.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, ddof=0, keepdims=False):
+        return np.std(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    def cumsum(self, axis=None):
+        return np.cumsum(self, axis=axis)
+
+    def dot(self, other):
+        return np.dot(self, other)
+
+    def clip(self, min=None, max=None):
+        return np.clip(self, min, max)
+
+    def trace(self, offset=0, axis1=0, axis2=1):
+        return np.trace(self, offset, axis1, axis2)
+
+    def max(self, axis=None, keepdims=False):
+        return np.max(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return np.min(self, axis=axis, keepdims=keepdims)
+
+    def round(self, decimals=0):
+        return np.round(self, decimals)
+
+    def swapaxes(self, axis1, axis2):
+        return np.swapaxes(self, axis1, axis2)
+
+    def argmax(self, axis=None):
+        return np.argmax(self, axis)
+
+    def argmin(self, axis=None):
+        return np.argmin(self, axis)
+
+    def argsort(self, axis=-1, kind=None):
+        return np.argsort(self, axis, kind)
+
+    def any(self, axis=None):
+        return np.any(self, axis)
+
+    def all(self, axis=None):
+        return np.all(self, axis)
+
+    def item(self):
+        return self.__cyad_value__("item() of a traced value").item()
+
+    def tolist(self):
+        return self.__cyad_value__("tolist() of a traced array").tolist()
+
+
+# -- ufuncs ------------------------------------------------------------------------------------
+
+def ufunc_call(rec, ufunc, inputs, name):
+    """A NumPy ufunc on traced operands: a rule-table or comparison instruction."""
+    if ufunc in COMPARISONS:
+        if len(inputs) != COMPARISONS[ufunc]:
+            raise TypeError(f"{name} takes {COMPARISONS[ufunc]} operands")
+        return rec.elementwise("compare", inputs, bool, ufunc=ufunc)
+    op = _UNARY.get(ufunc)
+    if op is not None and len(inputs) == 1:
+        return rec.elementwise("unary", inputs, op=op)
+    op = _BINARY.get(ufunc)
+    if op is not None and len(inputs) == 2:
+        if op == _POWER:
+            a, b = inputs
+            if not isinstance(b, Tracer):
+                op = _OP["power_const_exponent"]
+            elif not isinstance(a, Tracer):
+                op = _OP["power_const_base"]
+        return rec.elementwise("binary", inputs, op=op)
+    if ufunc is np.matmul:
+        return function_call(rec, np.matmul, inputs, {})
+    raise TypeError(f"cyad: {name} is not supported by engine='tape' (its derivative is not "
+                    "in cyad's rule table)")
+
+
+# -- NumPy functions ----------------------------------------------------------------------------
+
+def function_call(rec, func, args, kwargs):
+    """A NumPy function on traced operands, through the primitive table."""
+    special = _SPECIAL.get(func)
+    if special is not None:
+        return special(rec, *args, **kwargs)
+    if func in VALUE_ONLY:
+        return _value_only(rec, func, args, kwargs)
+    entry = TABLE.get(func)
+    if entry is None:
+        raise TypeError(f"cyad: numpy.{func.__name__} is not supported by engine='tape'")
+    if entry.kind == "composition":
+        return entry.impl(*args, **kwargs)
+    if entry.kind == "constant":
+        return _constant(rec, entry, args, kwargs)
+    operands, params = entry.bind(*args, **kwargs)
+    if entry.kind == "linear":
+        result = _linear(rec, entry, operands, params)
+        if entry.name in _VIEWS and isinstance(operands[0], Tracer) and \
+                isinstance(result, Tracer):
+            result = Tracer(rec, result.node)._as_view_of(operands[0])
+        return result
+    if entry.name == "matmul":
+        return rec.matmul(*operands)
+    return rec.python(entry, operands, params, f"numpy.{func.__name__}")
+
+
+def _constant(rec, entry, args, kwargs):
+    values = [a.value if isinstance(a, Tracer) else a for a in args]
+    result = entry.impl(*values, **kwargs)
+    if not isinstance(result, np.ndarray) or not any(isinstance(a, Tracer) for a in args):
+        return result   # a shape, a size: static
+    operands = [a for a in args if isinstance(a, Tracer)]
+    positions = [i for i, a in enumerate(args) if isinstance(a, Tracer)]
+
+    def impl(*traced, **params):
+        full = list(args)
+        for i, t in zip(positions, traced):
+            full[i] = t
+        return entry.impl(*full, **params)
+    entry_view = type(entry).__new__(type(entry))
+    entry_view.__dict__.update(entry.__dict__, impl=impl)
+    return rec.python(entry_view, operands, kwargs, f"numpy.{entry.name}")
+
+
+def _linear(rec, entry, operands, params):
+    vars_ = [rec.var_of(x) for x in operands]
+    if entry.name == "sum":
+        return rec.sum(vars_[0], params["axes"], params["keepdims"])
+    selection = _selection(entry, vars_, params)
+    if selection is None:
+        return rec.python(entry, operands, params, f"numpy.{entry.name}")
+    result = None
+    for var, index in zip(vars_, selection):
+        if np.any(index >= 0):
+            part = rec.gather(var, index)
+            result = part if result is None else \
+                rec.elementwise("binary", (result, part), op=_OP["add"])
+    if result is None:
+        result = rec.emit("zeros", (), selection[0].shape)
+    return result
+
+
+def _selection(entry, vars_, params):
+    """Where each element of the linear entry's result comes from, if it only selects
+    (and zero-fills): one index array per operand (-1 where another operand or zero),
+    else None. Found by running the entry on element codes 1..N, and on the codes moved
+    by N + 1: a selected element moves by N + 1, a zero stays 0, a sum moves further."""
+    sizes = [v.size for v in vars_]
+    total = sum(sizes)
+    starts = np.cumsum([0] + sizes)
+    codes = [np.arange(s0 + 1, s0 + 1 + v.size, dtype=np.float64).reshape(v.shape)
+             for s0, v in zip(starts, vars_)]
+    try:
+        first = np.asarray(entry.impl(*codes, **params))
+        second = np.asarray(entry.impl(*[c + (total + 1) for c in codes], **params))
+    except (TypeError, ValueError):
+        return None
+    zero = (first == 0) & (second == 0)
+    picked = second == first + (total + 1)
+    if not np.all(zero | picked) or np.any(first[picked] != np.round(first[picked])):
+        return None
+    source = np.where(zero, -1, first - 1).astype(np.int64)
+    return [np.where((source >= s0) & (source < s0 + s), source - s0, -1)
+            for s0, s in zip(starts, sizes)]
+
+
+def _value_only(rec, func, args, kwargs):
+    """A function read off the values: computed on them, checked by a guard on replay."""
+    traced = [a for a in args if isinstance(a, Tracer)]
+    positions = [i for i, a in enumerate(args) if isinstance(a, Tracer)]
+
+    def run(*values):
+        full = list(args)
+        for i, v in zip(positions, values):
+            full[i] = v
+        return np.asarray(func(*full, **kwargs), np.float64)
+    where = f"numpy.{func.__name__} of traced values"
+    result = func(*[a.value if isinstance(a, Tracer) else a for a in args], **kwargs)
+    if isinstance(result, tuple) or np.asarray(result).dtype == object:
+        for a in traced:
+            rec.guard(rec.var_of(a), where)
+        return result
+    checked = rec.emit("python", [rec.var_of(a) for a in traced], np.shape(result),
+                       function=run, entry=None, params={}, where=where)
+    rec.guard(checked.node, where)
+    return result
+
+
+def _where(rec, condition, x=None, y=None):
+    """np.where: a select instruction for a traced condition (recomputed on every replay);
+    for a fixed one, the table's linear entry."""
+    if x is None and y is None:
+        return np.nonzero(condition)
+    if x is None or y is None:
+        raise ValueError("either both or neither of x and y should be given")
+    if isinstance(condition, Tracer):
+        return rec.elementwise("select", (condition, x, y))
+    operands, params = TABLE[np.where].bind(condition, x, y)
+    return _linear(rec, TABLE[np.where], operands, params)
+
+
+def _like(rec, make):
+    def like(a, dtype=None, *args, shape=None, **kwargs):
+        value = a.value if isinstance(a, Tracer) else a
+        result = make(value, *args, dtype=dtype, shape=shape, **kwargs)
+        if result.dtype.kind in "biu":
+            return result
+        return Tracer(rec, rec.tape.const(result))
+    return like
+
+
+def _full_like(rec, a, fill_value, dtype=None, *, shape=None):
+    value = a.value if isinstance(a, Tracer) else a
+    template = np.zeros_like(value, dtype, shape=shape)
+    if isinstance(fill_value, Tracer):
+        return rec.broadcast(rec.var_of(fill_value), template.shape)
+    return Tracer(rec, rec.tape.const(np.full_like(template, fill_value)))
+
+
+def _copyto(rec, dst, src, casting="same_kind", where=True):
+    if not isinstance(dst, Tracer):
+        raise TypeError("cyad: numpy.copyto of a traced array into a plain ndarray would "
+                        "lose the derivative; copy into a traced array (np.zeros_like(x))")
+    if isinstance(where, bool) and where:
+        dst[...] = src
+    else:
+        dst._write(rec.elementwise("select", (where, src, dst)).node)
+
+
+def _zeros_like(rec, a, dtype=None, *, shape=None):
+    return _like(rec, np.zeros_like)(a, dtype, shape=shape)
+
+
+def _ones_like(rec, a, dtype=None, *, shape=None):
+    return _like(rec, np.ones_like)(a, dtype, shape=shape)
+
+
+def _empty_like(rec, a, dtype=None, *, shape=None):
+    return _like(rec, np.zeros_like)(a, dtype, shape=shape)
+
+
+_SPECIAL = {
+    np.where: _where,
+    np.zeros_like: _zeros_like,
+    np.ones_like: _ones_like,
+    np.empty_like: _empty_like,
+    np.full_like: _full_like,
+    np.copyto: _copyto,
+}
+
+
+# -- indexing ------------------------------------------------------------------------------------
+
+def _index_map(tracer, key):
+    """The flat positions of tracer[key], shaped like the result, and whether NumPy would
+    give a view (basic indexing). A boolean mask or index made of traced values is read
+    (and guarded)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    basic = True
+    plain = []
+    for k in keys:
+        if isinstance(k, Tracer):
+            k = k.__cyad_value__("an index or mask made of traced values")
+        if isinstance(k, (np.ndarray, list)):
+            basic = False
+        plain.append(k)
+    index = np.arange(tracer.node.size).reshape(tracer.node.shape)
+    return np.asarray(index[tuple(plain) if isinstance(key, tuple) else plain[0]]), basic
+
+
+# -- tracing f ------------------------------------------------------------------------------------
+
+def trace(f, x, dtype, y=None):
+    """Record f at x (f(y, x) when y is given: y's incoming values are an input too).
+
+    Returns the Recording, the input tracers and the output tracer (f's result; for
+    f(y, x), the tracer of y after f ran).
+    """
+    rec = Recording(dtype)
+    xt = rec.input(x)
+    if y is None:
+        result = f(xt)
+    else:
+        yt = rec.input(y)
+        f(yt, xt)
+        result = yt
+    return rec, result

@@ -1,0 +1,406 @@
+"""Derivative tapes: forward lanes (jvp) and the reverse sweep (vjp) of a recorded tape.
+
+Each transformation reads a tape instruction by instruction and records, on a new
+Recording (cyad/_tape_trace.py), the instruction again (the primal) and the
+instructions of its derivative: for forward mode the tangent of every output from the
+tangents of the arguments, lanes leading (a tangent of a Var of shape S has shape
+(L,) + S); for reverse mode, walking back, the cotangent of every argument from those of
+the outputs. The rules per kind are below; a "python" instruction's come from its
+primitive-table entry (`jvp` and `vjp` of a primitive, `impl` and `transpose` of a
+linear entry), run on tracers, so the derivative tapes hold the same kinds as any tape
+and transform again: forward over reverse is `jvp(vjp(tape))` (Hessian-vector products,
+Hessians as lanes of them), second order forward is `jvp(jvp(tape))`. A rule reads no
+partial beyond the second (unary_d2 and the binary second partials have no derivative
+here).
+
+The result tapes are pruned (instructions nothing needs are dropped; guards stay) and
+ordered with the instructions that depend on the derivative inputs (tangents,
+cotangents) last: `split` tells where they start, so that a replay computes the primal
+part once and the rest once per chunk of directions.
+"""
+import numpy as np
+
+from cyad._tape import Instr
+from cyad._tape_trace import _OP, Recording, Tracer
+
+
+class DerivativeTape:
+    """A derivative tape and what its inputs and outputs are."""
+
+    def __init__(self, tape, inputs, outputs, split):
+        self.tape = tape
+        self.inputs = inputs      # names of tape.inputs, in order ("x", "y", "tx", "ct", ...)
+        self.outputs = outputs    # names of tape.outputs
+        self.split = split        # instructions [0, split) need no derivative input
+
+
+class _Transform:
+    """A new Recording in which an old tape's Vars are mapped to new ones."""
+
+    def __init__(self, tape, values):
+        self.old = tape
+        self.rec = Recording(tape.dtype)
+        self.primal = {}
+        for var, value in zip(tape.inputs, values):
+            self.primal[var] = self.rec.input(value).node
+        for var, value in tape.consts.items():
+            new = self.rec.tape.const(value, var.dtype)
+            self.rec.values[new] = self.rec.tape.consts[new]
+            self.primal[var] = new
+
+    def replay_primal(self, instr):
+        outs = tuple(self.rec.tape.var(v.shape, v.dtype) for v in instr.outs)
+        self.rec._record(Instr(instr.kind, [self.primal[a] for a in instr.args], outs,
+                               instr.params))
+        for old, new in zip(instr.outs, outs):
+            self.primal[old] = new
+
+    # helpers on new Vars
+    def t(self, var):
+        return Tracer(self.rec, var)
+
+    def emit(self, kind, args, shape, **params):
+        return self.rec.emit(kind, args, shape, **params).node
+
+    def add(self, a, b):
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return self.rec.elementwise("binary", (self.t(a), self.t(b)), op=_OP["add"]).node
+
+    def scale(self, partial, direction):
+        return self.rec.elementwise("scale", (self.t(partial), self.t(direction))).node
+
+    def zero(self):
+        return self.rec.const(np.zeros((), self.rec.tape.dtype))
+
+    def sum_leading(self, var, size, shape):
+        """var summed down to `size` trailing elements (modular broadcasting's transpose),
+        shaped `shape`."""
+        if var.size == size:
+            return self.rec.reshape(var, shape).node
+        rows = var.size // size
+        flat = self.rec.reshape(var, (rows, size)).node
+        return self.rec.reshape(self.rec.sum(flat, (0,), False).node, shape).node
+
+
+# -- forward: tangents, lanes leading ------------------------------------------------------------
+
+def jvp(tape, values, lanes, wrt, names):
+    """The tape computing tape's outputs and their tangents along `lanes` directions of
+    the inputs numbered in `wrt` (the tangent inputs follow the primal ones).
+
+    `values` are the inputs' values at which to evaluate while recording; `names` the
+    primal inputs' names ("t" + name for their tangents, and for the outputs').
+    """
+    tr = _Transform(tape, values)
+    tangent = {}
+    for i in wrt:
+        var = tape.inputs[i]
+        tangent[var] = tr.rec.input(np.zeros((lanes,) + var.shape)).node
+    for instr in tape.instrs:
+        tangents = [tangent.get(a) for a in instr.args]
+        args = [tr.primal[a] for a in instr.args]
+        tr.replay_primal(instr)
+        if instr.kind == "guard" or all(t is None for t in tangents):
+            continue
+        outs = _JVP[instr.kind](tr, instr, args, tangents, lanes)
+        for old, t in zip(instr.outs, outs):
+            if t is not None:
+                tangent[old] = t
+    outputs = [tr.primal[v] for v in tape.outputs]
+    for v in tape.outputs:
+        t = tangent.get(v)
+        if t is None or v.dtype == bool:
+            t = tr.rec.emit("zeros", (), (lanes,) + v.shape).node
+        outputs.append(t)
+    inputs = list(names) + ["t" + names[i] for i in wrt]
+    out_names = ["value"] + ["tangent"] if len(tape.outputs) == 1 else \
+        [f"value{i}" for i in range(len(tape.outputs))] + \
+        [f"tangent{i}" for i in range(len(tape.outputs))]
+    return _finish(tr.rec, outputs, inputs, out_names, len(tape.inputs))
+
+
+def _lift(tr, t, shape, lanes):
+    """A tangent (lanes leading) broadcast to the tangent of a Var of `shape`."""
+    want = (lanes,) + tuple(shape)
+    if t.shape == want:
+        return t
+    inner = t.shape[1:]
+    padded = tr.rec.reshape(t, (lanes,) + (1,) * (len(shape) - len(inner)) + inner).node
+    return tr.rec.broadcast(padded, want).node
+
+
+def _jvp_unary(tr, instr, args, tangents, lanes):
+    kind = {"unary": "unary_d", "unary_d": "unary_d2"}.get(instr.kind)
+    if kind is None:
+        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
+    d = tr.emit(kind, args, args[0].shape, op=instr.params["op"])
+    return [tr.scale(d, tangents[0])]
+
+
+_BINARY_PARTIALS = {
+    "binary": ("binary_da", "binary_db"),
+    "binary_da": ("binary_daa", "binary_dab"),
+    "binary_db": ("binary_dab", "binary_dbb"),
+}
+
+
+def _jvp_binary(tr, instr, args, tangents, lanes):
+    partials = _BINARY_PARTIALS.get(instr.kind)
+    if partials is None:
+        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
+    shape = instr.outs[0].shape
+    result = None
+    for t, kind in zip(tangents, partials):
+        if t is not None:
+            d = tr.emit(kind, args, shape, op=instr.params["op"])
+            result = tr.add(result, tr.scale(d, _lift(tr, t, shape, lanes)))
+    return [result]
+
+
+def _jvp_scale(tr, instr, args, tangents, lanes):
+    (a, b), (ta, tb) = args, tangents
+    shape = instr.outs[0].shape
+    result = None
+    if ta is not None:
+        result = tr.scale(_lift(tr, ta, shape, lanes), b)
+    if tb is not None:
+        result = tr.add(result, tr.scale(a, _lift(tr, tb, shape, lanes)))
+    return [result]
+
+
+def _jvp_select(tr, instr, args, tangents, lanes):
+    shape = instr.outs[0].shape
+    ta, tb = (tr.zero() if t is None else _lift(tr, t, shape, lanes) for t in tangents[1:])
+    return [tr.rec.elementwise("select", (tr.t(args[0]), tr.t(ta), tr.t(tb))).node]
+
+
+def _jvp_copy(tr, instr, args, tangents, lanes):
+    return [_lift(tr, tangents[0], instr.outs[0].shape, lanes)]
+
+
+def _jvp_same(tr, instr, args, tangents, lanes):
+    # gather, scatter_add, sum_inner: row by row, so the lanes are rows
+    shape = (lanes,) + instr.outs[0].shape
+    return [tr.emit(instr.kind, (tangents[0],), shape, **instr.params)]
+
+
+def _matrices(tr, var, count, rows, columns, lanes=None):
+    """var (a matrix or `count` of them; with `lanes`, a tangent) as count matrices
+    (times lanes): for an operand of a matmul instruction of `count` products."""
+    per = rows * columns
+    have = var.size // per
+    want = count * (lanes or 1)
+    if have == want or have == 1:
+        return var
+    # a single matrix (per lane) used by every product: broadcast it
+    shape = ((lanes,) if lanes else ()) + (have // (lanes or 1), rows, columns)
+    target = ((lanes,) if lanes else ()) + (count, rows, columns)
+    return tr.rec.broadcast(tr.rec.reshape(var, shape).node, target).node
+
+
+def _jvp_matmul(tr, instr, args, tangents, lanes):
+    m, k, n = (instr.params[p] for p in "mkn")
+    count = instr.outs[0].size // (m * n) if m * n else 0
+    shape = (lanes,) + instr.outs[0].shape
+    result = None
+    (a, b), (ta, tb) = args, tangents
+    if ta is not None:
+        left = _matrices(tr, ta, count, m, k, lanes)
+        right = b if b.size == k * n else _matrices(tr, tr.rec.broadcast(
+            b, (lanes,) + b.shape).node, count, k, n, lanes)
+        result = tr.emit("matmul", (left, right), shape, m=m, k=k, n=n)
+    if tb is not None:
+        left = a if a.size == m * k else _matrices(tr, tr.rec.broadcast(
+            a, (lanes,) + a.shape).node, count, m, k, lanes)
+        right = _matrices(tr, tb, count, k, n, lanes)
+        result = tr.add(result, tr.emit("matmul", (left, right), shape, m=m, k=k, n=n))
+    return [result]
+
+
+def _jvp_python(tr, instr, args, tangents, lanes):
+    entry, params = instr.params["entry"], instr.params["params"]
+    if entry is None or entry.kind == "constant":
+        return [None] * len(instr.outs)
+    primals = [tr.t(a) for a in args]
+    if entry.kind == "primitive":
+        _, touts = entry.jvp(primals, [None if t is None else tr.t(t) for t in tangents],
+                             **params)
+    else:   # linear: impl on the tangents, lanes moved last (the table's `extra` axis)
+        moved = []
+        for a, t in zip(args, tangents):
+            if t is None:
+                t = tr.rec.emit("zeros", (), (lanes,) + a.shape).node
+            moved.append(np.moveaxis(tr.t(t), 0, -1))
+        touts = np.moveaxis(entry.impl(*moved, extra=1, **params), -1, 0)
+    touts = touts if isinstance(touts, tuple) else (touts,)
+    return [None if t is None else tr.rec.var_of(t) for t in touts]
+
+
+def _jvp_none(tr, instr, args, tangents, lanes):
+    return [None] * len(instr.outs)
+
+
+_JVP = {
+    "unary": _jvp_unary, "unary_d": _jvp_unary, "unary_d2": _jvp_unary,
+    "binary": _jvp_binary, "binary_da": _jvp_binary, "binary_db": _jvp_binary,
+    "binary_daa": _jvp_binary, "binary_dab": _jvp_binary, "binary_dbb": _jvp_binary,
+    "scale": _jvp_scale, "compare": _jvp_none, "select": _jvp_select, "copy": _jvp_copy,
+    "gather": _jvp_same, "scatter_add": _jvp_same, "sum_inner": _jvp_same,
+    "matmul": _jvp_matmul, "zeros": _jvp_none, "python": _jvp_python,
+}
+
+
+# -- reverse: cotangents ------------------------------------------------------------------------
+
+def vjp(tape, values, wrt, names):
+    """The tape computing tape's (single) output and the cotangents of the inputs numbered
+    in `wrt` from a cotangent input "ct" of the output's shape."""
+    tr = _Transform(tape, values)
+    for instr in tape.instrs:
+        tr.replay_primal(instr)
+    (y,) = tape.outputs
+    ct_input = tr.rec.input(np.zeros(y.shape)).node
+    cotangent = {y: ct_input}
+    for instr in reversed(tape.instrs):
+        cts = [cotangent.get(v) for v in instr.outs]
+        if instr.kind == "guard" or all(c is None for c in cts):
+            continue
+        args = [tr.primal[a] for a in instr.args]
+        for old, c in zip(instr.args, _VJP[instr.kind](tr, instr, args, cts)):
+            if c is not None and old.dtype != bool:
+                cotangent[old] = tr.add(cotangent.get(old), c)
+    outputs = [tr.primal[y]]
+    for i in wrt:
+        var = tape.inputs[i]
+        c = cotangent.get(var)
+        outputs.append(tr.rec.emit("zeros", (), var.shape).node if c is None
+                       else tr.rec.reshape(c, var.shape).node)
+    out_names = ["value"] + ["ct" + names[i] for i in wrt]
+    return _finish(tr.rec, outputs, list(names) + ["ct"], out_names, len(tape.inputs))
+
+
+def _vjp_unary(tr, instr, args, cts):
+    kind = {"unary": "unary_d", "unary_d": "unary_d2"}.get(instr.kind)
+    if kind is None:
+        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
+    d = tr.emit(kind, args, args[0].shape, op=instr.params["op"])
+    return [tr.scale(d, cts[0])]
+
+
+def _vjp_binary(tr, instr, args, cts):
+    partials = _BINARY_PARTIALS.get(instr.kind)
+    if partials is None:
+        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
+    shape = instr.outs[0].shape
+    result = []
+    for a, kind in zip(args, partials):
+        d = tr.emit(kind, args, shape, op=instr.params["op"])
+        result.append(tr.sum_leading(tr.scale(d, cts[0]), a.size, a.shape))
+    return result
+
+
+def _vjp_scale(tr, instr, args, cts):
+    (a, b), g = args, cts[0]
+    return [tr.sum_leading(tr.scale(g, b), a.size, a.shape),
+            tr.sum_leading(tr.scale(a, g), b.size, b.shape)]
+
+
+def _vjp_select(tr, instr, args, cts):
+    c, a, b = args
+    g, zero = tr.t(cts[0]), tr.t(tr.zero())
+    ga = tr.rec.elementwise("select", (tr.t(c), g, zero)).node
+    gb = tr.rec.elementwise("select", (tr.t(c), zero, g)).node
+    return [None, tr.sum_leading(ga, a.size, a.shape), tr.sum_leading(gb, b.size, b.shape)]
+
+
+def _vjp_copy(tr, instr, args, cts):
+    return [tr.sum_leading(cts[0], args[0].size, args[0].shape)]
+
+
+def _vjp_gather(tr, instr, args, cts):
+    return [tr.emit("scatter_add", (cts[0],), args[0].shape, index=instr.params["index"])]
+
+
+def _vjp_scatter_add(tr, instr, args, cts):
+    return [tr.emit("gather", (cts[0],), args[0].shape, index=instr.params["index"])]
+
+
+def _vjp_sum_inner(tr, instr, args, cts):
+    k = instr.params["k"]
+    index = np.repeat(np.arange(instr.outs[0].size, dtype=np.int64), k)
+    return [tr.emit("gather", (cts[0],), args[0].shape, index=index)]
+
+
+def _transposed(tr, var, rows, columns):
+    """Each of var's (rows x columns) matrices transposed."""
+    count = var.size // (rows * columns)
+    index = np.arange(var.size).reshape(count, rows, columns).transpose(0, 2, 1)
+    return tr.rec.gather(var, index).node
+
+
+def _vjp_matmul(tr, instr, args, cts):
+    m, k, n = (instr.params[p] for p in "mkn")
+    (a, b), g = args, cts[0]
+    count = instr.outs[0].size // (m * n) if m * n else 0
+    ga = tr.emit("matmul", (g, _transposed(tr, b, k, n)), (count, m, k), m=m, k=n, n=k)
+    gb = tr.emit("matmul", (_transposed(tr, a, m, k), g), (count, k, n), m=k, k=m, n=n)
+    return [tr.sum_leading(ga, a.size, a.shape), tr.sum_leading(gb, b.size, b.shape)]
+
+
+def _vjp_python(tr, instr, args, cts):
+    entry, params = instr.params["entry"], instr.params["params"]
+    if entry is None or entry.kind == "constant":
+        return [None] * len(args)
+    primals = [tr.t(a) for a in args]
+    cts = [tr.t(tr.rec.emit("zeros", (), v.shape).node if c is None else c)
+           for v, c in zip(instr.outs, cts)]
+    g = tuple(cts) if len(cts) > 1 else cts[0]
+    if entry.kind == "primitive":
+        result = entry.vjp(primals, g, **params)
+    else:
+        result = entry.transpose(g, [a.shape for a in args], **params)
+    return [None if r is None else tr.rec.var_of(r) for r in result]
+
+
+def _vjp_none(tr, instr, args, cts):
+    return [None] * len(args)
+
+
+_VJP = {
+    "unary": _vjp_unary, "unary_d": _vjp_unary, "unary_d2": _vjp_unary,
+    "binary": _vjp_binary, "binary_da": _vjp_binary, "binary_db": _vjp_binary,
+    "binary_daa": _vjp_binary, "binary_dab": _vjp_binary, "binary_dbb": _vjp_binary,
+    "scale": _vjp_scale, "compare": _vjp_none, "select": _vjp_select, "copy": _vjp_copy,
+    "gather": _vjp_gather, "scatter_add": _vjp_scatter_add, "sum_inner": _vjp_sum_inner,
+    "matmul": _vjp_matmul, "zeros": _vjp_none, "python": _vjp_python,
+}
+
+
+# -- pruning and ordering ------------------------------------------------------------------------
+
+def _finish(rec, outputs, input_names, output_names, primal_inputs):
+    """Prune rec's tape to what its outputs and guards need, put the instructions that
+    depend on the derivative inputs (those after the first `primal_inputs`) last."""
+    tape = rec.tape
+    tape.outputs = list(outputs)
+    needed = set(tape.outputs)
+    kept = []
+    for instr in reversed(tape.instrs):
+        if instr.kind == "guard" or any(v in needed for v in instr.outs):
+            kept.append(instr)
+            needed.update(instr.args)
+    kept.reverse()
+    derived = set(tape.inputs[primal_inputs:])
+    first, last = [], []
+    for instr in kept:
+        if any(a in derived for a in instr.args):
+            derived.update(instr.outs)
+            last.append(instr)
+        else:
+            first.append(instr)
+    tape.instrs = first + last
+    tape.consts = {v: c for v, c in tape.consts.items() if v in needed}
+    return DerivativeTape(tape, input_names, output_names, len(first)), rec
