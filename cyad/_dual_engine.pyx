@@ -239,7 +239,7 @@ cdef int run_jacobian(dual_prep* p, const real* x, real* y, real* value,
     return 0
 
 
-cdef paged_zeros(tuple shape, object dtype, Py_ssize_t slot):
+cdef paged_zeros(tuple shape, cnp.dtype dtype, Py_ssize_t slot):
     """A zeroed engine buffer starting `slot` KiB into a page of its own.
 
     Measured: where the interpreter's heap put the dual buffers, the same loops ran at
@@ -247,11 +247,15 @@ cdef paged_zeros(tuple shape, object dtype, Py_ssize_t slot):
     buffers on their own pages run at the faster one every time. Staggering the four
     buffers by a KiB keeps a copy from one to another off 4 KiB-aliased addresses.
     """
-    cdef Py_ssize_t size = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    cdef Py_ssize_t page = 4096, offset = 1024 * slot
-    block = np.zeros(size + page + offset, np.uint8)
-    start = (-block.ctypes.data) % page + offset
-    return block[start:start + size].view(dtype).reshape(shape)
+    cdef Py_ssize_t n, start, count = 1, page = 4096, offset = 1024 * slot
+    cdef cnp.npy_intp size
+    for n in shape:
+        count *= n
+    count *= dtype.itemsize
+    size = count + page + offset
+    block = cnp.PyArray_ZEROS(1, &size, cnp.NPY_UINT8, 0)
+    start = page - <size_t>cnp.PyArray_DATA(block) % page + offset
+    return block[start:start + count].view(dtype).reshape(shape)
 
 
 # -- the second-order engine ------------------------------------------------------------
