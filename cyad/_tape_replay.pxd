@@ -1,0 +1,100 @@
+# The compiled replay of a tape (cyad/_tape_replay.pyx has the design): the code table's
+# layout, the state a replay runs on without the GIL, and its entry point.
+
+from libc.stdint cimport int64_t
+from cpython.ref cimport PyObject
+
+# An instruction's kind: the code in column KIND of its row. The elementwise kinds
+# come first (up to COPY), in the order of cyad._tape.KINDS.
+cdef enum Kind:
+    UNARY
+    UNARY_D
+    UNARY_D2
+    BINARY
+    BINARY_DA
+    BINARY_DB
+    BINARY_DAA
+    BINARY_DAB
+    BINARY_DBB
+    COMPARE
+    SELECT
+    COPY
+    GATHER
+    SCATTER_ADD
+    SUM_INNER
+    MATMUL
+    ZEROS
+    PYTHON
+    GUARD
+
+# The columns of a row of the code table. Offsets are in elements of the arena; an
+# absent operand has offset and size 0. P0..P3 by kind:
+#   gather, scatter_add   P0 the first of its indices in the index array, P1 their count
+#                         m, P2 1 when they are an arithmetic progression (of step P3)
+#   sum_inner             P0 k
+#   matmul                P0 m, P1 k, P2 n
+#   python                P0 its callback's position in the callback list
+#   guard                 (A its operand, B the expected values, both of A_SIZE)
+# (anonymous: plain int constants, to index a row with)
+cdef enum:
+    KIND
+    OP               # the rule (unary, binary kinds) or the comparison (compare)
+    OUT
+    OUT_SIZE
+    A
+    A_SIZE
+    B
+    B_SIZE
+    C
+    C_SIZE
+    P0
+    P1
+    P2
+    P3
+    CODE_WIDTH
+
+# The comparisons of kind compare: the code in column OP
+cdef enum Comparison:
+    LESS
+    LESS_EQUAL
+    GREATER
+    GREATER_EQUAL
+    EQUAL
+    NOT_EQUAL
+    LOGICAL_AND
+    LOGICAL_OR
+    LOGICAL_XOR
+    LOGICAL_NOT
+    ISNAN
+    ISINF
+    ISFINITE
+    SIGNBIT
+
+
+# A lowered tape, for running without the GIL. Everything it points to belongs to its
+# Replay, which keeps it alive and unchanged.
+cdef struct tape_replay:
+    const int64_t* code        # n_instr rows of CODE_WIDTH columns
+    Py_ssize_t n_instr
+    void* arena                # every Var's slot: double*, or float* when single
+    Py_ssize_t arena_size      # in elements
+    bint single                # float32
+    const int64_t* indices     # the gather and scatter indices of all instructions
+    PyObject* callbacks        # a list: the python instructions' callbacks, no arguments
+
+
+# Runs instructions [start, stop): 0 when all ran; s > 0 when the guard at instruction
+# s - 1 failed (the instructions before it ran, no later one did); -1 when a python
+# instruction raised (its exception is set: the caller raises it once it holds the GIL).
+cdef int replay_run(const tape_replay* replay, Py_ssize_t start, Py_ssize_t stop) noexcept nogil
+
+
+cdef class Replay:
+    cdef tape_replay state
+    cdef readonly object tape
+    cdef readonly object arena         # ndarray of the tape's dtype
+    cdef object _code                  # ndarray, n_instr x CODE_WIDTH int64
+    cdef object _indices               # ndarray of int64
+    cdef list _callbacks
+    cdef list _views                   # Var number -> its slot, shaped
+    cdef object _offsets               # ndarray: Var number -> offset in the arena

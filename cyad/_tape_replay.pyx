@@ -1,0 +1,794 @@
+"""The compiled replay of a tape: a tape lowered once to flat buffers, run without the GIL.
+
+`Replay(tape)` lowers a `cyad._tape.Tape` (whose docstring specifies every instruction
+kind) once, to
+
+- one arena: an ndarray of the tape's dtype (float64 or float32) holding every Var in a
+  slot at a fixed offset (64-byte aligned), bool Vars as 0.0 / 1.0; the tape's
+  constants are copied in here, and after the Vars come the expected values of the
+  guards;
+- a code table: an int64 array of one row per instruction, CODE_WIDTH columns
+  (cyad/_tape_replay.pxd names them): KIND, OP, OUT, OUT_SIZE, then A, A_SIZE, B,
+  B_SIZE, C, C_SIZE (the operands' offsets and sizes, in elements of the arena; args in
+  the tape's order, (c, a, b) of a select in A, B, C), and P0..P3, a kind's parameters
+  (gather, scatter_add: its indices' place and count, and whether they are an
+  arithmetic progression, of what step; sum_inner: k; matmul: m, k, n; python: its
+  callback; guard: B, B_SIZE are the expected values);
+- one int64 array of the indices of all gathers and scatters;
+- a list of callbacks, one per python instruction: closures over views of the arena
+  made here, so that a run makes no view.
+
+Everything a run needs is in the `tape_replay` struct (the .pxd): `replay_run` runs
+instructions [start, stop) from it without the GIL, taking the GIL only for a python
+instruction. Its status: 0 when every instruction ran; s > 0 when the guard at
+instruction s - 1 failed (the instructions before it ran, no later one did); -1 when a
+python instruction raised, with the exception set for the caller to raise once it
+holds the GIL. `Replay.run` returns the status, or raises that exception.
+
+The loops:
+- Elementwise kinds (unary ... copy): an operand smaller than the output is read at
+  i % size. The output's first S elements (S the largest operand's size) are computed
+  in blocks as long as the smallest operand above one element, where every operand is
+  either contiguous or a single number; the rest of the output repeats them (a few
+  doubling memcpy). Each block picks its loop by which operands are single numbers, so
+  no loop branches on the broadcast per element; add, subtract, multiply and divide
+  have loops of their own that the C compiler vectorises, the other rules go through
+  cyad/_rules.pxd (computed in double, rounded once to float32).
+- gather, scatter_add: an index array that is an arithmetic progression (detected
+  here) is a strided copy (step 1: memcpy); otherwise one index per element.
+- sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop).
+- matmul: i-k-j loops (the innermost over a row of b and of the output: vectorised);
+  a matrix times a vector is a dot product per row.
+- Vars never share a slot, so no output overlaps an operand.
+
+Readings of the tape's specification (cyad/_tape.py):
+- The operand sizes of an elementwise instruction must each divide the output's and
+  each other's (suffixes of one shape do); lowering raises ValueError otherwise, as it
+  does for any inconsistent gather, scatter, sum or matmul size, an index beyond its
+  row, or an output that is an input or a constant.
+- guard: a equals `expected` where both are the same number or both NaN (a value that
+  was NaN when recorded stays valid while it is NaN); `expected` broadcasts to a's shape.
+- scatter_add: a negative index adds nothing (the transpose of gather's zeros).
+- python: function(*args), with the args' arena slots as read-only arrays (a bool Var
+  as a bool array); one output, or a tuple of them, each converted to its Var's dtype
+  and shape as cyad._tape.evaluate does; `entry`, `params` and `where` are not read.
+- zeros reads no operand (any args are ignored).
+"""
+import numpy as np
+
+from libc.math cimport isnan, isinf, isfinite, signbit
+from libc.stdint cimport int64_t
+from libc.string cimport memcpy, memset
+from cpython.ref cimport PyObject
+
+from cyad._fused cimport real
+from cyad._rules cimport BinaryOp, unary_rule, unary_second, binary_rule, binary_second
+from cyad._rule_table import UNARY_RULES, BINARY_RULES
+from cyad._tape import KINDS, COMPARISONS
+
+cdef extern from "Python.h":
+    # raw C API (no reference counting by Cython): used with the GIL taken in nogil code
+    PyObject* PyObject_CallNoArgs(PyObject* callable)
+    PyObject* PyList_GET_ITEM(PyObject* list, Py_ssize_t i)
+    void Py_DECREF(PyObject* o)
+
+
+KIND_CODES = {
+    "unary": UNARY, "unary_d": UNARY_D, "unary_d2": UNARY_D2, "binary": BINARY,
+    "binary_da": BINARY_DA, "binary_db": BINARY_DB, "binary_daa": BINARY_DAA,
+    "binary_dab": BINARY_DAB, "binary_dbb": BINARY_DBB, "compare": COMPARE, "select": SELECT,
+    "copy": COPY, "gather": GATHER, "scatter_add": SCATTER_ADD, "sum_inner": SUM_INNER,
+    "matmul": MATMUL, "zeros": ZEROS, "python": PYTHON, "guard": GUARD,
+}
+COMPARISON_CODES = {
+    np.less: LESS, np.less_equal: LESS_EQUAL, np.greater: GREATER,
+    np.greater_equal: GREATER_EQUAL, np.equal: EQUAL, np.not_equal: NOT_EQUAL,
+    np.logical_and: LOGICAL_AND, np.logical_or: LOGICAL_OR, np.logical_xor: LOGICAL_XOR,
+    np.logical_not: LOGICAL_NOT, np.isnan: ISNAN, np.isinf: ISINF, np.isfinite: ISFINITE,
+    np.signbit: SIGNBIT,
+}
+# a kind or comparison added to the tape needs its loop here
+assert set(KIND_CODES) == set(KINDS) and set(COMPARISON_CODES) == set(COMPARISONS)
+
+# operands read by each elementwise kind (compare: by its ufunc, COMPARISONS)
+ARITY = {"unary": 1, "unary_d": 1, "unary_d2": 1, "binary": 2, "binary_da": 2,
+         "binary_db": 2, "binary_daa": 2, "binary_dab": 2, "binary_dbb": 2, "select": 3,
+         "copy": 1}
+
+# slots start at multiples of this many bytes
+ALIGNMENT = 64
+
+
+# -- lowering ------------------------------------------------------------------------
+
+def _rounded(Py_ssize_t size, Py_ssize_t unit):
+    return (size + unit - 1) // unit * unit
+
+
+def _python_callback(function, args, outs):
+    """A python instruction as a callback of no arguments: outs[j][...] = function(*args)[j].
+
+    args: (read-only slot, Var) pairs; outs: (slot, Var) pairs.
+    """
+    slots = tuple(slot for slot, _ in args)
+    bools = tuple(var.dtype == bool for _, var in args)
+
+    def callback():
+        if any(bools):
+            values = [slot != 0 if b else slot for slot, b in zip(slots, bools)]
+        else:
+            values = slots
+        result = function(*values)
+        results = result if isinstance(result, tuple) else (result,)
+        if len(results) != len(outs):
+            raise ValueError(f"{function!r} gave {len(results)} results; the tape "
+                             f"expects {len(outs)}")
+        for (slot, var), value in zip(outs, results):
+            slot[...] = np.asarray(value, var.dtype).reshape(var.shape)
+
+    return callback
+
+
+def _check_modular(args, out, fail):
+    # every operand's size divides the output's, and the smaller sizes the larger
+    sizes = sorted({var.size for var in args} - {1})
+    if out.size == 0:
+        return
+    for i, size in enumerate(sizes):
+        if size == 0 or out.size % size or (i and size % sizes[i - 1]):
+            raise fail(f"its operands' sizes {[v.size for v in args]} do not broadcast "
+                       f"modularly to {out.size} elements")
+
+
+def _progression(index, bint gather):
+    """(1, step) when `index` is an arithmetic progression of entries >= 0 (for a
+    scatter, of a nonzero step: distinct targets), else (0, 0)."""
+    if index.size == 0 or index.min() < 0:
+        return 0, 0
+    if index.size == 1:
+        return 1, 1
+    steps = np.diff(index)
+    step = int(steps[0])
+    if (steps == step).all() and (gather or step != 0):
+        return 1, step
+    return 0, 0
+
+
+cdef class Replay:
+    """A tape lowered to an arena, a code table and callbacks, replayed in compiled code.
+
+    Parameters
+    ----------
+    tape : cyad._tape.Tape
+        The program; a float64 or float32 tape. It is read once: a later change to it
+        is not seen.
+
+    Notes
+    -----
+    The module's docstring describes the buffers, the code table and the status of a run.
+    """
+
+    def __init__(self, tape):
+        dtype = np.dtype(tape.dtype)
+        if dtype != np.float64 and dtype != np.float32:
+            raise TypeError(f"a tape of {dtype} cannot be replayed (float64 or float32)")
+        self.tape = tape
+        cdef Py_ssize_t unit = ALIGNMENT // dtype.itemsize
+        instrs = list(tape.instrs)
+
+        # the slots: every Var, then the expected values of every guard
+        offsets = np.zeros(len(tape.vars), np.int64)
+        cdef Py_ssize_t end = 0
+        for number, var in enumerate(tape.vars):
+            if var.number != number:
+                raise ValueError(f"{var!r} is var {number} of the tape")
+            offsets[number] = end
+            end += _rounded(var.size, unit)
+        expected_at = {}
+        for s, instr in enumerate(instrs):
+            if instr.kind == "guard":
+                self._check_vars(instr, s)
+                expected_at[s] = end
+                end += _rounded(instr.args[0].size, unit)
+        block = np.zeros(end + unit, dtype)
+        start = (-block.ctypes.data) % ALIGNMENT // dtype.itemsize
+        self.arena = block[start:start + end]
+        self._offsets = offsets
+        self._views = [self.arena[offsets[v.number]:offsets[v.number] + v.size].reshape(v.shape)
+                       for v in tape.vars]
+
+        for var, value in tape.consts.items():
+            self._check_var(var, "a constant")
+            value = np.asarray(value)
+            if value.shape != var.shape:
+                raise ValueError(f"the constant {var!r} holds an array of shape {value.shape}")
+            self._views[var.number][...] = value
+
+        code = np.zeros((len(instrs), CODE_WIDTH), np.int64)
+        indices = []
+        self._callbacks = []
+        cdef Py_ssize_t n_indices = 0
+        given = set(tape.inputs) | set(tape.consts)
+        for s, instr in enumerate(instrs):
+            self._check_vars(instr, s)
+            for out in instr.outs:
+                if out in given:
+                    raise ValueError(f"instruction {s} ({instr!r}) writes the input or "
+                                     f"constant {out!r}")
+            index = self._lower(s, instr, code[s], expected_at.get(s, 0), n_indices)
+            if index is not None:
+                indices.append(index)
+                n_indices += index.size
+        self._code = code
+        self._indices = np.concatenate(indices) if indices else np.zeros(1, np.int64)
+        self._code.flags.writeable = False
+        self._indices.flags.writeable = False
+
+        cdef const int64_t[:, ::1] code_view = self._code
+        cdef const int64_t[::1] index_view = self._indices
+        cdef double[::1] arena64
+        cdef float[::1] arena32
+        self.state.code = &code_view[0, 0] if len(instrs) else NULL
+        self.state.n_instr = len(instrs)
+        self.state.indices = &index_view[0]
+        self.state.arena_size = end
+        self.state.single = dtype == np.float32
+        if end == 0:
+            self.state.arena = NULL
+        elif self.state.single:
+            arena32 = self.arena
+            self.state.arena = &arena32[0]
+        else:
+            arena64 = self.arena
+            self.state.arena = &arena64[0]
+        self.state.callbacks = <PyObject*>self._callbacks
+
+    def _check_var(self, var, what):
+        vars = self.tape.vars
+        if not (0 <= var.number < len(vars) and vars[var.number] is var):
+            raise ValueError(f"{what} {var!r} is not a Var of this tape")
+
+    def _check_vars(self, instr, Py_ssize_t s):
+        for var in instr.args + instr.outs:
+            self._check_var(var, f"instruction {s} ({instr!r}) uses")
+
+    def _lower(self, Py_ssize_t s, instr, row, Py_ssize_t expected_at,
+               Py_ssize_t n_indices):
+        """Fill `row` of the code table from instr; return its indices (gather,
+        scatter_add) or None."""
+        kind, args, outs, params = instr.kind, instr.args, instr.outs, instr.params
+        if kind not in KIND_CODES:
+            raise ValueError(f"instruction {s}: unknown kind {kind!r}")
+        row[KIND] = KIND_CODES[kind]
+
+        def fail(message):
+            return ValueError(f"instruction {s} ({instr!r}): {message}")
+
+        if kind == "python":
+            function = params.get("function")
+            if not callable(function):
+                raise fail("its function is not callable")
+            row[P0] = len(self._callbacks)
+            self._callbacks.append(_python_callback(
+                function, [(self._readonly_view(a), a) for a in args],
+                [(self._views[o.number], o) for o in outs]))
+            return None
+        if kind == "guard":
+            if len(args) != 1 or outs:
+                raise fail("a guard reads one Var and writes none")
+            a = args[0]
+            try:
+                expected = np.broadcast_to(np.asarray(params["expected"]), a.shape)
+            except ValueError:
+                raise fail(f"its expected values do not fit the shape {a.shape}") from None
+            self.arena[expected_at:expected_at + a.size] = expected.ravel()
+            row[A], row[A_SIZE] = self._offsets[a.number], a.size
+            row[B], row[B_SIZE] = expected_at, a.size
+            return None
+
+        if len(outs) != 1:
+            raise fail("an instruction of this kind writes one Var")
+        out = outs[0]
+        row[OUT], row[OUT_SIZE] = self._offsets[out.number], out.size
+        if kind == "zeros":
+            return None
+        if kind == "compare":
+            ufunc = params.get("ufunc")
+            if ufunc not in COMPARISON_CODES:
+                raise fail(f"{ufunc!r} is not a comparison of cyad._tape.COMPARISONS")
+            row[OP] = COMPARISON_CODES[ufunc]
+            arity = COMPARISONS[ufunc]
+        elif kind in ARITY:
+            arity = ARITY[kind]
+        else:
+            arity = 2 if kind == "matmul" else 1
+        if len(args) != arity:
+            raise fail(f"it reads {len(args)} Vars, not {arity}")
+        for column, size_column, var in zip((A, B, C), (A_SIZE, B_SIZE, C_SIZE), args):
+            row[column], row[size_column] = self._offsets[var.number], var.size
+
+        if kind.startswith("unary") or kind.startswith("binary"):
+            rules = UNARY_RULES if kind.startswith("unary") else BINARY_RULES
+            op = params.get("op")
+            if not isinstance(op, (int, np.integer)) or not 0 <= op < len(rules):
+                raise fail(f"{op!r} is not the position of a rule of the rule table")
+            row[OP] = op
+        if kind in ARITY or kind == "compare":
+            _check_modular(args, out, fail)
+            return None
+
+        a = args[0]
+        if kind in ("gather", "scatter_add"):
+            index = np.asarray(params.get("index"))
+            if index.dtype.kind not in "iu":
+                raise fail("its index is not an integer array")
+            index = index.astype(np.int64).ravel()
+            m = index.size
+            # rows and row length of the side that is not indexed
+            spread, packed = (a, out) if kind == "gather" else (out, a)
+            if m == 0:
+                if packed.size:
+                    raise fail(f"no index, for {packed.size} elements")
+            else:
+                if packed.size % m:
+                    raise fail(f"{packed.size} elements are not rows of {m} indices")
+                rows = packed.size // m
+                if rows and spread.size % rows:
+                    raise fail(f"{spread.size} elements are not {rows} rows")
+                if rows and index.max() >= spread.size // rows:
+                    raise fail(f"an index reaches {index.max()} in rows of "
+                               f"{spread.size // rows}")
+            row[P0], row[P1] = n_indices, m
+            row[P2], row[P3] = _progression(index, kind == "gather")
+            return index
+        if kind == "sum_inner":
+            k = int(params["k"])
+            if k < 0 or a.size != out.size * k:
+                raise fail(f"{a.size} elements are not {out.size} sums of {k}")
+            row[P0] = k
+            return None
+        # matmul
+        m, k, n = int(params["m"]), int(params["k"]), int(params["n"])
+        if min(m, k, n) < 0:
+            raise fail(f"a matrix of {m, k, n}")
+        batch = out.size // (m * n) if m * n else 0
+        b = args[1]
+        if out.size != batch * m * n or a.size not in (m * k, batch * m * k) \
+                or b.size not in (k * n, batch * k * n):
+            raise fail(f"{a.size} and {b.size} elements are not (m, k) = {m, k} and "
+                       f"(k, n) = {k, n} matrices for {out.size} elements of output")
+        row[P0], row[P1], row[P2] = m, k, n
+        return None
+
+    def _readonly_view(self, var):
+        view = self._views[var.number].view()
+        view.flags.writeable = False
+        return view
+
+    # -- use ---------------------------------------------------------------------------
+
+    @property
+    def n_instr(self):
+        """The number of instructions."""
+        return self.state.n_instr
+
+    @property
+    def code(self):
+        """The code table (read-only): n_instr rows of the columns of the .pxd's Column."""
+        return self._code
+
+    @property
+    def indices(self):
+        """The index array of every gather and scatter_add (read-only)."""
+        return self._indices
+
+    def offset(self, var):
+        """Where `var`'s slot starts in the arena, in elements."""
+        self._check_var(var, "the Var")
+        return int(self._offsets[var.number])
+
+    def value(self, var):
+        """`var`'s slot: a writable view of the arena of var's shape (a bool Var holds
+        0.0 and 1.0)."""
+        self._check_var(var, "the Var")
+        return self._views[var.number]
+
+    def set_input(self, Py_ssize_t i, array):
+        """Copy `array` (of input i's shape) into the slot of the tape's input i."""
+        var = self.tape.inputs[i]
+        array = np.asarray(array)
+        if array.shape != var.shape:
+            raise ValueError(f"input {i} has the shape {var.shape}, not {array.shape}")
+        np.copyto(self._views[var.number], array, casting="same_kind")
+
+    def run(self, Py_ssize_t start=0, stop=None):
+        """Run instructions [start, stop) (stop None: to the end).
+
+        Returns 0 when all ran, or s > 0 when the guard at instruction s - 1 failed
+        (no later instruction ran); raises what a python instruction raised.
+        """
+        cdef Py_ssize_t end = self.state.n_instr if stop is None else stop
+        cdef int status
+        if not 0 <= start <= end <= self.state.n_instr:
+            raise ValueError(f"instructions [{start}, {end}) of a tape of "
+                             f"{self.state.n_instr}")
+        with nogil:
+            status = replay_run(&self.state, start, end)
+        if status < 0:
+            raise_set_exception()
+        return status
+
+
+cdef int raise_set_exception() except -1:
+    # the exception a python instruction raised is set: returning -1 propagates it
+    return -1
+
+
+# -- the run ---------------------------------------------------------------------------
+
+cdef int replay_run(const tape_replay* replay, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+    if stop > replay.n_instr:
+        stop = replay.n_instr
+    if start < 0:
+        start = 0
+    if replay.single:
+        return run_instructions(replay, <float*>replay.arena, start, stop)
+    return run_instructions(replay, <double*>replay.arena, start, stop)
+
+
+cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t start,
+                          Py_ssize_t stop) noexcept nogil:
+    cdef Py_ssize_t s
+    cdef const int64_t* row
+    cdef int64_t kind
+    for s in range(start, stop):
+        row = replay.code + s * CODE_WIDTH
+        kind = row[KIND]
+        if kind <= COPY:
+            elementwise(row, arena)
+        elif kind == GATHER:
+            gather(row, arena, replay.indices + row[P0])
+        elif kind == SCATTER_ADD:
+            scatter_add(row, arena, replay.indices + row[P0])
+        elif kind == SUM_INNER:
+            sum_inner(row, arena)
+        elif kind == MATMUL:
+            matmul(row, arena)
+        elif kind == ZEROS:
+            memset(arena + row[OUT], 0, row[OUT_SIZE] * sizeof(real))
+        elif kind == PYTHON:
+            if call_python(replay.callbacks, row[P0]) < 0:
+                return -1
+        elif kind == GUARD:
+            if not guard_holds(arena + row[A], arena + row[B], row[A_SIZE]):
+                return <int>(s + 1)
+    return 0
+
+
+cdef int call_python(PyObject* callbacks, Py_ssize_t i) noexcept with gil:
+    # -1 with the callback's exception left set
+    cdef PyObject* result = PyObject_CallNoArgs(PyList_GET_ITEM(callbacks, i))
+    if result == NULL:
+        return -1
+    Py_DECREF(result)
+    return 0
+
+
+cdef bint guard_holds(const real* a, const real* expected, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if a[i] != expected[i] and not (isnan(a[i]) and isnan(expected[i])):
+            return False
+    return True
+
+
+# -- elementwise kinds -------------------------------------------------------------------
+
+cdef void elementwise(const int64_t* row, real* arena) noexcept nogil:
+    # out[i] = kind(a[i % |a|], b[i % |b|], c[i % |c|]); an absent operand has size 0
+    cdef Py_ssize_t n = row[OUT_SIZE], sa = row[A_SIZE], sb = row[B_SIZE], sc = row[C_SIZE]
+    cdef Py_ssize_t period = sa, block = 0, j = 0
+    cdef real* out = arena + row[OUT]
+    cdef const real* a = arena + row[A]
+    cdef const real* b = arena + row[B]
+    cdef const real* c = arena + row[C]
+    if n == 0:
+        return
+    # the operands' sizes divide each other: the output's first `period` elements in
+    # blocks as long as the smallest operand of more than one element
+    if sb > period:
+        period = sb
+    if sc > period:
+        period = sc
+    block = period
+    if 1 < sa < block:
+        block = sa
+    if 1 < sb < block:
+        block = sb
+    if 1 < sc < block:
+        block = sc
+    while j < period:
+        elementwise_block(row[KIND], row[OP], block, out + j,
+                          a + (j % sa if sa > 1 else 0), sa > 1,
+                          b + (j % sb if sb > 1 else 0), sb > 1,
+                          c + (j % sc if sc > 1 else 0), sc > 1)
+        j += block
+    repeat(out, period, n)
+
+
+cdef inline void repeat(real* out, Py_ssize_t period, Py_ssize_t n) noexcept nogil:
+    # out[i] = out[i % period] for i < n (period divides n): doubling copies
+    cdef Py_ssize_t done = period, count
+    while done < n:
+        count = done if done < n - done else n - done
+        memcpy(out + done, out, count * sizeof(real))
+        done += count
+
+
+cdef void elementwise_block(int64_t kind, int64_t op, Py_ssize_t n, real* out,
+                            const real* a, bint a_full, const real* b, bint b_full,
+                            const real* c, bint c_full) noexcept nogil:
+    # n elements, where an operand is n contiguous numbers (full) or one; a one-operand
+    # kind's operand is always full or n == 1
+    if kind == BINARY and op <= BinaryOp.DIVIDE:
+        arithmetic(op, n, out, a, a_full, b, b_full)
+    elif kind <= UNARY_D2:
+        unary_block(kind, op, n, out, a)
+    elif kind <= BINARY_DBB:
+        binary_block(kind, op, n, out, a, a_full, b, b_full)
+    elif kind == COMPARE:
+        compare_block(op, n, out, a, a_full, b, b_full)
+    elif kind == SELECT:
+        select_block(n, out, a, a_full, b, b_full, c, c_full)
+    else:   # COPY
+        memcpy(out, a, n * sizeof(real))
+
+
+cdef inline real arithmetic_one(int64_t op, real x, real y) noexcept nogil:
+    if op == BinaryOp.ADD:
+        return x + y
+    elif op == BinaryOp.SUBTRACT:
+        return x - y
+    elif op == BinaryOp.MULTIPLY:
+        return x * y
+    return x / y
+
+
+cdef inline void arithmetic_loops(int64_t op, Py_ssize_t n, real* out, const real* a,
+                                  bint a_full, const real* b, bint b_full) noexcept nogil:
+    # inlined with a constant op: one vectorised loop per case
+    cdef Py_ssize_t i
+    cdef real x, y
+    if a_full and b_full:
+        for i in range(n):
+            out[i] = arithmetic_one(op, a[i], b[i])
+    elif a_full:
+        y = b[0]
+        for i in range(n):
+            out[i] = arithmetic_one(op, a[i], y)
+    elif b_full:
+        x = a[0]
+        for i in range(n):
+            out[i] = arithmetic_one(op, x, b[i])
+    else:
+        out[0] = arithmetic_one(op, a[0], b[0])
+
+
+cdef void arithmetic(int64_t op, Py_ssize_t n, real* out, const real* a, bint a_full,
+                     const real* b, bint b_full) noexcept nogil:
+    # in the tape's dtype, as NumPy computes them
+    if op == BinaryOp.ADD:
+        arithmetic_loops(BinaryOp.ADD, n, out, a, a_full, b, b_full)
+    elif op == BinaryOp.SUBTRACT:
+        arithmetic_loops(BinaryOp.SUBTRACT, n, out, a, a_full, b, b_full)
+    elif op == BinaryOp.MULTIPLY:
+        arithmetic_loops(BinaryOp.MULTIPLY, n, out, a, a_full, b, b_full)
+    else:
+        arithmetic_loops(BinaryOp.DIVIDE, n, out, a, a_full, b, b_full)
+
+
+cdef void unary_block(int64_t kind, int64_t op, Py_ssize_t n, real* out,
+                      const real* a) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double d, v
+    if kind == UNARY:
+        for i in range(n):
+            out[i] = <real>unary_rule(<int>op, a[i], &d)
+    elif kind == UNARY_D:
+        for i in range(n):
+            unary_rule(<int>op, a[i], &d)
+            out[i] = <real>d
+    else:
+        for i in range(n):
+            v = unary_rule(<int>op, a[i], &d)
+            out[i] = <real>unary_second(<int>op, a[i], v, d)
+
+
+cdef void binary_block(int64_t kind, int64_t op, Py_ssize_t n, real* out, const real* a,
+                       bint a_full, const real* b, bint b_full) noexcept nogil:
+    # a full operand steps by one, a single number by zero
+    cdef Py_ssize_t i, sa = a_full, sb = b_full
+    cdef double x, y, v, da, db, daa, dab, dbb
+    if kind == BINARY:
+        for i in range(n):
+            out[i] = <real>binary_rule(<int>op, a[i * sa], b[i * sb], &da, &db)
+    elif kind == BINARY_DA:
+        for i in range(n):
+            binary_rule(<int>op, a[i * sa], b[i * sb], &da, &db)
+            out[i] = <real>da
+    elif kind == BINARY_DB:
+        for i in range(n):
+            binary_rule(<int>op, a[i * sa], b[i * sb], &da, &db)
+            out[i] = <real>db
+    else:
+        for i in range(n):
+            x = a[i * sa]
+            y = b[i * sb]
+            v = binary_rule(<int>op, x, y, &da, &db)
+            binary_second(<int>op, x, y, v, da, db, &daa, &dab, &dbb)
+            out[i] = <real>(daa if kind == BINARY_DAA else dab if kind == BINARY_DAB else dbb)
+
+
+cdef inline bint compare_one(int64_t op, double x, double y) noexcept nogil:
+    if op == LESS:
+        return x < y
+    elif op == LESS_EQUAL:
+        return x <= y
+    elif op == GREATER:
+        return x > y
+    elif op == GREATER_EQUAL:
+        return x >= y
+    elif op == EQUAL:
+        return x == y
+    elif op == NOT_EQUAL:
+        return x != y
+    elif op == LOGICAL_AND:
+        return x != 0 and y != 0
+    elif op == LOGICAL_OR:
+        return x != 0 or y != 0
+    elif op == LOGICAL_XOR:
+        return (x != 0) != (y != 0)
+    elif op == LOGICAL_NOT:
+        return x == 0
+    elif op == ISNAN:
+        return isnan(x)
+    elif op == ISINF:
+        return isinf(x)
+    elif op == ISFINITE:
+        return isfinite(x)
+    return signbit(x) != 0
+
+
+cdef void compare_block(int64_t op, Py_ssize_t n, real* out, const real* a, bint a_full,
+                        const real* b, bint b_full) noexcept nogil:
+    # b is absent (never read) for the one-operand comparisons
+    cdef Py_ssize_t i, sa = a_full, sb = b_full
+    for i in range(n):
+        out[i] = 1 if compare_one(op, a[i * sa], b[i * sb]) else 0
+
+
+cdef void select_block(Py_ssize_t n, real* out, const real* c, bint c_full, const real* a,
+                       bint a_full, const real* b, bint b_full) noexcept nogil:
+    # args (c, a, b): the condition comes first
+    cdef Py_ssize_t i, sc = c_full, sa = a_full, sb = b_full
+    for i in range(n):
+        out[i] = a[i * sa] if c[i * sc] != 0 else b[i * sb]
+
+
+# -- structural kinds ------------------------------------------------------------------
+
+cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept nogil:
+    # out[l*m + i] = a[l*r + index[i]], 0 where index[i] < 0
+    cdef Py_ssize_t m = row[P1], rows, r, l, i, first, step = row[P3]
+    cdef real* out = arena + row[OUT]
+    cdef const real* a
+    cdef int64_t j
+    if m == 0 or row[OUT_SIZE] == 0:
+        return
+    rows = row[OUT_SIZE] // m
+    r = row[A_SIZE] // rows
+    first = index[0]
+    for l in range(rows):
+        a = arena + row[A] + l * r
+        if row[P2] and step == 1:
+            memcpy(out, a + first, m * sizeof(real))
+        elif row[P2]:
+            a += first
+            for i in range(m):
+                out[i] = a[i * step]
+        else:
+            for i in range(m):
+                j = index[i]
+                out[i] = a[j] if j >= 0 else 0
+        out += m
+
+
+cdef void scatter_add(const int64_t* row, real* arena, const int64_t* index) noexcept nogil:
+    # out = 0; out[l*r + index[i]] += a[l*m + i], nothing where index[i] < 0
+    cdef Py_ssize_t m = row[P1], rows, r, l, i, step = row[P3]
+    cdef real* out
+    cdef const real* a = arena + row[A]
+    cdef int64_t j
+    memset(arena + row[OUT], 0, row[OUT_SIZE] * sizeof(real))
+    if m == 0 or row[A_SIZE] == 0:
+        return
+    rows = row[A_SIZE] // m
+    r = row[OUT_SIZE] // rows
+    for l in range(rows):
+        out = arena + row[OUT] + l * r
+        if row[P2]:
+            # distinct targets: a strided copy
+            out += index[0]
+            for i in range(m):
+                out[i * step] = a[i]
+        else:
+            for i in range(m):
+                j = index[i]
+                if j >= 0:
+                    out[j] += a[i]
+        a += m
+
+
+cdef inline double sum_of(const real* a, Py_ssize_t k) noexcept nogil:
+    # eight accumulators in double: vectorised, and more exact than one
+    cdef double acc[8]
+    cdef double total = 0.0
+    cdef Py_ssize_t i = 0, t
+    if k >= 8:
+        for t in range(8):
+            acc[t] = a[t]
+        i = 8
+        while i + 8 <= k:
+            for t in range(8):
+                acc[t] += a[i + t]
+            i += 8
+        total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+    while i < k:
+        total += a[i]
+        i += 1
+    return total
+
+
+cdef void sum_inner(const int64_t* row, real* arena) noexcept nogil:
+    # out[j] = sum over t < k of a[j*k + t]
+    cdef Py_ssize_t k = row[P0], j
+    cdef real* out = arena + row[OUT]
+    cdef const real* a = arena + row[A]
+    for j in range(row[OUT_SIZE]):
+        out[j] = <real>sum_of(a + j * k, k)
+
+
+cdef void matmul(const int64_t* row, real* arena) noexcept nogil:
+    # out[p] = a[p] @ b[p]: (m, k) by (k, n), an operand of one matrix the same for all p
+    cdef Py_ssize_t m = row[P0], k = row[P1], n = row[P2], p, i, j, t, batch
+    cdef Py_ssize_t a_step = 0 if row[A_SIZE] == m * k else m * k
+    cdef Py_ssize_t b_step = 0 if row[B_SIZE] == k * n else k * n
+    cdef real* out = arena + row[OUT]
+    cdef const real* a = arena + row[A]
+    cdef const real* b = arena + row[B]
+    cdef const real* b_row
+    cdef real* out_row
+    cdef real a_it, acc
+    if m * n == 0:
+        return
+    batch = row[OUT_SIZE] // (m * n)
+    for p in range(batch):
+        for i in range(m):
+            out_row = out + i * n
+            if n == 1:
+                # a matrix times a vector: a dot product per row
+                acc = 0
+                for t in range(k):
+                    acc = acc + a[i * k + t] * b[t]
+                out_row[0] = acc
+                continue
+            for j in range(n):
+                out_row[j] = 0
+            for t in range(k):
+                a_it = a[i * k + t]
+                b_row = b + t * n
+                for j in range(n):
+                    out_row[j] = out_row[j] + a_it * b_row[j]
+        out += m * n
+        a += a_step
+        b += b_step
