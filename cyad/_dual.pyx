@@ -201,8 +201,12 @@ def make_dual(values, partials, Dual like):
 
 
 def primal(x):
-    """The values of a dual, anything else unchanged."""
-    return (<Dual>x).values if isinstance(x, Dual) else x
+    """The values of a dual, or of another engine's array (a tape's tracer: reading them is
+    recorded, `__cyad_value__`); anything else unchanged."""
+    if isinstance(x, Dual):
+        return (<Dual>x).values
+    read = getattr(type(x), "__cyad_value__", None)
+    return x if read is None else read(x)
 
 
 def float_dtype(dtype):

@@ -10,6 +10,7 @@ import importlib
 # name: (module, Engine subclass)
 ENGINES = {
     "dual": ("cyad._dual_engine", "DualEngine"),
+    "tape": ("cyad._tape_engine", "TapeEngine"),
 }
 
 

@@ -393,6 +393,8 @@ cdef class Prep:
         cdef Py_ssize_t results
         if isinstance(x, _DualType):
             raise _nested_error("x")
+        if hasattr(type(x), "__cyad_value__"):
+            raise _NESTED_TRACE
         self.engine = "dual" if engine is None else engine
         self.two_argument = y is not None
         self.dtype = input_dtype(x)
@@ -893,8 +895,9 @@ cdef class DerivativePrep(PushforwardPrep):
 
     def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
         _check_scalar("derivative", x)
-        PushforwardPrep.__init__(self, f, x, 1.0, y, chunk, engine)
-        self.family = DERIVATIVE
+        self.family = DERIVATIVE   # before the base's __init__, which sets up the engine
+        self.order = 1
+        Prep.__init__(self, f, x, 1, y, chunk, engine)
 
     cdef str result_name(self):
         return "the derivative output"
@@ -923,8 +926,9 @@ cdef class GradientPrep(JacobianPrep):
     """The prep of `gradient` and `value_and_gradient`: the Jacobian of a scalar-valued f."""
 
     def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
-        JacobianPrep.__init__(self, f, x, None, y, chunk, engine)
-        self.family = GRADIENT
+        self.family = GRADIENT   # before the base's __init__, which sets up the engine
+        self.order = 1
+        Prep.__init__(self, f, x, np.size(x), y, chunk, engine)
 
     cdef check_output_shape(self, tuple shape):
         if shape != ():
@@ -1087,6 +1091,11 @@ def input_dtype(x):
                         "imaginary parts as separate real inputs)")
     raise TypeError(f"cyad: cannot differentiate with respect to an input of dtype {dtype}; "
                     "use float64 or float32")
+
+
+_NESTED_TRACE = TypeError(
+    "cyad: x is an array traced by engine='tape': a tape does not nest differentiations "
+    "(a derivative taken inside f); use engine='dual' for derivatives of derivatives")
 
 
 def _nested_error(name):

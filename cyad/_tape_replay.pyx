@@ -76,7 +76,7 @@ cdef extern from "Python.h":
 KIND_CODES = {
     "unary": UNARY, "unary_d": UNARY_D, "unary_d2": UNARY_D2, "binary": BINARY,
     "binary_da": BINARY_DA, "binary_db": BINARY_DB, "binary_daa": BINARY_DAA,
-    "binary_dab": BINARY_DAB, "binary_dbb": BINARY_DBB, "compare": COMPARE, "select": SELECT,
+    "binary_dab": BINARY_DAB, "binary_dbb": BINARY_DBB, "scale": SCALE, "compare": COMPARE, "select": SELECT,
     "copy": COPY, "gather": GATHER, "scatter_add": SCATTER_ADD, "sum_inner": SUM_INNER,
     "matmul": MATMUL, "zeros": ZEROS, "python": PYTHON, "guard": GUARD,
 }
@@ -92,7 +92,8 @@ assert set(KIND_CODES) == set(KINDS) and set(COMPARISON_CODES) == set(COMPARISON
 
 # operands read by each elementwise kind (compare: by its ufunc, COMPARISONS)
 ARITY = {"unary": 1, "unary_d": 1, "unary_d2": 1, "binary": 2, "binary_da": 2,
-         "binary_db": 2, "binary_daa": 2, "binary_dab": 2, "binary_dbb": 2, "select": 3,
+         "binary_db": 2, "binary_daa": 2, "binary_dab": 2, "binary_dbb": 2, "scale": 2,
+         "select": 3,
          "copy": 1}
 
 # slots start at multiples of this many bytes
@@ -536,6 +537,8 @@ cdef void elementwise_block(int64_t kind, int64_t op, Py_ssize_t n, real* out,
         unary_block(kind, op, n, out, a)
     elif kind <= BINARY_DBB:
         binary_block(kind, op, n, out, a, a_full, b, b_full)
+    elif kind == SCALE:
+        scale_block(n, out, a, a_full, b, b_full)
     elif kind == COMPARE:
         compare_block(op, n, out, a, a_full, b, b_full)
     elif kind == SELECT:
@@ -627,6 +630,16 @@ cdef void binary_block(int64_t kind, int64_t op, Py_ssize_t n, real* out, const 
             v = binary_rule(<int>op, x, y, &da, &db)
             binary_second(<int>op, x, y, v, da, db, &daa, &dab, &dbb)
             out[i] = <real>(daa if kind == BINARY_DAA else dab if kind == BINARY_DAB else dbb)
+
+
+cdef void scale_block(Py_ssize_t n, real* out, const real* a, bint a_full, const real* b,
+                      bint b_full) noexcept nogil:
+    # a partial times a direction, 0 where the direction is 0 (whatever the partial)
+    cdef Py_ssize_t i, sa = a_full, sb = b_full
+    cdef real y
+    for i in range(n):
+        y = b[i * sb]
+        out[i] = a[i * sa] * y if y != 0 else 0
 
 
 cdef inline bint compare_one(int64_t op, double x, double y) noexcept nogil:

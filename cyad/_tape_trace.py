@@ -27,10 +27,11 @@ when it is not.
 A tape freezes what f reads that is not x: arrays f closes over and Python state are
 captured as constants when f is traced (an array changed afterwards is not seen).
 
-Writes: `y[key] = v`, in-place operators and `out=` give the written tracer a new Var
-(tapes are written once). A tracer made by indexing or reshaping another is a view in
-NumPy; writing into such a view, or reading a view of an array written since, raises
-TypeError rather than giving NumPy's aliasing another meaning.
+Writes: `y[key] = v`, in-place operators and `out=` give the written array a new Var
+(tapes are written once). Views behave as NumPy's: a tracer made by basic indexing,
+reshape or transpose of another remembers where its elements lie in that array, so a
+write into the view writes into the array, and a view of an array written since reads
+the new values.
 """
 import functools
 import operator
@@ -48,18 +49,7 @@ _BINARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.BINARY_RU
 _OP = {rule.name: op for op, rule in enumerate(_rule_table.BINARY_RULES)}
 _POWER = _BINARY[np.power]
 
-# NumPy functions whose result is read off the values (positions, orders, counts): they
-# run on the values, and a guard checks on every replay that the result is unchanged
-VALUE_ONLY = {np.argmax, np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.argwhere,
-              np.searchsorted, np.count_nonzero, np.any, np.all, np.isclose, np.allclose,
-              np.array_equal, np.unique}
-
 _VIEWS = {"reshape", "transpose", "broadcast_to"}
-
-_STALE = ("cyad: this array is a view of an array that f wrote into afterwards; "
-          "engine='tape' does not follow NumPy's views through writes: index the array "
-          "again after writing, or use engine='dual'")
-
 
 class Recording:
     """A tape being recorded, and the value of each of its Vars."""
@@ -93,8 +83,9 @@ class Recording:
     def var_of(self, x):
         if isinstance(x, Tracer):
             if x.recording is not self:
-                raise TypeError("cyad: a traced array of another differentiation met this one; "
-                                "engine='tape' does not nest differentiations: use engine='dual'")
+                raise TypeError("cyad: a traced array of another differentiation met this one: "
+                                "a tape does not nest differentiations (a derivative taken "
+                                "inside f); use engine='dual' for derivatives of derivatives")
             x.check()
             return x.node
         return self.const(x)
@@ -214,42 +205,70 @@ class Recording:
 class Tracer:
     """A traced array: a Var of a Recording and the operations f applies to it."""
 
-    __slots__ = ("recording", "node", "base", "views", "stale", "__weakref__")
+    __slots__ = ("recording", "node", "base", "index", "views", "stale")
     __array_priority__ = 1000
 
-    def __init__(self, recording, node, base=None):
+    def __init__(self, recording, node):
         self.recording = recording
         self.node = node
-        self.base = base       # the tracer this one is a NumPy view of, if any
+        self.base = None       # the array this one is a NumPy view of (never itself a view)
+        self.index = None      # a view's elements: their flat positions in base
         self.views = []        # the views made of this one
-        self.stale = False     # its base was written since it was made
+        self.stale = False     # a view whose base was written since it last read it
 
     def check(self):
+        """Bring a view up to date with its base (NumPy's views see writes)."""
         if self.stale:
-            raise TypeError(_STALE)
+            self.stale = False
+            self.node = self.recording.gather(self.base.node, self.index).node
 
     @property
     def value(self):
+        self.check()
         return self.recording.values[self.node]
 
-    def _as_view_of(self, base):
-        # a result NumPy would give as a view of `base`
-        self.base = base
-        base.views.append(self)
-        return self
+    def view(self, result, index):
+        """`result`, whose elements are this array's at the flat positions `index`, as the
+        view NumPy makes (a slice, reshape, transpose): it follows writes both ways."""
+        root = self if self.base is None else self.base
+        if self.base is not None:
+            index = self.index.reshape(-1)[index]
+        view = Tracer(self.recording, result.node)
+        view.base, view.index = root, np.asarray(index, np.int64)
+        root.views.append(view)
+        return view
 
     def _write(self, var):
-        """This array's elements are now those of `var`."""
+        """This array's elements are now those of `var` (broadcast to its shape)."""
         if self.base is not None:
-            raise TypeError("cyad: writing into a view of a traced array (a slice, reshape or "
-                            "transpose of another) is not supported by engine='tape'; write "
-                            "into the array itself (y[1:] = ...), or use engine='dual'")
+            self.base._write_at(self.index, var)
+            return
         if var.shape != self.node.shape:
             var = self.recording.broadcast(var, self.node.shape).node
+        self._written(var)
+
+    def _written(self, var):
+        self.node = var
         for view in self.views:
             view.stale = True
-        self.views = []
-        self.node = var
+
+    def _write_at(self, index, var):
+        """Write var (broadcast to index's shape) at the flat positions `index`; the last
+        write to a place wins, as in NumPy."""
+        rec = self.recording
+        positions = np.asarray(index).reshape(-1)
+        size = self.node.size
+        source = np.full(size, -1, np.int64)
+        source[positions] = np.arange(positions.size)
+        var = rec.broadcast(var, np.shape(index)).node
+        if var.dtype != rec.tape.dtype:
+            var = rec.emit("copy", (var,), var.shape).node
+        if np.array_equal(source, np.arange(size)):
+            self._written(rec.reshape(var, self.node.shape).node)
+            return
+        kept = rec.gather(self.node, np.where(source < 0, np.arange(size), -1))
+        written = rec.gather(var, source)
+        self._written(rec.elementwise("binary", (kept, written), op=_OP["add"]).node)
 
     # -- what f may ask of an array -------------------------------------------------------
     @property
@@ -284,7 +303,7 @@ class Tracer:
     def __repr__(self):
         return f"Tracer({self.node!r}, value={self.value!r})"
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]
 
     # -- values read by Python: guards ---------------------------------------------------
     def __cyad_value__(self, where="a derivative rule read the values"):
@@ -336,26 +355,16 @@ class Tracer:
         self.check()
         index, basic = _index_map(self, key)
         result = self.recording.gather(self.node, index)
-        if basic:
-            result = Tracer(self.recording, result.node)._as_view_of(self)
-        return result
+        return self.view(result, index) if basic else result
 
     def __setitem__(self, key, value):
         self.check()
-        rec = self.recording
         index, _ = _index_map(self, key)
-        positions = index.reshape(-1)
-        source = np.full(self.node.size, -1, np.int64)
-        source[positions] = np.arange(positions.size)   # the last write to a place wins
-        value_var = rec.broadcast(rec.var_of(value), index.shape).node
-        if value_var.dtype != rec.tape.dtype:
-            value_var = rec.emit("copy", (value_var,), value_var.shape).node
-        if np.all(source >= 0) and np.array_equal(source, np.arange(self.node.size)):
-            self._write(rec.reshape(value_var, self.node.shape).node)
-            return
-        kept = rec.gather(self.node, np.where(source < 0, np.arange(self.node.size), -1))
-        written = rec.gather(value_var, source)
-        self._write(rec.elementwise("binary", (kept, written), op=_OP["add"]).node)
+        value = self.recording.var_of(value)
+        if self.base is not None:
+            self.base._write_at(self.index.reshape(-1)[index], value)
+        else:
+            self._write_at(index, value)
 
     # -- arithmetic ----------------------------------------------------------------------------
     def __add__(self, other):
@@ -421,7 +430,7 @@ class Tracer:
     def __itruediv__(self, other):
         return self._inplace(np.true_divide(self, other))
 
-    def __ipow__(self, other):
+    def __ipow__(self, other):  # type: ignore[misc]
         return self._inplace(np.power(self, other))
 
     # comparisons: boolean tracers (masks recomputed on every replay)
@@ -567,8 +576,6 @@ def function_call(rec, func, args, kwargs):
     special = _SPECIAL.get(func)
     if special is not None:
         return special(rec, *args, **kwargs)
-    if func in VALUE_ONLY:
-        return _value_only(rec, func, args, kwargs)
     entry = TABLE.get(func)
     if entry is None:
         raise TypeError(f"cyad: numpy.{func.__name__} is not supported by engine='tape'")
@@ -578,32 +585,40 @@ def function_call(rec, func, args, kwargs):
         return _constant(rec, entry, args, kwargs)
     operands, params = entry.bind(*args, **kwargs)
     if entry.kind == "linear":
-        result = _linear(rec, entry, operands, params)
-        if entry.name in _VIEWS and isinstance(operands[0], Tracer) and \
-                isinstance(result, Tracer):
-            result = Tracer(rec, result.node)._as_view_of(operands[0])
-        return result
+        if entry.name in _VIEWS and isinstance(operands[0], Tracer):
+            index = _selection(entry, [rec.var_of(operands[0])], params)
+            if index is not None:
+                return operands[0].view(rec.gather(operands[0].node, index[0]), index[0])
+        return _linear(rec, entry, operands, params)
     if entry.name == "matmul":
         return rec.matmul(*operands)
     return rec.python(entry, operands, params, f"numpy.{func.__name__}")
 
 
 def _constant(rec, entry, args, kwargs):
+    """A table function of the values alone. A shape query is static; rounding (a float
+    result) is a python instruction without derivative; positions, orders and counts are
+    read off the values and checked by a guard on every replay."""
+    traced = [i for i, a in enumerate(args) if isinstance(a, Tracer)]
     values = [a.value if isinstance(a, Tracer) else a for a in args]
     result = entry.impl(*values, **kwargs)
-    if not isinstance(result, np.ndarray) or not any(isinstance(a, Tracer) for a in args):
-        return result   # a shape, a size: static
-    operands = [a for a in args if isinstance(a, Tracer)]
-    positions = [i for i, a in enumerate(args) if isinstance(a, Tracer)]
+    if not entry.reads_values or not traced:
+        return result
+    operands = [rec.var_of(args[i]) for i in traced]
+    where = f"numpy.{entry.name} of traced values"
 
-    def impl(*traced, **params):
-        full = list(args)
-        for i, t in zip(positions, traced):
-            full[i] = t
-        return entry.impl(*full, **params)
-    entry_view = type(entry).__new__(type(entry))
-    entry_view.__dict__.update(entry.__dict__, impl=impl)
-    return rec.python(entry_view, operands, kwargs, f"numpy.{entry.name}")
+    def run(*traced_values):
+        full = list(values)
+        for i, v in zip(traced, traced_values):
+            full[i] = v
+        return entry.impl(*full, **kwargs)
+    array = np.asarray(result)
+    out = rec.emit("python", operands, array.shape, function=run, entry=entry, params={},
+                   where=where)
+    if array.dtype.kind == "f":
+        return out
+    rec.guard(out.node, where)
+    return result
 
 
 def _linear(rec, entry, operands, params):
@@ -627,47 +642,32 @@ def _linear(rec, entry, operands, params):
 def _selection(entry, vars_, params):
     """Where each element of the linear entry's result comes from, if it only selects
     (and zero-fills): one index array per operand (-1 where another operand or zero),
-    else None. Found by running the entry on element codes 1..N, and on the codes moved
-    by N + 1: a selected element moves by N + 1, a zero stays 0, a sum moves further."""
+    else None. Found by running the entry twice on random codes, one per element: a
+    selected element is its code, a filled one 0, anything else (a sum, a difference)
+    neither, and both runs must agree."""
     sizes = [v.size for v in vars_]
-    total = sum(sizes)
     starts = np.cumsum([0] + sizes)
-    codes = [np.arange(s0 + 1, s0 + 1 + v.size, dtype=np.float64).reshape(v.shape)
-             for s0, v in zip(starts, vars_)]
-    try:
-        first = np.asarray(entry.impl(*codes, **params))
-        second = np.asarray(entry.impl(*[c + (total + 1) for c in codes], **params))
-    except (TypeError, ValueError):
-        return None
-    zero = (first == 0) & (second == 0)
-    picked = second == first + (total + 1)
-    if not np.all(zero | picked) or np.any(first[picked] != np.round(first[picked])):
-        return None
-    source = np.where(zero, -1, first - 1).astype(np.int64)
-    return [np.where((source >= s0) & (source < s0 + s), source - s0, -1)
+    total = int(starts[-1])
+    found = None
+    for seed in (1, 2):
+        codes = np.random.default_rng(seed).uniform(1.0, 2.0, total)
+        pieces = [codes[s0:s0 + v.size].reshape(v.shape) for s0, v in zip(starts, vars_)]
+        try:
+            result = np.asarray(entry.impl(*pieces, **params), np.float64)
+        except (TypeError, ValueError):
+            return None
+        order = np.argsort(codes)
+        ordered = codes[order]
+        place = np.clip(np.searchsorted(ordered, result), 0, max(total - 1, 0))
+        hit = ordered[place] == result if total else np.zeros(result.shape, bool)
+        if np.any(~hit & (result != 0)):
+            return None
+        source = np.where(hit, order[place] if total else 0, -1)
+        if found is not None and not np.array_equal(found, source):
+            return None
+        found = source
+    return [np.where((found >= s0) & (found < s0 + s), found - s0, -1)
             for s0, s in zip(starts, sizes)]
-
-
-def _value_only(rec, func, args, kwargs):
-    """A function read off the values: computed on them, checked by a guard on replay."""
-    traced = [a for a in args if isinstance(a, Tracer)]
-    positions = [i for i, a in enumerate(args) if isinstance(a, Tracer)]
-
-    def run(*values):
-        full = list(args)
-        for i, v in zip(positions, values):
-            full[i] = v
-        return np.asarray(func(*full, **kwargs), np.float64)
-    where = f"numpy.{func.__name__} of traced values"
-    result = func(*[a.value if isinstance(a, Tracer) else a for a in args], **kwargs)
-    if isinstance(result, tuple) or np.asarray(result).dtype == object:
-        for a in traced:
-            rec.guard(rec.var_of(a), where)
-        return result
-    checked = rec.emit("python", [rec.var_of(a) for a in traced], np.shape(result),
-                       function=run, entry=None, params={}, where=where)
-    rec.guard(checked.node, where)
-    return result
 
 
 def _where(rec, condition, x=None, y=None):
@@ -689,7 +689,7 @@ def _like(rec, make):
         result = make(value, *args, dtype=dtype, shape=shape, **kwargs)
         if result.dtype.kind in "biu":
             return result
-        return Tracer(rec, rec.tape.const(result))
+        return Tracer(rec, rec.const(result))
     return like
 
 
@@ -698,7 +698,7 @@ def _full_like(rec, a, fill_value, dtype=None, *, shape=None):
     template = np.zeros_like(value, dtype, shape=shape)
     if isinstance(fill_value, Tracer):
         return rec.broadcast(rec.var_of(fill_value), template.shape)
-    return Tracer(rec, rec.tape.const(np.full_like(template, fill_value)))
+    return Tracer(rec, rec.const(np.full_like(template, fill_value)))
 
 
 def _copyto(rec, dst, src, casting="same_kind", where=True):

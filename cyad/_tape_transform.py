@@ -87,12 +87,14 @@ class _Transform:
 
 # -- forward: tangents, lanes leading ------------------------------------------------------------
 
-def jvp(tape, values, lanes, wrt, names):
+def jvp(tape, values, lanes, wrt, names, seeded=()):
     """The tape computing tape's outputs and their tangents along `lanes` directions of
     the inputs numbered in `wrt` (the tangent inputs follow the primal ones).
 
     `values` are the inputs' values at which to evaluate while recording; `names` the
-    primal inputs' names ("t" + name for their tangents, and for the outputs').
+    primal inputs' names ("t" + name for their tangents, and for the outputs'); `seeded`
+    numbers the inputs that are themselves seeds (a tangent of the tape being
+    differentiated): the instructions that read them belong to the derivative part.
     """
     tr = _Transform(tape, values)
     tangent = {}
@@ -119,7 +121,8 @@ def jvp(tape, values, lanes, wrt, names):
     out_names = ["value"] + ["tangent"] if len(tape.outputs) == 1 else \
         [f"value{i}" for i in range(len(tape.outputs))] + \
         [f"tangent{i}" for i in range(len(tape.outputs))]
-    return _finish(tr.rec, outputs, inputs, out_names, len(tape.inputs))
+    seeds = [tr.primal[tape.inputs[i]] for i in seeded] + tr.rec.tape.inputs[len(tape.inputs):]
+    return _finish(tr.rec, outputs, inputs, out_names, seeds)
 
 
 def _lift(tr, t, shape, lanes):
@@ -178,7 +181,10 @@ def _jvp_select(tr, instr, args, tangents, lanes):
 
 
 def _jvp_copy(tr, instr, args, tangents, lanes):
-    return [_lift(tr, tangents[0], instr.outs[0].shape, lanes)]
+    shape = instr.outs[0].shape
+    if args[0].size == instr.outs[0].size:   # a reshape
+        return [tr.rec.reshape(tangents[0], (lanes,) + shape).node]
+    return [_lift(tr, tangents[0], shape, lanes)]
 
 
 def _jvp_same(tr, instr, args, tangents, lanes):
@@ -279,7 +285,7 @@ def vjp(tape, values, wrt, names):
         outputs.append(tr.rec.emit("zeros", (), var.shape).node if c is None
                        else tr.rec.reshape(c, var.shape).node)
     out_names = ["value"] + ["ct" + names[i] for i in wrt]
-    return _finish(tr.rec, outputs, list(names) + ["ct"], out_names, len(tape.inputs))
+    return _finish(tr.rec, outputs, list(names) + ["ct"], out_names, [ct_input])
 
 
 def _vjp_unary(tr, instr, args, cts):
@@ -381,9 +387,9 @@ _VJP = {
 
 # -- pruning and ordering ------------------------------------------------------------------------
 
-def _finish(rec, outputs, input_names, output_names, primal_inputs):
+def _finish(rec, outputs, input_names, output_names, seeds):
     """Prune rec's tape to what its outputs and guards need, put the instructions that
-    depend on the derivative inputs (those after the first `primal_inputs`) last."""
+    depend on the derivative inputs (the Vars `seeds`) last."""
     tape = rec.tape
     tape.outputs = list(outputs)
     needed = set(tape.outputs)
@@ -393,7 +399,7 @@ def _finish(rec, outputs, input_names, output_names, primal_inputs):
             kept.append(instr)
             needed.update(instr.args)
     kept.reverse()
-    derived = set(tape.inputs[primal_inputs:])
+    derived = set(seeds)
     first, last = [], []
     for instr in kept:
         if any(a in derived for a in instr.args):

@@ -19,7 +19,9 @@ import numpy as np
 import reference_functions as ref
 from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
 
-ENGINES = ["dual"]
+ENGINES = ["dual", "tape"]
+# engines that trace f: a C function is opaque to them, and refused
+TRACING_ENGINES = {"tape"}
 
 DTYPES = [np.float64, np.float32]
 TOLERANCE = {np.float64: dict(rtol=1e-12, atol=1e-12), np.float32: dict(rtol=2e-4, atol=2e-4)}

@@ -62,6 +62,10 @@ CASES = [
     ("einsum-implicit", np.einsum, ("ij,kj", r(3, 4), r(2, 4)), {"optimize": True}),
     ("einsum-ellipsis", np.einsum, ("...ij,...jk->...ik", r(2, 3, 4), r(4, 2)), {}),
     ("einsum-summed-alone", np.einsum, ("ij,j->", r(3, 4), r(4)), {}),
+    ("einsum-diagonal", np.einsum, ("ii->i", r(3, 3)), {}),
+    ("einsum-diagonal-product", np.einsum, ("iij,j->i", r(3, 3, 4), r(4)), {}),
+    ("einsum-diagonal-trace", np.einsum, ("jii,kk->j", r(2, 3, 3), r(4, 4)), {}),
+    ("einsum-ellipsis-diagonal", np.einsum, ("...ii->...i", r(2, 3, 3)), {}),
     ("det", np.linalg.det, (r(2, 3, 3) + 3 * np.eye(3),), {}),
     ("slogdet", np.linalg.slogdet, (r(3, 3) + 3 * np.eye(3),), {}),
     ("inv", np.linalg.inv, (r(3, 3) + 3 * np.eye(3),), {}),
@@ -131,8 +135,8 @@ def test_the_table_says_what_each_entry_is():
         assert all(callable(getattr(entry, name)) for name in fields), function
 
 
-def test_einsum_transpose_refuses_a_diagonal():
+def test_einsum_transpose_refuses_broadcast_axes_summed_alone():
     entry = TABLE[np.einsum]
-    operands, params = entry.bind("ii->i", r(3, 3))
-    with pytest.raises(NotImplementedError, match="diagonal"):
-        entry.vjp(operands, r(3), **params)
+    operands, params = entry.bind("...ij->ij", r(2, 3, 4))
+    with pytest.raises(NotImplementedError, match="broadcast axes alone"):
+        entry.vjp(operands, r(3, 4), **params)

@@ -14,7 +14,7 @@ import functools
 import numpy as np
 import pytest
 from derivative_references import assert_matches, exact_in_float32, references, seeded
-from scenarios import ENGINES
+from scenarios import ENGINES, TRACING_ENGINES
 
 import cyad
 from cyad._dual_functions import HANDLED_FUNCTIONS
@@ -72,6 +72,13 @@ def _like_functions(xp, x):
 def _queries(xp, x):
     a = x.reshape(3, 4)
     return a * (xp.size(a) + xp.ndim(a) + xp.shape(a)[1]) + xp.round(a * 3.0) + xp.around(a, 1)
+
+
+def _positions(xp, x):
+    # positions, orders and counts read off x, used as indices and factors
+    above = xp.maximum(x - 0.3, 0.0)
+    y = x[xp.argsort(x)] * x[xp.argmax(x)] + x[xp.argmin(x)] * xp.count_nonzero(above)
+    return y + x[xp.searchsorted(c(xp, x, XP), x) % 12] * (1.0 + xp.any(above) + xp.all(x))
 
 
 def _interp(xp, x):
@@ -165,6 +172,8 @@ SCENARIOS = [
              lambda xp, x: xp.take_along_axis(x.reshape(3, 4) ** 2,
                                               np.array([[3, 0], [1, 1], [2, 0]]), axis=1)),
     Scenario("interp", [np.interp], 12, _interp),
+    Scenario("positions", [np.argsort, np.argmax, np.argmin, np.searchsorted, np.count_nonzero,
+                           np.any, np.all], 12, _positions),
     Scenario("diag", [np.diag], 12,
              lambda xp, x: xp.diag(x[:3] ** 2) @ c(xp, x, K34)
              + xp.diag(x.reshape(3, 4), 1)[:, None]),
@@ -310,6 +319,10 @@ def test_nested(scenario, dtype, engine):
     def inner(s):
         return cyad.derivative(lambda t: g(x + s * u + t * v), dtype(0.0), engine=engine)
 
+    if engine in TRACING_ENGINES:   # refused, clearly
+        with pytest.raises(TypeError, match="does not nest differentiations"):
+            cyad.derivative(inner, dtype(0.0), engine=engine)
+        return
     _checked(cyad.derivative(inner, dtype(0.0), engine=engine), u @ hessian @ v, dtype, "nested")
 
 

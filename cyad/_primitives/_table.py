@@ -4,8 +4,10 @@ An entry describes one NumPy function for every engine. It is one of
 
 - ``Composition``: ``impl`` has NumPy's signature and calls other NumPy functions
   on its arguments, whatever their array type; it holds no derivative code.
-- ``Constant``: ``impl`` runs on the values alone (shape queries, rounding): the
-  result carries no derivative.
+- ``Constant``: ``impl`` runs on the values alone (shape queries, rounding, positions
+  and orders such as argsort): the result carries no derivative. ``reads_values`` is
+  False for the shape queries, whose result does not depend on the values (an engine
+  that records f may keep it as it is; it must check any other on every replay).
 - ``Linear``: linear in its operands. ``bind(*args, **kwargs)`` (NumPy's names)
   splits a call into the array operands and static parameters, normalised against
   the operands' shapes (non-negative axes, resolved shapes); ``impl(*operands,
@@ -60,6 +62,7 @@ class Composition(Entry):
 class Constant(Entry):
     kind = "constant"
     fields = ("impl",)
+    reads_values = True
 
 
 class Linear(Entry):
@@ -94,6 +97,17 @@ def constant(*numpy_functions):
     return _register(Constant, numpy_functions)
 
 
+def shape_query(*numpy_functions):
+    """A constant whose result depends on the operands' shapes alone."""
+    register = _register(Constant, numpy_functions)
+
+    def registered(definition):
+        register(definition)
+        TABLE[numpy_functions[0]].reads_values = False
+        return definition
+    return registered
+
+
 def linear(*numpy_functions):
     return _register(Linear, numpy_functions)
 
@@ -111,6 +125,12 @@ def axes_of(axis, ndim):
 
 def axis_of(axis, ndim):
     return normalize_axis_index(axis, ndim)
+
+
+def is_engine_array(x):
+    """Whether x is an engine's array (a dual array, a tracer): an object that takes NumPy
+    functions itself, other than a plain ndarray."""
+    return hasattr(type(x), "__array_function__") and not isinstance(x, np.ndarray)
 
 
 def shape_of(x):

@@ -6,8 +6,14 @@ permutations, interpolation intervals) read the values (`primal`) and are consta
 """
 import numpy as np
 
-from cyad._dual import primal
-from cyad._primitives._table import axes_of, axis_of, composition, ndim_of, shape_of
+from cyad._primitives._table import (
+    axes_of,
+    axis_of,
+    composition,
+    is_engine_array,
+    ndim_of,
+    shape_of,
+)
 from cyad._primitives.structural import check_order
 
 # -- shape and layout -------------------------------------------------------------------
@@ -169,7 +175,7 @@ def _sort(a, axis=-1, kind=None, *, stable=None):
     Every `kind` sorts the values alike, so the sort is stable whatever it says."""
     if axis is None:
         a, axis = np.reshape(a, -1), -1
-    order = np.argsort(primal(a), axis=axis, kind="stable")
+    order = np.argsort(a, axis=axis, kind="stable")
     return np.take_along_axis(a, order, axis)
 
 
@@ -178,16 +184,16 @@ def _interp(x, xp, fp, left=None, right=None):
     """Linear interpolation, differentiable in x, fp, left and right (not in xp). At a knot
     the derivative in x is the slope on its right (on the last interval at the last knot).
     The result takes the operands' dtype (NumPy's computes in float64)."""
-    if primal(xp) is not xp:
+    if is_engine_array(xp):
         raise TypeError("cyad: numpy.interp is differentiable in x and fp, not in xp")
-    xp, xv = np.asarray(xp), np.asarray(primal(x))
-    fp = fp if primal(fp) is not fp else np.asarray(fp)
-    i = np.clip(np.searchsorted(xp, xv, side="right"), 1, len(xp) - 1)
+    xp = np.asarray(xp)
+    fp = fp if is_engine_array(fp) else np.asarray(fp)
+    i = np.clip(np.searchsorted(xp, x, side="right"), 1, len(xp) - 1)
     f0, f1 = fp[i - 1], fp[i]
     inside = f0 + (x - xp[i - 1]) * ((f1 - f0) / (xp[i] - xp[i - 1]))
     below = fp[0] if left is None else left
     above = fp[-1] if right is None else right
-    return np.where(xv < xp[0], below, np.where(xv > xp[-1], above, inside))
+    return np.where(x < xp[0], below, np.where(x > xp[-1], above, inside))
 
 
 # -- norms ------------------------------------------------------------------------------------
@@ -221,7 +227,7 @@ def _vector_norm(x, ord, axes, keepdims):
     if ord == -np.inf:
         return np.min(np.abs(x), axes, keepdims=keepdims)
     if ord == 0:  # the number of nonzero entries: a constant
-        count = np.sum(primal(x) != 0, axes, keepdims=keepdims)
+        count = np.sum(x != 0, axes, keepdims=keepdims)
         return np.zeros_like(np.sum(x, axes, keepdims=keepdims)) + count
     if ord == 1:
         return np.sum(np.abs(x), axes, keepdims=keepdims)

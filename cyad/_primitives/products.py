@@ -162,6 +162,20 @@ def _letter_sizes(subscripts, shape):
     return sizes
 
 
+def _on_diagonals(g, letters, sizes):
+    """The cotangent of an operand whose subscripts repeat letters (`letters`, no "..."), from
+    g over each letter once (in order of first appearance): g's entries on the diagonals
+    where the repeated letters' indices agree, zero elsewhere."""
+    # g's axes are the letters' first occurrences, in order: a unit axis at each repeat
+    shape = tuple(sizes[c] if letters.index(c) == p else 1 for p, c in enumerate(letters))
+    grids = np.indices([sizes[c] for c in letters], sparse=True)
+    mask = np.ones([sizes[c] for c in letters], bool)
+    for p, c in enumerate(letters):
+        mask &= grids[p] == grids[letters.index(c)]
+    lead = ndim_of(g) - len(set(letters))   # g's broadcast axes lead
+    return np.reshape(g, shape_of(g)[:lead] + shape) * np.asarray(mask, g.dtype)
+
+
 @primitive(np.einsum)
 class _einsum:
     def bind(*operands, optimize=False):
@@ -191,10 +205,12 @@ class _einsum:
         for i, x in enumerate(primals):
             target = inputs[i]
             letters = target.replace("...", "")
-            if len(set(letters)) != len(letters) or ("..." in target and "..." not in output):
+            repeats = len(set(letters)) != len(letters)
+            if ("..." in target and "..." not in output) or (
+                    repeats and "..." in target and not target.startswith("...")):
                 raise NotImplementedError(
-                    f"cyad: the transpose of numpy.einsum in an operand {target!r} that takes a "
-                    "diagonal or sums its broadcast axes alone")
+                    f"cyad: the transpose of numpy.einsum in an operand {target!r} that sums its "
+                    "broadcast axes alone, or repeats a letter after them")
             others = [(s, y) for j, (s, y) in enumerate(zip(inputs, primals, strict=True))
                       if j != i]
             seen = set(output + "".join(s for s, _ in others))
@@ -202,7 +218,11 @@ class _einsum:
             # a letter of this operand alone was summed over: its cotangent is spread back
             alone = [(c, np.ones(sizes[c], ct.dtype)) for c in letters if c not in seen]
             spec = (output,) + tuple(s for s, _ in others) + tuple(c for c, _ in alone)
-            g = _einsum_call(spec, target, (ct,) + tuple(y for _, y in others)
-                        + tuple(o for _, o in alone), optimize)
+            unique = "".join(dict.fromkeys(letters))
+            g = _einsum_call(spec, target.replace(letters, unique),
+                             (ct,) + tuple(y for _, y in others) + tuple(o for _, o in alone),
+                             optimize)
+            if repeats:
+                g = _on_diagonals(g, letters, sizes)
             cotangents.append(unbroadcast(g, shape_of(x)))
         return tuple(cotangents)

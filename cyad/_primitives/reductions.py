@@ -52,9 +52,10 @@ class _prod:
 
 
 def _tie_weights(x, extreme, axes):
-    # 1/count on the elements equal to the extreme (kept axes), 0 elsewhere: plain numbers
-    mask = np.asarray(x == extreme, dtype=x.dtype)
-    return mask / np.add.reduce(mask, axes, keepdims=True)
+    # 1/count on the elements equal to the extreme (kept axes), 0 elsewhere: computed from
+    # the comparison, so that an engine replaying it recomputes the ties
+    mask = np.where(x == extreme, np.ones((), x.dtype), np.zeros((), x.dtype))
+    return mask / np.sum(mask, axes, keepdims=True)
 
 
 def _extreme(reduce):

@@ -15,6 +15,7 @@ from cyad._primitives._table import (
     axis_of,
     constant,
     linear,
+    shape_query,
     ndim_of,
     shape_of,
     trailing,
@@ -24,17 +25,17 @@ from cyad._primitives._table import (
 # -- values only ------------------------------------------------------------------------
 
 
-@constant(np.shape)
+@shape_query(np.shape)
 def _shape(a):
     return np.shape(a)
 
 
-@constant(np.ndim)
+@shape_query(np.ndim)
 def _ndim(a):
     return np.ndim(a)
 
 
-@constant(np.size)
+@shape_query(np.size)
 def _size(a, axis=None):
     return np.size(a, axis)
 
@@ -43,6 +44,44 @@ def _size(a, axis=None):
 def _round(a, decimals=0):
     """Rounded values; the derivative is zero (as for np.rint)."""
     return np.round(a, decimals)
+
+
+# positions, orders and counts, read off the values
+
+
+@constant(np.argsort)
+def _argsort(a, axis=-1, kind=None):
+    return np.argsort(a, axis=axis, kind=kind)
+
+
+@constant(np.argmax)
+def _argmax(a, axis=None, *, keepdims=False):
+    return np.argmax(a, axis, keepdims=keepdims)
+
+
+@constant(np.argmin)
+def _argmin(a, axis=None, *, keepdims=False):
+    return np.argmin(a, axis, keepdims=keepdims)
+
+
+@constant(np.searchsorted)
+def _searchsorted(a, v, side="left", sorter=None):
+    return np.searchsorted(a, v, side, sorter)
+
+
+@constant(np.count_nonzero)
+def _count_nonzero(a, axis=None, *, keepdims=False):
+    return np.count_nonzero(a, axis, keepdims=keepdims)
+
+
+@constant(np.any)
+def _any(a, axis=None, *, keepdims=False):
+    return np.any(a, axis, keepdims=keepdims)
+
+
+@constant(np.all)
+def _all(a, axis=None, *, keepdims=False):
+    return np.all(a, axis, keepdims=keepdims)
 
 
 # -- reductions ---------------------------------------------------------------------------
@@ -99,14 +138,13 @@ class _diff:
         return np.diff(np.concatenate(pieces, axis), n, axis)
 
     def transpose(ct, shapes, *, n, axis, edge, ndim):
-        pad = [(0, 0)] * ct.ndim
-        pad[axis] = (1, 1)
         for _ in range(n):   # the adjoint of one difference: minus the difference of the padded
-            ct = -np.diff(np.pad(ct, pad), 1, axis)
+            zero = np.zeros(shape_of(ct)[:axis] + (1,) + shape_of(ct)[axis + 1:], ct.dtype)
+            ct = -np.diff(np.concatenate([zero, ct, zero], axis), 1, axis)
         result, start = [], 0
         for shape in shapes:
             size = 1 if len(shape) == 0 else shape[axis]
-            piece = np.take(ct, range(start, start + size), axis)
+            piece = ct[(slice(None),) * axis + (slice(start, start + size),)]
             result.append(np.sum(piece) if len(shape) == 0 else piece)
             start += size
         return tuple(result)
@@ -123,11 +161,12 @@ class _trace:
         return np.trace(x, offset, axis1, axis2)
 
     def transpose(ct, shapes, *, offset, axis1, axis2):
-        z = np.zeros(shapes[0], ct.dtype)
-        zm = np.moveaxis(z, (axis1, axis2), (-2, -1))
-        k = np.arange(max(0, min(zm.shape[-2] - max(-offset, 0), zm.shape[-1] - max(offset, 0))))
-        zm[..., k + max(-offset, 0), k + max(offset, 0)] = np.asarray(ct)[..., None]
-        return (z,)
+        # ct on the offset diagonal of the two axes (moved last, then back), 0 elsewhere
+        shape = shapes[0]
+        rows, columns = shape[axis1], shape[axis2]
+        diagonal = np.eye(rows, columns, offset, dtype=bool)
+        spread = np.expand_dims(ct, (-2, -1)) * np.asarray(diagonal, ct.dtype)
+        return (np.moveaxis(spread, (-2, -1), (axis1, axis2)),)
 
 
 # -- selection ----------------------------------------------------------------------------

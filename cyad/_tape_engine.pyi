@@ -1,0 +1,27 @@
+# Type stubs of cyad/_tape_engine.pyx: the tape engine.
+from typing import Any, Final
+
+from typing_extensions import disjoint_base
+
+from cyad._prep import Engine
+
+RECORD_LIMIT: Final = 8
+
+@disjoint_base
+class TapeEngine(Engine):
+    @property
+    def directions(self) -> int: ...
+    @property
+    def chunk(self) -> int: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def is_python(self) -> bool: ...
+    @property
+    def input_dual(self) -> None: ...
+    @property
+    def evaluations(self) -> int: ...
+    @property
+    def records(self) -> int: ...
+    @property
+    def tape(self) -> Any: ...
