@@ -48,8 +48,18 @@ _BINARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.BINARY_RU
            for name in rule.ufuncs}
 _OP = {rule.name: op for op, rule in enumerate(_rule_table.BINARY_RULES)}
 _POWER = _BINARY[np.power]
+_SQUARE = _UNARY[np.square]
 
 _VIEWS = {"reshape", "transpose", "broadcast_to"}
+
+def _key(kind, args, shape, params):
+    """What identifies a pure instruction's result (None: not shared, python and zeros)."""
+    if kind in ("python", "zeros", "guard"):
+        return None
+    frozen = tuple(sorted((name, value.tobytes() if isinstance(value, np.ndarray) else value)
+                          for name, value in params.items()))
+    return kind, tuple(a.number for a in args), tuple(shape), frozen
+
 
 class Recording:
     """A tape being recorded, and the value of each of its Vars."""
@@ -58,6 +68,7 @@ class Recording:
         self.tape = Tape(dtype)
         self.values = {}
         self._consts = {}   # id(captured object) -> (the object, its Var)
+        self._known = {}    # an instruction's identity (_key) -> its output
 
     # -- Vars ------------------------------------------------------------------------
     def input(self, value):
@@ -92,9 +103,19 @@ class Recording:
 
     # -- instructions ------------------------------------------------------------------
     def emit(self, kind, args, shape, dtype=None, **params):
-        """Record an instruction of one output, evaluate it, return the output's Tracer."""
+        """Record an instruction of one output, evaluate it, return the output's Tracer.
+        An instruction the tape computes already (the same kind, operands and params) is
+        not recorded twice: its output is returned."""
+        key = _key(kind, args, shape, params)
+        if key is not None:
+            known = self._known.get(key)
+            if known is not None:
+                return Tracer(self, known)
         out = self.tape.var(shape, dtype)
-        return Tracer(self, self._record(Instr(kind, args, (out,), params))[0])
+        self._record(Instr(kind, args, (out,), params))
+        if key is not None:
+            self._known[key] = out
+        return Tracer(self, out)
 
     def emit_many(self, kind, args, shapes, **params):
         outs = tuple(self.tape.var(s) for s in shapes)
@@ -558,6 +579,8 @@ def ufunc_call(rec, ufunc, inputs, name):
     if op is not None and len(inputs) == 2:
         if op == _POWER:
             a, b = inputs
+            if not isinstance(b, Tracer) and np.ndim(b) == 0 and b == 2:
+                return rec.elementwise("unary", (a,), op=_SQUARE)   # NumPy's x**2 too
             if not isinstance(b, Tracer):
                 op = _OP["power_const_exponent"]
             elif not isinstance(a, Tracer):

@@ -20,8 +20,11 @@ part once and the rest once per chunk of directions.
 """
 import numpy as np
 
+from cyad import _rule_table
 from cyad._tape import Instr
 from cyad._tape_trace import _OP, Recording, Tracer
+
+_NEGATIVE = next(op for op, rule in enumerate(_rule_table.UNARY_RULES) if rule.name == "negative")
 
 
 class DerivativeTape:
@@ -72,6 +75,18 @@ class _Transform:
     def scale(self, partial, direction):
         return self.rec.elementwise("scale", (self.t(partial), self.t(direction))).node
 
+    def times(self, partial, direction):
+        """A partial (a number or a Var) times a direction; None for a zero partial."""
+        if isinstance(partial, float):
+            if partial == 0.0:
+                return None
+            if partial == 1.0:
+                return direction
+            if partial == -1.0:
+                return self.rec.elementwise("unary", (self.t(direction),), op=_NEGATIVE).node
+            partial = self.rec.const(np.asarray(partial, self.rec.tape.dtype))
+        return self.scale(partial, direction)
+
     def zero(self):
         return self.rec.const(np.zeros((), self.rec.tape.dtype))
 
@@ -83,6 +98,45 @@ class _Transform:
         rows = var.size // size
         flat = self.rec.reshape(var, (rows, size)).node
         return self.rec.reshape(self.rec.sum(flat, (0,), False).node, shape).node
+
+
+# -- the partials of the elementwise kinds, from the rule table ---------------------------------
+
+# the rule-table columns that differentiate each elementwise kind, one per operand
+_COLUMNS = {
+    "unary": ("d",), "unary_d": ("d2",),
+    "binary": ("da", "db"), "binary_da": ("daa", "dab"), "binary_db": ("dab", "dbb"),
+}
+# what the kind's output is called in those columns' expressions
+_OUTPUT_NAME = {"unary": "v", "unary_d": "d", "binary": "v", "binary_da": "da",
+                "binary_db": "db"}
+
+
+def _partials(tr, instr, args):
+    """The partial derivatives of an elementwise instruction in its operands: each a number
+    or a Var. A rule-table expression that is a number, an operand ("a", "b", "x") or the
+    instruction's own output ("v": exp' is exp; "d") costs nothing; any other becomes the
+    derivative instruction of the next kind (unary_d, binary_da, ...)."""
+    columns = _COLUMNS.get(instr.kind)
+    if columns is None:
+        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
+    op = instr.params["op"]
+    unary = instr.kind.startswith("unary")
+    rule = (_rule_table.UNARY_RULES if unary else _rule_table.BINARY_RULES)[op]
+    names = {_OUTPUT_NAME[instr.kind]: tr.primal[instr.outs[0]]}
+    names.update(zip(("x",) if unary else ("a", "b"), args))
+    partials = []
+    for column in columns:
+        expression = getattr(rule, column)
+        if expression in names:
+            partials.append(names[expression])
+            continue
+        try:
+            partials.append(float(expression))
+        except (TypeError, ValueError):   # None: the value's expression computes it
+            kind = {"d": "unary_d", "d2": "unary_d2"}.get(column, "binary_" + column)
+            partials.append(tr.emit(kind, args, instr.outs[0].shape, op=op))
+    return partials
 
 
 # -- forward: tangents, lanes leading ------------------------------------------------------------
@@ -136,30 +190,15 @@ def _lift(tr, t, shape, lanes):
 
 
 def _jvp_unary(tr, instr, args, tangents, lanes):
-    kind = {"unary": "unary_d", "unary_d": "unary_d2"}.get(instr.kind)
-    if kind is None:
-        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
-    d = tr.emit(kind, args, args[0].shape, op=instr.params["op"])
-    return [tr.scale(d, tangents[0])]
-
-
-_BINARY_PARTIALS = {
-    "binary": ("binary_da", "binary_db"),
-    "binary_da": ("binary_daa", "binary_dab"),
-    "binary_db": ("binary_dab", "binary_dbb"),
-}
+    return [tr.times(_partials(tr, instr, args)[0], tangents[0])]
 
 
 def _jvp_binary(tr, instr, args, tangents, lanes):
-    partials = _BINARY_PARTIALS.get(instr.kind)
-    if partials is None:
-        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
     shape = instr.outs[0].shape
     result = None
-    for t, kind in zip(tangents, partials):
+    for t, partial in zip(tangents, _partials(tr, instr, args)):
         if t is not None:
-            d = tr.emit(kind, args, shape, op=instr.params["op"])
-            result = tr.add(result, tr.scale(d, _lift(tr, t, shape, lanes)))
+            result = tr.add(result, tr.times(partial, _lift(tr, t, shape, lanes)))
     return [result]
 
 
@@ -289,23 +328,13 @@ def vjp(tape, values, wrt, names):
 
 
 def _vjp_unary(tr, instr, args, cts):
-    kind = {"unary": "unary_d", "unary_d": "unary_d2"}.get(instr.kind)
-    if kind is None:
-        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
-    d = tr.emit(kind, args, args[0].shape, op=instr.params["op"])
-    return [tr.scale(d, cts[0])]
+    return [tr.times(_partials(tr, instr, args)[0], cts[0])]
 
 
 def _vjp_binary(tr, instr, args, cts):
-    partials = _BINARY_PARTIALS.get(instr.kind)
-    if partials is None:
-        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
-    shape = instr.outs[0].shape
-    result = []
-    for a, kind in zip(args, partials):
-        d = tr.emit(kind, args, shape, op=instr.params["op"])
-        result.append(tr.sum_leading(tr.scale(d, cts[0]), a.size, a.shape))
-    return result
+    products = [tr.times(partial, cts[0]) for partial in _partials(tr, instr, args)]
+    return [None if g is None else tr.sum_leading(g, a.size, a.shape)
+            for a, g in zip(args, products)]
 
 
 def _vjp_scale(tr, instr, args, cts):
