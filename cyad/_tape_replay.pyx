@@ -679,7 +679,7 @@ cdef void select_block(Py_ssize_t n, real* out, const real* c, bint c_full, cons
 
 cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept nogil:
     # out[l*m + i] = a[l*r + index[i]], 0 where index[i] < 0
-    cdef Py_ssize_t m = row[P1], rows, r, l, i, first, step = row[P3]
+    cdef Py_ssize_t m = row[P1], rows, r, line, i, first, step = row[P3]
     cdef real* out = arena + row[OUT]
     cdef const real* a
     cdef int64_t j
@@ -688,8 +688,8 @@ cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept
     rows = row[OUT_SIZE] // m
     r = row[A_SIZE] // rows
     first = index[0]
-    for l in range(rows):
-        a = arena + row[A] + l * r
+    for line in range(rows):
+        a = arena + row[A] + line * r
         if row[P2] and step == 1:
             memcpy(out, a + first, m * sizeof(real))
         elif row[P2]:
@@ -705,7 +705,7 @@ cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept
 
 cdef void scatter_add(const int64_t* row, real* arena, const int64_t* index) noexcept nogil:
     # out = 0; out[l*r + index[i]] += a[l*m + i], nothing where index[i] < 0
-    cdef Py_ssize_t m = row[P1], rows, r, l, i, step = row[P3]
+    cdef Py_ssize_t m = row[P1], rows, r, line, i, step = row[P3]
     cdef real* out
     cdef const real* a = arena + row[A]
     cdef int64_t j
@@ -714,8 +714,8 @@ cdef void scatter_add(const int64_t* row, real* arena, const int64_t* index) noe
         return
     rows = row[A_SIZE] // m
     r = row[OUT_SIZE] // rows
-    for l in range(rows):
-        out = arena + row[OUT] + l * r
+    for line in range(rows):
+        out = arena + row[OUT] + line * r
         if row[P2]:
             # distinct targets: a strided copy
             out += index[0]
@@ -760,7 +760,7 @@ cdef void sum_inner(const int64_t* row, real* arena) noexcept nogil:
 
 cdef void matmul(const int64_t* row, real* arena) noexcept nogil:
     # out[p] = a[p] @ b[p]: (m, k) by (k, n), an operand of one matrix the same for all p
-    cdef Py_ssize_t m = row[P0], k = row[P1], n = row[P2], p, i, j, t, batch
+    cdef Py_ssize_t m = row[P0], k = row[P1], n = row[P2], _p, i, j, t, batch
     cdef Py_ssize_t a_step = 0 if row[A_SIZE] == m * k else m * k
     cdef Py_ssize_t b_step = 0 if row[B_SIZE] == k * n else k * n
     cdef real* out = arena + row[OUT]
@@ -772,7 +772,7 @@ cdef void matmul(const int64_t* row, real* arena) noexcept nogil:
     if m * n == 0:
         return
     batch = row[OUT_SIZE] // (m * n)
-    for p in range(batch):
+    for _p in range(batch):
         for i in range(m):
             out_row = out + i * n
             if n == 1:
