@@ -63,8 +63,7 @@ from cpython.ref cimport PyObject
 
 from cyad._fused cimport real
 from cyad._rules cimport BinaryOp, unary_rule, unary_second, binary_rule, binary_second
-from cyad._rule_table import UNARY_RULES, BINARY_RULES
-from cyad._tape import KINDS, COMPARISONS
+from cyad import _rule_table, _tape
 
 cdef extern from "Python.h":
     # raw C API (no reference counting by Cython): used with the GIL taken in nogil code
@@ -88,7 +87,7 @@ COMPARISON_CODES = {
     np.signbit: SIGNBIT,
 }
 # a kind or comparison added to the tape needs its loop here
-assert set(KIND_CODES) == set(KINDS) and set(COMPARISON_CODES) == set(COMPARISONS)
+assert set(KIND_CODES) == set(_tape.KINDS) and set(COMPARISON_CODES) == set(_tape.COMPARISONS)
 
 # operands read by each elementwise kind (compare: by its ufunc, COMPARISONS)
 ARITY = {"unary": 1, "unary_d": 1, "unary_d2": 1, "binary": 2, "binary_da": 2,
@@ -297,7 +296,7 @@ cdef class Replay:
             if ufunc not in COMPARISON_CODES:
                 raise fail(f"{ufunc!r} is not a comparison of cyad._tape.COMPARISONS")
             row[OP] = COMPARISON_CODES[ufunc]
-            arity = COMPARISONS[ufunc]
+            arity = _tape.COMPARISONS[ufunc]
         elif kind in ARITY:
             arity = ARITY[kind]
         else:
@@ -308,7 +307,8 @@ cdef class Replay:
             row[column], row[size_column] = self._offsets[var.number], var.size
 
         if kind.startswith("unary") or kind.startswith("binary"):
-            rules = UNARY_RULES if kind.startswith("unary") else BINARY_RULES
+            rules = (_rule_table.UNARY_RULES if kind.startswith("unary")
+                     else _rule_table.BINARY_RULES)
             op = params.get("op")
             if not isinstance(op, (int, np.integer)) or not 0 <= op < len(rules):
                 raise fail(f"{op!r} is not the position of a rule of the rule table")
