@@ -8,12 +8,16 @@ references differ from the replay by the rounding of its results alone). Random 
 (chains of kinds on operands of divisible sizes) run against an evaluation written here
 from the tape's specification.
 """
+import shutil
+import sys
 import threading
 
 import numpy as np
 import pytest
+from conftest import _CYTHONIZE, HERE, _load, _run
 from derivative_references import seeded
 from numpy.testing import assert_allclose, assert_array_equal
+from rosenbrock import rosenbrock, rosenbrock_gradient
 from rule_domains import binary_points, points
 
 from cyad._rule_table import BINARY_RULES, UNARY_RULES
@@ -377,6 +381,38 @@ def test_matmul_sizes_are_checked():
         Replay(t)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [2, 3, 50])
+def test_a_reverse_sweep_written_by_hand(n, dtype):
+    # Rosenbrock's value and gradient: slices as gathers, their transposes as scatters
+    x = np.linspace(-1.0, 1.5, n).astype(dtype)
+    t = Tape(dtype)
+    v = t.input((n,))
+
+    def emit(kind, name, *args):
+        table = UNARY if kind == "unary" else BINARY
+        return t.emit(kind, args, (max(a.size for a in args),), op=table[name])
+
+    head = t.emit("gather", (v,), (n - 1,), index=np.arange(n - 1))
+    tail = t.emit("gather", (v,), (n - 1,), index=np.arange(1, n))
+    d = emit("binary", "subtract", tail, emit("unary", "square", head))
+    e = emit("binary", "subtract", t.const(1.0), head)
+    terms = emit("binary", "add", emit("binary", "multiply", emit("unary", "square", d),
+                                        t.const(100.0)), emit("unary", "square", e))
+    value = t.emit("sum_inner", (terms,), (), k=n - 1)
+    head_d = emit("binary", "multiply", head, d)
+    d_head = emit("binary", "add", emit("binary", "multiply", head_d, t.const(-400.0)),
+                  emit("binary", "multiply", e, t.const(-2.0)))
+    d_tail = emit("binary", "multiply", d, t.const(200.0))
+    gradient = emit("binary", "add", t.emit("scatter_add", (d_head,), (n,), index=np.arange(n - 1)),
+                    t.emit("scatter_add", (d_tail,), (n,), index=np.arange(1, n)))
+    replay = replayed(t, x)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    x64 = x.astype(np.float64)
+    assert_allclose(replay.value(value), rosenbrock(x64), rtol=rtol)
+    assert_allclose(replay.value(gradient), rosenbrock_gradient(x64), rtol=rtol, atol=rtol)
+
+
 # -- python instructions ------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -606,6 +642,36 @@ def test_replays_run_in_threads_at_once():
     for i, t in enumerate(tapes):
         alone = replayed(t, np.linspace(0.5, 1.5 + i, 300))
         assert_array_equal(results[i], alone.arena)
+
+
+@pytest.fixture(scope="module")
+def replay_hooks(tmp_path_factory):
+    """tests/replay_hooks.pyx, compiled with cythonize against cyad.get_include()."""
+    import cyad
+
+    tmp = tmp_path_factory.mktemp("replay_hooks")
+    shutil.copy(HERE / "replay_hooks.pyx", tmp)
+    _run([sys.executable, "-c", _CYTHONIZE, "replay_hooks", cyad.get_include(),
+          np.get_include()], tmp, "building replay_hooks.pyx")
+    return _load("replay_hooks", tmp)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_replay_run_from_cython(replay_hooks, dtype):
+    t, x, y = guarded_tape(dtype)
+    total = t.emit("sum_inner", (y,), (), k=3)
+    t.emit("python", (x,), (3,), function=np.linalg.cholesky, entry=None, params={},
+           where="numpy.linalg.cholesky")      # raises: x is no matrix
+    replay = Replay(t)
+    replay.set_input(0, [0.5, 1.0, -2.0])
+    assert replay_hooks.run_without_gil(replay, 0, 4) == 0
+    assert replay_hooks.arena_sum(replay, y) == pytest.approx(np.sin([0.5, 1.0, -2.0]).sum(),
+                                                              rel=1e-6)
+    assert replay_hooks.arena_sum(replay, total) == pytest.approx(replay.value(total), rel=1e-6)
+    with pytest.raises(np.linalg.LinAlgError):
+        replay_hooks.run_without_gil(replay, 4, 5)
+    replay.set_input(0, [0.5, -1.0, -2.0])
+    assert replay_hooks.run_without_gil(replay, 0, 4) == 2
 
 
 # -- random tapes ---------------------------------------------------------------------------
