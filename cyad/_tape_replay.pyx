@@ -51,7 +51,8 @@ Readings of the tape's specification (cyad/_tape.py):
 - scatter_add: a negative index adds nothing (the transpose of gather's zeros).
 - python: function(*args), with the args' arena slots as read-only arrays (a bool Var
   as a bool array); one output, or a tuple of them, each converted to its Var's dtype
-  and shape as cyad._tape.evaluate does; `entry`, `params` and `where` are not read.
+  and shape as cyad._tape.evaluate does (an error names `where`); `entry` and `params`
+  are not read.
 - zeros reads no operand (any args are ignored).
 """
 import numpy as np
@@ -104,10 +105,11 @@ def _rounded(Py_ssize_t size, Py_ssize_t unit):
     return (size + unit - 1) // unit * unit
 
 
-def _python_callback(function, args, outs):
+def _python_callback(function, args, outs, where):
     """A python instruction as a callback of no arguments: outs[j][...] = function(*args)[j].
 
-    args: (read-only slot, Var) pairs; outs: (slot, Var) pairs.
+    args: (read-only slot, Var) pairs; outs: (slot, Var) pairs; `where` names the call
+    in errors.
     """
     slots = tuple(slot for slot, _ in args)
     bools = tuple(var.dtype == bool for _, var in args)
@@ -120,10 +122,14 @@ def _python_callback(function, args, outs):
         result = function(*values)
         results = result if isinstance(result, tuple) else (result,)
         if len(results) != len(outs):
-            raise ValueError(f"{function!r} gave {len(results)} results; the tape "
-                             f"expects {len(outs)}")
+            raise ValueError(f"{where} gave {len(results)} results; the tape expects "
+                             f"{len(outs)}")
         for (slot, var), value in zip(outs, results):
-            slot[...] = np.asarray(value, var.dtype).reshape(var.shape)
+            value = np.asarray(value, var.dtype)
+            if value.size != var.size:
+                raise ValueError(f"{where} gave an array of shape {value.shape}; the tape "
+                                 f"expects {var.shape}")
+            slot[...] = value.reshape(var.shape)
 
     return callback
 
@@ -270,7 +276,7 @@ cdef class Replay:
             row[P0] = len(self._callbacks)
             self._callbacks.append(_python_callback(
                 function, [(self._readonly_view(a), a) for a in args],
-                [(self._views[o.number], o) for o in outs]))
+                [(self._views[o.number], o) for o in outs], params.get("where") or repr(function)))
             return None
         if kind == "guard":
             if len(args) != 1 or outs:
