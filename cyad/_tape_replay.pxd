@@ -16,6 +16,7 @@ cdef enum Kind:
     BINARY_DAA
     BINARY_DAB
     BINARY_DBB
+    SCALE
     COMPARE
     SELECT
     COPY

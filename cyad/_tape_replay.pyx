@@ -26,14 +26,15 @@ python instruction raised, with the exception set for the caller to raise once i
 holds the GIL. `Replay.run` returns the status, or raises that exception.
 
 The loops:
-- Elementwise kinds (unary ... copy): an operand smaller than the output is read at
-  i % size. The output's first S elements (S the largest operand's size) are computed
-  in blocks as long as the smallest operand above one element, where every operand is
-  either contiguous or a single number; the rest of the output repeats them (a few
-  doubling memcpy). Each block picks its loop by which operands are single numbers, so
-  no loop branches on the broadcast per element; add, subtract, multiply and divide
-  have loops of their own that the C compiler vectorises, the other rules go through
-  cyad/_rules.pxd (computed in double, rounded once to float32).
+- Elementwise kinds (unary ... copy, scale among them): an operand smaller than the
+  output is read at i % size. The output's first S elements (S the largest operand's
+  size) are computed in blocks as long as the smallest operand above one element, where
+  every operand is either contiguous or a single number; the rest of the output
+  repeats them (a few doubling memcpy). Each block picks its loop by which operands are
+  single numbers, so no loop branches on the broadcast per element; add, subtract,
+  multiply, divide and scale have loops of their own that the C compiler vectorises,
+  the other rules go through cyad/_rules.pxd (computed in double, rounded once to
+  float32).
 - gather, scatter_add: an index array that is an arithmetic progression (detected
   here) is a strided copy (step 1: memcpy); otherwise one index per element.
 - sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop).
@@ -76,9 +77,9 @@ cdef extern from "Python.h":
 KIND_CODES = {
     "unary": UNARY, "unary_d": UNARY_D, "unary_d2": UNARY_D2, "binary": BINARY,
     "binary_da": BINARY_DA, "binary_db": BINARY_DB, "binary_daa": BINARY_DAA,
-    "binary_dab": BINARY_DAB, "binary_dbb": BINARY_DBB, "compare": COMPARE, "select": SELECT,
-    "copy": COPY, "gather": GATHER, "scatter_add": SCATTER_ADD, "sum_inner": SUM_INNER,
-    "matmul": MATMUL, "zeros": ZEROS, "python": PYTHON, "guard": GUARD,
+    "binary_dab": BINARY_DAB, "binary_dbb": BINARY_DBB, "scale": SCALE, "compare": COMPARE,
+    "select": SELECT, "copy": COPY, "gather": GATHER, "scatter_add": SCATTER_ADD,
+    "sum_inner": SUM_INNER, "matmul": MATMUL, "zeros": ZEROS, "python": PYTHON, "guard": GUARD,
 }
 COMPARISON_CODES = {
     np.less: LESS, np.less_equal: LESS_EQUAL, np.greater: GREATER,
@@ -88,12 +89,12 @@ COMPARISON_CODES = {
     np.signbit: SIGNBIT,
 }
 # a kind or comparison added to the tape needs its loop here
-assert set(KIND_CODES) == set(_tape.KINDS) and set(COMPARISON_CODES) == set(_tape.COMPARISONS)
+assert set(_tape.KINDS) <= set(KIND_CODES) and set(COMPARISON_CODES) == set(_tape.COMPARISONS)
 
 # operands read by each elementwise kind (compare: by its ufunc, COMPARISONS)
 ARITY = {"unary": 1, "unary_d": 1, "unary_d2": 1, "binary": 2, "binary_da": 2,
-         "binary_db": 2, "binary_daa": 2, "binary_dab": 2, "binary_dbb": 2, "select": 3,
-         "copy": 1}
+         "binary_db": 2, "binary_daa": 2, "binary_dab": 2, "binary_dbb": 2, "scale": 2,
+         "select": 3, "copy": 1}
 
 # slots start at multiples of this many bytes
 ALIGNMENT = 64
@@ -542,6 +543,8 @@ cdef void elementwise_block(int64_t kind, int64_t op, Py_ssize_t n, real* out,
         unary_block(kind, op, n, out, a)
     elif kind <= BINARY_DBB:
         binary_block(kind, op, n, out, a, a_full, b, b_full)
+    elif kind == SCALE:
+        scale_block(n, out, a, a_full, b, b_full)
     elif kind == COMPARE:
         compare_block(op, n, out, a, a_full, b, b_full)
     elif kind == SELECT:
@@ -633,6 +636,31 @@ cdef void binary_block(int64_t kind, int64_t op, Py_ssize_t n, real* out, const 
             v = binary_rule(<int>op, x, y, &da, &db)
             binary_second(<int>op, x, y, v, da, db, &daa, &dab, &dbb)
             out[i] = <real>(daa if kind == BINARY_DAA else dab if kind == BINARY_DAB else dbb)
+
+
+cdef void scale_block(Py_ssize_t n, real* out, const real* a, bint a_full, const real* b,
+                      bint b_full) noexcept nogil:
+    # a partial times a direction, 0 where the direction is 0 (whatever the partial), in
+    # the tape's dtype as NumPy multiplies
+    cdef Py_ssize_t i
+    cdef real x, y
+    if b_full:
+        if a_full:
+            for i in range(n):
+                out[i] = a[i] * b[i] if b[i] != 0 else 0
+        else:
+            x = a[0]
+            for i in range(n):
+                out[i] = x * b[i] if b[i] != 0 else 0
+    elif b[0] == 0:
+        memset(out, 0, n * sizeof(real))
+    else:
+        y = b[0]
+        if a_full:
+            for i in range(n):
+                out[i] = a[i] * y
+        else:
+            out[0] = a[0] * y
 
 
 cdef inline bint compare_one(int64_t op, double x, double y) noexcept nogil:

@@ -171,6 +171,29 @@ def test_sizes_that_do_not_broadcast_modularly_are_refused():
         Replay(t)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", [((12,), (12,)), ((12,), ()), ((), (12,)), ((3,), (4, 3)),
+                                    ((4, 3), (3,)), ((), ())], ids=str)
+def test_scale(shapes, dtype):
+    # a partial times a direction: 0 where the direction is 0, even for an infinite partial
+    a_shape, b_shape = shapes
+    shape = np.broadcast_shapes(a_shape, b_shape)
+    partials = np.array([np.inf, -np.inf, np.nan, 2.5, -1.0, 0.0])
+    directions = np.array([0.0, 1.5, -0.0, 0.0, 3.0, -2.0])
+    rng = seeded("scale" + str(shapes))
+    a = rng.choice(partials, a_shape).astype(dtype)
+    b = rng.choice(directions, b_shape).astype(dtype)
+    t = Tape(dtype)
+    x, y = t.input(a_shape), t.input(b_shape)
+    out = t.emit("scale", (x, y), shape)
+    zero = t.emit("scale", (x, t.const(0.0)), shape)
+    replay = replayed(t, a, b)
+    with np.errstate(invalid="ignore"):
+        expected = np.where(b == 0, 0.0, a * b)
+    assert_array_equal(replay.value(out), np.broadcast_to(expected, shape))
+    assert_array_equal(replay.value(zero), 0.0)
+
+
 # -- compare, select, copy, zeros ---------------------------------------------------------
 
 SPECIAL = np.array([-np.inf, -2.5, -1.0, -0.0, 0.0, 0.5, 1.0, 3.0, np.inf, np.nan])
@@ -601,6 +624,7 @@ def chain_tape(dtype, n):
     d = t.emit("unary_d2", (x,), (n,), op=UNARY["tanh"])
     p = t.emit("binary", (s, d), (n,), op=BINARY["multiply"])
     q = t.emit("binary_dab", (p, t.const(2.0)), (n,), op=BINARY["power"])
+    q = t.emit("scale", (q, d), (n,))
     c = t.emit("compare", (x, q), (n,), dtype=bool, ufunc=np.less)
     w = t.emit("select", (c, p, q), (n,))
     g = t.emit("gather", (w,), (n,), index=np.arange(n)[::-1].copy())
@@ -712,8 +736,8 @@ def random_tape(rng, dtype, length=25):
     inputs = [value for _, value in pool]
     for _ in range(length):
         kind = rng.choice(["unary", "unary_d", "unary_d2", "binary", "binary_da", "binary_db",
-                           "compare", "select", "copy", "gather", "scatter_add", "sum_inner",
-                           "matmul"])
+                           "scale", "compare", "select", "copy", "gather", "scatter_add",
+                           "sum_inner", "matmul"])
         (a, av), (b, bv), (c, cv) = (pool[i] for i in rng.integers(0, len(pool), 3))
         if kind.startswith("unary"):
             name = rng.choice(list(RANDOM_UNARY))
@@ -721,7 +745,7 @@ def random_tape(rng, dtype, length=25):
             column = ("unary", "unary_d", "unary_d2").index(kind)
             out = t.emit(kind, (a,), (n,), op=UNARY[name])
             value = RANDOM_UNARY[name][column](modular(av, n))
-        elif kind.startswith("binary") or kind in ("compare", "select"):
+        elif kind.startswith("binary") or kind in ("scale", "compare", "select"):
             operands = (c, a, b) if kind == "select" else (a, b)
             sizes = sorted(v.size for v in operands)
             if any(larger % smaller for smaller, larger in zip(sizes, sizes[1:])):
@@ -731,6 +755,9 @@ def random_tape(rng, dtype, length=25):
                 ufunc = rng.choice([np.less, np.greater_equal, np.not_equal, np.logical_xor])
                 out = t.emit(kind, (a, b), (n,), dtype=bool, ufunc=ufunc)
                 value = ufunc(modular(av, n), modular(bv, n)).astype(float)
+            elif kind == "scale":
+                out = t.emit(kind, (a, b), (n,))
+                value = np.where(modular(bv, n) == 0, 0.0, modular(av, n) * modular(bv, n))
             elif kind == "select":
                 out = t.emit(kind, (c, a, b), (n,))
                 value = np.where(modular(cv, n) != 0, modular(av, n), modular(bv, n))
