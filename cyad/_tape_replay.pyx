@@ -175,6 +175,8 @@ cdef class Replay:
     """
 
     def __init__(self, tape):
+        if self.tape is not None:
+            raise TypeError("a Replay lowers one tape, once")
         dtype = np.dtype(tape.dtype)
         if dtype != np.float64 and dtype != np.float32:
             raise TypeError(f"a tape of {dtype} cannot be replayed (float64 or float32)")
@@ -196,7 +198,7 @@ cdef class Replay:
                 self._check_vars(instr, s)
                 expected_at[s] = end
                 end += _rounded(instr.args[0].size, unit)
-        block = np.zeros(end + unit, dtype)
+        block = np.zeros(end + unit, dtype)    # (never empty: the arena has an address)
         start = (-block.ctypes.data) % ALIGNMENT // dtype.itemsize
         self.arena = block[start:start + end]
         self._offsets = offsets
@@ -232,21 +234,12 @@ cdef class Replay:
 
         cdef const int64_t[:, ::1] code_view = self._code
         cdef const int64_t[::1] index_view = self._indices
-        cdef double[::1] arena64
-        cdef float[::1] arena32
         self.state.code = &code_view[0, 0] if len(instrs) else NULL
         self.state.n_instr = len(instrs)
         self.state.indices = &index_view[0]
         self.state.arena_size = end
         self.state.single = dtype == np.float32
-        if end == 0:
-            self.state.arena = NULL
-        elif self.state.single:
-            arena32 = self.arena
-            self.state.arena = &arena32[0]
-        else:
-            arena64 = self.arena
-            self.state.arena = &arena64[0]
+        self.state.arena = <void*><size_t>self.arena.ctypes.data
         self.state.callbacks = <PyObject*>self._callbacks
 
     def _check_var(self, var, what):

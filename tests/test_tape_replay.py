@@ -614,6 +614,9 @@ def test_bad_tapes_are_refused():
     t.instrs.append(Instr("copy", (x,), (x,), {}))
     with pytest.raises(ValueError, match="writes the input"):
         Replay(t)
+    replay = Replay(Tape(np.float64))
+    with pytest.raises(TypeError, match="once"):
+        replay.__init__(t)
 
 
 def chain_tape(dtype, n):
