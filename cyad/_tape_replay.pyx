@@ -32,9 +32,13 @@ The loops:
   every operand is either contiguous or a single number; the rest of the output
   repeats them (a few doubling memcpy). Each block picks its loop by which operands are
   single numbers, so no loop branches on the broadcast per element; add, subtract,
-  multiply, divide and scale have loops of their own that the C compiler vectorises,
-  the other rules go through cyad/_rules.pxd (computed in double, rounded once to
-  float32).
+  multiply, divide and scale have loops of their own that the C compiler vectorises.
+  The other rules run through cyad/_rules.pxd (in double, rounded once to float32),
+  in loops that a dispatch generated from the rule table
+  (cyad/_tape_replay_rules.pxi.tp) calls with the op a constant: inlined, each loop is
+  specialised to its rule, with no chain of comparisons per element, and (the module
+  is built without errno, cyad/meson.build) without the libm call of the column the
+  kind does not read (cos in sin's value).
 - gather, scatter_add: an index array that is an arithmetic progression (detected
   here) is a strided copy (step 1: memcpy); otherwise one index per element.
 - sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop).
@@ -65,6 +69,8 @@ from cpython.ref cimport PyObject
 
 from cyad._fused cimport real
 from cyad._rules cimport BinaryOp, unary_rule, unary_second, binary_rule, binary_second
+# (read by the generated dispatch, cyad/_tape_replay_rules.pxi.tp)
+from cyad._rules cimport UnaryOp  # no-cython-lint
 from cyad import _rule_table, _tape
 
 cdef extern from "Python.h":
@@ -589,46 +595,66 @@ cdef void arithmetic(int64_t op, Py_ssize_t n, real* out, const real* a, bint a_
         arithmetic_loops(BinaryOp.DIVIDE, n, out, a, a_full, b, b_full)
 
 
-cdef void unary_block(int64_t kind, int64_t op, Py_ssize_t n, real* out,
-                      const real* a) noexcept nogil:
+cdef inline void unary_loops(int op, int64_t kind, Py_ssize_t n, real* out,
+                             const real* a) noexcept nogil:
+    # inlined with a constant op, the rule's chain folds to its one case
     cdef Py_ssize_t i
     cdef double d, v
     if kind == UNARY:
         for i in range(n):
-            out[i] = <real>unary_rule(<int>op, a[i], &d)
+            out[i] = <real>unary_rule(op, a[i], &d)
     elif kind == UNARY_D:
         for i in range(n):
-            unary_rule(<int>op, a[i], &d)
+            unary_rule(op, a[i], &d)
             out[i] = <real>d
     else:
         for i in range(n):
-            v = unary_rule(<int>op, a[i], &d)
-            out[i] = <real>unary_second(<int>op, a[i], v, d)
+            v = unary_rule(op, a[i], &d)
+            out[i] = <real>unary_second(op, a[i], v, d)
 
 
-cdef void binary_block(int64_t kind, int64_t op, Py_ssize_t n, real* out, const real* a,
-                       bint a_full, const real* b, bint b_full) noexcept nogil:
-    # a full operand steps by one, a single number by zero
+cdef inline void binary_loops(int op, int64_t kind, Py_ssize_t n, real* out, const real* a,
+                              bint a_full, const real* b, bint b_full) noexcept nogil:
+    # inlined with a constant op, the rule's chains fold to its one case; a full operand
+    # steps by one, a single number by zero
     cdef Py_ssize_t i, sa = a_full, sb = b_full
     cdef double x, y, v, da, db, daa, dab, dbb
     if kind == BINARY:
         for i in range(n):
-            out[i] = <real>binary_rule(<int>op, a[i * sa], b[i * sb], &da, &db)
+            out[i] = <real>binary_rule(op, a[i * sa], b[i * sb], &da, &db)
     elif kind == BINARY_DA:
         for i in range(n):
-            binary_rule(<int>op, a[i * sa], b[i * sb], &da, &db)
+            binary_rule(op, a[i * sa], b[i * sb], &da, &db)
             out[i] = <real>da
     elif kind == BINARY_DB:
         for i in range(n):
-            binary_rule(<int>op, a[i * sa], b[i * sb], &da, &db)
+            binary_rule(op, a[i * sa], b[i * sb], &da, &db)
             out[i] = <real>db
+    elif kind == BINARY_DAA:
+        for i in range(n):
+            x = a[i * sa]
+            y = b[i * sb]
+            v = binary_rule(op, x, y, &da, &db)
+            binary_second(op, x, y, v, da, db, &daa, &dab, &dbb)
+            out[i] = <real>daa
+    elif kind == BINARY_DAB:
+        for i in range(n):
+            x = a[i * sa]
+            y = b[i * sb]
+            v = binary_rule(op, x, y, &da, &db)
+            binary_second(op, x, y, v, da, db, &daa, &dab, &dbb)
+            out[i] = <real>dab
     else:
         for i in range(n):
             x = a[i * sa]
             y = b[i * sb]
-            v = binary_rule(<int>op, x, y, &da, &db)
-            binary_second(<int>op, x, y, v, da, db, &daa, &dab, &dbb)
-            out[i] = <real>(daa if kind == BINARY_DAA else dab if kind == BINARY_DAB else dbb)
+            v = binary_rule(op, x, y, &da, &db)
+            binary_second(op, x, y, v, da, db, &daa, &dab, &dbb)
+            out[i] = <real>dbb
+
+
+# unary_block and binary_block: one call of the loops above per rule, generated
+include "cyad/_tape_replay_rules.pxi"
 
 
 cdef void scale_block(Py_ssize_t n, real* out, const real* a, bint a_full, const real* b,
