@@ -26,14 +26,19 @@ python instruction raised, with the exception set for the caller to raise once i
 holds the GIL. `Replay.run` returns the status, or raises that exception.
 
 The loops:
-- Elementwise kinds (unary ... copy): an operand smaller than the output is read at
-  i % size. The output's first S elements (S the largest operand's size) are computed
-  in blocks as long as the smallest operand above one element, where every operand is
-  either contiguous or a single number; the rest of the output repeats them (a few
-  doubling memcpy). Each block picks its loop by which operands are single numbers, so
-  no loop branches on the broadcast per element; add, subtract, multiply and divide
-  have loops of their own that the C compiler vectorises, the other rules go through
-  cyad/_rules.pxd (computed in double, rounded once to float32).
+- Elementwise kinds (unary ... copy, scale among them): an operand smaller than the
+  output is read at i % size. The output's first S elements (S the largest operand's
+  size) are computed in blocks as long as the smallest operand above one element, where
+  every operand is either contiguous or a single number; the rest of the output
+  repeats them (a few doubling memcpy). Each block picks its loop by which operands are
+  single numbers, so no loop branches on the broadcast per element; add, subtract,
+  multiply, divide and scale have loops of their own that the C compiler vectorises.
+  The other rules run through cyad/_rules.pxd (in double, rounded once to float32),
+  in loops that a dispatch generated from the rule table
+  (cyad/_tape_replay_rules.pxi.tp) calls with the op a constant: inlined, each loop is
+  specialised to its rule, with no chain of comparisons per element, and (the module
+  is built without errno, cyad/meson.build) without the libm call of the column the
+  kind does not read (cos in sin's value).
 - gather, scatter_add: an index array that is an arithmetic progression (detected
   here) is a strided copy (step 1: memcpy); otherwise one index per element.
 - sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop).
@@ -51,7 +56,8 @@ Readings of the tape's specification (cyad/_tape.py):
 - scatter_add: a negative index adds nothing (the transpose of gather's zeros).
 - python: function(*args), with the args' arena slots as read-only arrays (a bool Var
   as a bool array); one output, or a tuple of them, each converted to its Var's dtype
-  and shape as cyad._tape.evaluate does; `entry`, `params` and `where` are not read.
+  and shape as cyad._tape.evaluate does (an error names `where`); `entry` and `params`
+  are not read.
 - zeros reads no operand (any args are ignored).
 """
 import numpy as np
@@ -63,8 +69,9 @@ from cpython.ref cimport PyObject
 
 from cyad._fused cimport real
 from cyad._rules cimport BinaryOp, unary_rule, unary_second, binary_rule, binary_second
-from cyad._rule_table import UNARY_RULES, BINARY_RULES
-from cyad._tape import KINDS, COMPARISONS
+# (read by the generated dispatch, cyad/_tape_replay_rules.pxi.tp)
+from cyad._rules cimport UnaryOp  # no-cython-lint
+from cyad import _rule_table, _tape
 
 cdef extern from "Python.h":
     # raw C API (no reference counting by Cython): used with the GIL taken in nogil code
@@ -76,9 +83,9 @@ cdef extern from "Python.h":
 KIND_CODES = {
     "unary": UNARY, "unary_d": UNARY_D, "unary_d2": UNARY_D2, "binary": BINARY,
     "binary_da": BINARY_DA, "binary_db": BINARY_DB, "binary_daa": BINARY_DAA,
-    "binary_dab": BINARY_DAB, "binary_dbb": BINARY_DBB, "scale": SCALE, "compare": COMPARE, "select": SELECT,
-    "copy": COPY, "gather": GATHER, "scatter_add": SCATTER_ADD, "sum_inner": SUM_INNER,
-    "matmul": MATMUL, "zeros": ZEROS, "python": PYTHON, "guard": GUARD,
+    "binary_dab": BINARY_DAB, "binary_dbb": BINARY_DBB, "scale": SCALE, "compare": COMPARE,
+    "select": SELECT, "copy": COPY, "gather": GATHER, "scatter_add": SCATTER_ADD,
+    "sum_inner": SUM_INNER, "matmul": MATMUL, "zeros": ZEROS, "python": PYTHON, "guard": GUARD,
 }
 COMPARISON_CODES = {
     np.less: LESS, np.less_equal: LESS_EQUAL, np.greater: GREATER,
@@ -88,13 +95,12 @@ COMPARISON_CODES = {
     np.signbit: SIGNBIT,
 }
 # a kind or comparison added to the tape needs its loop here
-assert set(KIND_CODES) == set(KINDS) and set(COMPARISON_CODES) == set(COMPARISONS)
+assert set(_tape.KINDS) <= set(KIND_CODES) and set(COMPARISON_CODES) == set(_tape.COMPARISONS)
 
 # operands read by each elementwise kind (compare: by its ufunc, COMPARISONS)
 ARITY = {"unary": 1, "unary_d": 1, "unary_d2": 1, "binary": 2, "binary_da": 2,
          "binary_db": 2, "binary_daa": 2, "binary_dab": 2, "binary_dbb": 2, "scale": 2,
-         "select": 3,
-         "copy": 1}
+         "select": 3, "copy": 1}
 
 # slots start at multiples of this many bytes
 ALIGNMENT = 64
@@ -106,10 +112,11 @@ def _rounded(Py_ssize_t size, Py_ssize_t unit):
     return (size + unit - 1) // unit * unit
 
 
-def _python_callback(function, args, outs):
+def _python_callback(function, args, outs, where):
     """A python instruction as a callback of no arguments: outs[j][...] = function(*args)[j].
 
-    args: (read-only slot, Var) pairs; outs: (slot, Var) pairs.
+    args: (read-only slot, Var) pairs; outs: (slot, Var) pairs; `where` names the call
+    in errors.
     """
     slots = tuple(slot for slot, _ in args)
     bools = tuple(var.dtype == bool for _, var in args)
@@ -122,10 +129,14 @@ def _python_callback(function, args, outs):
         result = function(*values)
         results = result if isinstance(result, tuple) else (result,)
         if len(results) != len(outs):
-            raise ValueError(f"{function!r} gave {len(results)} results; the tape "
-                             f"expects {len(outs)}")
+            raise ValueError(f"{where} gave {len(results)} results; the tape expects "
+                             f"{len(outs)}")
         for (slot, var), value in zip(outs, results):
-            slot[...] = np.asarray(value, var.dtype).reshape(var.shape)
+            value = np.asarray(value, var.dtype)
+            if value.size != var.size:
+                raise ValueError(f"{where} gave an array of shape {value.shape}; the tape "
+                                 f"expects {var.shape}")
+            slot[...] = value.reshape(var.shape)
 
     return callback
 
@@ -170,6 +181,8 @@ cdef class Replay:
     """
 
     def __init__(self, tape):
+        if self.tape is not None:
+            raise TypeError("a Replay lowers one tape, once")
         dtype = np.dtype(tape.dtype)
         if dtype != np.float64 and dtype != np.float32:
             raise TypeError(f"a tape of {dtype} cannot be replayed (float64 or float32)")
@@ -191,7 +204,7 @@ cdef class Replay:
                 self._check_vars(instr, s)
                 expected_at[s] = end
                 end += _rounded(instr.args[0].size, unit)
-        block = np.zeros(end + unit, dtype)
+        block = np.zeros(end + unit, dtype)    # (never empty: the arena has an address)
         start = (-block.ctypes.data) % ALIGNMENT // dtype.itemsize
         self.arena = block[start:start + end]
         self._offsets = offsets
@@ -227,21 +240,12 @@ cdef class Replay:
 
         cdef const int64_t[:, ::1] code_view = self._code
         cdef const int64_t[::1] index_view = self._indices
-        cdef double[::1] arena64
-        cdef float[::1] arena32
         self.state.code = &code_view[0, 0] if len(instrs) else NULL
         self.state.n_instr = len(instrs)
         self.state.indices = &index_view[0]
         self.state.arena_size = end
         self.state.single = dtype == np.float32
-        if end == 0:
-            self.state.arena = NULL
-        elif self.state.single:
-            arena32 = self.arena
-            self.state.arena = &arena32[0]
-        else:
-            arena64 = self.arena
-            self.state.arena = &arena64[0]
+        self.state.arena = <void*><size_t>self.arena.ctypes.data
         self.state.callbacks = <PyObject*>self._callbacks
 
     def _check_var(self, var, what):
@@ -272,7 +276,7 @@ cdef class Replay:
             row[P0] = len(self._callbacks)
             self._callbacks.append(_python_callback(
                 function, [(self._readonly_view(a), a) for a in args],
-                [(self._views[o.number], o) for o in outs]))
+                [(self._views[o.number], o) for o in outs], params.get("where") or repr(function)))
             return None
         if kind == "guard":
             if len(args) != 1 or outs:
@@ -298,7 +302,7 @@ cdef class Replay:
             if ufunc not in COMPARISON_CODES:
                 raise fail(f"{ufunc!r} is not a comparison of cyad._tape.COMPARISONS")
             row[OP] = COMPARISON_CODES[ufunc]
-            arity = COMPARISONS[ufunc]
+            arity = _tape.COMPARISONS[ufunc]
         elif kind in ARITY:
             arity = ARITY[kind]
         else:
@@ -309,7 +313,8 @@ cdef class Replay:
             row[column], row[size_column] = self._offsets[var.number], var.size
 
         if kind.startswith("unary") or kind.startswith("binary"):
-            rules = UNARY_RULES if kind.startswith("unary") else BINARY_RULES
+            rules = (_rule_table.UNARY_RULES if kind.startswith("unary")
+                     else _rule_table.BINARY_RULES)
             op = params.get("op")
             if not isinstance(op, (int, np.integer)) or not 0 <= op < len(rules):
                 raise fail(f"{op!r} is not the position of a rule of the rule table")
@@ -590,56 +595,91 @@ cdef void arithmetic(int64_t op, Py_ssize_t n, real* out, const real* a, bint a_
         arithmetic_loops(BinaryOp.DIVIDE, n, out, a, a_full, b, b_full)
 
 
-cdef void unary_block(int64_t kind, int64_t op, Py_ssize_t n, real* out,
-                      const real* a) noexcept nogil:
+cdef inline void unary_loops(int op, int64_t kind, Py_ssize_t n, real* out,
+                             const real* a) noexcept nogil:
+    # inlined with a constant op, the rule's chain folds to its one case
     cdef Py_ssize_t i
     cdef double d, v
     if kind == UNARY:
         for i in range(n):
-            out[i] = <real>unary_rule(<int>op, a[i], &d)
+            out[i] = <real>unary_rule(op, a[i], &d)
     elif kind == UNARY_D:
         for i in range(n):
-            unary_rule(<int>op, a[i], &d)
+            unary_rule(op, a[i], &d)
             out[i] = <real>d
     else:
         for i in range(n):
-            v = unary_rule(<int>op, a[i], &d)
-            out[i] = <real>unary_second(<int>op, a[i], v, d)
+            v = unary_rule(op, a[i], &d)
+            out[i] = <real>unary_second(op, a[i], v, d)
 
 
-cdef void binary_block(int64_t kind, int64_t op, Py_ssize_t n, real* out, const real* a,
-                       bint a_full, const real* b, bint b_full) noexcept nogil:
-    # a full operand steps by one, a single number by zero
+cdef inline void binary_loops(int op, int64_t kind, Py_ssize_t n, real* out, const real* a,
+                              bint a_full, const real* b, bint b_full) noexcept nogil:
+    # inlined with a constant op, the rule's chains fold to its one case; a full operand
+    # steps by one, a single number by zero
     cdef Py_ssize_t i, sa = a_full, sb = b_full
     cdef double x, y, v, da, db, daa, dab, dbb
     if kind == BINARY:
         for i in range(n):
-            out[i] = <real>binary_rule(<int>op, a[i * sa], b[i * sb], &da, &db)
+            out[i] = <real>binary_rule(op, a[i * sa], b[i * sb], &da, &db)
     elif kind == BINARY_DA:
         for i in range(n):
-            binary_rule(<int>op, a[i * sa], b[i * sb], &da, &db)
+            binary_rule(op, a[i * sa], b[i * sb], &da, &db)
             out[i] = <real>da
     elif kind == BINARY_DB:
         for i in range(n):
-            binary_rule(<int>op, a[i * sa], b[i * sb], &da, &db)
+            binary_rule(op, a[i * sa], b[i * sb], &da, &db)
             out[i] = <real>db
+    elif kind == BINARY_DAA:
+        for i in range(n):
+            x = a[i * sa]
+            y = b[i * sb]
+            v = binary_rule(op, x, y, &da, &db)
+            binary_second(op, x, y, v, da, db, &daa, &dab, &dbb)
+            out[i] = <real>daa
+    elif kind == BINARY_DAB:
+        for i in range(n):
+            x = a[i * sa]
+            y = b[i * sb]
+            v = binary_rule(op, x, y, &da, &db)
+            binary_second(op, x, y, v, da, db, &daa, &dab, &dbb)
+            out[i] = <real>dab
     else:
         for i in range(n):
             x = a[i * sa]
             y = b[i * sb]
-            v = binary_rule(<int>op, x, y, &da, &db)
-            binary_second(<int>op, x, y, v, da, db, &daa, &dab, &dbb)
-            out[i] = <real>(daa if kind == BINARY_DAA else dab if kind == BINARY_DAB else dbb)
+            v = binary_rule(op, x, y, &da, &db)
+            binary_second(op, x, y, v, da, db, &daa, &dab, &dbb)
+            out[i] = <real>dbb
+
+
+# unary_block and binary_block: one call of the loops above per rule, generated
+include "cyad/_tape_replay_rules.pxi"
 
 
 cdef void scale_block(Py_ssize_t n, real* out, const real* a, bint a_full, const real* b,
                       bint b_full) noexcept nogil:
-    # a partial times a direction, 0 where the direction is 0 (whatever the partial)
-    cdef Py_ssize_t i, sa = a_full, sb = b_full
-    cdef real y
-    for i in range(n):
-        y = b[i * sb]
-        out[i] = a[i * sa] * y if y != 0 else 0
+    # a partial times a direction, 0 where the direction is 0 (whatever the partial), in
+    # the tape's dtype as NumPy multiplies
+    cdef Py_ssize_t i
+    cdef real x, y
+    if b_full:
+        if a_full:
+            for i in range(n):
+                out[i] = a[i] * b[i] if b[i] != 0 else 0
+        else:
+            x = a[0]
+            for i in range(n):
+                out[i] = x * b[i] if b[i] != 0 else 0
+    elif b[0] == 0:
+        memset(out, 0, n * sizeof(real))
+    else:
+        y = b[0]
+        if a_full:
+            for i in range(n):
+                out[i] = a[i] * y
+        else:
+            out[0] = a[0] * y
 
 
 cdef inline bint compare_one(int64_t op, double x, double y) noexcept nogil:
@@ -692,7 +732,7 @@ cdef void select_block(Py_ssize_t n, real* out, const real* c, bint c_full, cons
 
 cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept nogil:
     # out[l*m + i] = a[l*r + index[i]], 0 where index[i] < 0
-    cdef Py_ssize_t m = row[P1], rows, r, l, i, first, step = row[P3]
+    cdef Py_ssize_t m = row[P1], rows, r, line, i, first, step = row[P3]
     cdef real* out = arena + row[OUT]
     cdef const real* a
     cdef int64_t j
@@ -701,8 +741,8 @@ cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept
     rows = row[OUT_SIZE] // m
     r = row[A_SIZE] // rows
     first = index[0]
-    for l in range(rows):
-        a = arena + row[A] + l * r
+    for line in range(rows):
+        a = arena + row[A] + line * r
         if row[P2] and step == 1:
             memcpy(out, a + first, m * sizeof(real))
         elif row[P2]:
@@ -718,7 +758,7 @@ cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept
 
 cdef void scatter_add(const int64_t* row, real* arena, const int64_t* index) noexcept nogil:
     # out = 0; out[l*r + index[i]] += a[l*m + i], nothing where index[i] < 0
-    cdef Py_ssize_t m = row[P1], rows, r, l, i, step = row[P3]
+    cdef Py_ssize_t m = row[P1], rows, r, line, i, step = row[P3]
     cdef real* out
     cdef const real* a = arena + row[A]
     cdef int64_t j
@@ -727,8 +767,8 @@ cdef void scatter_add(const int64_t* row, real* arena, const int64_t* index) noe
         return
     rows = row[A_SIZE] // m
     r = row[OUT_SIZE] // rows
-    for l in range(rows):
-        out = arena + row[OUT] + l * r
+    for line in range(rows):
+        out = arena + row[OUT] + line * r
         if row[P2]:
             # distinct targets: a strided copy
             out += index[0]
@@ -773,7 +813,7 @@ cdef void sum_inner(const int64_t* row, real* arena) noexcept nogil:
 
 cdef void matmul(const int64_t* row, real* arena) noexcept nogil:
     # out[p] = a[p] @ b[p]: (m, k) by (k, n), an operand of one matrix the same for all p
-    cdef Py_ssize_t m = row[P0], k = row[P1], n = row[P2], p, i, j, t, batch
+    cdef Py_ssize_t m = row[P0], k = row[P1], n = row[P2], _p, i, j, t, batch
     cdef Py_ssize_t a_step = 0 if row[A_SIZE] == m * k else m * k
     cdef Py_ssize_t b_step = 0 if row[B_SIZE] == k * n else k * n
     cdef real* out = arena + row[OUT]
@@ -785,7 +825,7 @@ cdef void matmul(const int64_t* row, real* arena) noexcept nogil:
     if m * n == 0:
         return
     batch = row[OUT_SIZE] // (m * n)
-    for p in range(batch):
+    for _p in range(batch):
         for i in range(m):
             out_row = out + i * n
             if n == 1:

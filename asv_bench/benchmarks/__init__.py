@@ -7,6 +7,7 @@
 - hessian.py:     hessian, value_gradient_and_hessian
 - hvp.py:         hvp, gradient_and_hvp
 - scenarios.py:   every operator on the shared test scenarios (tests/scenarios.py), per engine
+- tape_replay.py: the compiled replay of tapes written by hand, beside NumPy
 
 Every module times, measures the peak memory of, and counts the allocations per call of its
 operators (the `Operator` classes), beside baselines without cyad: the primal function alone

@@ -1,0 +1,814 @@
+"""The compiled replay of a tape (cyad._tape_replay) against NumPy and JAX, kind by kind.
+
+Tapes are built by hand with the Tape API. Values are checked against NumPy (elementwise
+operands broadcast by NumPy's own rules, gathers and scatters by fancy indexing and
+np.add.at), the derivative kinds against JAX in float64 at points of the rule table's
+test domains, in float64 and float32 (whose points are the float32 numbers, so that the
+references differ from the replay by the rounding of its results alone). Random tapes
+(chains of kinds on operands of divisible sizes) run against an evaluation written here
+from the tape's specification.
+"""
+import shutil
+import sys
+import threading
+
+import numpy as np
+import pytest
+from conftest import _CYTHONIZE, HERE, _load, _run
+from derivative_references import seeded
+from numpy.testing import assert_allclose, assert_array_equal
+from rosenbrock import rosenbrock, rosenbrock_gradient
+from rule_domains import binary_points, points
+
+from cyad._rule_table import BINARY_RULES, UNARY_RULES
+from cyad._tape import COMPARISONS, Instr, Tape
+from cyad._tape_replay import ALIGNMENT, Replay
+
+try:
+    import jax
+except ImportError:
+    jax = jnp = None
+else:
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+needs_jax = pytest.mark.skipif(jax is None, reason="JAX is not installed")
+
+DTYPES = [np.float64, np.float32]
+# the replay rounds once to the tape's dtype what it computes in double (the rules) or in
+# the dtype itself (+ - * /): its error is that rounding, beside the references' own
+TOLERANCE = {np.float64: dict(rtol=1e-13, atol=1e-300), np.float32: dict(rtol=3e-7, atol=1e-37)}
+UNARY = {rule.name: op for op, rule in enumerate(UNARY_RULES)}
+BINARY = {rule.name: op for op, rule in enumerate(BINARY_RULES)}
+
+
+def replayed(tape, *inputs):
+    """A Replay of tape, run once on inputs."""
+    replay = Replay(tape)
+    for i, x in enumerate(inputs):
+        replay.set_input(i, x)
+    assert replay.run() == 0
+    return replay
+
+
+def as_float(dtype, values):
+    """values in dtype, and those same numbers in float64 (the references' points)."""
+    values = np.asarray(values, dtype)
+    return values, values.astype(np.float64)
+
+
+# -- elementwise rules -------------------------------------------------------------------
+
+@needs_jax
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", range(len(UNARY_RULES)), ids=[r.name for r in UNARY_RULES])
+def test_unary_kinds(op, dtype):
+    rule = UNARY_RULES[op]
+    x, x64 = as_float(dtype, points(rule.domain, seeded(rule.name), 40).reshape(8, 5))
+    t = Tape(dtype)
+    a = t.input(x.shape)
+    value, d, d2 = (t.emit(kind, (a,), x.shape, op=op) for kind in ("unary", "unary_d", "unary_d2"))
+    replay = replayed(t, x)
+
+    f = getattr(jnp, rule.ufuncs[0])
+    d_ref = jax.vmap(jax.grad(f))(x64.ravel()).reshape(x.shape)
+    d2_ref = jax.vmap(jax.grad(jax.grad(f)))(x64.ravel()).reshape(x.shape)
+    assert replay.value(value).dtype == dtype
+    assert_allclose(replay.value(value), getattr(np, rule.ufuncs[0])(x64), **TOLERANCE[dtype])
+    assert_allclose(replay.value(d), d_ref, **TOLERANCE[dtype])
+    assert_allclose(replay.value(d2), d2_ref, **TOLERANCE[dtype])
+
+
+BINARY_KINDS = ("binary", "binary_da", "binary_db", "binary_daa", "binary_dab", "binary_dbb")
+
+
+def binary_references(rule, a, b):
+    """The value and the five partials of `rule` at (a, b), from JAX: those of the rule
+    the variant stands for, with a variant's constant operand's partials zero."""
+    name = rule.variant_of or rule.name
+    f = getattr(jnp, next(r for r in BINARY_RULES if r.name == name).ufuncs[0])
+    pointwise = [f, jax.grad(f, 0), jax.grad(f, 1), jax.grad(jax.grad(f, 0), 0),
+                 jax.grad(jax.grad(f, 0), 1), jax.grad(jax.grad(f, 1), 1)]
+    results = [np.asarray(jax.vmap(g)(a, b)) for g in pointwise]
+    zero = {"a": (1, 3, 4), "b": (2, 4, 5)}.get(rule.constant, ())
+    return [np.zeros_like(r) if i in zero else r for i, r in enumerate(results)]
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", range(len(BINARY_RULES)), ids=[r.name for r in BINARY_RULES])
+def test_binary_kinds(op, dtype):
+    rule = BINARY_RULES[op]
+    a, b = binary_points(*rule.domain, seeded(rule.name), 20)
+    a, a64 = as_float(dtype, a)
+    b, b64 = as_float(dtype, b)
+    t = Tape(dtype)
+    x, y = t.input(a.shape), t.input(b.shape)
+    outs = [t.emit(kind, (x, y), a.shape, op=op) for kind in BINARY_KINDS]
+    replay = replayed(t, a, b)
+    for kind, out, reference in zip(BINARY_KINDS, outs, binary_references(rule, a64, b64)):
+        assert_allclose(replay.value(out), reference, **TOLERANCE[dtype], err_msg=kind)
+
+
+# the shapes of (a, b), broadcast modularly: single numbers, values under leading lanes
+BROADCASTS = [((7,), (7,)), ((7,), ()), ((), (7,)), ((1,), (4, 7)), ((), ()),
+              ((4, 3), (3,)), ((3,), (4, 3)), ((3,), (1, 3)), ((1, 3), (2, 5, 3)),
+              ((5, 3), (2, 5, 3)), ((0,), (0,)), ((2, 0), ())]
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", BROADCASTS, ids=str)
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "hypot", "power"])
+def test_binary_kinds_broadcast(name, shapes, dtype):
+    # + - * / have loops of their own for each case; the other rules share one
+    rule = BINARY_RULES[BINARY[name]]
+    rng = seeded(name + str(shapes))
+    a_shape, b_shape = shapes
+    shape = np.broadcast_shapes(a_shape, b_shape)
+    a = np.reshape(points(rule.domain[0], rng, int(np.prod(a_shape))), a_shape)
+    b = np.reshape(points(rule.domain[1], rng, int(np.prod(b_shape))), b_shape)
+    a, a64 = as_float(dtype, a)
+    b, b64 = as_float(dtype, b)
+    t = Tape(dtype)
+    x, y = t.input(a_shape), t.input(b_shape)
+    outs = [t.emit(kind, (x, y), shape, op=BINARY[name]) for kind in BINARY_KINDS]
+    replay = replayed(t, a, b)
+    wide = np.broadcast_arrays(a64, b64)
+    references = binary_references(rule, wide[0].ravel(), wide[1].ravel())
+    for kind, out, reference in zip(BINARY_KINDS, outs, references):
+        assert replay.value(out).shape == shape
+        assert_allclose(replay.value(out), reference.reshape(shape), **TOLERANCE[dtype],
+                        err_msg=kind)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", [((3,), (4, 3)), ((), (5,)), ((2, 3), (2, 2, 3)), ((), ())],
+                         ids=str)
+def test_unary_kinds_of_an_operand_under_lanes(shapes, dtype):
+    a_shape, shape = shapes
+    x, x64 = as_float(dtype, np.linspace(-1.0, 2.0, int(np.prod(a_shape))).reshape(a_shape))
+    t = Tape(dtype)
+    a = t.input(a_shape)
+    out = t.emit("unary", (a,), shape, op=UNARY["exp"])
+    derivative = t.emit("unary_d", (a,), shape, op=UNARY["sin"])
+    replay = replayed(t, x)
+    assert_allclose(replay.value(out), np.broadcast_to(np.exp(x64), shape), **TOLERANCE[dtype])
+    assert_allclose(replay.value(derivative), np.broadcast_to(np.cos(x64), shape),
+                    **TOLERANCE[dtype])
+
+
+def test_sizes_that_do_not_broadcast_modularly_are_refused():
+    t = Tape(np.float64)
+    a, b = t.input((2,)), t.input((3,))
+    t.emit("binary", (a, b), (6,), op=BINARY["add"])   # 2 and 3 both divide 6, not each other
+    with pytest.raises(ValueError, match="broadcast"):
+        Replay(t)
+    t = Tape(np.float64)
+    a = t.input((4,))
+    t.emit("copy", (a,), (6,))
+    with pytest.raises(ValueError, match="broadcast"):
+        Replay(t)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", [((12,), (12,)), ((12,), ()), ((), (12,)), ((3,), (4, 3)),
+                                    ((4, 3), (3,)), ((), ())], ids=str)
+def test_scale(shapes, dtype):
+    # a partial times a direction: 0 where the direction is 0, even for an infinite partial
+    a_shape, b_shape = shapes
+    shape = np.broadcast_shapes(a_shape, b_shape)
+    partials = np.array([np.inf, -np.inf, np.nan, 2.5, -1.0, 0.0])
+    directions = np.array([0.0, 1.5, -0.0, 0.0, 3.0, -2.0])
+    rng = seeded("scale" + str(shapes))
+    a = rng.choice(partials, a_shape).astype(dtype)
+    b = rng.choice(directions, b_shape).astype(dtype)
+    t = Tape(dtype)
+    x, y = t.input(a_shape), t.input(b_shape)
+    out = t.emit("scale", (x, y), shape)
+    zero = t.emit("scale", (x, t.const(0.0)), shape)
+    replay = replayed(t, a, b)
+    with np.errstate(invalid="ignore"):
+        expected = np.where(b == 0, 0.0, a * b)
+    assert_array_equal(replay.value(out), np.broadcast_to(expected, shape))
+    assert_array_equal(replay.value(zero), 0.0)
+
+
+# -- compare, select, copy, zeros ---------------------------------------------------------
+
+SPECIAL = np.array([-np.inf, -2.5, -1.0, -0.0, 0.0, 0.5, 1.0, 3.0, np.inf, np.nan])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ufunc", list(COMPARISONS), ids=lambda u: u.__name__)
+def test_compare(ufunc, dtype):
+    a = np.repeat(SPECIAL, SPECIAL.size).astype(dtype)      # every pair of special numbers
+    b = np.tile(SPECIAL, SPECIAL.size).astype(dtype)
+    t = Tape(dtype)
+    x, y = t.input(a.shape), t.input(b.shape)
+    args = (x, y) if COMPARISONS[ufunc] == 2 else (x,)
+    out = t.emit("compare", args, a.shape, dtype=bool, ufunc=ufunc)
+    # a single number against every one, and the other way round
+    single = t.const(0.5)
+    left = t.emit("compare", (single, y)[:len(args)], a.shape, dtype=bool, ufunc=ufunc)
+    right = t.emit("compare", (x, single)[:len(args)], a.shape, dtype=bool, ufunc=ufunc)
+    replay = replayed(t, a, b)
+    with np.errstate(invalid="ignore"):
+        expected = ufunc(a, b) if len(args) == 2 else ufunc(a)
+        expected_left = ufunc(0.5, b) if len(args) == 2 else np.full(a.shape, ufunc(0.5))
+        expected_right = ufunc(a, np.float64(0.5)) if len(args) == 2 else ufunc(a)
+    assert_array_equal(replay.value(out), expected.astype(dtype))
+    assert_array_equal(replay.value(left), expected_left.astype(dtype))
+    assert_array_equal(replay.value(right), expected_right.astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", [((4, 3), (4, 3), (4, 3)), ((3,), (4, 3), ()),
+                                    ((), (3,), (4, 3)), ((4, 3), (), ()), ((), (), ())],
+                         ids=str)
+def test_select(shapes, dtype):
+    rng = seeded("select" + str(shapes))
+    c_shape, a_shape, b_shape = shapes
+    shape = np.broadcast_shapes(*shapes)
+    c = rng.uniform(-1, 1, c_shape) > 0
+    a, b = rng.standard_normal(a_shape).astype(dtype), rng.standard_normal(b_shape).astype(dtype)
+    t = Tape(dtype)
+    cond, x, y = t.const(c, bool), t.input(a_shape), t.input(b_shape)
+    out = t.emit("select", (cond, x, y), shape)
+    replay = replayed(t, a, b)
+    assert_array_equal(replay.value(cond), c.astype(dtype))
+    assert_array_equal(replay.value(out), np.where(c, a, b))
+
+
+def test_select_on_a_comparison_is_np_where():
+    a = np.linspace(-2, 2, 9)
+    t = Tape(np.float64)
+    x = t.input(a.shape)
+    zero = t.const(0.0)
+    positive = t.emit("compare", (x, zero), a.shape, dtype=bool, ufunc=np.greater)
+    out = t.emit("select", (positive, x, zero), a.shape)    # relu
+    replay = replayed(t, a)
+    assert_array_equal(replay.value(out), np.maximum(a, 0.0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", [((5,), (5,)), ((), (6,)), ((3,), (4, 3)), ((2, 3), (5, 2, 3)),
+                                    ((), ())], ids=str)
+def test_copy_and_zeros(shapes, dtype):
+    a_shape, shape = shapes
+    a = np.arange(1, 1 + int(np.prod(a_shape)), dtype=dtype).reshape(a_shape)
+    t = Tape(dtype)
+    x = t.input(a_shape)
+    out = t.emit("copy", (x,), shape)
+    zeros = t.emit("zeros", (), shape)
+    replay = Replay(t)
+    replay.set_input(0, a)
+    replay.value(zeros)[...] = 7.0      # what a previous run might have left
+    assert replay.run() == 0
+    assert_array_equal(replay.value(out), np.broadcast_to(a, shape))
+    assert_array_equal(replay.value(zeros), 0.0)
+
+
+# -- gather and scatter_add -----------------------------------------------------------------
+
+def gathered(a, index, rows):
+    # the reference: fancy indexing row by row, 0 where the index is negative
+    a = a.reshape(rows, -1)
+    return np.where(index >= 0, a[:, np.maximum(index, 0)], 0.0)
+
+
+def scattered(a, index, rows, row_length):
+    # the reference: np.add.at row by row, leaving out negative indices
+    out = np.zeros((rows, row_length))
+    keep = index >= 0
+    for r in range(rows):
+        np.add.at(out[r], index[keep], a.reshape(rows, -1)[r][keep])
+    return out
+
+
+INDICES = {
+    "random with -1": lambda rng, r: np.where(rng.uniform(size=11) < 0.3, -1,
+                                               rng.integers(0, r, 11)),
+    "repeated": lambda rng, r: np.array([0, 2, 2, 2, r - 1, 0]),
+    "step 1": lambda rng, r: np.arange(1, r - 1),
+    "step 3": lambda rng, r: np.arange(0, r, 3),
+    "step 0": lambda rng, r: np.full(4, r // 2),
+    "step -2": lambda rng, r: np.arange(r - 1, -1, -2),
+    "one": lambda rng, r: np.array([r - 2]),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows", [1, 3])
+@pytest.mark.parametrize("index", INDICES, ids=str)
+def test_gather_and_scatter_add(index, rows, dtype):
+    rng = seeded("gather" + index)
+    r = 9
+    index = np.asarray(INDICES[index](rng, r), np.int64)
+    m = index.size
+    a = rng.standard_normal(rows * r).astype(dtype)
+    c = rng.standard_normal(rows * m).astype(dtype)
+    t = Tape(dtype)
+    x, y = t.input((rows, r)), t.input((rows, m))
+    g = t.emit("gather", (x,), (rows, m), index=index)
+    s = t.emit("scatter_add", (y,), (rows, r), index=index)
+    replay = replayed(t, a.reshape(rows, r), c.reshape(rows, m))
+    assert_array_equal(replay.value(g), gathered(a, index, rows))
+    assert_allclose(replay.value(s), scattered(c.astype(np.float64), index, rows, r),
+                    **TOLERANCE[dtype])
+    # the two are each other's transposes: <gather(a), c> == <a, scatter(c)>
+    assert np.dot(replay.value(g).ravel(), c) == pytest.approx(
+        np.dot(a, replay.value(s).ravel()), rel=1e-5 if dtype == np.float32 else 1e-13)
+
+
+def test_gather_of_one_row_broadcast_to_lanes():
+    # out[l*m + i] = a[l*r + index[i]] with r = |a| / L: a gather reads every row
+    a = np.arange(12.0).reshape(3, 4)
+    index = np.array([3, 3, 0, -1])
+    t = Tape(np.float64)
+    x = t.input(a.shape)
+    g = t.emit("gather", (x,), (3, 4), index=index)
+    replay = replayed(t, a)
+    assert_array_equal(replay.value(g), [[3, 3, 0, 0], [7, 7, 4, 0], [11, 11, 8, 0]])
+
+
+@pytest.mark.parametrize("kind", ["gather", "scatter_add"])
+def test_empty_index(kind):
+    t = Tape(np.float64)
+    x = t.input((0,) if kind == "gather" else (0,))
+    out = t.emit(kind, (x,), (0,) if kind == "gather" else (4,), index=np.zeros(0, np.int64))
+    replay = replayed(t, np.zeros(0))
+    assert_array_equal(replay.value(out), np.zeros(out.shape))
+
+
+def test_an_index_beyond_its_row_is_refused():
+    t = Tape(np.float64)
+    x = t.input((2, 3))
+    t.emit("gather", (x,), (2, 2), index=np.array([0, 3]))
+    with pytest.raises(ValueError, match="index reaches 3"):
+        Replay(t)
+    t = Tape(np.float64)
+    x = t.input((4,))
+    t.emit("gather", (x,), (3,), index=np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="integer"):
+        Replay(t)
+
+
+# -- sum_inner and matmul -------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows, k", [(1, n) for n in (0, 1, 7, 8, 9, 16, 17, 100, 1001)]
+                         + [(5, 3), (4, 8), (3, 19), (6, 0)])
+def test_sum_inner(rows, k, dtype):
+    a = seeded(f"sum {rows} {k}").standard_normal((rows, k)).astype(dtype)
+    t = Tape(dtype)
+    x = t.input(a.shape)
+    out = t.emit("sum_inner", (x,), (rows,) if rows > 1 else (), k=k)
+    replay = replayed(t, a)
+    exact = [np.sum(np.asarray(row, np.longdouble)) for row in a.astype(np.float64)]
+    # accumulated in double: float32 sums are rounded once
+    tolerance = dict(rtol=1e-13, atol=1e-13) if dtype == np.float64 else TOLERANCE[dtype]
+    assert_allclose(replay.value(out).ravel(), np.array(exact, np.float64), **tolerance)
+
+
+MATMULS = [  # (a shape, b shape): batched, one matrix for every batch, vectors, empty
+    ((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((3, 4), (6, 4, 5)), ((6, 3, 4), (4, 5)),
+    ((5, 4), (4, 1)), ((3, 5, 4), (3, 4, 1)), ((1, 4), (4, 7)), ((3, 0), (0, 2)),
+    ((2, 3, 17), (2, 17, 9)), ((0, 4), (4, 2)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", MATMULS, ids=str)
+def test_matmul(shapes, dtype):
+    rng = seeded("matmul" + str(shapes))
+    a_shape, b_shape = shapes
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    m, k = a_shape[-2:]
+    n = b_shape[-1]
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    t = Tape(dtype)
+    x, y = t.input(a_shape), t.input(b_shape)
+    out = t.emit("matmul", (x, y), expected.shape, m=m, k=k, n=n)
+    replay = replayed(t, a, b)
+    tolerance = dict(rtol=1e-13, atol=1e-13) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-5)
+    assert_allclose(replay.value(out), expected, **tolerance)
+
+
+def test_matmul_sizes_are_checked():
+    t = Tape(np.float64)
+    x, y = t.input((3, 4)), t.input((5, 2))
+    t.emit("matmul", (x, y), (3, 2), m=3, k=4, n=2)
+    with pytest.raises(ValueError, match="matrices"):
+        Replay(t)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [2, 3, 50])
+def test_a_reverse_sweep_written_by_hand(n, dtype):
+    # Rosenbrock's value and gradient: slices as gathers, their transposes as scatters
+    x = np.linspace(-1.0, 1.5, n).astype(dtype)
+    t = Tape(dtype)
+    v = t.input((n,))
+
+    def emit(kind, name, *args):
+        table = UNARY if kind == "unary" else BINARY
+        return t.emit(kind, args, (max(a.size for a in args),), op=table[name])
+
+    head = t.emit("gather", (v,), (n - 1,), index=np.arange(n - 1))
+    tail = t.emit("gather", (v,), (n - 1,), index=np.arange(1, n))
+    d = emit("binary", "subtract", tail, emit("unary", "square", head))
+    e = emit("binary", "subtract", t.const(1.0), head)
+    terms = emit("binary", "add", emit("binary", "multiply", emit("unary", "square", d),
+                                        t.const(100.0)), emit("unary", "square", e))
+    value = t.emit("sum_inner", (terms,), (), k=n - 1)
+    head_d = emit("binary", "multiply", head, d)
+    d_head = emit("binary", "add", emit("binary", "multiply", head_d, t.const(-400.0)),
+                  emit("binary", "multiply", e, t.const(-2.0)))
+    d_tail = emit("binary", "multiply", d, t.const(200.0))
+    gradient = emit("binary", "add", t.emit("scatter_add", (d_head,), (n,), index=np.arange(n - 1)),
+                    t.emit("scatter_add", (d_tail,), (n,), index=np.arange(1, n)))
+    replay = replayed(t, x)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    x64 = x.astype(np.float64)
+    assert_allclose(replay.value(value), rosenbrock(x64), rtol=rtol)
+    assert_allclose(replay.value(gradient), rosenbrock_gradient(x64), rtol=rtol, atol=rtol)
+
+
+# -- python instructions ------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_python_instruction(dtype):
+    rng = seeded("solve")
+    a = (rng.standard_normal((4, 4)) + 4 * np.eye(4)).astype(dtype)
+    b = rng.standard_normal(4).astype(dtype)
+    t = Tape(dtype)
+    x, y = t.input(a.shape), t.input(b.shape)
+    solved = t.emit("python", (x, y), (4,), function=np.linalg.solve, entry=None, params={},
+                    where="numpy.linalg.solve")
+    doubled = t.emit("binary", (solved, t.const(2.0)), (4,), op=BINARY["multiply"])
+    replay = replayed(t, a, b)
+    assert_allclose(replay.value(solved), np.linalg.solve(a, b), rtol=1e-5)
+    assert_array_equal(replay.value(doubled), 2 * replay.value(solved))
+
+    # its exception propagates; the replay works again on good inputs
+    replay.set_input(0, np.zeros((4, 4)))
+    with pytest.raises(np.linalg.LinAlgError):
+        replay.run()
+    replay.set_input(0, a)
+    replay.value(doubled)[...] = 0.0
+    assert replay.run() == 0
+    assert_allclose(replay.value(doubled), 2 * np.linalg.solve(a, b), rtol=1e-5)
+
+
+def test_a_python_instruction_of_several_outputs_and_a_bool_operand():
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    seen = []
+
+    def eigh_where(mask, x):
+        seen.append(mask.dtype)
+        w, v = np.linalg.eigh(x)
+        return np.where(mask, w, 0.0), v
+
+    t = Tape(np.float64)
+    x = t.input(a.shape)
+    mask = t.const([True, False], bool)
+    w, v = t.emit_many("python", (mask, x), [(2,), (2, 2)], function=eigh_where, entry=None,
+                       params={}, where="eigh")
+    replay = replayed(t, a)
+    expected_w, expected_v = np.linalg.eigh(a)
+    assert seen == [np.dtype(bool)]
+    assert_allclose(replay.value(w), [expected_w[0], 0.0])
+    assert_allclose(replay.value(v), expected_v)
+
+
+def test_a_python_instruction_gives_what_the_tape_expects():
+    t = Tape(np.float64)
+    x = t.input((3,))
+    t.emit_many("python", (x,), [(3,), (3,)], function=np.cumsum, entry=None, params={},
+                where="cumsum")
+    replay = Replay(t)
+    with pytest.raises(ValueError, match="cumsum gave 1 results; the tape expects 2"):
+        replay.run()
+    t = Tape(np.float64)
+    x = t.input((3,))
+    t.emit("python", (x,), (3,), function=np.sum, entry=None, params={}, where="sum")
+    with pytest.raises(ValueError, match=r"sum gave an array of shape \(\); the tape expects"):
+        Replay(t).run()
+
+
+def test_a_python_instruction_cannot_write_its_operands():
+    def scale_in_place(x):
+        x *= 2.0
+        return x
+
+    t = Tape(np.float64)
+    x = t.input((3,))
+    t.emit("python", (x,), (3,), function=scale_in_place, entry=None, params={}, where="f")
+    replay = Replay(t)
+    replay.set_input(0, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="read-only"):
+        replay.run()
+    assert_array_equal(replay.value(x), [1.0, 2.0, 3.0])
+
+
+# -- guards ---------------------------------------------------------------------------------
+
+def guarded_tape(dtype=np.float64):
+    # y = |x| where the sign of x was recorded positive
+    t = Tape(dtype)
+    x = t.input((3,))
+    positive = t.emit("compare", (x, t.const(0.0)), (3,), dtype=bool, ufunc=np.greater)
+    t.guard(positive, [True, True, False], "if x > 0")
+    y = t.emit("unary", (x,), (3,), op=UNARY["sin"])
+    return t, x, y
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_guards(dtype):
+    t, x, y = guarded_tape(dtype)
+    replay = Replay(t)
+    replay.set_input(0, [1.0, 2.0, -3.0])
+    assert replay.run() == 0
+    assert_allclose(replay.value(y), np.sin(np.array([1.0, 2.0, -3.0], dtype)), rtol=1e-6)
+
+    replay.set_input(0, [1.0, -2.0, -3.0])
+    assert replay.run() == 2                       # the guard is instruction 1
+    assert_allclose(replay.value(y), np.sin(np.array([1.0, 2.0, -3.0], dtype)), rtol=1e-6)
+    # running on from the guard is the caller's choice
+    assert replay.run(2) == 0
+    assert_allclose(replay.value(y), np.sin(np.array([1.0, -2.0, -3.0], dtype)), rtol=1e-6)
+
+
+def test_a_guard_on_values_treats_nan_as_equal_to_nan():
+    t = Tape(np.float64)
+    x = t.input((2,))
+    t.guard(x, [1.5, np.nan], "float(x)")
+    replay = Replay(t)
+    replay.set_input(0, [1.5, np.nan])
+    assert replay.run() == 0
+    replay.set_input(0, [1.5, 0.0])
+    assert replay.run() == 1
+    replay.set_input(0, [np.nan, np.nan])
+    assert replay.run() == 1
+
+
+def test_run_ranges():
+    t, x, y = guarded_tape()
+    replay = Replay(t)
+    replay.set_input(0, [0.5, 0.25, -1.0])
+    assert replay.run(0, 1) == 0
+    assert_array_equal(replay.value(y), 0.0)        # not run yet
+    assert replay.run(1, 3) == 0
+    assert_allclose(replay.value(y), np.sin([0.5, 0.25, -1.0]))
+    assert replay.run(3, 3) == 0
+    for start, stop in [(-1, 2), (2, 1), (0, 4)]:
+        with pytest.raises(ValueError):
+            replay.run(start, stop)
+
+
+# -- the arena, lowering errors, allocations, threads ------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_slots_are_aligned_views_of_the_arena(dtype):
+    t = Tape(dtype)
+    x = t.input((3, 2))
+    c = t.const(np.arange(5.0))
+    y = t.emit("unary", (x,), (3, 2), op=UNARY["negative"])
+    replay = replayed(t, np.ones((3, 2)))
+    for var in (x, c, y):
+        view = replay.value(var)
+        assert view.shape == var.shape and view.dtype == dtype
+        assert np.shares_memory(view, replay.arena)
+        assert view.ctypes.data == replay.arena.ctypes.data + replay.offset(var) * view.itemsize
+        assert view.ctypes.data % ALIGNMENT == 0
+    assert_array_equal(replay.value(c), np.arange(5.0))
+    assert_array_equal(replay.value(y), -1.0)
+    assert replay.code.shape == (1, replay.code.shape[1]) and not replay.code.flags.writeable
+
+
+def test_bad_tapes_are_refused():
+    def tape_with(kind, args, shape=(3,), **params):
+        t = Tape(np.float64)
+        x = t.input((3,))
+        t.emit(kind, tuple(x if a == "x" else a for a in args), shape, **params)
+        return t
+
+    with pytest.raises(TypeError, match="float16"):
+        Replay(Tape(np.float16))
+    with pytest.raises(ValueError, match="unknown kind"):
+        Replay(tape_with("fma", ("x",)))
+    with pytest.raises(ValueError, match="reads 2 Vars, not 1"):
+        Replay(tape_with("unary", ("x", "x"), op=0))
+    with pytest.raises(ValueError, match="position of a rule"):
+        Replay(tape_with("unary", ("x",), op=len(UNARY_RULES)))
+    with pytest.raises(ValueError, match="comparison"):
+        Replay(tape_with("compare", ("x", "x"), ufunc=np.add))
+    with pytest.raises(ValueError, match="sums"):
+        Replay(tape_with("sum_inner", ("x",), shape=(), k=2))
+    with pytest.raises(ValueError, match="not a Var of this tape"):
+        Replay(tape_with("copy", (Tape(np.float64).input((3,)),)))
+    t = Tape(np.float64)
+    x = t.input((3,))
+    t.instrs.append(Instr("copy", (x,), (x,), {}))
+    with pytest.raises(ValueError, match="writes the input"):
+        Replay(t)
+    replay = Replay(Tape(np.float64))
+    with pytest.raises(TypeError, match="once"):
+        replay.__init__(t)
+
+
+def chain_tape(dtype, n):
+    # one instruction of every compiled kind, on vectors of n
+    t = Tape(dtype)
+    x = t.input((n,))
+    s = t.emit("unary", (x,), (n,), op=UNARY["sin"])
+    d = t.emit("unary_d2", (x,), (n,), op=UNARY["tanh"])
+    p = t.emit("binary", (s, d), (n,), op=BINARY["multiply"])
+    q = t.emit("binary_dab", (p, t.const(2.0)), (n,), op=BINARY["power"])
+    q = t.emit("scale", (q, d), (n,))
+    c = t.emit("compare", (x, q), (n,), dtype=bool, ufunc=np.less)
+    w = t.emit("select", (c, p, q), (n,))
+    g = t.emit("gather", (w,), (n,), index=np.arange(n)[::-1].copy())
+    h = t.emit("scatter_add", (g,), (n,), index=np.arange(n) // 2)
+    y = t.emit("copy", (h,), (2, n))
+    m = t.emit("matmul", (y, x), (2,), m=2, k=n, n=1)
+    t.emit("sum_inner", (m,), (), k=2)
+    t.emit("zeros", (), (n,))
+    t.guard(t.const(np.arange(n)), np.arange(n), "a loop over range(n)")
+    return t
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [10, 1000])
+def test_a_run_allocates_nothing(n, dtype, allocations_per_call):
+    replay = Replay(chain_tape(dtype, n))
+    replay.set_input(0, np.linspace(0.5, 1.5, n))
+    run = replay.run
+    assert allocations_per_call(lambda: run()) == 0
+
+
+def test_replays_run_in_threads_at_once():
+    # run releases the GIL: one Replay per thread, each with its own inputs
+    tapes = [chain_tape(np.float64, 300) for _ in range(4)]
+    replays = [Replay(t) for t in tapes]
+    results = [None] * 4
+
+    def work(i):
+        replays[i].set_input(0, np.linspace(0.5, 1.5 + i, 300))
+        for _ in range(50):
+            replays[i].run()
+        results[i] = replays[i].arena.copy()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for i, t in enumerate(tapes):
+        alone = replayed(t, np.linspace(0.5, 1.5 + i, 300))
+        assert_array_equal(results[i], alone.arena)
+
+
+@pytest.fixture(scope="module")
+def replay_hooks(tmp_path_factory):
+    """tests/replay_hooks.pyx, compiled with cythonize against cyad.get_include()."""
+    import cyad
+
+    tmp = tmp_path_factory.mktemp("replay_hooks")
+    shutil.copy(HERE / "replay_hooks.pyx", tmp)
+    _run([sys.executable, "-c", _CYTHONIZE, "replay_hooks", cyad.get_include(),
+          np.get_include()], tmp, "building replay_hooks.pyx")
+    return _load("replay_hooks", tmp)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_replay_run_from_cython(replay_hooks, dtype):
+    t, x, y = guarded_tape(dtype)
+    total = t.emit("sum_inner", (y,), (), k=3)
+    t.emit("python", (x,), (3,), function=np.linalg.cholesky, entry=None, params={},
+           where="numpy.linalg.cholesky")      # raises: x is no matrix
+    replay = Replay(t)
+    replay.set_input(0, [0.5, 1.0, -2.0])
+    assert replay_hooks.run_without_gil(replay, 0, 4) == 0
+    assert replay_hooks.arena_sum(replay, y) == pytest.approx(np.sin([0.5, 1.0, -2.0]).sum(),
+                                                              rel=1e-6)
+    assert replay_hooks.arena_sum(replay, total) == pytest.approx(replay.value(total), rel=1e-6)
+    with pytest.raises(np.linalg.LinAlgError):
+        replay_hooks.run_without_gil(replay, 4, 5)
+    replay.set_input(0, [0.5, -1.0, -2.0])
+    assert replay_hooks.run_without_gil(replay, 0, 4) == 2
+
+
+# -- random tapes ---------------------------------------------------------------------------
+
+# the rules a random tape uses, with their derivatives written out: bounded on any reals
+RANDOM_UNARY = {
+    "sin": (np.sin, np.cos, lambda x: -np.sin(x)),
+    "tanh": (np.tanh, lambda x: 1 / np.cosh(x) ** 2, lambda x: -2 * np.tanh(x) / np.cosh(x) ** 2),
+    "arctan": (np.arctan, lambda x: 1 / (1 + x * x), lambda x: -2 * x / (1 + x * x) ** 2),
+}
+RANDOM_BINARY = {
+    "add": (np.add, lambda a, b: np.ones_like(a), lambda a, b: np.ones_like(a)),
+    "subtract": (np.subtract, lambda a, b: np.ones_like(a), lambda a, b: -np.ones_like(a)),
+    "multiply": (np.multiply, lambda a, b: b, lambda a, b: a),
+    "hypot": (np.hypot, lambda a, b: hypot_partial(a, b), lambda a, b: hypot_partial(b, a)),
+}
+
+
+def hypot_partial(a, b):
+    # a / hypot(a, b), and 0 at (0, 0) (the rule table's convention)
+    h = np.hypot(a, b)
+    return np.divide(a, h, out=np.zeros_like(h), where=h != 0)
+SIZES = (1, 2, 6, 12)
+
+
+def modular(value, n):
+    # i % size: the tape's broadcasting, stated directly
+    return np.resize(value.ravel(), n)
+
+
+def random_tape(rng, dtype, length=25):
+    """A random chain of instructions, with its values computed here in float64."""
+    t = Tape(dtype)
+    pool = []
+    for size in (12, 6, 1):
+        var = t.input((size,))
+        pool.append((var, rng.uniform(-2, 2, size).astype(dtype).astype(np.float64)))
+    inputs = [value for _, value in pool]
+    for _ in range(length):
+        kind = rng.choice(["unary", "unary_d", "unary_d2", "binary", "binary_da", "binary_db",
+                           "scale", "compare", "select", "copy", "gather", "scatter_add",
+                           "sum_inner", "matmul"])
+        (a, av), (b, bv), (c, cv) = (pool[i] for i in rng.integers(0, len(pool), 3))
+        if kind.startswith("unary"):
+            name = rng.choice(list(RANDOM_UNARY))
+            n = max(a.size, int(rng.choice(SIZES)) // a.size * a.size)
+            column = ("unary", "unary_d", "unary_d2").index(kind)
+            out = t.emit(kind, (a,), (n,), op=UNARY[name])
+            value = RANDOM_UNARY[name][column](modular(av, n))
+        elif kind.startswith("binary") or kind in ("scale", "compare", "select"):
+            operands = (c, a, b) if kind == "select" else (a, b)
+            sizes = sorted(v.size for v in operands)
+            if any(larger % smaller for smaller, larger in zip(sizes, sizes[1:])):
+                continue
+            n = sizes[-1]
+            if kind == "compare":
+                ufunc = rng.choice([np.less, np.greater_equal, np.not_equal, np.logical_xor])
+                out = t.emit(kind, (a, b), (n,), dtype=bool, ufunc=ufunc)
+                value = ufunc(modular(av, n), modular(bv, n)).astype(float)
+            elif kind == "scale":
+                out = t.emit(kind, (a, b), (n,))
+                value = np.where(modular(bv, n) == 0, 0.0, modular(av, n) * modular(bv, n))
+            elif kind == "select":
+                out = t.emit(kind, (c, a, b), (n,))
+                value = np.where(modular(cv, n) != 0, modular(av, n), modular(bv, n))
+            else:
+                name = rng.choice(list(RANDOM_BINARY))
+                column = ("binary", "binary_da", "binary_db").index(kind)
+                out = t.emit(kind, (a, b), (n,), op=BINARY[name])
+                value = RANDOM_BINARY[name][column](modular(av, n), modular(bv, n))
+        elif kind == "copy":
+            n = a.size * int(rng.integers(1, 3))
+            out = t.emit(kind, (a,), (n,))
+            value = modular(av, n)
+        elif kind == "gather":
+            m = int(rng.integers(1, 8))
+            index = rng.integers(-1, a.size, m)
+            out = t.emit(kind, (a,), (m,), index=index)
+            value = gathered(av, index, 1).ravel()
+        elif kind == "scatter_add":
+            index = rng.integers(-1, 7, a.size)
+            out = t.emit(kind, (a,), (7,), index=index)
+            value = scattered(av, index, 1, 7).ravel()
+        elif kind == "sum_inner":
+            k = int(rng.choice([d for d in SIZES if a.size % d == 0]))
+            out = t.emit(kind, (a,), (a.size // k,), k=k)
+            value = av.reshape(-1, k).sum(axis=1)
+        else:   # matmul: a as (m, k), b as (k, 1) or a single number scaled
+            if a.size % b.size:
+                continue
+            m = a.size // b.size
+            out = t.emit(kind, (a, b), (m,), m=m, k=b.size, n=1)
+            value = av.reshape(m, b.size) @ bv
+        pool.append((out, np.asarray(value, np.float64)))
+    return t, inputs, pool
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("seed", range(40))
+def test_random_tapes(seed, dtype):
+    rng = np.random.default_rng(seed)
+    t, inputs, pool = random_tape(rng, dtype)
+    replay = replayed(t, *inputs)
+    for var, value in pool:
+        if dtype == np.float64:
+            assert_allclose(replay.value(var).ravel(), value, rtol=1e-12, atol=1e-12,
+                            err_msg=repr(t))
+        elif var.dtype != bool:
+            # a float32 chain rounds at every step: a loose comparison (a comparison's
+            # outcome may flip between the two, so it is left out)
+            scale = max(1.0, np.abs(value).max(initial=0))
+            assert_allclose(replay.value(var).ravel(), value, rtol=0, atol=1e-3 * scale,
+                            err_msg=repr(t))
