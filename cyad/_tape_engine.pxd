@@ -3,6 +3,13 @@ from cpython.ref cimport PyObject
 from cyad._prep cimport prep_header, Engine
 from cyad._tape_replay cimport Replay, tape_replay
 
+# An array a tape captured as a constant, and a copy of it as it was then
+ctypedef struct captured_array:
+    const void* data           # the array's memory (C-contiguous)
+    const void* copy
+    Py_ssize_t nbytes
+
+
 # The tape engine's state of a prep, usable without the GIL. Places are offsets in
 # elements of the replay's arena; -1: absent.
 ctypedef struct tape_prep:
@@ -19,6 +26,9 @@ ctypedef struct tape_prep:
     Py_ssize_t value_at        # f's value
     Py_ssize_t first_at, first_size    # a second-order family's first-order result
     Py_ssize_t result_at, result_size  # the results (lanes of them, or the gradient)
+    captured_array* captured   # what the tape took from f's arrays, checked every call
+    Py_ssize_t n_captured
+    bint strided_captured      # also captured arrays not C-contiguous (checked with the GIL)
 
 
 cdef class TapeEngine(Engine):
@@ -30,7 +40,10 @@ cdef class TapeEngine(Engine):
     cdef bint two_argument
     cdef int recorded                  # records of f so far
     cdef object error                  # the exception f raised while recorded
+    cdef list captured                 # (array, its copy when captured) pairs
 
     cdef _check_python(self, object f)
     cdef record_at(self, const void* x, void* y, int failed)
+    cdef _capture(self, list arrays)
+    cdef bint strided_changed(self)
     cdef _derive(self, tape, list values, list names)

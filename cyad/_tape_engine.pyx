@@ -15,6 +15,13 @@ directions (seeds written into the tangent input's lanes), the results copied ou
     hvp                       jvp of (vjp of f): forward over reverse, lanes = tangents
     hessian                   jvp of (vjp of f), lanes = a chunk of basis directions
 
+What a tape freezes: f's control flow where it reads values (guarded, below), the arrays
+its operations take as constants (arrays f closes over or builds), and any Python state it
+reads (a global number, an attribute): f runs once, not on every call. The captured
+arrays are compared with a copy on every call, and a change (an array updated in place
+between calls) records f anew; Python state is not seen: a tape that must follow it is
+made again (a new prep), or f runs on engine="dual".
+
 Guards: when a guard of the tape fails (a branch of f, a mask, an order it read off the
 values changed: cyad/_tape_trace.py lists them), the call records f anew at this x,
 with the GIL, and runs on the new tape. After RECORD_LIMIT records a prep refuses
@@ -26,7 +33,8 @@ import numpy as np
 
 cimport numpy as cnp
 from cpython.ref cimport PyObject
-from libc.string cimport memcpy, memset
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcmp, memcpy, memset
 
 from cyad._api cimport cyad_prep, cyad_entry_points, PYTHON_ERROR
 from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, PUSHFORWARD,
@@ -41,6 +49,8 @@ cnp.import_array()
 
 # records of f per prep, the first included, before a failing guard becomes an error
 RECORD_LIMIT = 8
+# the status of a call that found a captured array changed (above any guard's)
+cdef int CAPTURED_CHANGED = 1 << 30
 
 
 # -- a call, without the GIL ---------------------------------------------------------------
@@ -77,6 +87,11 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     cdef Py_ssize_t n_x = h.n_x, n_y = h.n_y, item = p.item
     cdef int status
     cdef bint basis = tangents == NULL
+    for k in range(p.n_captured):
+        if memcmp(p.captured[k].data, p.captured[k].copy, p.captured[k].nbytes) != 0:
+            return CAPTURED_CHANGED
+    if p.strided_captured and strided_changed(p):
+        return CAPTURED_CHANGED
     memcpy(at(p, p.x_at), x, h.x_bytes)
     if p.y_at >= 0:
         memcpy(at(p, p.y_at), y, h.y_bytes)
@@ -151,6 +166,10 @@ cdef int record(tape_prep* p, const void* x, void* y, int failed) noexcept with 
         engine.error = e
         return PYTHON_ERROR
     return 0
+
+
+cdef bint strided_changed(tape_prep* p) noexcept with gil:
+    return (<TapeEngine>p.engine).strided_changed()
 
 
 cdef int keep_python_error(tape_prep* p) noexcept with gil:
@@ -306,7 +325,9 @@ cdef class TapeEngine(Engine):
 
     cdef record_at(self, const void* x, void* y, int failed):
         """Trace f at x (and y's values), build the family's derivative tape and replay."""
-        if failed and self.recorded >= RECORD_LIMIT:
+        if failed == CAPTURED_CHANGED:
+            failed = 0      # f's data changed, not its control flow: not counted
+        elif failed and self.recorded >= RECORD_LIMIT:
             where = self.replay.tape.instrs[failed - 1].params["where"]
             raise RuntimeError(
                 f"cyad: f's tape was recorded {self.recorded} times and a guard failed again "
@@ -322,6 +343,7 @@ cdef class TapeEngine(Engine):
             else:
                 yv[...] = 0
         recording, result = trace(_callable(self.bound), xv, self.dtype, yv)
+        self._capture(recording.captured)
         out = recording.var_of(result)
         if out.dtype != self.dtype:
             raise TypeError(f"cyad: f returned {out.dtype} values, not {self.dtype}")
@@ -333,7 +355,36 @@ cdef class TapeEngine(Engine):
         values = [xv] if yv is None else [xv, yv]
         names = ["x"] if yv is None else ["x", "y"]
         self._derive(recording.tape, values, names)
-        self.recorded += 1
+        if failed or self.recorded == 0:
+            self.recorded += 1
+
+    cdef _capture(self, list arrays):
+        """Keep a copy of every array the tape took as a constant, to compare every call."""
+        cdef Py_ssize_t k = 0
+        free(self.state.captured)
+        self.state.captured = NULL
+        self.state.n_captured = 0
+        self.captured = [(a, a.copy()) for a in arrays]
+        contiguous = [(a, c) for a, c in self.captured if a.flags.c_contiguous]
+        self.state.strided_captured = len(contiguous) < len(self.captured)
+        if not contiguous:
+            return
+        self.state.captured = <captured_array*>malloc(len(contiguous) * sizeof(captured_array))
+        if self.state.captured == NULL:
+            raise MemoryError()
+        for a, c in contiguous:
+            self.state.captured[k].data = cnp.PyArray_DATA(a)
+            self.state.captured[k].copy = cnp.PyArray_DATA(c)
+            self.state.captured[k].nbytes = a.nbytes
+            k += 1
+        self.state.n_captured = k
+
+    cdef bint strided_changed(self):
+        return any(not a.flags.c_contiguous and np.ascontiguousarray(a).tobytes() != c.tobytes()
+                   for a, c in self.captured)
+
+    def __dealloc__(self):
+        free(self.state.captured)
 
     cdef _derive(self, tape, list values, list names):
         cdef int family = self.state.family

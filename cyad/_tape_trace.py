@@ -69,6 +69,7 @@ class Recording:
         self.values = {}
         self._consts = {}   # id(captured object) -> (the object, its Var)
         self._known = {}    # an instruction's identity (_key) -> its output
+        self.captured = []  # the ndarrays f's operations took as constants
 
     # -- Vars ------------------------------------------------------------------------
     def input(self, value):
@@ -89,6 +90,8 @@ class Recording:
         self.values[var] = self.tape.consts[var]
         if not isinstance(value, (int, float, bool)):
             self._consts[key] = (value, var)
+        if isinstance(value, np.ndarray):
+            self.captured.append(value)
         return var
 
     def var_of(self, x):
@@ -780,8 +783,8 @@ def _index_map(tracer, key):
 def trace(f, x, dtype, y=None):
     """Record f at x (f(y, x) when y is given: y's incoming values are an input too).
 
-    Returns the Recording, the input tracers and the output tracer (f's result; for
-    f(y, x), the tracer of y after f ran).
+    Returns the Recording and the output tracer (f's result; for f(y, x), the tracer of
+    y after f ran).
     """
     rec = Recording(dtype)
     xt = rec.input(x)
