@@ -37,8 +37,8 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcmp, memcpy, memset
 
 from cyad._api cimport cyad_prep, cyad_entry_points, PYTHON_ERROR
-from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, PUSHFORWARD,
-                         DERIVATIVE, GRADIENT, JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN)
+from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, GRADIENT, JACOBIAN,
+                         SECOND_DERIVATIVE, HVP, HESSIAN)
 from cyad._tape_replay cimport Replay, replay_run
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad._dual_engine import default_chunk, default_second_order_chunk
