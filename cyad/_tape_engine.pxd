@@ -17,6 +17,13 @@ ctypedef struct tape_prep:
     PyObject* engine           # the TapeEngine (borrowed: it owns this struct)
     const tape_replay* program  # its replay's state; NULL until f is recorded
     Py_ssize_t split           # instructions [0, split) need no seed: once per call
+    Py_ssize_t seeded_split    # [split, seeded_split) need the seeds alone
+    void* cache                # their results per chunk (basis seeds), or NULL
+    Py_ssize_t* cache_spans    # (offset, size) of each cached Var in the arena
+    Py_ssize_t n_cache_spans
+    Py_ssize_t cache_size      # numbers per chunk
+    Py_ssize_t basis_start     # the basis directions in the tangent inputs (-1: none yet)
+    Py_ssize_t basis_count
     int family
     Py_ssize_t item            # bytes per number
     Py_ssize_t directions      # tangents, or basis directions
@@ -41,9 +48,11 @@ cdef class TapeEngine(Engine):
     cdef int recorded                  # records of f so far
     cdef object error                  # the exception f raised while recorded
     cdef list captured                 # (array, its copy when captured) pairs
+    cdef object cache                  # the seeds' results per chunk (state.cache)
 
     cdef _check_python(self, object f)
     cdef record_at(self, const void* x, void* y, int failed)
     cdef _capture(self, list arrays)
     cdef bint strided_changed(self)
     cdef _derive(self, tape, list values, list names)
+    cdef _cache_seeded(self, derived)

@@ -37,6 +37,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcmp, memcpy, memset
 
 from cyad._api cimport cyad_prep, cyad_entry_points, PYTHON_ERROR
+from cyad._fused cimport real
 from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN)
 from cyad._tape_replay cimport Replay, replay_run
@@ -49,6 +50,8 @@ cnp.import_array()
 
 # records of f per prep, the first included, before a failing guard becomes an error
 RECORD_LIMIT = 8
+# the most numbers the per-chunk results of a Jacobian's or Hessian's seeds may take
+CACHE_LIMIT = 1 << 25
 # the status of a call that found a captured array changed (above any guard's)
 cdef int CAPTURED_CHANGED = 1 << 30
 
@@ -83,8 +86,8 @@ cdef int run_tape(prep_header* h, const void* x, const void* const* tangents, vo
 cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, void* y,
                       void* value, void* first, void** results) noexcept nogil:
     cdef prep_header* h = &p.base
-    cdef Py_ssize_t start, count, k, i, lanes = p.lanes
-    cdef Py_ssize_t n_x = h.n_x, n_y = h.n_y, item = p.item
+    cdef Py_ssize_t start, count, k, lanes = p.lanes
+    cdef Py_ssize_t n_x = h.n_x, item = p.item
     cdef int status
     cdef bint basis = tangents == NULL
     for k in range(p.n_captured):
@@ -108,18 +111,23 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
         while start < p.directions:
             count = min(lanes, p.directions - start)
             seed(p, tangents, basis, start, count)
-            status = replay_run(p.program, p.split, p.program.n_instr)
+            if p.cache != NULL:   # the seeds' own part, computed when f was recorded
+                restore_cached(p, start // lanes)
+                status = replay_run(p.program, p.seeded_split, p.program.n_instr)
+            else:
+                status = replay_run(p.program, p.split, p.program.n_instr)
             if status != 0:
                 return status
-            for k in range(count):
-                if p.family == JACOBIAN:
-                    for i in range(n_y):
-                        memcpy(<char*>results[0] + (i * n_x + start + k) * item,
-                               at(p, p.result_at + k * n_y + i), item)
-                elif p.family == HESSIAN:
-                    memcpy(<char*>results[0] + (start + k) * n_x * item,
-                           at(p, p.result_at + k * n_x), h.x_bytes)
-                else:   # one result per tangent
+            if p.family == JACOBIAN:   # lane k is column start + k
+                if h.float32:
+                    put_columns[float](p, <float*>results[0], start, count)
+                else:
+                    put_columns[double](p, <double*>results[0], start, count)
+            elif p.family == HESSIAN:  # lane k is row start + k (a Hessian is symmetric)
+                memcpy(<char*>results[0] + start * n_x * item, at(p, p.result_at),
+                       count * h.x_bytes)
+            else:   # one result per tangent
+                for k in range(count):
                     memcpy(results[start + k], at(p, p.result_at + k * p.result_size),
                            p.result_size * item)
             start += count
@@ -130,6 +138,25 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     if value != NULL and value != y:
         memcpy(value, at(p, p.value_at), h.y_bytes)
     return 0
+
+
+cdef void put_columns(tape_prep* p, real* jacobian, Py_ssize_t start,
+                      Py_ssize_t count) noexcept nogil:
+    # jacobian[i, start + k] = lane k of the tangent output, element i
+    cdef const real* lanes = <const real*>at(p, p.result_at)
+    cdef Py_ssize_t i, k, n_x = p.base.n_x, n_y = p.base.n_y
+    for i in range(n_y):
+        for k in range(count):
+            jacobian[i * n_x + start + k] = lanes[k * n_y + i]
+
+
+cdef void restore_cached(tape_prep* p, Py_ssize_t chunk) noexcept nogil:
+    # the cached results of the seeds' own instructions for this chunk, back in the arena
+    cdef const char* row = <const char*>p.cache + chunk * p.cache_size * p.item
+    cdef Py_ssize_t j
+    for j in range(p.n_cache_spans):
+        memcpy(at(p, p.cache_spans[2 * j]), row, p.cache_spans[2 * j + 1] * p.item)
+        row += p.cache_spans[2 * j + 1] * p.item
 
 
 cdef void seed(tape_prep* p, const void* const* tangents, bint basis, Py_ssize_t start,
@@ -146,15 +173,29 @@ cdef void seed(tape_prep* p, const void* const* tangents, bint basis, Py_ssize_t
         if places[j] < 0:
             continue
         t = at(p, places[j])
-        memset(t, 0, p.lanes * n_x * item)
-        for k in range(count):
-            if basis:
-                if p.base.float32:
-                    (<float*>t)[k * n_x + start + k] = 1
-                else:
-                    (<double*>t)[k * n_x + start + k] = 1
-            else:
+        if not basis:
+            memset(t, 0, p.lanes * n_x * item)
+            for k in range(count):
                 memcpy(t + k * n_x * item, tangents[start + k], n_x * item)
+            continue
+        # basis directions: only the ones of the last chunk are cleared
+        if p.basis_start < 0:
+            memset(t, 0, p.lanes * n_x * item)
+        else:
+            for k in range(p.basis_count):
+                set_number(p, t, k * n_x + p.basis_start + k, 0)
+        for k in range(count):
+            set_number(p, t, k * n_x + start + k, 1)
+    if basis:
+        p.basis_start = start
+        p.basis_count = count
+
+
+cdef inline void set_number(tape_prep* p, char* buffer, Py_ssize_t i, double value) noexcept nogil:
+    if p.base.float32:
+        (<float*>buffer)[i] = <float>value
+    else:
+        (<double*>buffer)[i] = value
 
 
 cdef int record(tape_prep* p, const void* x, void* y, int failed) noexcept with gil:
@@ -385,6 +426,7 @@ cdef class TapeEngine(Engine):
 
     def __dealloc__(self):
         free(self.state.captured)
+        free(self.state.cache_spans)
 
     cdef _derive(self, tape, list values, list names):
         cdef int family = self.state.family
@@ -433,6 +475,41 @@ cdef class TapeEngine(Engine):
         self.state.first_size = (self.state.base.n_x if family in (HVP, HESSIAN)
                                  else size)
         self.state.program = &self.replay.state
+        self.state.basis_start = -1
+        self._cache_seeded(derived)
+
+    cdef _cache_seeded(self, derived):
+        """For basis seeds (jacobian, hessian): the results of the instructions that read the
+        seeds alone, per chunk, computed now, so that a call copies them instead."""
+        cdef Py_ssize_t start, count, chunk = 0, lanes = self.state.lanes
+        cdef Py_ssize_t directions = self.state.directions
+        free(self.state.cache_spans)
+        self.state.cache_spans = NULL
+        self.state.cache = NULL
+        self.cache = None
+        self.state.seeded_split = derived.seeded_split
+        chunks = (directions + lanes - 1) // lanes
+        size = sum(v.size for v in derived.cached)
+        if (self.state.family not in (JACOBIAN, HESSIAN) or size == 0
+                or chunks * size > CACHE_LIMIT):
+            return
+        self.cache = np.empty((chunks, size), self.dtype)
+        self.state.cache_spans = <Py_ssize_t*>malloc(2 * len(derived.cached) * sizeof(Py_ssize_t))
+        if self.state.cache_spans == NULL:
+            raise MemoryError()
+        for j, v in enumerate(derived.cached):
+            self.state.cache_spans[2 * j] = self.replay.offset(v)
+            self.state.cache_spans[2 * j + 1] = v.size
+        self.state.n_cache_spans = len(derived.cached)
+        self.state.cache_size = size
+        for start in range(0, directions, lanes):
+            count = min(lanes, directions - start)
+            seed(&self.state, NULL, True, start, count)
+            self.replay.run(self.state.split, self.state.seeded_split)
+            self.cache[chunk] = np.concatenate([self.replay.value(v).reshape(-1)
+                                                for v in derived.cached])
+            chunk += 1
+        self.state.cache = cnp.PyArray_DATA(self.cache)
 
     @property
     def directions(self):

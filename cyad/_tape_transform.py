@@ -30,11 +30,16 @@ _NEGATIVE = next(op for op, rule in enumerate(_rule_table.UNARY_RULES) if rule.n
 class DerivativeTape:
     """A derivative tape and what its inputs and outputs are."""
 
-    def __init__(self, tape, inputs, outputs, split):
+    def __init__(self, tape, inputs, outputs, split, seeded_split, cached):
         self.tape = tape
         self.inputs = inputs      # names of tape.inputs, in order ("x", "y", "tx", "ct", ...)
         self.outputs = outputs    # names of tape.outputs
-        self.split = split        # instructions [0, split) need no derivative input
+        self.split = split        # instructions [0, split) need no derivative input;
+        # [split, seeded_split) need the derivative inputs alone (no x): for fixed seeds
+        # (basis directions) their results are the same on every call: `cached`, those
+        # of them that later instructions or the outputs read
+        self.seeded_split = seeded_split
+        self.cached = cached
 
 
 class _Transform:
@@ -417,8 +422,9 @@ _VJP = {
 # -- pruning and ordering ------------------------------------------------------------------------
 
 def _finish(rec, outputs, input_names, output_names, seeds):
-    """Prune rec's tape to what its outputs and guards need, put the instructions that
-    depend on the derivative inputs (the Vars `seeds`) last."""
+    """Prune rec's tape to what its outputs and guards need, and order it: the
+    instructions that read no derivative input (the Vars `seeds`) first, then those that
+    read only derivative inputs and constants, then the rest."""
     tape = rec.tape
     tape.outputs = list(outputs)
     needed = set(tape.outputs)
@@ -428,14 +434,21 @@ def _finish(rec, outputs, input_names, output_names, seeds):
             kept.append(instr)
             needed.update(instr.args)
     kept.reverse()
-    derived = set(seeds)
-    first, last = [], []
+    seeded = set(seeds)
+    varying = {v for v in tape.inputs if v not in seeded}
+    first, seed_only, mixed = [], [], []
     for instr in kept:
-        if any(a in derived for a in instr.args):
-            derived.update(instr.outs)
-            last.append(instr)
-        else:
-            first.append(instr)
-    tape.instrs = first + last
+        reads_seeds = any(a in seeded for a in instr.args)
+        reads_primal = any(a in varying for a in instr.args)
+        if reads_seeds:
+            seeded.update(instr.outs)
+        if reads_primal:
+            varying.update(instr.outs)
+        (mixed if reads_seeds and reads_primal else seed_only if reads_seeds
+         else first).append(instr)
+    tape.instrs = first + seed_only + mixed
     tape.consts = {v: c for v, c in tape.consts.items() if v in needed}
-    return DerivativeTape(tape, input_names, output_names, len(first)), rec
+    read_later = {a for instr in mixed for a in instr.args} | set(tape.outputs)
+    cached = [v for instr in seed_only for v in instr.outs if v in read_later]
+    return DerivativeTape(tape, input_names, output_names, len(first),
+                          len(first) + len(seed_only), cached), rec
