@@ -28,6 +28,8 @@ ctypedef struct tape_prep:
     Py_ssize_t item            # bytes per number
     Py_ssize_t directions      # tangents, or basis directions
     Py_ssize_t lanes           # directions per replay of the derivative part
+    Py_ssize_t seed_size       # numbers per lane of the seeds (n_x; n_y for cotangents)
+    bint reverse               # a Jacobian by rows: a cotangent per output
     Py_ssize_t x_at, y_at      # x; y's incoming values (f(y, x))
     Py_ssize_t t_at, t2_at     # the tangent input(s) of lanes x n_x
     Py_ssize_t value_at        # f's value
@@ -56,3 +58,4 @@ cdef class TapeEngine(Engine):
     cdef bint strided_changed(self)
     cdef _derive(self, tape, list values, list names)
     cdef _cache_seeded(self, derived)
+    cdef bint _by_rows(self)

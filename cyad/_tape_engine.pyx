@@ -9,7 +9,8 @@ the primal part of the tape replayed once, then its derivative part once per chu
 directions (seeds written into the tangent input's lanes), the results copied out.
 
     pushforward, derivative   jvp of f, lanes = the chunk of tangents
-    jacobian                  jvp of f, lanes = a chunk of basis directions
+    jacobian                  jvp of f, lanes = a chunk of basis directions; with at most
+                              an eighth as many outputs as inputs, vjp of f by rows
     gradient                  vjp of f (the reverse sweep), its cotangent input 1
     second_derivative         jvp of (jvp of f) along the tangent 1
     hvp                       jvp of (vjp of f): forward over reverse, lanes = tangents
@@ -118,7 +119,9 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
                 status = replay_run(p.program, p.split, p.program.n_instr)
             if status != 0:
                 return status
-            if p.family == JACOBIAN:   # lane k is column start + k
+            if p.reverse:   # a Jacobian by rows: the cotangent of output `start` is 1
+                memcpy(<char*>results[0] + start * h.x_bytes, at(p, p.result_at), h.x_bytes)
+            elif p.family == JACOBIAN:   # lane k is column start + k
                 if h.float32:
                     put_columns[float](p, <float*>results[0], start, count)
                 else:
@@ -163,7 +166,7 @@ cdef void seed(tape_prep* p, const void* const* tangents, bint basis, Py_ssize_t
                Py_ssize_t count) noexcept nogil:
     """The tangent inputs' lanes for directions [start, start + count): the tangents or
     basis directions, lanes beyond count 0 (second order: both tangent inputs alike)."""
-    cdef Py_ssize_t k, n_x = p.base.n_x, item = p.item
+    cdef Py_ssize_t k, n_x = p.seed_size, item = p.item
     cdef Py_ssize_t places[2]
     cdef int j
     cdef char* t
@@ -334,6 +337,7 @@ cdef class TapeEngine(Engine):
             chunk = chunk or default_second_order_chunk(directions, prep.handle.n_x, True)
         chunk = chunk or default_chunk(directions, prep.handle.n_x, True)
         self.state.lanes = max(1, min(int(chunk), directions))
+        self.state.seed_size = prep.handle.n_x
         self.state.base.run = run_any
         self.bound = f
 
@@ -428,6 +432,15 @@ cdef class TapeEngine(Engine):
         free(self.state.captured)
         free(self.state.cache_spans)
 
+    cdef bint _by_rows(self):
+        """Whether a Jacobian is computed by rows (reverse mode): when f has at most an
+        eighth as many outputs as inputs, a sweep per output beats a lane per input."""
+        cdef Py_ssize_t n_y = int(np.prod(self.out_shape)), n_x = self.state.base.n_x
+        self.state.reverse = self.state.family == JACOBIAN and 8 * n_y <= n_x
+        if self.state.reverse:
+            self.state.directions, self.state.lanes, self.state.seed_size = n_y, 1, n_y
+        return self.state.reverse
+
     cdef _derive(self, tape, list values, list names):
         cdef int family = self.state.family
         cdef Py_ssize_t lanes = self.state.lanes
@@ -443,6 +456,8 @@ cdef class TapeEngine(Engine):
             forward, _ = jvp(tape, values, 1, [0], names)
             derived, _ = jvp(forward.tape, values + [np.ones((1,) + self.x_shape)], 1, [0],
                              names + ["tx"], seeded=[len(values)])
+        elif self._by_rows():   # a Jacobian of few rows: reverse mode, a row per sweep
+            derived, _ = vjp(tape, values, [0], names)
         else:   # pushforward, derivative, jacobian
             derived, _ = jvp(tape, values, lanes, [0], names)
         self.replay = Replay(derived.tape)
@@ -461,6 +476,9 @@ cdef class TapeEngine(Engine):
             self.state.t_at = self.replay.offset(d.inputs[primal_inputs + 1])
             self.state.first_at = self.replay.offset(d.outputs[1])
             self.state.result_at = self.replay.offset(d.outputs[3])
+        elif self.state.reverse:
+            self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
+            self.state.result_at = self.replay.offset(d.outputs[1])
         elif family == SECOND_DERIVATIVE:
             # the first tangent input (of the inner jvp) and the second's are both 1
             self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
