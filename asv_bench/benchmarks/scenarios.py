@@ -13,7 +13,7 @@ from .common import Call, buffers_like, skip
 
 # the scenarios live with the tests, which they also serve
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from scenarios import ENGINES, OPERATORS, SCENARIOS, tangent  # noqa: E402
+from scenarios import ENGINES, OPERATORS, SCENARIOS, TRACING_ENGINES, tangent  # noqa: E402
 
 _SCENARIOS = {s.name: s for s in SCENARIOS}
 _OPERATORS = {op.name: op for op in OPERATORS}
@@ -29,6 +29,8 @@ class Scenario(Call):
             skip(f"{operator} does not apply to {scenario}")
         if kind != "python" and kind not in s.kinds:
             skip(f"{scenario} has no {kind} form")
+        if kind != "python" and engine in TRACING_ENGINES:
+            skip(f"engine {engine!r} traces Python callables")
         f, x = s.function(kind), s.x
         run, prepare = getattr(cyad, operator), getattr(cyad, f"prepare_{operator}")
         if op.takes_tangent:
