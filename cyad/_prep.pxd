@@ -182,6 +182,9 @@ cdef class Engine:
     # those it answers (install_entry_points)
     cdef const cyad_entry_points* entry_points
     cdef object bound                  # the f of the last call
+    # chosen by default (no engine= named): it may hand a call it cannot serve to the
+    # dual engine
+    cdef bint chosen
 
     cdef setup(self, Prep prep, Py_ssize_t directions, object chunk, object f)
     cdef bind(self, object f)

@@ -58,6 +58,8 @@ A tape's inputs are Vars without a writer; its constants (`consts`) are Vars who
 values were captured when f ran (arrays f closed over, Python numbers): a tape
 freezes them.
 """
+import math
+
 import numpy as np
 
 # the NumPy ufuncs of kind compare: their name is the instruction's param
@@ -80,7 +82,7 @@ class Var:
     def __init__(self, shape, dtype, number):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
-        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.size = math.prod(self.shape)
         self.number = number   # its place in the tape's vars
 
     def __repr__(self):

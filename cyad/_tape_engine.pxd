@@ -1,6 +1,6 @@
 from cpython.ref cimport PyObject
 
-from cyad._prep cimport prep_header, Engine
+from cyad._prep cimport prep_header, Engine, Prep
 from cyad._tape_replay cimport Replay, tape_replay
 
 # An array a tape captured as a constant, and a copy of it as it was then
@@ -38,6 +38,8 @@ ctypedef struct tape_prep:
     captured_array* captured   # what the tape took from f's arrays, checked every call
     Py_ssize_t n_captured
     bint strided_captured      # also captured arrays not C-contiguous (checked with the GIL)
+    bint check_state           # compare f's Python state before every call (a default tape)
+    prep_header* delegate      # the dual engine's prep that answers instead, or NULL
 
 
 cdef class TapeEngine(Engine):
@@ -51,9 +53,13 @@ cdef class TapeEngine(Engine):
     cdef object error                  # the exception f raised while recorded
     cdef list captured                 # (array, its copy when captured) pairs
     cdef object cache                  # the seeds' results per chunk (state.cache)
+    cdef object python_state           # what f read of Python state (a default tape)
+    cdef Prep delegate                 # the dual engine's prep answering instead, or None
 
     cdef _check_python(self, object f)
     cdef record_at(self, const void* x, void* y, int failed)
+    cdef _record_at(self, const void* x, void* y, int failed)
+    cdef _hand_to_dual(self, const void* x)
     cdef _capture(self, list arrays)
     cdef bint strided_changed(self)
     cdef _derive(self, tape, list values, list names)

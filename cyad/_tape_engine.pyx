@@ -44,10 +44,21 @@ from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, GRADIE
 from cyad._tape_replay cimport Replay, replay_run
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad._dual_engine import default_chunk, default_second_order_chunk
+from cyad._tape_state import PythonState
 from cyad._tape_trace import trace
 from cyad._tape_transform import jvp, vjp
+import cyad._operators as _operators
 
 cnp.import_array()
+
+# the prepare_* of the families a tape chosen by default may hand to the dual engine
+PREPARE = {GRADIENT: _operators.prepare_gradient, HVP: _operators.prepare_hvp,
+           HESSIAN: _operators.prepare_hessian}
+
+
+class TapeLimit(RuntimeError):
+    """A prep's guards failed RECORD_LIMIT times: f's control flow is not for a tape."""
+
 
 # records of f per prep, the first included, before a failing guard becomes an error
 RECORD_LIMIT = 8
@@ -69,6 +80,8 @@ cdef int run_tape(prep_header* h, const void* x, const void* const* tangents, vo
     cdef tape_prep* p = <tape_prep*>h
     cdef int status
     while True:
+        if p.delegate != NULL:
+            return run_delegate(p, x, tangents, y, value, first, results)
         if p.program == NULL:
             status = record(p, x, y, 0)
         else:
@@ -95,6 +108,8 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
         if memcmp(p.captured[k].data, p.captured[k].copy, p.captured[k].nbytes) != 0:
             return CAPTURED_CHANGED
     if p.strided_captured and strided_changed(p):
+        return CAPTURED_CHANGED
+    if p.check_state and state_changed(p):
         return CAPTURED_CHANGED
     memcpy(at(p, p.x_at), x, h.x_bytes)
     if p.y_at >= 0:
@@ -202,7 +217,8 @@ cdef inline void set_number(tape_prep* p, char* buffer, Py_ssize_t i, double val
 
 
 cdef int record(tape_prep* p, const void* x, void* y, int failed) noexcept with gil:
-    """Record f at x (a guard `failed` > 0, or the first call): 0 or PYTHON_ERROR."""
+    """Record f at x (a guard `failed` > 0, or the first call): 0 or PYTHON_ERROR (or
+    the dual engine's prep set up to answer instead: see TapeEngine.record_at)."""
     cdef TapeEngine engine = <TapeEngine>p.engine
     try:
         engine.record_at(x, y, failed)
@@ -214,6 +230,33 @@ cdef int record(tape_prep* p, const void* x, void* y, int failed) noexcept with 
 
 cdef bint strided_changed(tape_prep* p) noexcept with gil:
     return (<TapeEngine>p.engine).strided_changed()
+
+
+cdef bint state_changed(tape_prep* p) noexcept with gil:
+    return (<TapeEngine>p.engine).python_state.changed()
+
+
+cdef int run_delegate(tape_prep* p, const void* x, const void* const* tangents, void* y,
+                      void* value, void* first, void** results) noexcept nogil:
+    # the call on the dual engine's prep that a default tape handed f to
+    cdef int status
+    delegate_enters(p)
+    status = p.delegate.run(p.delegate, x, tangents, y, value, first, results)
+    delegate_leaves(p, status)
+    return status
+
+
+cdef void delegate_enters(tape_prep* p) noexcept with gil:
+    cdef Prep delegate = (<TapeEngine>p.engine).delegate
+    if delegate.order == 1:
+        delegate.engine_state.enter()
+
+
+cdef void delegate_leaves(tape_prep* p, int status) noexcept with gil:
+    cdef TapeEngine engine = <TapeEngine>p.engine
+    engine.delegate.engine_state.finish(engine.delegate.order == 1)
+    if status == PYTHON_ERROR:
+        engine.error = engine.delegate.engine_state.python_error()
 
 
 cdef int keep_python_error(tape_prep* p) noexcept with gil:
@@ -357,7 +400,33 @@ cdef class TapeEngine(Engine):
 
     cdef discover(self, Prep prep, object x):
         self.record_at(cnp.PyArray_DATA(np.ascontiguousarray(x, self.dtype)), NULL, 0)
+        if self.out_shape is None:   # handed to the dual engine: it learns the shape
+            if self.delegate.order == 1:
+                self.delegate.engine_state.enter()
+            try:
+                self.delegate.engine_state.discover(self.delegate, x)
+            finally:
+                self.delegate.engine_state.finish(self.delegate.order == 1)
+            self.out_shape = self.delegate.out_shape
         prep.set_output(self.out_shape)
+
+    cdef _hand_to_dual(self, const void* x):
+        """Make the dual engine's prep of this family and signature that answers from now on."""
+        cdef Prep delegate
+        xv = np.zeros(self.x_shape, self.dtype)
+        yv = None if not self.two_argument else np.zeros(self.out_shape, self.dtype)
+        if self.state.family == HVP:
+            tangents = tuple(np.zeros(self.x_shape, self.dtype)
+                             for _ in range(self.state.directions))
+            args = (tangents if len(tangents) > 1 else tangents[0],)
+        else:
+            args = ()
+        prepare = PREPARE[self.state.family]
+        delegate = prepare(_callable(self.bound), xv, *args, y=yv, engine="dual")
+        if self.out_shape is not None and delegate.out_shape is None:
+            delegate.set_output(self.out_shape)
+        self.delegate = delegate
+        self.state.delegate = delegate.handle
 
     cdef set_output(self, Prep prep, tuple shape):
         if self.out_shape is None:
@@ -369,12 +438,25 @@ cdef class TapeEngine(Engine):
         return error
 
     cdef record_at(self, const void* x, void* y, int failed):
-        """Trace f at x (and y's values), build the family's derivative tape and replay."""
+        """Trace f at x (and y's values), build the family's derivative tape and replay.
+
+        A tape chosen by default hands f to the dual engine where it cannot serve: an f
+        it cannot trace (TypeError, NotImplementedError: the dual engine then answers,
+        or raises f's own error), or one whose guards keep failing.
+        """
+        try:
+            self._record_at(x, y, failed)
+        except (TypeError, NotImplementedError, TapeLimit):
+            if not self.chosen:
+                raise
+            self._hand_to_dual(x)
+
+    cdef _record_at(self, const void* x, void* y, int failed):
         if failed == CAPTURED_CHANGED:
             failed = 0      # f's data changed, not its control flow: not counted
         elif failed and self.recorded >= RECORD_LIMIT:
             where = self.replay.tape.instrs[failed - 1].params["where"]
-            raise RuntimeError(
+            raise TapeLimit(
                 f"cyad: f's tape was recorded {self.recorded} times and a guard failed again "
                 f"({where}): f's control flow depends on x in a way a tape cannot follow; "
                 "use engine='dual'")
@@ -389,6 +471,9 @@ cdef class TapeEngine(Engine):
                 yv[...] = 0
         recording, result = trace(_callable(self.bound), xv, self.dtype, yv)
         self._capture(recording.captured)
+        if self.chosen:
+            self.python_state = PythonState(_callable(self.bound))
+            self.state.check_state = True
         out = recording.var_of(result)
         if out.dtype != self.dtype:
             raise TypeError(f"cyad: f returned {out.dtype} values, not {self.dtype}")

@@ -219,7 +219,7 @@ def test_prepared_engine_seeds_and_reads_the_layout():
         returned.update(seeds=parts(x, outer, inner), b=b, c=c)
         return tagged_dual(r.values, r.partials, x.tag)
 
-    prep = cyad.prepare_hvp(f, np.ones(n), v)
+    prep = cyad.prepare_hvp(f, np.ones(n), v, engine="dual")
     assert prep.evaluations == 1
     grad, hv = cyad.gradient_and_hvp(f, np.ones(n), v, prep=prep)
     xa, xb, xc = returned["seeds"]

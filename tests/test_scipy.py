@@ -232,7 +232,7 @@ def test_rosenbrock_written_in_place_minimizes_like_rosenbrock(method, second):
 
 def test_value_and_gradient_evaluates_f_once_per_solver_call():
     f = Counted(rosenbrock)
-    fg = cs.value_and_gradient(f)
+    fg = cs.value_and_gradient(f, engine="dual")
     res = minimize(fg, X0[::10], jac=True, method="BFGS", options={"gtol": 1e-9})
     assert res.success
     assert_allclose(res.x, 1.0, atol=1e-6)
@@ -241,8 +241,16 @@ def test_value_and_gradient_evaluates_f_once_per_solver_call():
     assert f.calls == res.nfev     # one evaluation (on duals) gives the value and gradient
     # whereas fun and jac= separately evaluate it twice
     f.calls = 0
-    res = minimize(f, X0[::10], jac=cs.gradient(f), method="BFGS", options={"gtol": 1e-9})
+    res = minimize(f, X0[::10], jac=cs.gradient(f, engine="dual"), method="BFGS",
+                   options={"gtol": 1e-9})
     assert f.calls == res.nfev + res.njev
+    # the default engine, the tape, records f once and replays it for every solver call
+    f.calls = 0
+    fg = cs.value_and_gradient(f)
+    res = minimize(fg, X0[::10], jac=True, method="BFGS", options={"gtol": 1e-9})
+    assert res.success and fg.prep.engine == "tape"
+    assert_allclose(res.x, 1.0, atol=1e-6)
+    assert f.calls == 1
 
 
 def test_c_function_objective(example):
@@ -483,10 +491,11 @@ def test_a_prepared_call_allocates_its_result_and_what_f_allocates(allocations_p
     pair = count(lambda: (float(value), np.empty(n)))
     t = 0.5
     cases = [
-        (cs.gradient(objective), (x,), objective, vector),
-        (cs.value_and_gradient(objective), (x,), objective, pair),
-        (cs.hessian(objective), (x,), objective, matrix),
-        (cs.hessp(objective), (x, v), objective, vector),
+        # on the dual engine, which evaluates f in every call (the tape's calls: test_tape)
+        (cs.gradient(objective, engine="dual"), (x,), objective, vector),
+        (cs.value_and_gradient(objective, engine="dual"), (x,), objective, pair),
+        (cs.hessian(objective, engine="dual"), (x,), objective, matrix),
+        (cs.hessp(objective, engine="dual"), (x, v), objective, vector),
         (cs.jacobian(residuals), (x,), residuals, matrix),
         (cs.ode_jacobian(rhs), (t, x), lambda y: rhs(t, y), matrix),
     ]
@@ -506,7 +515,7 @@ def test_a_prepared_call_allocates_its_result_and_what_f_allocates(allocations_p
     assert count(lambda: adapter(t, x)) == pytest.approx(
         adapter.prep.evaluations * per_evaluation + matrix, abs=0.01)
 
-    adapter = cs.gradient(lambda x, a: (x * a).sum())
+    adapter = cs.gradient(lambda x, a: (x * a).sum(), engine="dual")
     adapter(x, w)
     per_evaluation = count(lambda: (adapter.prep.input_dual * w).sum())
     assert count(lambda: adapter(x, w)) == pytest.approx(

@@ -1,0 +1,11 @@
+# Type stubs of cyad/_tape_state.pyx: the Python state a default tape checks.
+from typing import Any, Callable
+
+from typing_extensions import disjoint_base
+
+DEPTH: int
+
+@disjoint_base
+class PythonState:
+    def __init__(self, f: Callable[..., Any]) -> None: ...
+    def changed(self) -> bool: ...
