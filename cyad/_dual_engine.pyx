@@ -31,8 +31,6 @@ the cross lanes. A Hessian is symmetric, so for each chunk of outer directions
 starting at row r only inner directions from r on are evaluated: about half the n^2
 second-order terms, mirrored.
 """
-import numpy as np
-
 cimport numpy as cnp
 from libc.math cimport sqrt
 from libc.string cimport memcpy, memset

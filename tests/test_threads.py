@@ -251,12 +251,12 @@ def _rhs_in_place(dydt, t, y, a):
 # name: (callable from fun, its call with the extra argument a, the analytic result); on
 # the dual engine, which evaluates fun in every call (the tests hold it there)
 ADAPTERS = {
-    "gradient": (lambda fun: cyad.scipy.gradient(fun, chunk=1, engine="dual"), lambda c, x, a: c(x, a),
-                 lambda x, a: a * g_gradient(x)),
+    "gradient": (lambda fun: cyad.scipy.gradient(fun, chunk=1, engine="dual"),
+                 lambda c, x, a: c(x, a), lambda x, a: a * g_gradient(x)),
     "value_and_gradient": (lambda fun: cyad.scipy.value_and_gradient(fun, chunk=1, engine="dual"),
                            lambda c, x, a: c(x, a)[1], lambda x, a: a * g_gradient(x)),
-    "hessian": (lambda fun: cyad.scipy.hessian(fun, chunk=1, engine="dual"), lambda c, x, a: c(x, a),
-                lambda x, a: a * g_hessian(x)),
+    "hessian": (lambda fun: cyad.scipy.hessian(fun, chunk=1, engine="dual"),
+                lambda c, x, a: c(x, a), lambda x, a: a * g_hessian(x)),
     "hessp": (lambda fun: cyad.scipy.hessp(fun, chunk=1, engine="dual"), lambda c, x, a: c(x, V, a),
               lambda x, a: a * g_hessian(x) @ V),
     "jacobian": (lambda fun: cyad.scipy.jacobian(fun, chunk=1), lambda c, x, a: c(x, a),
