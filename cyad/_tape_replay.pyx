@@ -37,8 +37,8 @@ The loops:
   in loops that a dispatch generated from the rule table
   (cyad/_tape_replay_rules.pxi.tp) calls with the op a constant: inlined, each loop is
   specialised to its rule, with no chain of comparisons per element, and (the module
-  is built without errno, cyad/meson.build) without the libm call of the column the
-  kind does not read (cos in sin's value).
+  is built without errno and FP traps, cyad/meson.build) without the libm call of the
+  column the kind does not read (cos in sin's value).
 - gather, scatter_add: an index array that is an arithmetic progression (detected
   here) is a strided copy (step 1: memcpy); otherwise one index per element.
 - sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop).
@@ -660,17 +660,20 @@ include "cyad/_tape_replay_rules.pxi"
 cdef void scale_block(Py_ssize_t n, real* out, const real* a, bint a_full, const real* b,
                       bint b_full) noexcept nogil:
     # a partial times a direction, 0 where the direction is 0 (whatever the partial), in
-    # the tape's dtype as NumPy multiplies
+    # the tape's dtype as NumPy multiplies; the product is taken everywhere and then
+    # chosen (a select the C compiler vectorises; a branch around it would not be)
     cdef Py_ssize_t i
-    cdef real x, y
+    cdef real x, y, product
     if b_full:
         if a_full:
             for i in range(n):
-                out[i] = a[i] * b[i] if b[i] != 0 else 0
+                product = a[i] * b[i]
+                out[i] = product if b[i] != 0 else 0
         else:
             x = a[0]
             for i in range(n):
-                out[i] = x * b[i] if b[i] != 0 else 0
+                product = x * b[i]
+                out[i] = product if b[i] != 0 else 0
     elif b[0] == 0:
         memset(out, 0, n * sizeof(real))
     else:
