@@ -42,8 +42,10 @@ The loops:
 - gather, scatter_add: an index array that is an arithmetic progression (detected
   here) is a strided copy (step 1: memcpy); otherwise one index per element.
 - sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop).
-- matmul: i-k-j loops (the innermost over a row of b and of the output: vectorised);
-  a matrix times a vector is a dot product per row.
+- matmul: i-k-j loops (the innermost over a row of b and of the output: vectorised),
+  and a matrix times a vector as one dot product per row (eight accumulators in
+  double). Not BLAS: OpenBLAS's gemm (SciPy's cython_blas) mallocs once per call, and
+  a run allocates nothing.
 - Vars never share a slot, so no output overlaps an operand.
 
 Readings of the tape's specification (cyad/_tape.py):
@@ -814,6 +816,26 @@ cdef void sum_inner(const int64_t* row, real* arena) noexcept nogil:
         out[j] = <real>sum_of(a + j * k, k)
 
 
+cdef inline double dot(const real* a, const real* b, Py_ssize_t k) noexcept nogil:
+    # eight accumulators in double, as sum_of
+    cdef double acc[8]
+    cdef double total = 0.0
+    cdef Py_ssize_t i = 0, t
+    if k >= 8:
+        for t in range(8):
+            acc[t] = <double>a[t] * b[t]
+        i = 8
+        while i + 8 <= k:
+            for t in range(8):
+                acc[t] += <double>a[i + t] * b[i + t]
+            i += 8
+        total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+    while i < k:
+        total += <double>a[i] * b[i]
+        i += 1
+    return total
+
+
 cdef void matmul(const int64_t* row, real* arena) noexcept nogil:
     # out[p] = a[p] @ b[p]: (m, k) by (k, n), an operand of one matrix the same for all p
     cdef Py_ssize_t m = row[P0], k = row[P1], n = row[P2], _p, i, j, t, batch
@@ -824,27 +846,25 @@ cdef void matmul(const int64_t* row, real* arena) noexcept nogil:
     cdef const real* b = arena + row[B]
     cdef const real* b_row
     cdef real* out_row
-    cdef real a_it, acc
+    cdef real a_it
     if m * n == 0:
         return
     batch = row[OUT_SIZE] // (m * n)
     for _p in range(batch):
-        for i in range(m):
-            out_row = out + i * n
-            if n == 1:
-                # a matrix times a vector: a dot product per row
-                acc = 0
-                for t in range(k):
-                    acc = acc + a[i * k + t] * b[t]
-                out_row[0] = acc
-                continue
-            for j in range(n):
-                out_row[j] = 0
-            for t in range(k):
-                a_it = a[i * k + t]
-                b_row = b + t * n
+        if n == 1:
+            # a matrix times a vector: a dot product per row
+            for i in range(m):
+                out[i] = <real>dot(a + i * k, b, k)
+        else:
+            for i in range(m):
+                out_row = out + i * n
                 for j in range(n):
-                    out_row[j] = out_row[j] + a_it * b_row[j]
+                    out_row[j] = 0
+                for t in range(k):
+                    a_it = a[i * k + t]
+                    b_row = b + t * n
+                    for j in range(n):
+                        out_row[j] = out_row[j] + a_it * b_row[j]
         out += m * n
         a += a_step
         b += b_step
