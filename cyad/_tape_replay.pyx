@@ -708,12 +708,13 @@ cdef inline bint compare_one(int op, double x, double y) noexcept nogil:
         return (x != 0) != (y != 0)
     elif op == LOGICAL_NOT:
         return x == 0
+    # (C's tests return any nonzero int, isinf -1 for -inf: the result must be 0 or 1)
     elif op == ISNAN:
-        return isnan(x)
+        return isnan(x) != 0
     elif op == ISINF:
-        return isinf(x)
+        return isinf(x) != 0
     elif op == ISFINITE:
-        return isfinite(x)
+        return isfinite(x) != 0
     return signbit(x) != 0
 
 
