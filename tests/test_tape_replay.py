@@ -6,7 +6,8 @@ np.add.at), the derivative kinds against JAX in float64 at points of the rule ta
 test domains, in float64 and float32 (whose points are the float32 numbers, so that the
 references differ from the replay by the rounding of its results alone). Random tapes
 (chains of kinds on operands of divisible sizes) run against an evaluation written here
-from the tape's specification.
+from the tape's specification. tests/replay_hooks.pyx, built against the installed cyad,
+runs a replay through the .pxd's struct and nogil entry point, as the tape engine does.
 """
 import shutil
 import sys
