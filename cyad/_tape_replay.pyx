@@ -37,13 +37,15 @@ The loops:
   in loops that a dispatch generated from the rule table
   (cyad/_tape_replay_rules.pxi.tp) calls with the op a constant: inlined, each loop is
   specialised to its rule, with no chain of comparisons per element, and (the module
-  is built without errno, cyad/meson.build) without the libm call of the column the
-  kind does not read (cos in sin's value).
+  is built without errno and FP traps, cyad/meson.build) without the libm call of the
+  column the kind does not read (cos in sin's value).
 - gather, scatter_add: an index array that is an arithmetic progression (detected
   here) is a strided copy (step 1: memcpy); otherwise one index per element.
 - sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop).
-- matmul: i-k-j loops (the innermost over a row of b and of the output: vectorised);
-  a matrix times a vector is a dot product per row.
+- matmul: i-k-j loops (the innermost over a row of b and of the output: vectorised),
+  and a matrix times a vector as one dot product per row (eight accumulators in
+  double). Not BLAS: OpenBLAS's gemm (SciPy's cython_blas) mallocs once per call, and
+  a run allocates nothing.
 - Vars never share a slot, so no output overlaps an operand.
 
 Readings of the tape's specification (cyad/_tape.py):
@@ -660,17 +662,20 @@ include "cyad/_tape_replay_rules.pxi"
 cdef void scale_block(Py_ssize_t n, real* out, const real* a, bint a_full, const real* b,
                       bint b_full) noexcept nogil:
     # a partial times a direction, 0 where the direction is 0 (whatever the partial), in
-    # the tape's dtype as NumPy multiplies
+    # the tape's dtype as NumPy multiplies; the product is taken everywhere and then
+    # chosen (a select the C compiler vectorises; a branch around it would not be)
     cdef Py_ssize_t i
-    cdef real x, y
+    cdef real x, y, product
     if b_full:
         if a_full:
             for i in range(n):
-                out[i] = a[i] * b[i] if b[i] != 0 else 0
+                product = a[i] * b[i]
+                out[i] = product if b[i] != 0 else 0
         else:
             x = a[0]
             for i in range(n):
-                out[i] = x * b[i] if b[i] != 0 else 0
+                product = x * b[i]
+                out[i] = product if b[i] != 0 else 0
     elif b[0] == 0:
         memset(out, 0, n * sizeof(real))
     else:
@@ -682,7 +687,7 @@ cdef void scale_block(Py_ssize_t n, real* out, const real* a, bint a_full, const
             out[0] = a[0] * y
 
 
-cdef inline bint compare_one(int64_t op, double x, double y) noexcept nogil:
+cdef inline bint compare_one(int op, double x, double y) noexcept nogil:
     if op == LESS:
         return x < y
     elif op == LESS_EQUAL:
@@ -703,29 +708,58 @@ cdef inline bint compare_one(int64_t op, double x, double y) noexcept nogil:
         return (x != 0) != (y != 0)
     elif op == LOGICAL_NOT:
         return x == 0
+    # (C's tests return any nonzero int, isinf -1 for -inf: the result must be 0 or 1)
     elif op == ISNAN:
-        return isnan(x)
+        return isnan(x) != 0
     elif op == ISINF:
-        return isinf(x)
+        return isinf(x) != 0
     elif op == ISFINITE:
-        return isfinite(x)
+        return isfinite(x) != 0
     return signbit(x) != 0
+
+
+cdef inline void compare_loop(int op, Py_ssize_t n, real* out, const real* a, bint a_full,
+                              const real* b, bint b_full) noexcept nogil:
+    # inlined with a constant op; b is absent (never read) for the one-operand comparisons
+    cdef Py_ssize_t i, sa = a_full, sb = b_full
+    for i in range(n):
+        out[i] = <real>compare_one(op, a[i * sa], b[i * sb])
 
 
 cdef void compare_block(int64_t op, Py_ssize_t n, real* out, const real* a, bint a_full,
                         const real* b, bint b_full) noexcept nogil:
-    # b is absent (never read) for the one-operand comparisons
-    cdef Py_ssize_t i, sa = a_full, sb = b_full
-    for i in range(n):
-        out[i] = 1 if compare_one(op, a[i * sa], b[i * sb]) else 0
+    if op == LESS:
+        compare_loop(LESS, n, out, a, a_full, b, b_full)
+    elif op == LESS_EQUAL:
+        compare_loop(LESS_EQUAL, n, out, a, a_full, b, b_full)
+    elif op == GREATER:
+        compare_loop(GREATER, n, out, a, a_full, b, b_full)
+    elif op == GREATER_EQUAL:
+        compare_loop(GREATER_EQUAL, n, out, a, a_full, b, b_full)
+    elif op == EQUAL:
+        compare_loop(EQUAL, n, out, a, a_full, b, b_full)
+    elif op == NOT_EQUAL:
+        compare_loop(NOT_EQUAL, n, out, a, a_full, b, b_full)
+    else:   # the logical ones and the tests of one number
+        compare_loop(<int>op, n, out, a, a_full, b, b_full)
 
 
 cdef void select_block(Py_ssize_t n, real* out, const real* c, bint c_full, const real* a,
                        bint a_full, const real* b, bint b_full) noexcept nogil:
-    # args (c, a, b): the condition comes first
+    # args (c, a, b): the condition comes first. Both operands read, then one chosen: with
+    # unit steps a vectorised blend, no branch to mispredict where the condition varies
     cdef Py_ssize_t i, sc = c_full, sa = a_full, sb = b_full
+    cdef real x, y
+    if c_full and a_full and b_full:
+        for i in range(n):
+            x = a[i]
+            y = b[i]
+            out[i] = x if c[i] != 0 else y
+        return
     for i in range(n):
-        out[i] = a[i * sa] if c[i * sc] != 0 else b[i * sb]
+        x = a[i * sa]
+        y = b[i * sb]
+        out[i] = x if c[i * sc] != 0 else y
 
 
 # -- structural kinds ------------------------------------------------------------------
@@ -811,6 +845,26 @@ cdef void sum_inner(const int64_t* row, real* arena) noexcept nogil:
         out[j] = <real>sum_of(a + j * k, k)
 
 
+cdef inline double dot(const real* a, const real* b, Py_ssize_t k) noexcept nogil:
+    # eight accumulators in double, as sum_of
+    cdef double acc[8]
+    cdef double total = 0.0
+    cdef Py_ssize_t i = 0, t
+    if k >= 8:
+        for t in range(8):
+            acc[t] = <double>a[t] * b[t]
+        i = 8
+        while i + 8 <= k:
+            for t in range(8):
+                acc[t] += <double>a[i + t] * b[i + t]
+            i += 8
+        total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+    while i < k:
+        total += <double>a[i] * b[i]
+        i += 1
+    return total
+
+
 cdef void matmul(const int64_t* row, real* arena) noexcept nogil:
     # out[p] = a[p] @ b[p]: (m, k) by (k, n), an operand of one matrix the same for all p
     cdef Py_ssize_t m = row[P0], k = row[P1], n = row[P2], _p, i, j, t, batch
@@ -821,27 +875,25 @@ cdef void matmul(const int64_t* row, real* arena) noexcept nogil:
     cdef const real* b = arena + row[B]
     cdef const real* b_row
     cdef real* out_row
-    cdef real a_it, acc
+    cdef real a_it
     if m * n == 0:
         return
     batch = row[OUT_SIZE] // (m * n)
     for _p in range(batch):
-        for i in range(m):
-            out_row = out + i * n
-            if n == 1:
-                # a matrix times a vector: a dot product per row
-                acc = 0
-                for t in range(k):
-                    acc = acc + a[i * k + t] * b[t]
-                out_row[0] = acc
-                continue
-            for j in range(n):
-                out_row[j] = 0
-            for t in range(k):
-                a_it = a[i * k + t]
-                b_row = b + t * n
+        if n == 1:
+            # a matrix times a vector: a dot product per row
+            for i in range(m):
+                out[i] = <real>dot(a + i * k, b, k)
+        else:
+            for i in range(m):
+                out_row = out + i * n
                 for j in range(n):
-                    out_row[j] = out_row[j] + a_it * b_row[j]
+                    out_row[j] = 0
+                for t in range(k):
+                    a_it = a[i * k + t]
+                    b_row = b + t * n
+                    for j in range(n):
+                        out_row[j] = out_row[j] + a_it * b_row[j]
         out += m * n
         a += a_step
         b += b_step
