@@ -98,8 +98,8 @@ class TooSlow:
     first: float               # seconds of the first (warm-up) call
     cap: float
 
-    def __str__(self):
-        return f"too slow ({format_time(self.first)} > {format_time(self.cap)})"
+    def __str__(self):                  # fits a table's cell; the cap is in the JSON
+        return f"too slow ({format_time(self.first)})"
 
 
 def measure(call, budget, repeats, min_repeats):
@@ -922,7 +922,7 @@ def print_table(problem, cells, label_width=50, cell_width=21):
                 text = format_time(cell.median) + f"  {format_ratio(r):>6}"
             else:
                 text = cell
-            line += f"{text:>{cell_width}}"
+            line += f" {text:>{cell_width - 1}}"
         print(line + f"   {labels.get(row.ref, row.ref)}")
     for note in problem.notes:
         print(f"    {note}")
@@ -1015,20 +1015,19 @@ def print_targets(evaluated):
           "best engine; then each engine's ratio of medians)")
     for target, n, best, ratios, verdict in evaluated:
         goal = f">= {target.least:.2f}"
-        if best.median is None:
-            measured = f"{'-':>8}{'':9}"
-        else:
-            minimum = f"({format_ratio(best.minimum)})" if best.minimum is not None else ""
-            measured = f"{format_ratio(best.median):>8} {minimum:8}"
-        print(f"  {target.problem} n={n:<7,} {target.goal:62s} {measured} target {goal:7s} "
-              f"{verdict:4s}  " + "; ".join(map(format_engine_ratio, ratios)))
+        median = "-" if best.median is None else format_ratio(best.median)
+        minimum = f"({format_ratio(best.minimum)})" if best.minimum is not None else ""
+        print(f"  {target.problem} n={n:<9,} {target.goal:64s} {median:>7} {minimum:9} "
+              f"target {goal:8s} {verdict:4s}  " + "; ".join(map(format_engine_ratio, ratios)))
 
 
 def to_json(problems, results, evaluated, peers, quick):
     def cell(c):
         if isinstance(c, Timing):
             return {"median": c.median, "min": c.min}
-        return {"note": str(c), "first_call": c.first} if isinstance(c, TooSlow) else {"note": c}
+        if isinstance(c, TooSlow):
+            return {"note": str(c), "first_call": c.first, "cap": c.cap}
+        return {"note": c}
 
     def ratios(r):
         return {"ratio_of_medians": r.median, "ratio_of_minima": r.minimum, "note": r.note}
@@ -1052,7 +1051,7 @@ def to_json(problems, results, evaluated, peers, quick):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="shorter timings (about 2 minutes)")
+    parser.add_argument("--quick", action="store_true", help="shorter timings (about 3 minutes)")
     parser.add_argument("--problems", default=",".join(PROBLEMS),
                         help="comma-separated problems to run (default: all)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
