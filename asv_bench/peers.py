@@ -78,6 +78,7 @@ from cyad import _profile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CYAD_ENGINES = ["dual", "tape"]  # one row each per cyad row; the first is the ratios' reference
+TRACING_ENGINES = {"tape"}       # engines that trace a Python f: a C function is not for them
 CASADI_SX_MAX = 10**4          # CasADi builds SX (scalar) graphs up to this many inputs, MX above
 EXACT_TOL = 1e-9               # accepted error of exact derivatives, relative to their size
 FD_TOL = 1e-4                  # ... and of finite differences
@@ -217,6 +218,8 @@ def cyad_row(key, label, operator, f, *, engine, tangent=False, y=False, note=No
         return Row(key, label, note=note or f"cyad.{operator} not available yet", ref=ref)
     if engine_missing(engine):
         return Row(key, label, note=engine_missing(engine), ref=ref)
+    if engine in TRACING_ENGINES and isinstance(f, cyad.FunctionWrapper):
+        return Row(key, label, note=f"n/a: engine={engine!r} traces Python callables", ref=ref)
     op, prepare = getattr(cyad, operator), getattr(cyad, "prepare_" + operator)
 
     def build(d):
