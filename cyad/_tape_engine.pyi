@@ -1,11 +1,15 @@
 # Type stubs of cyad/_tape_engine.pyx: the tape engine.
-from typing import Any, Final
+from typing import Any, Callable, Final
 
 from typing_extensions import disjoint_base
 
 from cyad._prep import Engine
 
 RECORD_LIMIT: Final = 8
+CACHE_LIMIT: Final[int]
+PREPARE: dict[Any, Callable[..., Any]]
+
+class TapeLimit(RuntimeError): ...
 
 @disjoint_base
 class TapeEngine(Engine):

@@ -40,6 +40,7 @@ import numpy as np
 
 from cyad import _rule_table
 from cyad._primitives import TABLE
+from cyad._primitives._table import is_engine_array
 from cyad._tape import COMPARISONS, Instr, Tape, evaluate
 
 _UNARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.UNARY_RULES)
@@ -59,6 +60,11 @@ def _key(kind, args, shape, params):
     frozen = tuple(sorted((name, value.tobytes() if isinstance(value, np.ndarray) else value)
                           for name, value in params.items()))
     return kind, tuple(a.number for a in args), tuple(shape), frozen
+
+
+_NESTED = ("cyad: an array of another differentiation met a traced one: a tape does not nest "
+           "differentiations (a derivative taken inside f); use engine='dual' for derivatives "
+           "of derivatives")
 
 
 class Recording:
@@ -97,11 +103,11 @@ class Recording:
     def var_of(self, x):
         if isinstance(x, Tracer):
             if x.recording is not self:
-                raise TypeError("cyad: a traced array of another differentiation met this one: "
-                                "a tape does not nest differentiations (a derivative taken "
-                                "inside f); use engine='dual' for derivatives of derivatives")
+                raise TypeError(_NESTED)
             x.check()
             return x.node
+        if is_engine_array(x):   # another engine's array (a dual) in a traced operation
+            raise TypeError(_NESTED)
         return self.const(x)
 
     # -- instructions ------------------------------------------------------------------
