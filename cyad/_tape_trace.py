@@ -329,14 +329,18 @@ class Tracer:
                             "traced arrays (a comparison or int() may steer control flow)")
         return self.__cyad_value__(f"{what} of a traced value")
 
+    # bool() and int() of a float value guard what Python gets (whether it is 0, its whole
+    # part), not the value itself: the tape holds wherever they stay the same
     def __bool__(self):
-        return bool(self.__cyad_value__("bool() of a traced value (an if or while on it)"))
+        decided = self if self.dtype == bool else np.not_equal(self, 0)
+        return bool(decided.__cyad_value__("bool() of a traced value (an if or while on it)"))
 
     def __float__(self):
         return float(self._number("float()"))
 
     def __int__(self):
-        return int(self.__cyad_value__("int() of a traced value"))
+        whole = self if self.dtype == bool else np.trunc(self)
+        return int(whole.__cyad_value__("int() of a traced value"))
 
     def __index__(self):
         return operator.index(self.__cyad_value__("a traced value used as an index").item())

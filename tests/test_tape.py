@@ -1,0 +1,734 @@
+"""engine="tape" never gives a silently wrong derivative: guards, views, errors, allocations.
+
+The tape engine runs f once on tracer arrays and replays the recorded tape
+(cyad/_tape_engine.pyx). Whatever f read off x's values must be checked on every replay
+(cyad/_tape_trace.py): here each value-dependent construct is traced at one point and
+replayed with a prep and out= at points where it holds and where it flips, against the
+dual engine and against JAX (or an analytic formula). Constructs that are recomputed on
+every replay (where, maximum, minimum, abs, clip) must flip without a new record; those
+that are guarded must record f anew, once per failed guard, until RECORD_LIMIT records,
+after which the prep refuses clearly and still serves points its tape holds for.
+
+Views and writes must behave as NumPy's (values against plain NumPy, derivatives against
+the dual engine), f(y, x) reads y's incoming values, outputs may alias inputs; bad uses
+fail with a clear TypeError; a prepared call with out= makes no heap allocation.
+"""
+import numpy as np
+import pytest
+import reference_functions
+from derivative_references import jax
+
+import cyad
+from cyad._tape_engine import RECORD_LIMIT
+
+if jax is not None:
+    import jax.numpy as jnp
+
+DTYPES = [np.float64, np.float32]
+TOLERANCE = {np.float64: dict(rtol=1e-12, atol=1e-12), np.float32: dict(rtol=2e-4, atol=2e-4)}
+# against JAX in float64, a float32 result is as good as its inputs' rounding
+REFERENCE_TOLERANCE = {np.float64: dict(rtol=1e-11, atol=1e-11),
+                       np.float32: dict(rtol=2e-3, atol=2e-3)}
+
+
+def _assert_close(actual, expected, dtype, tolerance=TOLERANCE, what=""):
+    expected = np.asarray(expected, np.float64)
+    np.testing.assert_allclose(np.asarray(actual, np.float64), expected, **tolerance[dtype],
+                               err_msg=what)
+
+
+# -- guards ----------------------------------------------------------------------------------
+
+KNOTS = np.array([-1.0, 0.0, 1.0, 2.0])
+KNOT_VALUES = np.array([0.5, -1.0, 3.0, 2.0])
+WEIGHTS = np.array([1.0, -2.0, 0.5, 3.0, -1.5])
+COEFFICIENTS = np.array([2.0, -1.0, 0.5, 1.5, -3.0])
+
+
+def _branch(x):
+    if x[0] > 0:
+        return np.sum(x ** 2) * x[1]
+    return np.sum(np.sin(x))
+
+
+def _loop(x):
+    s = x[0]
+    while s < 3.0:
+        s = s * 1.5 + 1.0
+    return s * np.sum(x ** 2)
+
+
+def _loop_reference(xp, x, p):
+    s = x[0]
+    t = p[0]
+    while t < 3.0:
+        s, t = s * 1.5 + 1.0, t * 1.5 + 1.0
+    return s * xp.sum(x ** 2)
+
+
+def _int(x):
+    k = int(x[0] * 2.0) % 5
+    return x[k] ** 3 + np.sum(x) * k
+
+
+def _float_of_a_comparison(x):
+    return float(x[1] > 0) * np.sum(x ** 3) + np.sum(np.cos(x))
+
+
+def _item_of_a_comparison(x):
+    if (x[2] > x[3]).item():
+        return np.sum(x[2:] ** 2)
+    return np.sum(x * x[0])
+
+
+def _mask(x):
+    return np.sum(x[x > 0] ** 3) + np.sum(np.exp(x[x <= 0]))
+
+
+def _sort(x):
+    return np.sum(np.sort(x) ** 2 * WEIGHTS)
+
+
+def _argsort(x):
+    return np.sum(x[np.argsort(x)] * WEIGHTS * x)
+
+
+def _argmax(x):
+    return x[np.argmax(x)] ** 3 + x[np.argmin(x)] ** 2 * x[0]
+
+
+def _searchsorted(x):
+    return np.sum(COEFFICIENTS[np.searchsorted(KNOTS, x)] * x ** 2)
+
+
+def _interp(x):
+    return np.sum(np.interp(x, KNOTS, KNOT_VALUES) ** 2 * x)
+
+
+def _where(x):
+    return np.sum(np.where(x > 0, x ** 2, np.sin(x)) * x)
+
+
+def _maximum_minimum(x):
+    return np.sum(np.maximum(x, 0.1) ** 2 + np.minimum(x, 0.2) ** 3 + np.maximum(x, x[::-1]))
+
+
+def _abs(x):
+    return np.sum(np.abs(x) ** 3 + np.abs(x) * x)
+
+
+def _clip(x):
+    return np.sum(np.clip(x, -0.5, 1.0) ** 3 + x)
+
+
+# name: f, whether a flip records f anew, and f in jax.numpy given the point's values p
+# (the Python decisions taken on p, the arithmetic on x)
+GUARDED, RECOMPUTED = True, False
+CONSTRUCTS = {
+    "if": (_branch, GUARDED,
+           lambda xp, x, p: xp.sum(x ** 2) * x[1] if p[0] > 0 else xp.sum(xp.sin(x))),
+    "while": (_loop, GUARDED, _loop_reference),
+    "int()": (_int, GUARDED, lambda xp, x, p: x[int(p[0] * 2.0) % 5] ** 3
+              + xp.sum(x) * (int(p[0] * 2.0) % 5)),
+    "float() of a comparison": (_float_of_a_comparison, GUARDED, lambda xp, x, p: float(
+        p[1] > 0) * xp.sum(x ** 3) + xp.sum(xp.cos(x))),
+    ".item() of a comparison": (_item_of_a_comparison, GUARDED, lambda xp, x, p: xp.sum(
+        x[2:] ** 2) if p[2] > p[3] else xp.sum(x * x[0])),
+    "boolean mask": (_mask, GUARDED, lambda xp, x, p: xp.sum(x[p > 0] ** 3)
+                     + xp.sum(xp.exp(x[p <= 0]))),
+    "sort": (_sort, GUARDED, lambda xp, x, p: xp.sum(xp.sort(x) ** 2 * WEIGHTS)),
+    "argsort": (_argsort, GUARDED, lambda xp, x, p: xp.sum(x[np.argsort(p)] * WEIGHTS * x)),
+    "argmax, argmin": (_argmax, GUARDED, lambda xp, x, p: x[np.argmax(p)] ** 3
+                       + x[np.argmin(p)] ** 2 * x[0]),
+    "searchsorted": (_searchsorted, GUARDED, lambda xp, x, p: xp.sum(
+        COEFFICIENTS[np.searchsorted(KNOTS, p)] * x ** 2)),
+    "interp": (_interp, GUARDED, lambda xp, x, p: xp.sum(xp.interp(x, KNOTS, KNOT_VALUES) ** 2
+                                                         * x)),
+    "where": (_where, RECOMPUTED, lambda xp, x, p: xp.sum(xp.where(x > 0, x ** 2, xp.sin(x))
+                                                          * x)),
+    "maximum, minimum": (_maximum_minimum, RECOMPUTED, lambda xp, x, p: xp.sum(
+        xp.maximum(x, 0.1) ** 2 + xp.minimum(x, 0.2) ** 3 + xp.maximum(x, x[::-1]))),
+    "abs": (_abs, RECOMPUTED, lambda xp, x, p: xp.sum(xp.abs(x) ** 3 + xp.abs(x) * x)),
+    "clip": (_clip, RECOMPUTED, lambda xp, x, p: xp.sum(xp.clip(x, -0.5, 1.0) ** 3 + x)),
+}
+
+# the dual engine refuses int() of a dual number (the tape guards it: piecewise constant)
+DUAL_REFUSES = {"int()"}
+
+# traced at TRACED; STABLE takes every decision as TRACED does; FLIPPED flips every one
+# (a branch, a loop count, an order, a mask, a knot interval, a clip bound); no point is
+# near a decision's boundary, so the derivatives are those of a smooth function there
+TRACED = np.array([0.625, -1.25, 2.125, 0.375, -0.4375])
+STABLE = np.array([0.6875, -1.375, 2.25, 0.4375, -0.5])
+FLIPPED = np.array([-0.75, 1.3125, 0.25, 2.875, 0.8125])
+DIRECTION = np.array([1.0, -0.5, 0.25, 2.0, -1.0])
+
+
+def _reference(reference, family, point):
+    """The family's derivative of reference at point, by JAX (float64), or None without JAX."""
+    if jax is None:
+        return None
+    p = np.asarray(point, np.float64)
+
+    def f(x):
+        return reference(jnp, x, p)
+
+    if family == "gradient":
+        return jax.grad(f)(p)
+    hessian = jax.hessian(f)(p)
+    return hessian @ DIRECTION if family == "hvp" else hessian
+
+
+def _prepared(family, f, x, dtype):
+    prepare, run = getattr(cyad, f"prepare_{family}"), getattr(cyad, family)
+    args = (DIRECTION[:x.size].astype(dtype),) if family == "hvp" else ()
+    out_shape = x.shape * (2 if family == "hessian" else 1)
+    prep = prepare(f, x.astype(dtype), *args, engine="tape")
+    out = np.full(out_shape, np.nan, dtype)
+
+    def call(point):
+        result = run(f, point.astype(dtype), *args, prep=prep, out=out)
+        assert result is out
+        return out.copy()
+
+    def dual(point):
+        return run(f, point.astype(dtype), *args, engine="dual")
+
+    return prep, call, dual
+
+
+FAMILIES = ["gradient", "hvp", "hessian"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("construct", list(CONSTRUCTS))
+def test_a_construct_read_off_the_values_is_replayed_right_where_it_flips(construct, family,
+                                                                         dtype):
+    f, guarded, reference = CONSTRUCTS[construct]
+    prep, call, dual = _prepared(family, f, TRACED, dtype)
+    records = 1
+    # traced, stable, flipped, and back: a guarded construct records at each flip
+    for point, flips in ((TRACED, False), (STABLE, False), (FLIPPED, True), (TRACED, True)):
+        got = call(point)
+        records += flips and guarded
+        assert prep.engine_state.records == records, point
+        if construct not in DUAL_REFUSES:
+            _assert_close(got, dual(point), dtype, what=f"against the dual engine at {point}")
+        expected = _reference(reference, family, point)
+        if expected is not None:
+            _assert_close(got, expected, dtype, REFERENCE_TOLERANCE, f"against JAX at {point}")
+
+
+def test_the_constructs_flip_between_the_points():
+    # each construct's decisions differ at FLIPPED and agree at STABLE (else the test above
+    # would not test a flip): Python's decisions, checked on plain arrays
+    decisions = {
+        "if": lambda p: p[0] > 0,
+        "while": lambda p: _loop_count(p[0]),
+        "int()": lambda p: int(p[0] * 2.0) % 5,
+        "float() of a comparison": lambda p: p[1] > 0,
+        ".item() of a comparison": lambda p: p[2] > p[3],
+        "boolean mask": lambda p: tuple(p > 0),
+        "sort": lambda p: tuple(np.argsort(p)),
+        "argsort": lambda p: tuple(np.argsort(p)),
+        "argmax, argmin": lambda p: (np.argmax(p), np.argmin(p)),
+        "searchsorted": lambda p: tuple(np.searchsorted(KNOTS, p)),
+        "interp": lambda p: tuple(np.searchsorted(KNOTS, p)),
+        "where": lambda p: tuple(p > 0),
+        "maximum, minimum": lambda p: (tuple(p > 0.1), tuple(p < 0.2), tuple(p > p[::-1])),
+        "abs": lambda p: tuple(p > 0),
+        "clip": lambda p: (tuple(p < -0.5), tuple(p > 1.0)),
+    }
+    assert set(decisions) == set(CONSTRUCTS)
+    for name, decide in decisions.items():
+        assert decide(STABLE) == decide(TRACED), name
+        assert decide(FLIPPED) != decide(TRACED), name
+
+
+def _loop_count(s):
+    count = 0
+    while s < 3.0:
+        s, count = s * 1.5 + 1.0, count + 1
+    return count
+
+
+STEPS = np.arange(20.0)
+
+
+def _steered(x):
+    return x[1] ** 2 * np.searchsorted(STEPS, x[0])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_after_record_limit_records_a_failing_guard_is_an_error(family):
+    x = np.array([0.5, 2.0])
+    prep, call, dual = _prepared(family, _steered, x, np.float64)
+    for records in range(1, RECORD_LIMIT + 1):
+        point = np.array([records - 0.5, 2.0 + records])   # a step further each call
+        _assert_close(call(point), dual(point), np.float64)
+        assert prep.engine_state.records == records
+    last = point
+
+    # a new record would be the ninth: refused, naming what f read, and nothing written
+    out = np.full(x.shape * (2 if family == "hessian" else 1), np.nan)
+    args = (DIRECTION[:2],) if family == "hvp" else ()
+    with pytest.raises(RuntimeError, match=r"numpy.searchsorted of traced values.*"
+                                           "engine='dual'"):
+        getattr(cyad, family)(_steered, np.array([RECORD_LIMIT + 0.5, 1.0]), *args,
+                              prep=prep, out=out)
+    assert np.isnan(out).all()
+    assert prep.engine_state.records == RECORD_LIMIT
+
+    # the prep still serves points its last tape holds for
+    for point in (last, last + np.array([0.25, -1.0])):
+        _assert_close(call(point), dual(point), np.float64)
+    assert prep.engine_state.records == RECORD_LIMIT
+
+
+def test_a_guard_of_a_two_argument_f_records_at_the_call_s_y():
+    # f(y, x) branches on y's incoming values: a flip of y is a flip of the tape's input
+    def f(y, x):
+        if y[0] > 0:
+            y[...] = y * np.sin(x)
+        else:
+            y[...] = x ** 2 - y
+
+    x = np.array([0.3, -0.7, 1.1])
+    y = np.array([1.0, 2.0, -1.0])
+    prep = cyad.prepare_jacobian(f, x, y=y.copy(), engine="tape")
+    out = np.zeros((3, 3))
+    for start, records in ((y, 1), (-y, 2), (y, 3)):
+        y_tape, y_dual = start.copy(), start.copy()
+        cyad.jacobian(f, x, y=y_tape, prep=prep, out=out)
+        expected = cyad.jacobian(f, x, y=y_dual, engine="dual")
+        _assert_close(out, expected, np.float64)
+        _assert_close(y_tape, y_dual, np.float64)
+        analytic = np.diag(start * np.cos(x)) if start[0] > 0 else np.diag(2 * x)
+        _assert_close(out, analytic, np.float64)
+        assert prep.engine_state.records == records
+
+
+# -- views and writes --------------------------------------------------------------------------
+
+def _view_zeroed(x):
+    a = x * 2.0
+    v = a[1:]
+    v[...] = 0.0
+    return a * x
+
+
+def _reshape_transpose_written(x):
+    a = x.copy()
+    r = a.reshape(2, 3)
+    r[0] = x[3:] ** 2
+    t = a.reshape(2, 3).T
+    t[1] *= 3.0
+    return a
+
+
+def _view_after_its_base_was_written(x):
+    a = x * 1.0
+    v = a[::2]
+    a[0] = x[3] ** 2
+    a += 1.0
+    return v * x[:3]
+
+
+def _copyto(x):
+    a = np.zeros_like(x)
+    np.copyto(a, x ** 2)
+    np.copyto(a, np.sin(x), where=x > 0)
+    return a
+
+
+def _ufunc_out_and_in_place(x):
+    a = x * 1.0
+    np.multiply(a, x, out=a)
+    np.sin(a, out=a)
+    a -= x
+    a /= 2.0 + x ** 2
+    a **= 2
+    np.add(a[:3], a[3:], out=a[3:])
+    return a
+
+
+def _view_of_a_view(x):
+    a = x * 1.0
+    v = a[1:]
+    w = v[::2]
+    w[...] = x[:3] ** 2
+    return a + v.sum()
+
+
+def _repeated_indices(x):
+    a = x * 1.0
+    a[[0, 0, 2]] += x[:3]      # += once per distinct index, as NumPy
+    a[[1, 1]] = x[4:] ** 2     # the last write wins
+    return a
+
+
+def _column_of_a_reshape(x):
+    a = x * 1.0
+    a.reshape(2, 3)[:, 0] *= x[:2]
+    np.multiply(x[:3], x[3:], out=a[::2])
+    return a
+
+
+def _transpose_read_after_a_write(x):
+    m = (x * 1.0).reshape(2, 3)
+    t = m.T
+    m[...] = m ** 2
+    return t.ravel() * 1.0
+
+
+def _shifted_onto_itself(x):
+    a = np.empty_like(x)
+    a[:] = x
+    a[1:] = a[:-1]
+    b = x * 1.0
+    b[2:] = b[::-1][:4]
+    return a * b
+
+
+def _written_into_x(x):
+    m = x.reshape(2, 3)
+    m[0, 1] = 5.0
+    s = np.swapaxes(m, 0, 1)
+    s[2] = np.sin(s[0])
+    return x ** 2
+
+
+def _masked_update(x):
+    a = x * 1.0
+    a[a > 0] *= 2.0
+    return a
+
+
+def _views_without_a_copy(x):
+    a = x * 1.0
+    np.flip(a)[0] = 7.0 * x[0]                     # a view: writes a[-1]
+    a.reshape(3, 2)[1:].ravel()[0] = x[1] ** 2     # rows of a reshape: a view
+    a[::2].reshape(3, 1)[1, 0] = x[5] ** 3          # a strided vector reshaped: a view
+    b = a[np.newaxis, :, None]
+    b[0, 5, 0] += x[3]
+    return a
+
+
+def _reshapes_that_copy(x):
+    a = (x * 1.0).reshape(2, 3)
+    a.T.ravel()[0] = 7.0                           # a copy: a is not written
+    a[:, 1:].ravel()[1] = 8.0                      # a copy
+    a.reshape(3, 2, order="F")[0, 0] = 9.0         # a copy
+    a.flatten()[2] = 10.0                          # a copy
+    return a.ravel() * x
+
+
+def _reads_y(y, x):
+    y[1:] += x[:-1]
+    y *= x
+    y[...] = y * x + y ** 2
+
+
+def _y_view_read_after_y_written(y, x):
+    v = y[::2]
+    y[...] = x
+    y[:3] += v
+    y *= y[::-1]
+
+
+VIEW_PROGRAMS = {f.__name__.lstrip("_"): f for f in (
+    _view_zeroed, _reshape_transpose_written, _view_after_its_base_was_written, _copyto,
+    _ufunc_out_and_in_place, _view_of_a_view, _repeated_indices, _column_of_a_reshape,
+    _transpose_read_after_a_write, _shifted_onto_itself, _written_into_x, _masked_update,
+    _views_without_a_copy, _reshapes_that_copy, _reads_y, _y_view_read_after_y_written)}
+VIEW_POINT = np.array([0.5, -1.0, 2.0, 0.3, 1.5, -0.7])
+VIEW_OTHER = np.array([-0.25, 0.75, 1.25, -0.5, 0.125, 0.9])
+Y_START = np.array([1.0, 2.0, -3.0, 4.0, 0.5, -1.5])
+
+
+def _numpy_value(f, x, two_argument):
+    x = x.copy()
+    if not two_argument:
+        return f(x)
+    y = Y_START.astype(x.dtype)
+    f(y, x)
+    return y
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", list(VIEW_PROGRAMS))
+def test_views_and_writes_follow_numpy(name, dtype):
+    f = VIEW_PROGRAMS[name]
+    two_argument = f.__code__.co_argcount == 2
+
+    def y_keywords():
+        return {"y": Y_START.astype(dtype)} if two_argument else {}
+
+    x = VIEW_POINT.astype(dtype)
+    prep = cyad.prepare_jacobian(f, x, engine="tape", **y_keywords())
+    size = np.size(_numpy_value(f, x, two_argument))
+    out = (np.zeros(size, dtype), np.zeros((size, 6), dtype))
+    for point in (VIEW_POINT, VIEW_OTHER):
+        point = point.astype(dtype)
+        kwargs = y_keywords()
+        value, jacobian = cyad.value_and_jacobian(f, point, prep=prep, out=out, **kwargs)
+        assert value is out[0]
+        if two_argument:
+            _assert_close(kwargs["y"], value, dtype, what="y")
+        _assert_close(value, _numpy_value(f, point, two_argument), dtype, what="value")
+        _, expected = cyad.value_and_jacobian(f, point, engine="dual", **y_keywords())
+        _assert_close(jacobian, expected, dtype, what="jacobian")
+    # a mask read off the values is guarded, the rest is fixed
+    assert prep.engine_state.records == (2 if name == "masked_update" else 1)
+
+    # second order, through a scalar of the program
+    def scalar(x):
+        if not two_argument:
+            r = f(x)
+            return np.sum(np.sin(r) * r)
+        y = np.zeros_like(x)
+        y[...] = Y_START
+        f(y, x)
+        return np.sum(np.sin(y) * y)
+
+    x = VIEW_POINT.astype(dtype)
+    _assert_close(cyad.hessian(scalar, x, engine="tape"), cyad.hessian(scalar, x, engine="dual"),
+                  dtype, what="hessian")
+
+
+def test_a_reshape_view_is_what_numpy_says():
+    # the rule behind the two programs above, on every kind of view of a (2, 3) array
+    from cyad._tape_trace import Recording, _numpy_gives_a_view
+    from cyad._primitives import TABLE
+
+    views = [lambda a: a, lambda a: a.T, lambda a: a[:, 1:], lambda a: a[1:], lambda a: a[::-1],
+             lambda a: a[:, ::2], lambda a: a.T[::-1], lambda a: a[np.newaxis]]
+    shapes = [(-1,), (3, 2), (6, 1), (1, 2, 3)]
+    for view in views:
+        base = np.arange(6.0).reshape(2, 3)
+        rec = Recording(np.float64)
+        traced = view(rec.input(base).reshape(2, 3))
+        plain = view(base)
+        for shape in shapes:
+            for order in ("C", "F"):
+                if plain.size != int(np.prod([s for s in shape if s > 0])) and -1 not in shape:
+                    continue
+                entry = TABLE[np.reshape]
+                _, params = entry.bind(plain, shape, order=order)
+                expected = np.shares_memory(np.reshape(plain, shape, order=order), base)
+                assert _numpy_gives_a_view(entry, traced, params) == expected, (shape, order)
+
+
+# -- outputs that alias inputs -------------------------------------------------------------------
+
+def _smooth(x):
+    return np.sin(x) * x[::-1] + x ** 2
+
+
+def _smooth_scalar(x):
+    return np.sum(np.sin(x) * x[::-1] ** 2)
+
+
+def _smooth_in_place(y, x):
+    y[...] = y * np.sin(x) + x[::-1]
+
+
+ALIAS_X = np.array([0.3, -0.2, 1.1, 0.7])
+ALIAS_V = np.array([1.0, 2.0, -3.0, 0.5])
+
+
+def test_outputs_that_alias_inputs():
+    run = {}
+    # gradient into x
+    x = ALIAS_X.copy()
+    prep = cyad.prepare_gradient(_smooth_scalar, x, engine="tape")
+    run["gradient out=x"] = (cyad.gradient(_smooth_scalar, x, prep=prep, out=x), x,
+                             cyad.gradient(_smooth_scalar, ALIAS_X, engine="dual"))
+    # pushforward into x, into the tangent
+    for into in ("x", "dx"):
+        x, dx = ALIAS_X.copy(), ALIAS_V.copy()
+        prep = cyad.prepare_pushforward(_smooth, x, dx, engine="tape")
+        out = x if into == "x" else dx
+        run[f"pushforward out={into}"] = (cyad.pushforward(_smooth, x, dx, prep=prep, out=out),
+                                          out, cyad.pushforward(_smooth, ALIAS_X, ALIAS_V,
+                                                                engine="dual"))
+    # hvp into the direction, gradient_and_hvp's gradient into x
+    x, v = ALIAS_X.copy(), ALIAS_V.copy()
+    prep = cyad.prepare_hvp(_smooth_scalar, x, v, engine="tape")
+    run["hvp out=v"] = (cyad.hvp(_smooth_scalar, x, v, prep=prep, out=v), v,
+                        cyad.hvp(_smooth_scalar, ALIAS_X, ALIAS_V, engine="dual"))
+    x, v = ALIAS_X.copy(), ALIAS_V.copy()
+    hv = np.zeros(4)
+    got = cyad.gradient_and_hvp(_smooth_scalar, x, v, prep=prep, out=(x, hv))
+    expected = cyad.gradient_and_hvp(_smooth_scalar, ALIAS_X, ALIAS_V, engine="dual")
+    run["gradient_and_hvp out=(x, .)"] = (got[0], x, expected[0])
+    run["gradient_and_hvp's hvp"] = (got[1], hv, expected[1])
+    # a Jacobian whose buffer holds x, and a Hessian's
+    for family, f in (("jacobian", _smooth), ("hessian", _smooth_scalar)):
+        buffer = np.zeros((4, 4))
+        x = buffer[2]
+        x[...] = ALIAS_X
+        prep = getattr(cyad, f"prepare_{family}")(f, x, engine="tape")
+        run[f"{family} holding x"] = (getattr(cyad, family)(f, x, prep=prep, out=buffer), buffer,
+                                      getattr(cyad, family)(f, ALIAS_X, engine="dual"))
+    # value=y, and y read as it was
+    y = ALIAS_V.copy()
+    prep = cyad.prepare_jacobian(_smooth_in_place, ALIAS_X, y=y.copy(), engine="tape")
+    jacobian = np.zeros((4, 4))
+    value, _ = cyad.value_and_jacobian(_smooth_in_place, ALIAS_X, y=y, prep=prep,
+                                       out=(y, jacobian))
+    expected = cyad.value_and_jacobian(_smooth_in_place, ALIAS_X, y=ALIAS_V.copy(),
+                                       engine="dual")
+    run["value=y"] = (value, y, expected[0])
+    run["value=y's jacobian"] = (jacobian, jacobian, expected[1])
+    _assert_close(value, ALIAS_V * np.sin(ALIAS_X) + ALIAS_X[::-1], np.float64)
+
+    for name, (result, out, expected) in run.items():
+        assert result is out, name
+        _assert_close(result, expected, np.float64, what=name)
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+def test_a_c_function_is_refused():
+    g = reference_functions.C.g
+    x = np.linspace(0.1, 0.6, reference_functions.N)
+    for family, args in (("gradient", ()), ("hvp", (x,)), ("hessian", ())):
+        with pytest.raises(TypeError, match="engine='tape' traces Python callables"):
+            getattr(cyad, f"prepare_{family}")(g, x, *args, engine="tape")
+        with pytest.raises(TypeError, match="engine='tape' traces Python callables"):
+            getattr(cyad, family)(g, x, *args, engine="tape")
+
+
+NESTED = {
+    "traced x": lambda x: np.sum(cyad.gradient(lambda t: np.sum(t * x), x * 1.0)),
+    "captured, traced first": lambda x: cyad.derivative(lambda t: np.sum(x * t), 1.0),
+    "captured, dual first": lambda x: cyad.derivative(lambda t: np.sum(t * x), 1.0),
+    "captured, through a rule": lambda x: cyad.derivative(lambda t: np.sin(t) + x[0], 1.0),
+    "inner tape": lambda x: cyad.derivative(lambda t: np.sum(x * t), 1.0, engine="tape"),
+}
+
+
+@pytest.mark.parametrize("name", list(NESTED))
+def test_a_cyad_call_inside_f_does_not_nest(name):
+    x = np.array([0.5, -1.0, 2.0])
+    with pytest.raises(TypeError, match="does not nest"):
+        cyad.gradient(NESTED[name], x, engine="tape")
+    # on the dual engine it nests: d/dx of sum(x) is 1 (the rule's derivative is cos(1),
+    # whatever x)
+    expected = np.zeros(3) if name == "captured, through a rule" else np.ones(3)
+    _assert_close(cyad.gradient(NESTED[name], x), expected, np.float64)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda x: np.sum(np.fft.fft(x).real), "numpy.fft"),
+    (lambda x: np.sum(np.unwrap(x)), "numpy.unwrap"),
+    (lambda x: np.sum(np.spacing(x)), "numpy.spacing"),
+    (lambda x: np.add.reduce(x), r"numpy.add.reduce"),
+    (lambda x: np.sum(np.asarray(x)), "cannot become a plain ndarray"),
+    (lambda x: np.sum(np.array([x[0], x[1]])), "cannot become a plain ndarray"),
+    (lambda x: float(x[0]) * np.sum(x), r"float\(\) of a traced float value"),
+    (lambda x: x[0].item() * x[1], r"item\(\) of a traced float value"),
+    (lambda x: np.sum(x * complex(x[0])), r"complex\(\) of a traced float value"),
+    (lambda x: np.sum(np.multiply(x, x, out=np.zeros(3))), "into a plain ndarray"),
+], ids=["fft", "unwrap", "spacing", "ufunc.reduce", "asarray", "array", "float", "item",
+        "complex", "out=ndarray"])
+def test_what_a_tape_cannot_follow_is_a_type_error(call, match):
+    x = np.array([0.5, -1.0, 2.0])
+    with pytest.raises(TypeError, match=match):
+        cyad.gradient(call, x, engine="tape")
+
+
+class Failure(Exception):
+    pass
+
+
+def _fails_for_large_x(x):
+    if x[0] > 1.0:
+        raise Failure("x[0] is large")
+    return np.sum(np.sin(x) * x)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_an_exception_in_f_propagates_and_the_prep_stays_usable(family):
+    x = np.array([0.5, -1.0, 2.0])
+    args = (DIRECTION[:3],) if family == "hvp" else ()
+    prepare, run = getattr(cyad, f"prepare_{family}"), getattr(cyad, family)
+    prep = prepare(_fails_for_large_x, x, *args, engine="tape")
+    out = np.zeros((3, 3) if family == "hessian" else 3)
+    # raised while recording the first tape, while recording anew, then recorded again
+    for point, raises in ((x + 1.0, True), (x, False), (x * 0.5, False), (x + 1.0, True),
+                          (x - 0.25, False)):
+        if raises:
+            with pytest.raises(Failure, match="large"):
+                run(_fails_for_large_x, point, *args, prep=prep, out=out)
+            continue
+        run(_fails_for_large_x, point, *args, prep=prep, out=out)
+        _assert_close(out, run(_fails_for_large_x, point, *args, engine="dual"), np.float64)
+
+
+# -- allocations ---------------------------------------------------------------------------------
+
+N_ALLOCATIONS = 8
+
+
+def _elementwise_scalar(x):
+    return np.sum(np.sin(x[1:]) * x[:-1] ** 2) + np.sum(np.exp(x) / (1.0 + x * x))
+
+
+def _elementwise_vector(x):
+    return np.sin(x[1:]) * x[:-1] ** 2 + np.maximum(x[1:], 0.5) / (1.0 + x[:-1] * x[:-1])
+
+
+def _elementwise_in_place(y, x):
+    y[...] = x[1:] * 2.0
+    y += np.cos(x[:-1])
+    y[::2] *= np.where(x[1::2] > 0.5, x[1::2], 0.5)
+
+
+@pytest.mark.parametrize("two_argument", [False, True], ids=["f(x)", "f(y, x)"])
+def test_prepared_calls_with_out_allocate_nothing(two_argument, allocations_per_call):
+    n = N_ALLOCATIONS
+    x = np.linspace(0.1, 1.0, n)
+    v = np.linspace(-1.0, 1.0, n)
+    y = np.zeros(n - 1)
+    if two_argument:
+        f = _elementwise_in_place
+        prep = cyad.prepare_jacobian(f, x, y=y, engine="tape", chunk=3)
+        jac = np.zeros((n - 1, n))
+        assert allocations_per_call(lambda: cyad.jacobian(f, x, y=y, prep=prep, out=jac)) == 0
+        prep = cyad.prepare_pushforward(f, x, v, y=y, engine="tape")
+        tangent = np.zeros(n - 1)
+        assert allocations_per_call(
+            lambda: cyad.pushforward(f, x, v, y=y, prep=prep, out=tangent)) == 0
+        expected = cyad.jacobian(f, x, y=np.zeros(n - 1), engine="dual")
+        _assert_close(jac, expected, np.float64)
+        _assert_close(tangent, expected @ v, np.float64)
+        return
+
+    g, h = _elementwise_scalar, _elementwise_vector
+    results = {}
+    prep = cyad.prepare_gradient(g, x, engine="tape")
+    results["gradient"] = out = np.zeros(n)
+    assert allocations_per_call(lambda: cyad.gradient(g, x, prep=prep, out=out)) == 0
+    prep_j = cyad.prepare_jacobian(h, x, engine="tape", chunk=3)
+    results["jacobian"] = jac = np.zeros((n - 1, n))
+    assert allocations_per_call(lambda: cyad.jacobian(h, x, prep=prep_j, out=jac)) == 0
+    prep_p = cyad.prepare_pushforward(h, x, v, engine="tape")
+    results["pushforward"] = tangent = np.zeros(n - 1)
+    assert allocations_per_call(lambda: cyad.pushforward(h, x, v, prep=prep_p, out=tangent)) == 0
+    prep_v = cyad.prepare_hvp(g, x, v, engine="tape")
+    results["hvp"] = hv = np.zeros(n)
+    assert allocations_per_call(lambda: cyad.hvp(g, x, v, prep=prep_v, out=hv)) == 0
+    prep_h = cyad.prepare_hessian(g, x, engine="tape", chunk=3)
+    results["hessian"] = hess = np.zeros((n, n))
+    assert allocations_per_call(lambda: cyad.hessian(g, x, prep=prep_h, out=hess)) == 0
+
+    expected = {"gradient": cyad.gradient(g, x, engine="dual"),
+                "jacobian": cyad.jacobian(h, x, engine="dual"),
+                "pushforward": cyad.pushforward(h, x, v, engine="dual"),
+                "hvp": cyad.hvp(g, x, v, engine="dual"),
+                "hessian": cyad.hessian(g, x, engine="dual")}
+    for name, result in results.items():
+        _assert_close(result, expected[name], np.float64, what=name)
