@@ -275,8 +275,9 @@ class Tracer:
         if np.array_equal(source, np.arange(size)):
             self._written(rec.reshape(var, self.node.shape).node)
             return
-        kept = rec.gather(self.node, np.where(source < 0, np.arange(size), -1))
-        written = rec.gather(var, source)
+        shape = self.node.shape    # (the written array keeps its shape)
+        kept = rec.gather(self.node, np.where(source < 0, np.arange(size), -1).reshape(shape))
+        written = rec.gather(var, source.reshape(shape))
         self._written(rec.elementwise("binary", (kept, written), op=_OP["add"]).node)
 
     # -- what f may ask of an array -------------------------------------------------------

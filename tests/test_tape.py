@@ -16,7 +16,14 @@ fail with a clear TypeError; a prepared call with out= makes no heap allocation.
 import numpy as np
 import pytest
 import reference_functions
-from derivative_references import jax
+from derivative_references import (
+    assert_matches,
+    exact_in_float32,
+    jax,
+    loosest,
+    references,
+    seeded,
+)
 
 import cyad
 from cyad._tape_engine import RECORD_LIMIT
@@ -26,6 +33,8 @@ if jax is not None:
 
 DTYPES = [np.float64, np.float32]
 TOLERANCE = {np.float64: dict(rtol=1e-12, atol=1e-12), np.float32: dict(rtol=2e-4, atol=2e-4)}
+# the same program on both engines
+SAME_TOLERANCE = {np.float64: dict(rtol=1e-12, atol=1e-13), np.float32: dict(rtol=1e-4, atol=1e-5)}
 # against JAX in float64, a float32 result is as good as its inputs' rounding
 REFERENCE_TOLERANCE = {np.float64: dict(rtol=1e-11, atol=1e-11),
                        np.float32: dict(rtol=2e-3, atol=2e-3)}
@@ -424,6 +433,13 @@ def _reshapes_that_copy(x):
     return a.ravel() * x
 
 
+def _partial_write_into_a_matrix(x):
+    c = x.reshape(2, 3) * 1.0
+    v = c.reshape(-1)[::2]
+    v[...] = np.sin(v) * 2.0       # c stays (2, 3): broadcast below by rows
+    return (c * x[:2].reshape(2, 1)).ravel()
+
+
 def _reads_y(y, x):
     y[1:] += x[:-1]
     y *= x
@@ -441,7 +457,8 @@ VIEW_PROGRAMS = {f.__name__.lstrip("_"): f for f in (
     _view_zeroed, _reshape_transpose_written, _view_after_its_base_was_written, _copyto,
     _ufunc_out_and_in_place, _view_of_a_view, _repeated_indices, _column_of_a_reshape,
     _transpose_read_after_a_write, _shifted_onto_itself, _written_into_x, _masked_update,
-    _views_without_a_copy, _reshapes_that_copy, _reads_y, _y_view_read_after_y_written)}
+    _views_without_a_copy, _reshapes_that_copy, _partial_write_into_a_matrix, _reads_y,
+    _y_view_read_after_y_written)}
 VIEW_POINT = np.array([0.5, -1.0, 2.0, 0.3, 1.5, -0.7])
 VIEW_OTHER = np.array([-0.25, 0.75, 1.25, -0.5, 0.125, 0.9])
 Y_START = np.array([1.0, 2.0, -3.0, 4.0, 0.5, -1.5])
@@ -495,6 +512,23 @@ def test_views_and_writes_follow_numpy(name, dtype):
     x = VIEW_POINT.astype(dtype)
     _assert_close(cyad.hessian(scalar, x, engine="tape"), cyad.hessian(scalar, x, engine="dual"),
                   dtype, what="hessian")
+
+
+def _empty_selections(x):
+    c = x[:1] * 1.0
+    c[1:] += x[:0] ** 2            # empty on both sides
+    x[2:2] = 5.0
+    return np.sum(c) * np.sum(x[1:1]) + np.sum(x ** 3) + c[0] * np.sum(x[::-1][:0])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_empty_selections(family):
+    # f = sum(x**3) + 0: the empty slices select, add and write nothing
+    x = np.array([0.5, -1.0, 2.0])
+    prep, call, _ = _prepared(family, _empty_selections, x, np.float64)
+    v = DIRECTION[:3]
+    expected = {"gradient": 3 * x ** 2, "hvp": 6 * x * v, "hessian": np.diag(6 * x)}[family]
+    _assert_close(call(x), expected, np.float64)
 
 
 def test_a_reshape_view_is_what_numpy_says():
@@ -732,3 +766,277 @@ def test_prepared_calls_with_out_allocate_nothing(two_argument, allocations_per_
                 "hessian": cyad.hessian(g, x, engine="dual")}
     for name, result in results.items():
         _assert_close(result, expected[name], np.float64, what=name)
+
+
+# -- random programs ---------------------------------------------------------------------------
+#
+# A program is a seeded straight line of steps on a pool of values that starts from x (6
+# numbers): elementwise rule-table ufuncs (operands kept in their domains by the step's
+# form), sums and means (whole, or along an axis), max, slices, gathers, reshapes,
+# transposes, products with constant matrices and of a matrix with its transpose, where,
+# maximum, minimum, abs, clip, and updates in place (a slice +=, a ufunc's out=, a write
+# through a view of a reshape, a write through a transpose). The scalar program is
+# s (1 + s / 10), s the weighted sum of every value; the vector program is the last value,
+# raveled. Each runs on NumPy arrays (cyad, both engines) and on jax.numpy (functionally:
+# an update in place is .at[].set there), the reference.
+
+PROGRAM_COUNT = 50
+PROGRAM_SIZE = 6
+UNARY = {
+    "sin": lambda xp, a: xp.sin(a),
+    "cos": lambda xp, a: xp.cos(a),
+    "tanh": lambda xp, a: xp.tanh(a),
+    "arctan": lambda xp, a: xp.arctan(a),
+    "exp": lambda xp, a: xp.exp(0.5 * a),
+    "sqrt": lambda xp, a: xp.sqrt(1.0 + a * a),
+    "log": lambda xp, a: xp.log(1.0 + a * a),
+    "square": lambda xp, a: xp.square(a),
+    "reciprocal": lambda xp, a: xp.reciprocal(1.0 + a * a),
+    "negative": lambda xp, a: -a,
+}
+BINARY = {
+    "add": lambda xp, a, b: a + b,
+    "subtract": lambda xp, a, b: a - b,
+    "multiply": lambda xp, a, b: a * b,
+    "divide": lambda xp, a, b: a / (1.5 + b * b),
+    "power": lambda xp, a, b: (1.0 + a * a) ** (0.5 * xp.tanh(b)),
+    "arctan2": lambda xp, a, b: xp.arctan2(a, 1.5 + b * b),
+}
+SLICES = {1: [np.s_[1:], np.s_[::-1], np.s_[::2], np.s_[:-1]],
+          2: [np.s_[:, 1:], np.s_[::-1], np.s_[1:], np.s_[:, ::-1]]}
+
+
+def _update_slice(xp, a, b):
+    if xp is not np:
+        return a.at[1:].add(b[:-1] ** 2)
+    c = a * 1.0
+    c[1:] += b[:-1] ** 2
+    return c
+
+
+def _update_out(xp, a, b):
+    if xp is not np:
+        return a * b - a
+    c = a * 1.0
+    np.multiply(c, b, out=c)
+    c -= a
+    return c
+
+
+def _update_view(xp, a):
+    if xp is not np:
+        flat = a.reshape(-1)
+        return flat.at[::2].set(xp.sin(flat[::2]) * 2.0).reshape(a.shape)
+    c = a * 1.0
+    v = c.reshape(-1)[::2]
+    v[...] = np.sin(v) * 2.0
+    return c
+
+
+def _update_transposed(xp, a):
+    if xp is not np:
+        return a.at[:, 0].set(a[:, 0] * (1.5 + a[:, -1] ** 2))
+    c = a * 1.0
+    t = c.T
+    t[0] = t[0] * (1.5 + t[-1] ** 2)
+    return c
+
+
+def _apply(xp, step, pool):
+    kind, inputs, params = step
+    a = pool[inputs[0]]
+    b = pool[inputs[1]] if len(inputs) > 1 else None
+    if kind == "unary":
+        return UNARY[params["name"]](xp, a)
+    if kind == "binary":
+        return BINARY[params["name"]](xp, a, b)
+    if kind in ("sum", "mean"):
+        return getattr(xp, kind)(a, axis=params["axis"])
+    if kind == "max":
+        return xp.max(a)
+    if kind == "slice":
+        return a[params["key"]]
+    if kind == "gather":
+        return a[params["index"]]
+    if kind == "reshape":
+        return a.reshape(params["shape"])
+    if kind == "transpose":
+        return a.T
+    if kind == "matmul":
+        return params["matrix"] @ a if a.ndim == 1 else a @ params["matrix"]
+    if kind == "gram":
+        return a @ a.T
+    if kind == "where":
+        return xp.where(a > b, a, b * b)
+    if kind == "maximum":
+        return getattr(xp, params["name"])(a, params["bound"])
+    if kind == "abs":
+        return xp.abs(a) * a
+    if kind == "clip":
+        return xp.clip(a, *params["bounds"])
+    if kind == "update_slice":
+        return _update_slice(xp, a, b)
+    if kind == "update_out":
+        return _update_out(xp, a, b)
+    if kind == "update_view":
+        return _update_view(xp, a)
+    assert kind == "update_transposed"
+    return _update_transposed(xp, a)
+
+
+def _run_program(program, xp, x):
+    pool = [x]
+    for step in program["steps"]:
+        pool.append(_apply(xp, step, pool))
+    return pool
+
+
+def _scalar_program(program):
+    def f(x, xp=np):
+        pool = _run_program(program, xp, x)
+        s = sum(xp.sum(np.asarray(w, x.dtype) * v) for w, v in zip(program["weights"], pool))
+        return s * (1.0 + 0.1 * s)
+    return f
+
+
+def _vector_program(program):
+    def f(x, xp=np):
+        return xp.reshape(_run_program(program, xp, x)[-1], -1)
+    return f
+
+
+def _apart(values, at, gap=0.05):
+    return np.min(np.abs(np.asarray(values) - at)) >= gap
+
+
+def _random_step(rng, pool):
+    """A step on the pool's values (None where the drawn one does not fit them)."""
+    i = int(rng.integers(len(pool)))
+    a = pool[i]
+    same = [j for j, v in enumerate(pool) if np.shape(v) == np.shape(a) or np.ndim(v) == 0]
+    kind = str(rng.choice(["unary", "unary", "binary", "binary", "sum", "mean", "max", "slice",
+                           "gather", "reshape", "transpose", "matmul", "gram", "where",
+                           "maximum", "abs", "clip", "update_slice", "update_out",
+                           "update_view", "update_transposed"]))
+    j = int(rng.choice(same))
+    if kind == "unary":
+        return kind, (i,), {"name": str(rng.choice(list(UNARY)))}
+    if kind == "binary":
+        return kind, (i, j), {"name": str(rng.choice(list(BINARY)))}
+    if np.ndim(a) == 0:
+        return None
+    if kind in ("sum", "mean"):
+        return kind, (i,), {"axis": None if a.ndim == 1 or rng.uniform() < 0.4
+                            else int(rng.integers(2))}
+    if kind == "max":
+        top = np.sort(a.ravel())
+        return (kind, (i,), {}) if a.size == 1 or top[-1] - top[-2] >= 0.05 else None
+    if kind == "slice":
+        key = SLICES[a.ndim][rng.integers(4)]
+        return (kind, (i,), {"key": key}) if a[key].size else None
+    if kind == "gather":
+        return kind, (i,), {"index": rng.integers(0, len(a), int(rng.integers(1, 7)))}
+    if kind == "reshape":
+        shapes = [s for s in [(a.size,), (2, a.size // 2), (a.size // 2, 2)]
+                  if np.prod(s) == a.size and s != a.shape]
+        return (kind, (i,), {"shape": shapes[rng.integers(len(shapes))]}) if shapes else None
+    if kind in ("transpose", "gram", "update_transposed"):
+        return (kind, (i,), {}) if a.ndim == 2 else None
+    if kind == "matmul":
+        columns = a.shape[-1]
+        rows = PROGRAM_SIZE if a.ndim == 1 else columns
+        matrix = exact_in_float32(rng.standard_normal((rows, columns)) / np.sqrt(columns))
+        return kind, (i,), {"matrix": matrix}
+    if kind in ("where", "update_slice", "update_out"):
+        b = pool[j]
+        if np.shape(b) != a.shape or (kind == "where" and not _apart(a, b)):
+            return None
+        if kind == "update_slice" and (a.ndim != 1 or len(a) < 2):
+            return None     # (an empty update: see test_empty_selections)
+        return kind, (i, j), {}
+    if kind == "maximum":
+        bound = exact_in_float32(rng.uniform(np.min(a), np.max(a)))
+        name = str(rng.choice(["maximum", "minimum"]))
+        return (kind, (i,), {"name": name, "bound": bound}) if _apart(a, bound) else None
+    if kind == "abs":
+        return (kind, (i,), {}) if _apart(a, 0.0) else None
+    if kind == "clip":
+        low, high = np.sort(exact_in_float32(rng.uniform(np.min(a), np.max(a), 2)))
+        return (kind, (i,), {"bounds": (low, high)}) if _apart(a, low) and _apart(a, high) \
+            and high - low > 0.1 else None
+    return kind, (i,), {}     # update_view
+
+
+def _random_program(seed):
+    rng = seeded(f"tape-program-{seed}")
+    point = exact_in_float32(rng.uniform(-1.5, 1.5, PROGRAM_SIZE))
+    program = {"name": f"tape-program-{seed}", "point": point, "steps": []}
+    pool = [point]
+    while len(program["steps"]) < 8:
+        step = _random_step(rng, pool)
+        if step is None:
+            continue
+        value = _apply(np, step, pool)
+        if np.size(value) == 0 or np.max(np.abs(value)) > 20.0:
+            continue
+        program["steps"].append(step)
+        pool.append(value)
+    program["weights"] = [exact_in_float32(rng.standard_normal(np.shape(v))) for v in pool]
+    program["direction"] = exact_in_float32(rng.standard_normal(PROGRAM_SIZE))
+    return program
+
+
+PROGRAMS = [_random_program(seed) for seed in range(PROGRAM_COUNT)]
+_PROGRAM_REFERENCES = {}
+
+
+def _program_reference(program):
+    """The scalar program's value, gradient and Hessian and the vector program's Jacobian
+    (JAX for all programs at once, else central differences)."""
+    if not _PROGRAM_REFERENCES:
+        found = references([(lambda xp, x, p=p: [_scalar_program(p)(x, xp),
+                                                  _vector_program(p)(x, xp)], p["point"])
+                            for p in PROGRAMS])
+        _PROGRAM_REFERENCES.update((p["name"], result) for p, result in zip(PROGRAMS, found))
+    return _PROGRAM_REFERENCES[program["name"]]
+
+
+def _on_both_engines(program, dtype):
+    """Each operator's result at the program's point: the tape's (prepared at a nearby point
+    first, then called with out=) and the dual engine's."""
+    f, g = _scalar_program(program), _vector_program(program)
+    x = program["point"].astype(dtype)
+    v = program["direction"].astype(dtype)
+    nearby = (program["point"] + 0.01 * program["direction"]).astype(dtype)
+
+    def along(t):
+        return f(x + t * v)
+
+    calls = {"gradient": (f, x, ()), "jacobian": (g, x, ()), "hvp": (f, x, (v,)),
+             "hessian": (f, x, ()), "second_derivative": (along, dtype(0.0), ())}
+    tape, dual = {}, {}
+    for name, (function, point, args) in calls.items():
+        prepare, run = getattr(cyad, f"prepare_{name}"), getattr(cyad, name)
+        start = dtype(0.01) if name == "second_derivative" else nearby
+        prep = prepare(function, start, *args, engine="tape")
+        out = np.full(np.shape(run(function, start, *args, prep=prep)), np.nan, dtype)
+        assert run(function, point, *args, prep=prep, out=out) is out
+        tape[name] = out
+        dual[name] = run(function, point, *args, engine="dual")
+    return tape, dual
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p["name"])
+def test_random_programs_agree_with_the_dual_engine_and_jax(program, dtype):
+    tape, dual = _on_both_engines(program, dtype)
+    (scalar, vector) = _program_reference(program)
+    v = program["direction"]
+    expected = {"gradient": scalar.first, "jacobian": vector.first, "hvp": scalar.second @ v,
+                "hessian": scalar.second, "second_derivative": v @ scalar.second @ v}
+    for name, result in tape.items():
+        assert result.dtype == dtype, name
+        assert_matches(result, dual[name], **SAME_TOLERANCE[dtype], what=f"{name}: dual")
+        assert_matches(result, expected[name], **loosest(scalar.tolerance,
+                                                         REFERENCE_TOLERANCE[dtype]),
+                       what=f"{name}: reference")
