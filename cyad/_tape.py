@@ -189,6 +189,8 @@ def evaluate(instr, args):
         result = np.where(c != 0, a, b)
     elif kind == "copy":
         result = _modular(args[0], size)
+    elif kind in ("gather", "scatter_add") and params["index"].size == 0:
+        result = np.zeros(shape, dtype)     # nothing selected, or nothing to add
     elif kind == "gather":
         index = params["index"]
         rows = size // max(index.size, 1)

@@ -18,20 +18,23 @@ binary instructions; NumPy functions go through the primitive table (cyad/_primi
 
 What depends on x's values is never frozen silently. Masks of `where`, maximum,
 minimum, abs and clip are instructions, recomputed on every replay. Anything else that
-reads a traced value - `bool()` of a comparison (Python `if` and `while`), `float()`,
-`int()`, an index made of traced values (a boolean mask), the orders and positions of
-argsort, argmax and their kin, a table rule's `primal()` - records a guard: the replay
-checks that the value is what it was when f was traced, and the tape is recorded anew
-when it is not.
+reads a traced value - `bool()` of a comparison (Python `if` and `while`), `int()`,
+`float()` or `.item()` of a bool, an index made of traced values (a boolean mask), the
+orders and positions of argsort, argmax and their kin, a table rule's `primal()` -
+records a guard: the replay checks that the value is what it was when f was traced, and
+the tape is recorded anew when it is not. `float()`, `complex()`, `.item()` and
+`.tolist()` of a float value are refused (TypeError), as on the dual engine: the Python
+number would carry on without its derivative.
 
 A tape freezes what f reads that is not x: arrays f closes over and Python state are
 captured as constants when f is traced (an array changed afterwards is not seen).
 
 Writes: `y[key] = v`, in-place operators and `out=` give the written array a new Var
 (tapes are written once). Views behave as NumPy's: a tracer made by basic indexing,
-reshape or transpose of another remembers where its elements lie in that array, so a
-write into the view writes into the array, and a view of an array written since reads
-the new values.
+transpose, flip, broadcast_to or a reshape that NumPy makes without a copy (asked of
+NumPy, on a stand-in laid out as the tracer is in its base: a transposed array raveled
+is a copy) remembers where its elements lie in that array, so a write into the view
+writes into the array, and a view of an array written since reads the new values.
 """
 import functools
 import operator
@@ -39,8 +42,8 @@ import operator
 import numpy as np
 
 from cyad import _rule_table
+from cyad._dual import Dual
 from cyad._primitives import TABLE
-from cyad._primitives._table import is_engine_array
 from cyad._tape import COMPARISONS, Instr, Tape, evaluate
 
 _UNARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.UNARY_RULES)
@@ -50,8 +53,11 @@ _BINARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.BINARY_RU
 _OP = {rule.name: op for op, rule in enumerate(_rule_table.BINARY_RULES)}
 _POWER = _BINARY[np.power]
 _SQUARE = _UNARY[np.square]
+_NO_NESTING = ("a tape does not nest differentiations (a derivative taken inside f); use "
+               "engine='dual' for derivatives of derivatives")
 
-_VIEWS = {"reshape", "transpose", "broadcast_to"}
+# the linear entries whose result NumPy may give as a view of their operand
+_VIEWS = {"reshape", "transpose", "broadcast_to", "flip"}
 
 def _key(kind, args, shape, params):
     """What identifies a pure instruction's result (None: not shared, python and zeros)."""
@@ -60,11 +66,6 @@ def _key(kind, args, shape, params):
     frozen = tuple(sorted((name, value.tobytes() if isinstance(value, np.ndarray) else value)
                           for name, value in params.items()))
     return kind, tuple(a.number for a in args), tuple(shape), frozen
-
-
-_NESTED = ("cyad: an array of another differentiation met a traced one: a tape does not nest "
-           "differentiations (a derivative taken inside f); use engine='dual' for derivatives "
-           "of derivatives")
 
 
 class Recording:
@@ -87,6 +88,9 @@ class Recording:
         """The Var of a constant operand (captured once per object)."""
         if isinstance(value, Tracer):
             return value.node
+        if isinstance(value, Dual):
+            raise TypeError("cyad: a dual array of a cyad call inside f met a traced array: "
+                            + _NO_NESTING)
         key = id(value)
         if key in self._consts and self._consts[key][0] is value:
             return self._consts[key][1]
@@ -103,11 +107,10 @@ class Recording:
     def var_of(self, x):
         if isinstance(x, Tracer):
             if x.recording is not self:
-                raise TypeError(_NESTED)
+                raise TypeError("cyad: a traced array of another differentiation met this "
+                                "one: " + _NO_NESTING)
             x.check()
             return x.node
-        if is_engine_array(x):   # another engine's array (a dual) in a traced operation
-            raise TypeError(_NESTED)
         return self.const(x)
 
     # -- instructions ------------------------------------------------------------------
@@ -296,8 +299,9 @@ class Tracer:
         if np.array_equal(source, np.arange(size)):
             self._written(rec.reshape(var, self.node.shape).node)
             return
-        kept = rec.gather(self.node, np.where(source < 0, np.arange(size), -1))
-        written = rec.gather(var, source)
+        shape = self.node.shape    # (the written array keeps its shape)
+        kept = rec.gather(self.node, np.where(source < 0, np.arange(size), -1).reshape(shape))
+        written = rec.gather(var, source.reshape(shape))
         self._written(rec.elementwise("binary", (kept, written), op=_OP["add"]).node)
 
     # -- what f may ask of an array -------------------------------------------------------
@@ -340,25 +344,40 @@ class Tracer:
         self.check()
         return self.recording.guard(self.node, where)
 
+    def _number(self, what):
+        """A value f reads as a Python number: guarded, and refused where it is a float,
+        as a Python float would carry on without its derivative (as the dual engine's
+        does); a bool or an int is piecewise constant, its derivative 0 where it holds."""
+        if self.dtype != bool:
+            raise TypeError(f"cyad: {what} of a traced float value would drop its "
+                            "derivative; keep the computation in NumPy operations on the "
+                            "traced arrays (a comparison or int() may steer control flow)")
+        return self.__cyad_value__(f"{what} of a traced value")
+
+    # bool() and int() of a float value guard what Python gets (whether it is 0, its whole
+    # part), not the value itself: the tape holds wherever they stay the same
     def __bool__(self):
-        return bool(self.__cyad_value__("bool() of a traced value (an if or while on it)"))
+        decided = self if self.dtype == bool else np.not_equal(self, 0)
+        return bool(decided.__cyad_value__("bool() of a traced value (an if or while on it)"))
 
     def __float__(self):
-        return float(self.__cyad_value__("float() of a traced value"))
+        return float(self._number("float()"))
 
     def __int__(self):
-        return int(self.__cyad_value__("int() of a traced value"))
+        whole = self if self.dtype == bool else np.trunc(self)
+        return int(whole.__cyad_value__("int() of a traced value"))
 
     def __index__(self):
         return operator.index(self.__cyad_value__("a traced value used as an index").item())
 
     def __complex__(self):
-        return complex(self.__cyad_value__("complex() of a traced value"))
+        return complex(self._number("complex()"))
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("cyad: a traced array cannot become a plain ndarray: that would drop "
                         "its derivative. Keep the computation in NumPy operations on the arrays "
-                        "cyad passes in (np.zeros_like(x), np.stack, ...)")
+                        "cyad passes in (np.zeros_like(x), np.stack, ...). A cyad operator "
+                        "called inside f meets it so: " + _NO_NESTING)
 
     # -- NumPy protocols --------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -567,10 +586,10 @@ class Tracer:
         return np.all(self, axis)
 
     def item(self):
-        return self.__cyad_value__("item() of a traced value").item()
+        return self._number("item()").item()
 
     def tolist(self):
-        return self.__cyad_value__("tolist() of a traced array").tolist()
+        return self._number("tolist()").tolist()
 
 
 # -- ufuncs ------------------------------------------------------------------------------------
@@ -620,7 +639,10 @@ def function_call(rec, func, args, kwargs):
         if entry.name in _VIEWS and isinstance(operands[0], Tracer):
             index = _selection(entry, [rec.var_of(operands[0])], params)
             if index is not None:
-                return operands[0].view(rec.gather(operands[0].node, index[0]), index[0])
+                result = rec.gather(operands[0].node, index[0])
+                if not _numpy_gives_a_view(entry, operands[0], params):
+                    return result
+                return operands[0].view(result, index[0])
         return _linear(rec, entry, operands, params)
     if entry.name == "matmul":
         return rec.matmul(*operands)
@@ -651,6 +673,22 @@ def _constant(rec, entry, args, kwargs):
         return out
     rec.guard(out.node, where)
     return result
+
+
+def _numpy_gives_a_view(entry, tracer, params):
+    """Whether NumPy's entry.impl returns a view of the array `tracer` stands for: run on
+    a stand-in whose elements lie in a buffer where the tracer's lie in its base (a view's
+    positions there are affine in its indices, by NumPy's views)."""
+    positions = tracer.index if tracer.base is not None else \
+        np.arange(tracer.size).reshape(tracer.shape)
+    if positions.size == 0:
+        return True
+    corner = positions[(0,) * positions.ndim]
+    strides = [int(positions[(0,) * j + (1,) + (0,) * (positions.ndim - j - 1)] - corner)
+               if n > 1 else 0 for j, n in enumerate(positions.shape)]
+    buffer = np.zeros(max(int(positions.max()) + 1, 1), np.int8)
+    stand_in = np.ndarray(positions.shape, np.int8, buffer, int(corner), strides)
+    return np.shares_memory(entry.impl(stand_in, **params), buffer)
 
 
 def _linear(rec, entry, operands, params):
