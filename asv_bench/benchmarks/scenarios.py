@@ -13,7 +13,7 @@ from .common import Call, buffers_like, skip
 
 # the scenarios live with the tests, which they also serve
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from scenarios import ENGINES, OPERATORS, SCENARIOS, tangent  # noqa: E402
+from scenarios import ENGINES, OPERATORS, SCENARIOS, cotangent, tangent  # noqa: E402
 
 _SCENARIOS = {s.name: s for s in SCENARIOS}
 _OPERATORS = {op.name: op for op in OPERATORS}
@@ -32,7 +32,7 @@ class Scenario(Call):
         f, x = s.function(kind), s.x
         run, prepare = getattr(cyad, operator), getattr(cyad, f"prepare_{operator}")
         if op.takes_tangent:
-            dx = tangent(s)
+            dx = cotangent(s) if op.cotangent else tangent(s)
             prep = prepare(f, x, dx, engine=engine)
             out = buffers_like(run(f, x, dx, prep=prep, engine=engine))
             self.call = lambda: run(f, x, dx, prep=prep, out=out, engine=engine)
