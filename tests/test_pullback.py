@@ -387,3 +387,19 @@ def test_a_prepared_tape_batch_allocates_nothing(allocations_per_call):
     assert allocations_per_call(lambda: cyad.pullback(f, x, dys, prep=prep, out=outs)) == 0
     for dy, out in zip(dys, outs, strict=True):
         np.testing.assert_allclose(out, dy * (np.cos(x) * x + np.sin(x)), rtol=1e-14)
+
+
+def test_the_tape_records_again_when_a_branch_flips():
+    # a guard of the recorded tape fails at the second point: f is recorded anew there
+    def f(x):
+        return np.sin(x) * x[0] if x[0] > 0 else np.cos(x) * 2.0
+
+    dy = np.array([1.0, -1.0, 0.5])
+    x, other = np.array([0.5, 1.0, 1.5]), np.array([-0.5, 1.0, 1.5])
+    prep = cyad.prepare_pullback(f, x, dy, engine="tape")
+    jac = np.diag(np.cos(x) * x[0])
+    jac[:, 0] += np.sin(x)
+    np.testing.assert_allclose(cyad.pullback(f, x, dy, prep=prep), dy @ jac, rtol=1e-15)
+    np.testing.assert_allclose(cyad.pullback(f, other, dy, prep=prep), -2.0 * dy * np.sin(other),
+                               rtol=1e-15)
+    assert prep.engine_state.records == 2
