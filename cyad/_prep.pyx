@@ -22,21 +22,21 @@ Cython is one indirect call into the engine, which claims, protects and runs in 
 
 Outputs that overlap inputs: like a NumPy ufunc given an overlapping out=, a call
 reads its inputs as they were when it started. An engine reads x and the tangents
-(or cotangents) in every evaluation and writes outputs after each, so every call of an engine's
-`run` (Prep.call here, the engine's nogil entry points) first calls `protect_inputs`
-(cyad/_prep.pxd): an input that shares memory with an output is copied once, into
-the prep's scratch, and the engine runs on the copy. y needs no copy: it is an
-output itself, which no other output may share memory with. Outputs that share
-memory would leave a result that depends on the order of the writes:
+(or cotangents) in every evaluation and writes outputs after each, so every call of
+an engine's `run` (Prep.call here, the engine's nogil entry points) first calls
+`protect_inputs` (cyad/_prep.pxd): an input that shares memory with an output is
+copied once, into the prep's scratch, and the engine runs on the copy. y needs no
+copy: it is an output itself, which no other output may share memory with. Outputs
+that share memory would leave a result that depends on the order of the writes:
 OVERLAPPING_OUTPUTS, but for f's value written to y itself (the two-argument value
 forms). Every buffer is C-contiguous: the bytes [start, start + count * itemsize),
 whose sizes the header holds. A call with one result has at most four outputs and two
-inputs (x and a tangent or cotangent), compared pair by pair in registers (`may_meet`: a handful
-of comparisons where nothing meets, the usual case). Otherwise, and for a batch,
-`protect_slowly` records the outputs in the prep (to name two that overlap); a
-batch's outputs (one per tangent) are sorted by address, so that neighbours tell
-whether they are disjoint, and an input outside the span of all of them is told by
-two comparisons, one inside placed among them by bisection.
+inputs (x and a tangent or cotangent), compared pair by pair in registers (`may_meet`:
+a handful of comparisons where nothing meets, the usual case). Otherwise, and for a
+batch, `protect_slowly` records the outputs in the prep (to name two that overlap); a
+batch's outputs (one per tangent or cotangent) are sorted by address, so that
+neighbours tell whether they are disjoint, and an input outside the span of all of
+them is told by two comparisons, one inside placed among them by bisection.
 """
 import numpy as np
 
