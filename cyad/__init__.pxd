@@ -33,9 +33,10 @@
 #   while p is used, and call the *_nogil entry points inside `with nogil:` on raw
 #   pointers of the prep's dtype and shapes. Its public part is its first member,
 #   `entry_points`: one function pointer per entry point and dtype (pushforward_f64,
-#   pushforward_f32, value_and_pushforward_f64, ... hessian_f32, in cyad/_api.pxd),
-#   each taking p first and the entry point's other arguments. The *_nogil functions
-#   are inline: each is one call through that table (the fused type picks the slot).
+#   pushforward_f32, value_and_pushforward_f64, ... value_and_pullback_f32, in
+#   cyad/_api.pxd), each taking p first and the entry point's other arguments. The
+#   *_nogil functions are inline: each is one call through that table (the fused type
+#   picks the slot).
 #   The table is append-only: slots keep their place and meaning, new ones come at its
 #   end. Never write through p; cyad's private state follows the table.
 # - Entry points: y is the two-argument form's in/out output (NULL in the one-argument
@@ -45,8 +46,9 @@
 #   value_and_pushforward_nogil answer a pushforward or derivative prep of one tangent,
 #   gradient_nogil a gradient or jacobian prep of a scalar-valued f, jacobian_nogil a
 #   gradient or jacobian prep, hvp_nogil an hvp prep of one tangent, hessian_nogil a
-#   hessian prep; each in the prep's dtype (the real fused type picks float64 or
-#   float32 from the pointers).
+#   hessian prep, pullback_nogil and value_and_pullback_nogil (x, dy, y, [value,] out:
+#   dy shaped like f's output, out like x) a pullback prep of one cotangent; each in
+#   the prep's dtype (the real fused type picks float64 or float32 from the pointers).
 # - They return 0, the function's own status, or one of the statuses below;
 #   `raise_status(prep, status)` (or prep.raise_for_status(status)) raises, with the
 #   GIL, what a nonzero status reports: PYTHON_ERROR (a Python callable raised: its
@@ -65,5 +67,5 @@ from cyad._api cimport (
     cyad_prep, cyad_entry_points, prep_handle, raise_status, wrap,
     PYTHON_ERROR, WRONG_CALL, PREP_BUSY, OVERLAPPING_OUTPUTS, NO_MEMORY,
     pushforward_nogil, value_and_pushforward_nogil, gradient_nogil, jacobian_nogil,
-    hvp_nogil, hessian_nogil,
+    hvp_nogil, hessian_nogil, pullback_nogil, value_and_pullback_nogil,
 )

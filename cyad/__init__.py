@@ -1,4 +1,4 @@
-"""cyad: forward-mode automatic differentiation for NumPy code, with a Cython hot path.
+"""cyad: automatic differentiation for NumPy code, with a Cython hot path.
 
 The examples in the docstrings assume ``import numpy as np`` and ``import cyad``.
 """
@@ -19,13 +19,16 @@ from cyad._operators import (
     prepare_hessian,
     prepare_hvp,
     prepare_jacobian,
+    prepare_pullback,
     prepare_pushforward,
     prepare_second_derivative,
+    pullback,
     pushforward,
     second_derivative,
     value_and_derivative,
     value_and_gradient,
     value_and_jacobian,
+    value_and_pullback,
     value_and_pushforward,
     value_derivative_and_second_derivative,
     value_gradient_and_hessian,
@@ -36,6 +39,7 @@ from cyad.profiling import Profile, allocations_per_call, profile
 
 # A prep serves its whole operator family, so value_and_* share their prepare function.
 prepare_value_and_pushforward = prepare_pushforward
+prepare_value_and_pullback = prepare_pullback
 prepare_value_and_derivative = prepare_derivative
 prepare_value_and_gradient = prepare_gradient
 prepare_value_and_jacobian = prepare_jacobian
@@ -87,20 +91,24 @@ __all__ = [
     "prepare_hessian",
     "prepare_hvp",
     "prepare_jacobian",
+    "prepare_pullback",
     "prepare_pushforward",
     "prepare_second_derivative",
     "prepare_value_and_derivative",
     "prepare_value_and_gradient",
     "prepare_value_and_jacobian",
+    "prepare_value_and_pullback",
     "prepare_value_and_pushforward",
     "prepare_value_derivative_and_second_derivative",
     "prepare_value_gradient_and_hessian",
     "profile",
+    "pullback",
     "pushforward",
     "second_derivative",
     "value_and_derivative",
     "value_and_gradient",
     "value_and_jacobian",
+    "value_and_pullback",
     "value_and_pushforward",
     "value_derivative_and_second_derivative",
     "value_gradient_and_hessian",

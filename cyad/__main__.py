@@ -138,7 +138,11 @@ def profile_user_function(args):
     y_shape = args.out_shape if args.out_shape is not None else x.shape
     y = np.zeros(y_shape) if two_argument else None
     operator = args.operator or ("jacobian" if two_argument or np.ndim(f(x)) else "gradient")
-    dx = np.ones_like(x) if operator.endswith("pushforward") else None
+    dx = None
+    if operator.endswith("pushforward"):
+        dx = np.ones_like(x)
+    elif operator.endswith("pullback"):
+        dx = np.ones(y_shape if two_argument else np.shape(f(x)))
     result = cyad.profile(operator, f, x, dx, y=y, chunk=args.chunk, seconds=args.seconds,
                           label=f"{operator} of {args.function}, n = {args.n}")
     print(json.dumps(result.as_dict(), indent=1) if args.json else result)

@@ -45,6 +45,14 @@ cdef extern from *:
                            double *gradient, double *hessian);
         int (*hessian_f32)(cyad_prep *p, const float *x, float *y, float *value,
                            float *gradient, float *hessian);
+        int (*pullback_f64)(cyad_prep *p, const double *x, const double *dy, double *y,
+                            double *out);
+        int (*pullback_f32)(cyad_prep *p, const float *x, const float *dy, float *y,
+                            float *out);
+        int (*value_and_pullback_f64)(cyad_prep *p, const double *x, const double *dy,
+                                      double *y, double *value, double *out);
+        int (*value_and_pullback_f32)(cyad_prep *p, const float *x, const float *dy,
+                                      float *y, float *value, float *out);
     } cyad_entry_points;
 
     /* A prep's handle: the table, then cyad's private state (made by cyad only). */
@@ -78,6 +86,14 @@ cdef extern from *:
                            double* gradient, double* hessian) noexcept nogil
         int (*hessian_f32)(cyad_prep* p, const float* x, float* y, float* value,
                            float* gradient, float* hessian) noexcept nogil
+        int (*pullback_f64)(cyad_prep* p, const double* x, const double* dy, double* y,
+                            double* out) noexcept nogil
+        int (*pullback_f32)(cyad_prep* p, const float* x, const float* dy, float* y,
+                            float* out) noexcept nogil
+        int (*value_and_pullback_f64)(cyad_prep* p, const double* x, const double* dy,
+                                      double* y, double* value, double* out) noexcept nogil
+        int (*value_and_pullback_f32)(cyad_prep* p, const float* x, const float* dy,
+                                      float* y, float* value, float* out) noexcept nogil
     ctypedef struct cyad_prep:
         cyad_entry_points entry_points
 
@@ -152,3 +168,21 @@ cdef inline int hessian_nogil(cyad_prep* p, const real* x, real* y, real* value,
         return p.entry_points.hessian_f64(p, x, y, value, gradient, hessian)
     else:
         return p.entry_points.hessian_f32(p, x, y, value, gradient, hessian)
+
+
+cdef inline int pullback_nogil(cyad_prep* p, const real* x, const real* dy, real* y,
+                               real* out) noexcept nogil:
+    """out = dy @ J(x), shaped like x, for a prep of one cotangent (dy shaped like f(x))."""
+    if real is double:
+        return p.entry_points.pullback_f64(p, x, dy, y, out)
+    else:
+        return p.entry_points.pullback_f32(p, x, dy, y, out)
+
+
+cdef inline int value_and_pullback_nogil(cyad_prep* p, const real* x, const real* dy,
+                                         real* y, real* value, real* out) noexcept nogil:
+    """value = f(x) and out = dy @ J(x), for a prep of one cotangent."""
+    if real is double:
+        return p.entry_points.value_and_pullback_f64(p, x, dy, y, value, out)
+    else:
+        return p.entry_points.value_and_pullback_f32(p, x, dy, y, value, out)

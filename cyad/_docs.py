@@ -44,6 +44,10 @@ chunk : int, optional
     "chunk_inputs": """\
 chunk : int, optional
     Input directions carried by one evaluation of f (default: `default_chunk`).""",
+    "chunk_pullback": """\
+chunk : int, optional
+    Basis directions of x carried by one evaluation of f on engine="dual" (default:
+    `default_chunk`); engine="tape" sweeps back one cotangent at a time.""",
     "chunk_one": """\
 chunk : int, optional
     Accepted for uniformity; a {what} has one direction.""",
@@ -55,12 +59,13 @@ chunk : int, optional
     Directions carried by one evaluation of f at each of the two levels.""",
     "engine": """\
 engine : str, optional
-    The engine that computes the derivatives (default ``"dual"``, the only one so
-    far; another name raises ValueError); with ``prep=``, it must be the prep's.""",
+    The engine that computes the derivatives: ``"dual"`` (the default: forward mode
+    on dual numbers) or ``"tape"`` (f traced once, its derivative tape replayed);
+    another name raises ValueError. With ``prep=``, it must be the prep's.""",
     "engine_prepare": """\
 engine : str, optional
-    The engine the prep runs on (default ``"dual"``, the only one so far; another
-    name raises ValueError).""",
+    The engine the prep runs on: ``"dual"`` (the default) or ``"tape"``; another
+    name raises ValueError.""",
     # -- results
     "returns_prep": """\
 Prep

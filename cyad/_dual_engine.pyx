@@ -3,8 +3,9 @@
 `DualEngine` is the engine behind a prep (cyad/_prep.pyx) named "dual". It owns the
 dual buffers and a `dual_prep` struct, whose first member is the prep's handle: a
 whole operator call runs on raw pointers without the GIL (`run_pushforward`,
-`run_jacobian`, and at second order `run_second_derivative`, `run_hvp`,
-`run_hessian`), one per family group, chosen at prepare time from the table RUNS.
+`run_jacobian`, `run_pullback`, and at second order `run_second_derivative`,
+`run_hvp`, `run_hessian`), one per family group, chosen at prepare time from the
+table RUNS.
 Its nogil entry points (ENTRY_POINTS, the slots of the handle's public table) are one
 function per entry point and dtype with the claim, the inputs' protection and the
 family's run inlined, so that a call from Cython reaches the engine in one indirect
@@ -19,9 +20,12 @@ the whole call). The buffers it is given overlap nothing they must not: its call
 cyad/_prep.pxd).
 
 derivative is the pushforward of a scalar with tangent 1; gradient is the Jacobian
-of a scalar-valued function. A Python callable runs on dual arrays through its
-`PythonFunction` binding (cyad/_wrapper.pyx), a C function through its
-FunctionWrapper's pointers.
+of a scalar-valued function. A pullback (cotangent @ J) is forward mode too: a chunk
+of basis directions per evaluation, as for the Jacobian, each chunk of columns
+contracted with every cotangent (`run_pullback`); it costs what the Jacobian does,
+where engine="tape" runs one reverse sweep per cotangent. A Python callable runs on
+dual arrays through its `PythonFunction` binding (cyad/_wrapper.pyx), a C function
+through its FunctionWrapper's pointers.
 
 Second order is forward over forward on nested duals (the second-order layout of
 cyad/_layout.pxd): every evaluation seeds a chunk of outer directions (the hvp's
@@ -41,7 +45,7 @@ from cyad._layout cimport (lane_count, second_order_width, outer_lane, inner_lan
 from cyad._dual cimport new_dual, nested_tag, enter as enter_tag, leave as leave_tag
 from cyad._api cimport cyad_prep, cyad_entry_points
 from cyad._prep cimport (Prep, run_call, enter_nogil, release, PUSHFORWARD, DERIVATIVE,
-                         GRADIENT, JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN)
+                         GRADIENT, JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._wrapper cimport python_f64, python_f32, python2_f64, python2_f32, is_python_function
 from cyad._wrapper import constant_result
 
@@ -237,6 +241,50 @@ cdef int run_jacobian(dual_prep* p, const real* x, real* y, real* value,
     return 0
 
 
+cdef inline void pull_columns(const real* partials, Py_ssize_t n, Py_ssize_t width,
+                              Py_ssize_t count, const real* cotangent,
+                              real* dst) noexcept nogil:
+    # dst[k] = sum over i of cotangent[i] * partials[i, k], for k < count: a chunk of columns
+    # of the Jacobian contracted with a cotangent. A zero cotangent element adds nothing,
+    # not 0 * inf (a partial that is infinite where the direction does not move f: sqrt's
+    # slope at 0), as the tape's `scale` does.
+    cdef Py_ssize_t i, k
+    cdef real c
+    memset(dst, 0, count * sizeof(real))
+    for i in range(n):
+        c = cotangent[i]
+        if c != 0:
+            for k in range(count):
+                dst[k] += c * partials[i * width + k]
+
+
+cdef int run_pullback(dual_prep* p, const real* x, const real* const* cotangents, real* y,
+                      real* value, real** outs) noexcept nogil:
+    """outs[c] = cotangents[c] @ J(x) (n_x each) for every cotangent c: forward mode, a
+    chunk of basis directions (columns of J) per evaluation, each chunk contracted with
+    every cotangent as it comes, so that J is never held whole."""
+    cdef bint in_place = y != NULL and p.directions <= p.chunk
+    cdef Py_ssize_t start = 0, count, c
+    cdef real* yv = <real*>p.y
+    cdef int status
+    while start < p.directions:
+        count = min(p.chunk, p.directions - start)
+        if not (p.pending and start == 0):
+            clear_lanes(<real*>p.dx, p.base.n_x, p.width)
+            put_basis(<real*>p.dx, p.width, 0, start, count)
+            yv = start_output(p, y, in_place)
+            memset(p.dy, 0, p.base.n_y * p.width * sizeof(real))
+            status = call(p, x, <real*>p.dx, yv, <real*>p.dy)
+            if status != 0:
+                return status
+        for c in range(p.base.results):
+            pull_columns(<real*>p.dy, p.base.n_y, p.width, count, cotangents[c],
+                         outs[c] + start)
+        start += count
+    finish_output(p, yv, y, value)
+    return 0
+
+
 cdef paged_zeros(tuple shape, cnp.dtype dtype, Py_ssize_t slot):
     """A zeroed engine buffer starting `slot` KiB into a page of its own.
 
@@ -403,6 +451,18 @@ cdef int jacobian_f32(prep_header* h, const void* x, const void* const* tangents
                         <float*>results[0])
 
 
+cdef int pullback_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
+                      void* value, void* first, void** results) noexcept nogil:
+    return run_pullback(<dual_prep*>h, <const double*>x, <const double* const*>tangents,
+                        <double*>y, <double*>value, <double**>results)
+
+
+cdef int pullback_f32(prep_header* h, const void* x, const void* const* tangents, void* y,
+                      void* value, void* first, void** results) noexcept nogil:
+    return run_pullback(<dual_prep*>h, <const float*>x, <const float* const*>tangents,
+                        <float*>y, <float*>value, <float**>results)
+
+
 cdef int second_derivative_f64(prep_header* h, const void* x, const void* const* tangents, void* y,
                                void* value, void* first, void** results) noexcept nogil:
     return run_second_derivative(<dual_prep*>h, <const double*>x, <double*>y, <double*>value,
@@ -440,8 +500,8 @@ cdef int hessian_f32(prep_header* h, const void* x, const void* const* tangents,
 
 
 # The engine's call of each family in float64 and in float32
-cdef run_call RUNS_F64[7]
-cdef run_call RUNS_F32[7]
+cdef run_call RUNS_F64[8]
+cdef run_call RUNS_F32[8]
 RUNS_F64[<int>PUSHFORWARD], RUNS_F32[<int>PUSHFORWARD] = pushforward_f64, pushforward_f32
 RUNS_F64[<int>DERIVATIVE], RUNS_F32[<int>DERIVATIVE] = pushforward_f64, pushforward_f32
 RUNS_F64[<int>GRADIENT], RUNS_F32[<int>GRADIENT] = jacobian_f64, jacobian_f32
@@ -450,6 +510,7 @@ RUNS_F64[<int>SECOND_DERIVATIVE] = second_derivative_f64
 RUNS_F32[<int>SECOND_DERIVATIVE] = second_derivative_f32
 RUNS_F64[<int>HVP], RUNS_F32[<int>HVP] = hvp_f64, hvp_f32
 RUNS_F64[<int>HESSIAN], RUNS_F32[<int>HESSIAN] = hessian_f64, hessian_f32
+RUNS_F64[<int>PULLBACK], RUNS_F32[<int>PULLBACK] = pullback_f64, pullback_f32
 
 
 # -- the engine's nogil entry points (the handle's table, cyad/_api.pxd) ------------------
@@ -464,6 +525,7 @@ cdef enum Run:
     RUN_JACOBIAN
     RUN_HVP
     RUN_HESSIAN
+    RUN_PULLBACK
 
 
 cdef inline int run_nogil(dual_prep* p, Run run, const real* x, const real* tangent, real* y,
@@ -473,7 +535,7 @@ cdef inline int run_nogil(dual_prep* p, Run run, const real* x, const real* tang
     cdef const void* const* tangents = NULL
     cdef void* results = result
     cdef int status
-    if run == RUN_PUSHFORWARD or run == RUN_HVP:
+    if run == RUN_PUSHFORWARD or run == RUN_HVP or run == RUN_PULLBACK:
         tangents = <const void* const*>&tangent
     status = enter_nogil(&p.base, &xv, &tangents, y, value, first, &results)
     if status != 0:
@@ -483,6 +545,9 @@ cdef inline int run_nogil(dual_prep* p, Run run, const real* x, const real* tang
                                  <real**>&results)
     elif run == RUN_JACOBIAN:
         status = run_jacobian(p, <const real*>xv, y, value, <real*>results)
+    elif run == RUN_PULLBACK:
+        status = run_pullback(p, <const real*>xv, <const real* const*>tangents, y, value,
+                              <real**>&results)
     elif run == RUN_HVP:
         status = run_hvp(p, <const real*>xv, <const real* const*>tangents, y, first,
                          <real**>&results)
@@ -520,6 +585,16 @@ cdef int hessian_nogil(cyad_prep* p, const real* x, real* y, real* value, real* 
                      hessian)
 
 
+cdef int pullback_nogil(cyad_prep* p, const real* x, const real* dy, real* y,
+                        real* out) noexcept nogil:
+    return run_nogil(<dual_prep*>p, RUN_PULLBACK, x, dy, y, <real*>NULL, <real*>NULL, out)
+
+
+cdef int value_and_pullback_nogil(cyad_prep* p, const real* x, const real* dy, real* y,
+                                  real* value, real* out) noexcept nogil:
+    return run_nogil(<dual_prep*>p, RUN_PULLBACK, x, dy, y, value, <real*>NULL, out)
+
+
 cdef cyad_entry_points ENTRY_POINTS
 ENTRY_POINTS.pushforward_f64 = pushforward_nogil[double]
 ENTRY_POINTS.pushforward_f32 = pushforward_nogil[float]
@@ -533,6 +608,10 @@ ENTRY_POINTS.hvp_f64 = hvp_nogil[double]
 ENTRY_POINTS.hvp_f32 = hvp_nogil[float]
 ENTRY_POINTS.hessian_f64 = hessian_nogil[double]
 ENTRY_POINTS.hessian_f32 = hessian_nogil[float]
+ENTRY_POINTS.pullback_f64 = pullback_nogil[double]
+ENTRY_POINTS.pullback_f32 = pullback_nogil[float]
+ENTRY_POINTS.value_and_pullback_f64 = value_and_pullback_nogil[double]
+ENTRY_POINTS.value_and_pullback_f32 = value_and_pullback_nogil[float]
 
 
 cdef object _python_callable(object f):
@@ -558,6 +637,10 @@ cdef class DualEngine(Engine):
         self.symmetric = prep.symmetric()
         if self.second_order:
             self._size_second_order(directions, chunk, python, not prep.takes_tangents())
+        elif prep.family == PULLBACK:
+            # forward mode: the cotangents are contracted with columns of J, which come
+            # a chunk of basis directions of x at a time
+            self._size_first_order(prep.handle.n_x, chunk, python)
         else:
             self._size_first_order(directions, chunk, python)
         if self.state.base.float32:

@@ -238,3 +238,31 @@ def jacobian(f, x, y, out, with_value, scalar_output):
         value = _deliver(_value(value, outer), value_out)
         return value, _deliver(result, out)
     return _deliver(result, out)
+
+
+def pullback(f, x, dy, y, out, with_value):
+    """dy @ J(x) (a cotangent or a tuple of them), and f(x) if with_value: the Jacobian of
+    one evaluation, contracted with each cotangent (which may be a dual of the outer
+    differentiation, as J may)."""
+    batch = isinstance(dy, tuple)
+    cotangents = dy if batch else (dy,)
+    dtype = _dtype(x)
+    value, jac = jacobian(f, x, y, None, True, False)
+    out_ndim = np.ndim(jac) - np.ndim(primal(x))
+    out_shape = np.shape(jac)[:out_ndim]
+    results = []
+    for c in cotangents:
+        if np.shape(c) != out_shape:
+            raise ValueError(f"cyad: a cotangent has shape {np.shape(c)}, but f's output has "
+                             f"shape {out_shape}")
+        c = c if isinstance(c, Dual) else _values(c, dtype)
+        r = c * jac if out_ndim == 0 else np.tensordot(c, jac, axes=out_ndim)
+        results.append(float(r) if not isinstance(r, Dual) and np.ndim(r) == 0 else r)
+    if with_value:
+        value_out, out = (None, None) if out is None else out
+        value = _deliver(value, value_out)
+    if out is not None:
+        outs = out if batch else (out,)
+        results = [_deliver(r, o) for r, o in zip(results, outs, strict=False)]
+    results = tuple(results) if batch else results[0]
+    return (value, results) if with_value else results

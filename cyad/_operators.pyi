@@ -1,9 +1,10 @@
 # Type stubs of cyad/_operators.pyx: the public operators and their prepare_* functions.
 #
 # Results are float64 or float32 arrays (x's dtype), and Python floats where a result is
-# 0-d and no out= was given. A tuple of tangents (pushforward, hvp) is a batch, answered by
-# a tuple. With out=, the operators return out itself. Called inside a function cyad is
-# differentiating (nested differentiation), the first-order operators return Dual arrays.
+# 0-d and no out= was given. A tuple of tangents (pushforward, hvp) or cotangents (pullback)
+# is a batch, answered by a tuple. With out=, the operators return out itself. Called inside
+# a function cyad is differentiating (nested differentiation), the first-order operators
+# return Dual arrays.
 from typing import Any, TypeAlias, TypeVar, overload
 
 import numpy as np
@@ -61,6 +62,49 @@ def value_and_pushforward(
 @overload
 def value_and_pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike | _Batch, *, y: _Y = None,
+    prep: Prep | None = None, out: _Outs, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> _Outs: ...
+
+# -- pullback (dy shaped like f(x); the results like x)
+
+def prepare_pullback(
+    f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike | _Batch, *, y: _Y = None,
+    chunk: _Chunk = None, engine: _Engine = None,
+) -> Prep: ...
+@overload
+def pullback(
+    f: _Function, x: npt.ArrayLike, dy: _Batch, *, y: _Y = None, prep: Prep | None = None,
+    out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> tuple[_Array, ...]: ...
+@overload
+def pullback(
+    f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    out: None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> _Result: ...
+@overload
+def pullback(
+    f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    out: _Out, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> _Out: ...
+@overload
+def value_and_pullback(
+    f: _Function, x: npt.ArrayLike, dy: _Batch, *, y: _Y = None, prep: Prep | None = None,
+    out: None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> tuple[_Result, tuple[_Array, ...]]: ...
+@overload
+def value_and_pullback(
+    f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    out: None = None, chunk: _Chunk = None,
+    engine: _Engine = None,
+) -> tuple[_Result, _Result]: ...
+@overload
+def value_and_pullback(
+    f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike | _Batch, *, y: _Y = None,
     prep: Prep | None = None, out: _Outs, chunk: _Chunk = None,
     engine: _Engine = None,
 ) -> _Outs: ...

@@ -13,7 +13,8 @@ caller's own buffer (or pair of buffers). The docstrings share their common bloc
 import numpy as np
 
 from cyad._prep cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
-                         SECOND_DERIVATIVE, HVP, HESSIAN, WITH_VALUE, WITH_FIRST, refuse_busy)
+                         SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK, WITH_VALUE, WITH_FIRST,
+                         refuse_busy)
 from cyad._prep import PREP_TYPES as _PREP_TYPES
 from cyad._engines import engine_type
 from cyad._dual cimport differentiating
@@ -214,6 +215,146 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, 
         return _nested.pushforward(f, x, dx, y, out, True)
     cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine)
     return _scalar_tuple(p.call(f, x, dx, y, out, WITH_VALUE), out)
+
+
+# -- pullback ----------------------------------------------------------------------------
+
+def prepare_pullback(f, x, dy, *, y=None, chunk=None, engine=None):
+    """Prepare `pullback` and `value_and_pullback` of f at inputs shaped like x.
+
+    Parameters
+    ----------
+    %(f)s
+    x : array_like or float
+        An input of the shape and dtype the prepared calls take.
+    dy : array_like, float or tuple of them
+        A cotangent shaped like f(x), or a tuple of cotangents (a batch of that size).
+    %(y)s
+    %(chunk_pullback)s
+    %(engine_prepare)s
+
+    Returns
+    -------
+    %(returns_prep)s
+
+    Raises
+    ------
+    ValueError
+        If x is empty or ``chunk`` is not a positive integer.
+    %(raises_prepare_type)s
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     return x ** 2
+    >>> x, dy, out = np.array([1.0, 2.0]), np.array([1.0, 1.0]), np.empty(2)
+    >>> prep = cyad.prepare_pullback(f, x, dy, engine="tape")
+    >>> cyad.pullback(f, x, dy, prep=prep, out=out) is out
+    True
+    >>> out
+    array([2., 4.])
+    """
+    return _new_prep(PULLBACK, f, x, dy, y, chunk, engine)
+
+
+def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None):
+    """The vector-Jacobian product dy @ J(x), shaped like x.
+
+    ``engine="tape"`` is the engine made for it: reverse mode, one sweep of f's
+    recorded tape per cotangent, whatever the size of x. The dual engine answers too,
+    by forward mode (a chunk of x's basis directions per evaluation of f, contracted
+    with the cotangents as they come): what a Jacobian costs.
+
+    Parameters
+    ----------
+    %(f)s
+    x : array_like or float
+        Where to differentiate. float64 and float32 are kept; integers and bools become
+        float64.
+    dy : array_like, float or tuple of them
+        A cotangent shaped like f(x), in x's dtype, or a tuple of cotangents (a batch,
+        answered by a tuple).
+    %(y)s
+    %(prep)s
+    out : ndarray or tuple of ndarray, optional
+        C-contiguous buffer of x's shape and dtype (a tuple of them for a batch),
+        written in place and returned.
+    %(chunk_pullback)s
+    %(engine)s
+
+    Returns
+    -------
+    ndarray or float, or tuple of ndarray
+        dy @ J(x) in x's dtype: a float when x is a scalar and no ``out=`` is given, a
+        tuple for a batch, ``out`` itself when given.
+
+    Raises
+    ------
+    %(raises_value)s
+        Also if a cotangent is not shaped like f(x).
+    %(raises_type)s
+    %(raises_call)s
+
+    See Also
+    --------
+    value_and_pullback, prepare_pullback, pushforward, gradient
+
+    Examples
+    --------
+    >>> x = np.array([1.0, 2.0])
+    >>> cyad.pullback(lambda x: x ** 2, x, np.array([1.0, 0.0]), engine="tape")
+    array([2., 0.])
+    >>> cyad.pullback(lambda x: x[0] * x[1], x, 1.0)
+    array([2., 1.])
+
+    A tuple of cotangents is a batch, answered by a tuple:
+
+    >>> cyad.pullback(lambda x: x ** 2, x, (np.array([1.0, 0.0]), np.array([0.0, 1.0])),
+    ...               engine="tape")
+    (array([2., 0.]), array([0., 4.]))
+    """
+    if _nests(f, prep, engine):
+        return _nested.pullback(f, x, dy, y, out, False)
+    cdef Prep p = _prep(PULLBACK, f, x, dy, y, prep, chunk, engine)
+    return _scalar_result(p.call(f, x, dy, y, out, 0), out)
+
+
+def value_and_pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None):
+    """f(x) and the vector-Jacobian product dy @ J(x).
+
+    Parameters
+    ----------
+    f, x, dy, y, prep, chunk, engine
+        As for `pullback`.
+    out : tuple, optional
+        A pair ``(value_out, pullback_out)`` (``pullback_out`` a tuple for a batch),
+        written in place and returned.
+
+    Returns
+    -------
+    value : ndarray or float
+        f(x); in the two-argument form, y itself.
+    pullback : ndarray or float, or tuple of ndarray
+        dy @ J(x), as `pullback` returns it.
+
+    Raises
+    ------
+    ValueError
+        If the arguments do not fit ``prep``, ``y`` or ``out``
+        (see `pullback`).
+    TypeError
+        If x is not real or f drops a derivative (see `pullback`).
+    %(raises_call)s
+
+    Examples
+    --------
+    >>> cyad.value_and_pullback(lambda x: x ** 3, 2.0, 1.0, engine="tape")
+    (8.0, 12.0)
+    """
+    if _nests(f, prep, engine):
+        return _nested.pullback(f, x, dy, y, out, True)
+    cdef Prep p = _prep(PULLBACK, f, x, dy, y, prep, chunk, engine)
+    return _scalar_tuple(p.call(f, x, dy, y, out, WITH_VALUE), out)
 
 
 # -- derivative ------------------------------------------------------------------------
@@ -954,6 +1095,7 @@ cdef object _scalar_tuple(tuple r, object out):
 
 for _prepare, _operator, _value_operator, _order, _what in [
         (prepare_pushforward, pushforward, value_and_pushforward, "first-order", None),
+        (prepare_pullback, pullback, value_and_pullback, "first-order", None),
         (prepare_derivative, derivative, value_and_derivative, "first-order", "derivative"),
         (prepare_gradient, gradient, value_and_gradient, "first-order", None),
         (prepare_jacobian, jacobian, value_and_jacobian, "first-order", None),

@@ -4,7 +4,8 @@ from libc.stdint cimport uintptr_t
 from cyad._api cimport cyad_prep, cyad_entry_points, PREP_BUSY
 
 # The operator families; a prep serves every operator of its family (pushforward and
-# value_and_pushforward share one, and so on). Each has its Prep subclass.
+# value_and_pushforward share one, and so on). Each has its Prep subclass. Append-only:
+# compiled code outside cyad holds the values.
 cpdef enum Family:
     PUSHFORWARD
     DERIVATIVE
@@ -13,6 +14,7 @@ cpdef enum Family:
     SECOND_DERIVATIVE
     HVP
     HESSIAN
+    PULLBACK
 
 # The nogil entry points a prep answers (Prep.nogil_entries), in its dtype: the slots of
 # its handle's table that hold its engine's functions (install_entry_points)
@@ -22,6 +24,7 @@ cdef enum:
     ENTRY_JACOBIAN = 4
     ENTRY_HVP = 8
     ENTRY_HESSIAN = 16
+    ENTRY_PULLBACK = 32        # pullback_nogil and value_and_pullback_nogil
 
 # What a call returns besides its main result (bits of Prep.call's `wanted`)
 cdef enum:
@@ -30,9 +33,10 @@ cdef enum:
 
 cdef struct prep_header
 
-# An engine's whole call on raw buffers of the prep's dtype: x; the tangents (NULL for
-# none); y of the two-argument form (else NULL); f's value and the first-order result
-# (NULL: not wanted); the results (one per tangent of a batch). Returns a status.
+# An engine's whole call on raw buffers of the prep's dtype: x; the tangents, or a
+# pullback's cotangents (NULL for none); y of the two-argument form (else NULL); f's
+# value and the first-order result (NULL: not wanted); the results (one per tangent or
+# cotangent of a batch). Returns a status.
 ctypedef int (*run_call)(prep_header* h, const void* x, const void* const* tangents,
                          void* y, void* value, void* first, void** results) noexcept nogil
 
@@ -45,8 +49,9 @@ cdef struct prep_header:
     int busy                   # 1 while a call runs on the prep: claimed atomically
     bint float32
     Py_ssize_t n_x, n_y
-    Py_ssize_t x_bytes         # bytes of x, and of a tangent
+    Py_ssize_t x_bytes         # bytes of x
     Py_ssize_t y_bytes         # bytes of y, and of f's value
+    Py_ssize_t tangent_bytes   # bytes of a tangent (x_bytes) or a cotangent (y_bytes)
     Py_ssize_t results         # results per call: one per tangent of a batch, else 1
     Py_ssize_t result_bytes    # bytes of one result
     Py_ssize_t first_bytes     # bytes of the first-order result (second order), else 0
@@ -107,12 +112,13 @@ cdef inline bint may_meet(const prep_header* h, const void* x, const void* t, co
                           const void* value, const void* first,
                           const void* result) noexcept nogil:
     """Whether an output of a call of one result may share memory with an input (x, the
-    tangent t) or with another output (f's value may be y itself). False proves that
-    none does. Exact for nonempty buffers; an empty output inside another buffer, or a
-    NULL y whose size reaches a buffer at the very start of the address space, answers
-    True, and protect_slowly tells. A comparison pair per two buffers, on registers."""
+    tangent or cotangent t) or with another output (f's value may be y itself). False
+    proves that none does. Exact for nonempty buffers; an empty output inside another
+    buffer, or a NULL y whose size reaches a buffer at the very start of the address
+    space, answers True, and protect_slowly tells. A comparison pair per two buffers,
+    on registers."""
     cdef uintptr_t x0 = <uintptr_t>x, x1 = x0 + <uintptr_t>h.x_bytes
-    cdef uintptr_t t0 = <uintptr_t>t, t1 = t0 + <uintptr_t>h.x_bytes
+    cdef uintptr_t t0 = <uintptr_t>t, t1 = t0 + <uintptr_t>h.tangent_bytes
     cdef uintptr_t y0 = <uintptr_t>y, y1 = y0 + <uintptr_t>h.y_bytes
     cdef uintptr_t v0 = <uintptr_t>value, v1 = v0 + <uintptr_t>h.y_bytes
     cdef uintptr_t f0 = <uintptr_t>first, f1 = f0 + <uintptr_t>h.first_bytes
@@ -207,6 +213,7 @@ cdef class Prep:
     cdef readonly object out_shape
     cdef readonly int order            # 1 or 2
     cdef bint with_tangents            # takes_tangents(), asked once
+    cdef bint with_cotangents          # takes_cotangents(), asked once
     cdef int typenum
     cdef int x_ndim, out_ndim, result_ndim, first_ndim
     cdef cnp.npy_intp x_dims[64]
@@ -222,6 +229,7 @@ cdef class Prep:
 
     # the family's answers
     cdef bint takes_tangents(self)
+    cdef bint takes_cotangents(self)
     cdef bint symmetric(self)
     cdef tuple shape_of_result(self, tuple out_shape)
     cdef tuple shape_of_first(self, tuple out_shape)
@@ -242,6 +250,8 @@ cdef class Prep:
     cdef object tangent(self, object t)
     cdef list point_to_tangents(self, tuple batch)
     cdef object batch_tangent(self, object t)
+    cdef object cotangent(self, object t, bint single)
+    cdef object point_to_seeds(self, object v, bint batch)
     cdef check_array(self, str name, object a)
     cdef check_y(self, object y)
     cdef check_out(self, object out, tuple shape, int ndim, cnp.npy_intp* dims, str what)

@@ -17,6 +17,7 @@ class Family(enum.IntEnum):
     SECOND_DERIVATIVE = 4
     HVP = 5
     HESSIAN = 6
+    PULLBACK = 7
 
 def input_dtype(x: npt.ArrayLike) -> np.dtype[np.float64] | np.dtype[np.float32]: ...
 
@@ -78,6 +79,16 @@ class PushforwardPrep(Prep):
         engine: str | None = None,
     ) -> None: ...
 class DerivativePrep(PushforwardPrep): ...
+class PullbackPrep(Prep):
+    def __init__(
+        self,
+        f: _Function,
+        x: npt.ArrayLike,
+        v: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None,
+        y: npt.NDArray[Any] | None = None,
+        chunk: int | None = None,
+        engine: str | None = None,
+    ) -> None: ...
 class JacobianPrep(Prep):
     def __init__(
         self,

@@ -5,9 +5,11 @@ two-argument form, chunk, engine) and checks every later call against it. The ba
 `Prep` holds what every family shares: the signature and its cheap checks, out=
 checks and result buffers, the busy claim (one call at a time), raise_for_status,
 and the engine. One small subclass per family answers what differs: whether the
-call takes tangents (else the engine seeds basis directions of x), its results'
-shapes and names, the nogil entry points it serves, and whether f must be
-scalar-valued. `Prep.call` runs every operator of every family on those answers.
+call takes tangents shaped like x, or cotangents shaped like f's output (a pullback;
+checked once f's output is known), or neither (the engine seeds basis directions of
+x), its results' shapes and names, the nogil entry points it serves, and whether f
+must be scalar-valued. `Prep.call` runs every operator of every family on those
+answers.
 
 The engine (chosen by name at prepare time from cyad/_engines.py) is an `Engine`
 object: the buffers and the function binding behind the prep's `prep_header`, a
@@ -20,21 +22,21 @@ Cython is one indirect call into the engine, which claims, protects and runs in 
 
 Outputs that overlap inputs: like a NumPy ufunc given an overlapping out=, a call
 reads its inputs as they were when it started. An engine reads x and the tangents
-in every evaluation and writes outputs after each, so every call of an engine's
-`run` (Prep.call here, the engine's nogil entry points) first calls `protect_inputs`
-(cyad/_prep.pxd): an input that shares memory with an output is copied once, into
-the prep's scratch, and the engine runs on the copy. y needs no copy: it is an
-output itself, which no other output may share memory with. Outputs that share
-memory would leave a result that depends on the order of the writes:
+(or cotangents) in every evaluation and writes outputs after each, so every call of
+an engine's `run` (Prep.call here, the engine's nogil entry points) first calls
+`protect_inputs` (cyad/_prep.pxd): an input that shares memory with an output is
+copied once, into the prep's scratch, and the engine runs on the copy. y needs no
+copy: it is an output itself, which no other output may share memory with. Outputs
+that share memory would leave a result that depends on the order of the writes:
 OVERLAPPING_OUTPUTS, but for f's value written to y itself (the two-argument value
 forms). Every buffer is C-contiguous: the bytes [start, start + count * itemsize),
 whose sizes the header holds. A call with one result has at most four outputs and two
-inputs (x and a tangent), compared pair by pair in registers (`may_meet`: a handful
-of comparisons where nothing meets, the usual case). Otherwise, and for a batch,
-`protect_slowly` records the outputs in the prep (to name two that overlap); a
-batch's outputs (one per tangent) are sorted by address, so that neighbours tell
-whether they are disjoint, and an input outside the span of all of them is told by
-two comparisons, one inside placed among them by bisection.
+inputs (x and a tangent or cotangent), compared pair by pair in registers (`may_meet`:
+a handful of comparisons where nothing meets, the usual case). Otherwise, and for a
+batch, `protect_slowly` records the outputs in the prep (to name two that overlap); a
+batch's outputs (one per tangent or cotangent) are sorted by address, so that
+neighbours tell whether they are disjoint, and an input outside the span of all of
+them is told by two comparisons, one inside placed among them by bisection.
 """
 import numpy as np
 
@@ -55,7 +57,8 @@ cnp.import_array()
 
 _FAMILY_NAMES = {PUSHFORWARD: "pushforward", DERIVATIVE: "derivative",
                  GRADIENT: "gradient", JACOBIAN: "jacobian",
-                 SECOND_DERIVATIVE: "second_derivative", HVP: "hvp", HESSIAN: "hessian"}
+                 SECOND_DERIVATIVE: "second_derivative", HVP: "hvp", HESSIAN: "hessian",
+                 PULLBACK: "pullback"}
 
 _BUSY = ("cyad: this prep is in use by another call (from another thread, or from inside the "
          "function being differentiated); a prep serves one call at a time: make one prep per "
@@ -148,8 +151,9 @@ cdef int protect_slowly(prep_header* h, const void** x, const void* const** tang
     """protect_inputs for a batch, or where something may overlap: the outputs recorded in
     the prep's spans."""
     cdef span* s = <span*>h.spans
-    cdef Py_ssize_t n = 0, i, j, count = h.results, copies
-    cdef Py_ssize_t x_bytes = h.x_bytes, pointers = count * sizeof(void*)
+    cdef Py_ssize_t n = 0, i, j, count = h.results, copies, need
+    cdef Py_ssize_t x_bytes = h.x_bytes, t_bytes = h.tangent_bytes
+    cdef Py_ssize_t pointers = count * sizeof(void*)
     cdef bint by_address = count > 1
     cdef uintptr_t low, high
     cdef const void** copied
@@ -179,20 +183,24 @@ cdef int protect_slowly(prep_header* h, const void** x, const void* const** tang
                     return OVERLAPPING_OUTPUTS
             low, high = min(low, s[i].start), max(high, s[i].end)
     # the inputs against them
-    copies = meets(s, n, by_address, low, high, x[0], x_bytes)
+    copies = 0
     if tangents[0] != NULL:
         for i in range(count):
-            copies += meets(s, n, by_address, low, high, tangents[0][i], x_bytes)
+            copies += meets(s, n, by_address, low, high, tangents[0][i], t_bytes)
+    need = copies * t_bytes
+    if meets(s, n, by_address, low, high, x[0], x_bytes):
+        copies += 1
+        need += x_bytes
     if copies == 0:
         return 0
     # the scratch: the tangents' pointers, then the copies; kept for later calls
-    if pointers + copies * x_bytes > h.scratch_bytes:
+    if pointers + need > h.scratch_bytes:
         free(h.scratch)
         h.scratch_bytes = 0
-        h.scratch = malloc(pointers + copies * x_bytes)
+        h.scratch = malloc(pointers + need)
         if h.scratch == NULL:
             return NO_MEMORY
-        h.scratch_bytes = pointers + copies * x_bytes
+        h.scratch_bytes = pointers + need
     data = <char*>h.scratch + pointers
     if meets(s, n, by_address, low, high, x[0], x_bytes):
         memcpy(data, x[0], x_bytes)
@@ -202,10 +210,10 @@ cdef int protect_slowly(prep_header* h, const void** x, const void* const** tang
         copied = <const void**>h.scratch
         for i in range(count):
             copied[i] = tangents[0][i]
-            if meets(s, n, by_address, low, high, copied[i], x_bytes):
-                memcpy(data, copied[i], x_bytes)
+            if meets(s, n, by_address, low, high, copied[i], t_bytes):
+                memcpy(data, copied[i], t_bytes)
                 copied[i] = data
-                data += x_bytes
+                data += t_bytes
         tangents[0] = copied
     return 0
 
@@ -217,12 +225,13 @@ cdef int protect_slowly(prep_header* h, const void** x, const void* const** tang
 
 cdef int refuse_pushforward(cyad_prep* p, const real* x, const real* dx, real* y,
                             real* out) noexcept nogil:
+    # and pullback's (x, dy, y, out)
     return WRONG_CALL
 
 
 cdef int refuse_value_and_pushforward(cyad_prep* p, const real* x, const real* dx, real* y,
                                       real* value, real* out) noexcept nogil:
-    # and hvp's (x, v, y, gradient, out)
+    # and hvp's (x, v, y, gradient, out), value_and_pullback's (x, dy, y, value, out)
     return WRONG_CALL
 
 
@@ -260,6 +269,14 @@ cdef void install_entry_points(prep_header* h, const cyad_entry_points* engine,
     t.hvp_f32 = engine.hvp_f32 if f32 & ENTRY_HVP else refuse_value_and_pushforward[float]
     t.hessian_f64 = engine.hessian_f64 if f64 & ENTRY_HESSIAN else refuse_hessian[double]
     t.hessian_f32 = engine.hessian_f32 if f32 & ENTRY_HESSIAN else refuse_hessian[float]
+    t.pullback_f64 = (engine.pullback_f64 if f64 & ENTRY_PULLBACK
+                      else refuse_pushforward[double])
+    t.pullback_f32 = (engine.pullback_f32 if f32 & ENTRY_PULLBACK
+                      else refuse_pushforward[float])
+    t.value_and_pullback_f64 = (engine.value_and_pullback_f64 if f64 & ENTRY_PULLBACK
+                                else refuse_value_and_pushforward[double])
+    t.value_and_pullback_f32 = (engine.value_and_pullback_f32 if f32 & ENTRY_PULLBACK
+                                else refuse_value_and_pushforward[float])
 
 
 # -- the engine's side ----------------------------------------------------------------------
@@ -332,7 +349,8 @@ cdef class Prep:
     x : array_like or float
         An input of the shape and dtype of later calls.
     directions : int
-        Tangents of a pushforward or hvp, else the basis directions of x.
+        Tangents of a pushforward or hvp, cotangents of a pullback, else the basis
+        directions of x.
     y : ndarray, optional
         The output buffer of a two-argument f.
     chunk : int, optional
@@ -387,7 +405,8 @@ cdef class Prep:
         free(self.outs)
 
     def __init__(self, f, x, Py_ssize_t directions, y=None, chunk=None, engine=None):
-        # directions: the tangents of a pushforward or hvp, else the basis directions
+        # directions: the tangents of a pushforward or hvp, the cotangents of a pullback,
+        # else the basis directions
         cdef int i
         cdef type kind = engine_type(engine)
         cdef Py_ssize_t results
@@ -411,12 +430,14 @@ cdef class Prep:
         if chunk is not None and (not isinstance(chunk, (int, np.integer)) or chunk < 1):
             raise ValueError(f"cyad: chunk must be a positive integer, not {chunk!r}")
         self.with_tangents = self.takes_tangents()
-        results = directions if self.with_tangents else 1
+        self.with_cotangents = self.takes_cotangents()
+        results = directions if self.with_tangents or self.with_cotangents else 1
         self.engine_state = <Engine>kind()
         self.handle = self.engine_state.handle
         self.handle.float32 = self.dtype == np.float32
         self.handle.n_x = n_x
         self.handle.x_bytes = n_x * self.dtype.itemsize
+        self.handle.tangent_bytes = self.handle.x_bytes   # a cotangent's: set_output
         self.handle.results = results
         install_entry_points(self.handle, self.engine_state.entry_points, 0)
         self.engine_state.setup(self, directions, chunk, f)
@@ -441,7 +462,12 @@ cdef class Prep:
     # -- what each family answers ----------------------------------------------------------
 
     cdef bint takes_tangents(self):
-        """Whether a call takes tangents (else the seeds are basis directions of x)."""
+        """Whether a call takes tangents, shaped like x (else the seeds are basis
+        directions of x)."""
+        return False
+
+    cdef bint takes_cotangents(self):
+        """Whether a call takes cotangents, shaped like f's output (a pullback)."""
         return False
 
     cdef bint symmetric(self):
@@ -487,13 +513,13 @@ cdef class Prep:
     # -- the call ------------------------------------------------------------------------------
 
     cdef object call(self, object f, object x, object v, object y, object out, int wanted):
-        """An operator's call: v the tangent or tuple of tangents (if the family takes
-        them), `wanted` the results besides the main one (WITH_VALUE, WITH_FIRST); out=
-        is then a tuple (value, first, main) of those given."""
+        """An operator's call: v the tangent or cotangent, or a tuple of them (if the
+        family takes them), `wanted` the results besides the main one (WITH_VALUE,
+        WITH_FIRST); out= is then a tuple (value, first, main) of those given."""
         cdef bint batch = isinstance(v, tuple)
         cdef Py_ssize_t given = len(<tuple>v) if batch else 1
-        cdef list _alive    # tangents converted to the prep's dtype, kept through the call
-        cdef object value_out = None, first_out = None, main_out = out, tangent = None
+        cdef object _alive  # seeds converted to the prep's dtype, kept through the call
+        cdef object value_out = None, first_out = None, main_out = out
         cdef object value = None, first = None, main
         cdef bint nest = self.order == 1
         cdef int status
@@ -507,14 +533,7 @@ cdef class Prep:
             self.bind(f)
             x = self.input(x)
             if self.with_tangents:
-                if given != self.handle.results:
-                    raise ValueError(f"cyad: {given} tangent(s) given, but this prep was made "
-                                     f"for {self.handle.results}")
-                if batch:
-                    _alive = self.point_to_tangents(<tuple>v)
-                else:
-                    tangent = self.tangent(v)
-                    self.tangents[0] = _data(tangent)
+                _alive = self.point_to_seeds(v, batch)
             if self.two_argument:
                 self.check_y(y)
             if out is not None and wanted:
@@ -526,6 +545,8 @@ cdef class Prep:
                     value_out, first_out, main_out = self.split(out, 3)
             if self.out_shape is None:
                 self.engine_state.discover(self, x)
+            if self.with_cotangents:     # shaped like f's output: checked once it is known
+                _alive = self.point_to_seeds(v, batch)
             value = self.value_buffer(value_out, y, wanted & WITH_VALUE)
             if wanted & WITH_FIRST:
                 first = first_out
@@ -536,7 +557,8 @@ cdef class Prep:
                                    self.first_name())
             main = self.results(main_out, batch, given)
             xp = _data(x)
-            tp = <const void* const*>(self.tangents if self.with_tangents else NULL)
+            tp = <const void* const*>(self.tangents if self.with_tangents or self.with_cotangents
+                                      else NULL)
             yp = NULL if y is None else _data(y)
             vp = NULL if value is None else _data(value)
             fp = NULL if first is None else _data(first)
@@ -749,6 +771,8 @@ cdef class Prep:
                 self.first_dims[i] = first[i]
         self.handle.n_y = int(np.prod(shape))
         self.handle.y_bytes = self.handle.n_y * self.dtype.itemsize
+        if self.with_cotangents:
+            self.handle.tangent_bytes = self.handle.y_bytes
         self.handle.result_bytes = int(np.prod(self.result_shape)) * self.dtype.itemsize
         self.handle.first_bytes = 0 if first is None else int(np.prod(first)) * self.dtype.itemsize
         self.engine_state.set_output(self, shape)
@@ -779,6 +803,21 @@ cdef class Prep:
         self.check_array("x", x)
         return np.asarray(x, dtype=self.dtype, order="C")
 
+    cdef object point_to_seeds(self, object v, bint batch):
+        """self.tangents[k] = the data of the tangents or cotangents v (a tuple for a
+        batch), each checked; returns what must stay alive through the call."""
+        cdef Py_ssize_t given = len(<tuple>v) if batch else 1
+        cdef object seed
+        if given != self.handle.results:
+            what = "cotangent" if self.with_cotangents else "tangent"
+            raise ValueError(f"cyad: {given} {what}(s) given, but this prep was made for "
+                             f"{self.handle.results}")
+        if batch:
+            return self.point_to_tangents(<tuple>v)
+        seed = self.cotangent(v, True) if self.with_cotangents else self.tangent(v)
+        self.tangents[0] = _data(seed)
+        return seed
+
     cdef object tangent(self, object t):
         """A single tangent as a C-contiguous array of x's shape and dtype."""
         if self.x_ndim == 0 and (PyFloat_Check(t) or PyLong_Check(t)):
@@ -786,12 +825,14 @@ cdef class Prep:
         return self.batch_tangent(t)
 
     cdef list point_to_tangents(self, tuple batch):
-        """self.tangents[k] = the data of batch[k], each checked; the tangents that had to be
-        converted are returned, to be kept alive through the call (None when none had)."""
+        """self.tangents[k] = the data of batch[k] (tangents or cotangents), each checked;
+        those that had to be converted are returned, to be kept alive through the call
+        (None when none had)."""
         cdef Py_ssize_t k
         cdef list converted = None
         for k in range(len(batch)):
-            t = self.batch_tangent(batch[k])
+            t = (self.cotangent(batch[k], False) if self.with_cotangents
+                 else self.batch_tangent(batch[k]))
             if t is not batch[k]:
                 if converted is None:
                     converted = []
@@ -804,6 +845,23 @@ cdef class Prep:
         if _is_exact(t, self.typenum, self.x_ndim, self.x_dims):
             return t
         self.check_array("a tangent", t)
+        return np.asarray(t, dtype=self.dtype, order="C")
+
+    cdef object cotangent(self, object t, bint single):
+        """A cotangent as a C-contiguous array of f's output shape and x's dtype (`single`:
+        the call's only one, which a Python number may be)."""
+        if _is_exact(t, self.typenum, self.out_ndim, self.out_dims):
+            return t
+        if single and self.out_ndim == 0 and (PyFloat_Check(t) or PyLong_Check(t)):
+            return _fill(self.scalar_t, t)
+        if isinstance(t, _DualType):
+            raise _nested_error("a cotangent")
+        if np.shape(t) != self.out_shape:
+            raise ValueError(f"cyad: a cotangent has shape {np.shape(t)}, but f's output has "
+                             f"shape {self.out_shape}")
+        if input_dtype(t) != self.dtype:
+            raise ValueError(f"cyad: a cotangent has dtype {np.asarray(t).dtype}, but this prep "
+                             f"was made for {self.dtype}")
         return np.asarray(t, dtype=self.dtype, order="C")
 
     cdef check_array(self, str name, object a):
@@ -887,6 +945,28 @@ cdef class PushforwardPrep(Prep):
 
     cdef str result_name(self):
         return "the tangent output"
+
+
+cdef class PullbackPrep(Prep):
+    """The prep of `pullback` and `value_and_pullback`: each cotangent @ J(x), shaped like
+    x."""
+
+    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
+        self.family = PULLBACK   # before the base's __init__, which sets up the engine
+        self.order = 1
+        Prep.__init__(self, f, x, _count(v), y, chunk, engine)
+
+    cdef bint takes_cotangents(self):
+        return True
+
+    cdef tuple shape_of_result(self, tuple out_shape):
+        return self.x_shape
+
+    cdef unsigned nogil_entries(self):
+        return ENTRY_PULLBACK if self.handle.results == 1 else 0
+
+    cdef str result_name(self):
+        return "the pullback output"
 
 
 cdef class DerivativePrep(PushforwardPrep):
@@ -1030,7 +1110,8 @@ cdef class HessianPrep(_ScalarSecondOrderPrep):
 # The prep class of each family
 PREP_TYPES = {PUSHFORWARD: PushforwardPrep, DERIVATIVE: DerivativePrep,
               GRADIENT: GradientPrep, JACOBIAN: JacobianPrep,
-              SECOND_DERIVATIVE: SecondDerivativePrep, HVP: HvpPrep, HESSIAN: HessianPrep}
+              SECOND_DERIVATIVE: SecondDerivativePrep, HVP: HvpPrep, HESSIAN: HessianPrep,
+              PULLBACK: PullbackPrep}
 
 
 # -- argument checks --------------------------------------------------------------

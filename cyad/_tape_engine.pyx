@@ -12,6 +12,8 @@ directions (seeds written into the tangent input's lanes), the results copied ou
     jacobian                  jvp of f, lanes = a chunk of basis directions; with at most
                               an eighth as many outputs as inputs, vjp of f by rows
     gradient                  vjp of f (the reverse sweep), its cotangent input 1
+    pullback                  vjp of f, its cotangent input set from each cotangent:
+                              the reverse part replayed once per cotangent
     second_derivative         jvp of (jvp of f) along the tangent 1
     hvp                       jvp of (vjp of f): forward over reverse, lanes = tangents
     hessian                   jvp of (vjp of f), lanes = a chunk of basis directions
@@ -39,8 +41,8 @@ from libc.string cimport memcmp, memcpy, memset
 
 from cyad._api cimport cyad_prep, cyad_entry_points, PYTHON_ERROR
 from cyad._fused cimport real
-from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, GRADIENT, JACOBIAN,
-                         SECOND_DERIVATIVE, HVP, HESSIAN)
+from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, GRADIENT,
+                         JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._tape_replay cimport Replay, replay_run
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad._dual_engine import default_chunk, default_second_order_chunk
@@ -122,6 +124,13 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
         if status != 0:
             return status
         memcpy(results[0], at(p, p.result_at), h.x_bytes)
+    elif p.family == PULLBACK:   # the reverse sweep once per cotangent
+        for k in range(p.directions):
+            memcpy(at(p, p.t_at), tangents[k], h.y_bytes)
+            status = replay_run(p.program, p.split, p.program.n_instr)
+            if status != 0:
+                return status
+            memcpy(results[k], at(p, p.result_at), h.x_bytes)
     else:
         start = 0
         while start < p.directions:
@@ -342,6 +351,26 @@ cdef int hessian_f32(cyad_prep* p, const float* x, float* y, float* value, float
     return run_entry(p, x, NULL, y, value, gradient, out)
 
 
+cdef int pullback_f64(cyad_prep* p, const double* x, const double* dy, double* y,
+                      double* out) noexcept nogil:
+    return run_entry(p, x, dy, y, NULL, NULL, out)
+
+
+cdef int pullback_f32(cyad_prep* p, const float* x, const float* dy, float* y,
+                      float* out) noexcept nogil:
+    return run_entry(p, x, dy, y, NULL, NULL, out)
+
+
+cdef int value_and_pullback_f64(cyad_prep* p, const double* x, const double* dy, double* y,
+                                double* value, double* out) noexcept nogil:
+    return run_entry(p, x, dy, y, value, NULL, out)
+
+
+cdef int value_and_pullback_f32(cyad_prep* p, const float* x, const float* dy, float* y,
+                                float* value, float* out) noexcept nogil:
+    return run_entry(p, x, dy, y, value, NULL, out)
+
+
 cdef cyad_entry_points ENTRY_POINTS
 ENTRY_POINTS.pushforward_f64 = pushforward_f64
 ENTRY_POINTS.pushforward_f32 = pushforward_f32
@@ -355,6 +384,10 @@ ENTRY_POINTS.hvp_f64 = hvp_f64
 ENTRY_POINTS.hvp_f32 = hvp_f32
 ENTRY_POINTS.hessian_f64 = hessian_f64
 ENTRY_POINTS.hessian_f32 = hessian_f32
+ENTRY_POINTS.pullback_f64 = pullback_f64
+ENTRY_POINTS.pullback_f32 = pullback_f32
+ENTRY_POINTS.value_and_pullback_f64 = value_and_pullback_f64
+ENTRY_POINTS.value_and_pullback_f32 = value_and_pullback_f32
 
 
 # -- the engine object --------------------------------------------------------------------
@@ -531,7 +564,7 @@ cdef class TapeEngine(Engine):
         cdef Py_ssize_t lanes = self.state.lanes
         self.state.y_at = -1
         self.state.t2_at = -1
-        if family == GRADIENT:
+        if family == GRADIENT or family == PULLBACK:
             derived, _ = vjp(tape, values, [0], names)
         elif family in (HVP, HESSIAN):
             reverse, _ = vjp(tape, values, [0], names)
@@ -555,6 +588,9 @@ cdef class TapeEngine(Engine):
         self.state.value_at = self.replay.offset(d.outputs[0])
         if family == GRADIENT:
             self.replay.set_input(primal_inputs, np.ones(self.out_shape))
+            self.state.result_at = self.replay.offset(d.outputs[1])
+        elif family == PULLBACK:   # the cotangent input, set per cotangent
+            self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
             self.state.result_at = self.replay.offset(d.outputs[1])
         elif family in (HVP, HESSIAN):
             self.replay.set_input(primal_inputs, np.ones(self.out_shape))
@@ -636,6 +672,8 @@ cdef class TapeEngine(Engine):
 
     @property
     def evaluations(self):
+        if self.state.family == PULLBACK:   # a reverse sweep per cotangent
+            return self.state.directions
         return (self.state.directions + self.state.lanes - 1) // self.state.lanes
 
     @property

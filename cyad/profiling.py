@@ -28,8 +28,11 @@ if TYPE_CHECKING:
 
     from cyad._wrapper import FunctionWrapper
 
-OPERATORS = ("pushforward", "value_and_pushforward", "derivative", "value_and_derivative",
-             "gradient", "value_and_gradient", "jacobian", "value_and_jacobian")
+OPERATORS = ("pushforward", "value_and_pushforward", "pullback", "value_and_pullback",
+             "derivative", "value_and_derivative", "gradient", "value_and_gradient", "jacobian",
+             "value_and_jacobian")
+# the families whose operators take tangents (pushforward) or cotangents (pullback)
+_SEEDED = ("pushforward", "pullback")
 
 
 def allocations_per_call(fn: Callable[[], object], calls: int = 1000) -> float:
@@ -212,7 +215,7 @@ def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.Array
         The function, ``f(x)`` or ``f(y, x)`` (with ``y=``).
     x : array_like or float
     dx : array_like or tuple, optional
-        The tangent(s), for pushforward operators.
+        The tangent(s) of a pushforward, or the cotangent(s) of a pullback.
     y : ndarray, optional
         The output buffer of a two-argument f.
     chunk : int, optional
@@ -232,8 +235,8 @@ def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.Array
     Raises
     ------
     ValueError
-        If `operator` is not one of the first-order operators, or a pushforward has no
-        dx; and whatever the operator raises for these arguments.
+        If `operator` is not one of the first-order operators, or a pushforward or
+        pullback has no dx; and whatever the operator raises for these arguments.
 
     Examples
     --------
@@ -247,12 +250,12 @@ def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.Array
         raise ValueError(f"cyad: no operator {operator!r}; choose one of {', '.join(OPERATORS)}")
     family = operator.removeprefix("value_and_")
     run = getattr(cyad, operator)
-    extra = (dx,) if family == "pushforward" else ()
-    if family == "pushforward" and dx is None:
-        raise ValueError("cyad: a pushforward needs dx")
+    extra = (dx,) if family in _SEEDED else ()
+    if family in _SEEDED and dx is None:
+        raise ValueError(f"cyad: a {family} needs dx")
     prep = getattr(cyad, f"prepare_{family}")(f, x, *extra, y=y, chunk=chunk, engine=engine)
     out = _buffers_like(run(f, x, *extra, y=y, prep=prep))   # also learns f's output
-    if family == "pushforward":   # spelled out: a call with *args would allocate its tuple
+    if family in _SEEDED:   # spelled out: a call with *args would allocate its tuple
         def call() -> Any:
             return run(f, x, dx, y=y, prep=prep, out=out)
     else:

@@ -120,7 +120,8 @@ def hessian_without_gil(prep, double[::1] x, double[::1] gradient, double[:, ::1
     return status
 
 
-ENTRY_POINTS = ["pushforward", "value_and_pushforward", "gradient", "jacobian", "hvp", "hessian"]
+ENTRY_POINTS = ["pushforward", "value_and_pushforward", "gradient", "jacobian", "hvp", "hessian",
+                "pullback", "value_and_pullback"]
 
 
 cdef int call_entry_point(int entry, cyad.cyad_prep* handle, real* dtype,
@@ -141,8 +142,14 @@ cdef int call_entry_point(int entry, cyad.cyad_prep* handle, real* dtype,
     if entry == 4:
         return cyad.hvp_nogil(handle, <const real*>a[0], <const real*>a[1], <real*>a[2],
                               <real*>a[3], <real*>a[4])
-    return cyad.hessian_nogil(handle, <const real*>a[0], <real*>a[1], <real*>a[2], <real*>a[3],
-                              <real*>a[4])
+    if entry == 5:
+        return cyad.hessian_nogil(handle, <const real*>a[0], <real*>a[1], <real*>a[2],
+                                  <real*>a[3], <real*>a[4])
+    if entry == 6:
+        return cyad.pullback_nogil(handle, <const real*>a[0], <const real*>a[1], <real*>a[2],
+                                   <real*>a[3])
+    return cyad.value_and_pullback_nogil(handle, <const real*>a[0], <const real*>a[1],
+                                         <real*>a[2], <real*>a[3], <real*>a[4])
 
 
 def entry_point_without_gil(str entry, prep, dtype, *arrays):

@@ -151,12 +151,19 @@ def tangent(scenario, k=0):
     return rng.uniform(-1.0, 1.0, scenario.x.shape)
 
 
+def cotangent(scenario, k=0):
+    """A cotangent of f's output shape (k picks another)."""
+    rng = np.random.default_rng(200 + k)
+    return rng.uniform(-1.0, 1.0, np.shape(scenario.value(scenario.x)))
+
+
 @dataclass(frozen=True)
 class Operator:
     name: str
     applies: Callable        # scenario -> whether the operator takes it
-    takes_tangent: bool      # pushforward-like: f, x, dx
+    takes_tangent: bool      # pushforward-like: f, x, dx (pullback: f, x, dy)
     expected: Callable       # (scenario, x, dx or None) -> result (a tuple for value_and_*)
+    cotangent: bool = False  # the tangent is shaped like f(x) (pullback's dy)
 
 
 def _value(s, x):
@@ -173,6 +180,11 @@ def _second(s, x):
 
 def _pushed(s, x, dx):
     return _contract(_first(s, x), dx, x.ndim)
+
+
+def _pulled(s, x, dy):
+    # dy . J over f's axes, J's first ones
+    return np.tensordot(dy, _first(s, x), axes=dy.ndim)
 
 
 def _hvp(s, x, v):
@@ -203,6 +215,9 @@ OPERATORS = [
     Operator("pushforward", _any, True, lambda s, x, dx: _pushed(s, x, dx)),
     Operator("value_and_pushforward", _any, True,
              lambda s, x, dx: (_value(s, x), _pushed(s, x, dx))),
+    Operator("pullback", _any, True, lambda s, x, dy: _pulled(s, x, dy), cotangent=True),
+    Operator("value_and_pullback", _any, True,
+             lambda s, x, dy: (_value(s, x), _pulled(s, x, dy)), cotangent=True),
     Operator("derivative", _scalar_x, False, lambda s, x, _: _first(s, x)),
     Operator("value_and_derivative", _scalar_x, False,
              lambda s, x, _: (_value(s, x), _first(s, x))),

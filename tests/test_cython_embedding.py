@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-from reference_functions import C, N
+from reference_functions import C, N, PYTHON
 from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
 
 import cyad
@@ -177,6 +177,16 @@ def test_robertson_jacobians_without_the_gil(example):
                     rtol=1e-15)
 
 
+def test_robertson_pullbacks_without_the_gil(example):
+    cotangents = np.random.default_rng(7).standard_normal(STATES.shape)
+    products = example.robertson_pullbacks(STATES, cotangents)
+    for u, dy, product in zip(STATES, cotangents, products, strict=True):
+        jac = robertson_jacobian(u)
+        assert np.all(np.abs(product - dy @ jac) <= 1e-15 * (np.abs(dy) @ np.abs(jac)))
+        # and the Python operator's answer, bit for bit
+        assert_array_equal(product, cyad.pullback(example.robertson_function(), u, dy))
+
+
 def test_a_cdef_function_from_pyx_capi(example):
     f = cyad.FunctionWrapper(example.__pyx_capi__["robertson"], out_shape=3)
     assert f.kind == "capsule" and f.supports_float64 and not f.supports_float32
@@ -312,7 +322,7 @@ def test_the_example_compiles_against_no_cyad_type_or_struct(example):
     assert modules == {"cyad._api"}
     imported = set(re.findall(r"\(void \(\*\*\)\(void\)\)&__pyx_f_4cyad_4_api_(\w+)", source))
     assert imported == {"prep_handle", "raise_status", "wrap"}
-    for entry_point in ["gradient_f64", "jacobian_f64", "hessian_f64"]:
+    for entry_point in ["gradient_f64", "jacobian_f64", "hessian_f64", "pullback_f64"]:
         assert f"->entry_points.{entry_point}(" in source
     assert "struct cyad_prep {" in source
     assert "prep_header" not in source and "dual_prep" not in source
@@ -408,6 +418,34 @@ def _table_cases():
         return prep, {"hessian": ([xs, None], list(cyad.value_gradient_and_hessian(
             C.g, xs, prep=prep)))}
 
+    def pullback(dtype):
+        # forward mode on the dual engine, a C function
+        xs, dys = x.astype(dtype), v.astype(dtype)
+        prep = cyad.prepare_pullback(C.F, xs, dys)
+        value, out = cyad.value_and_pullback(C.F, xs, dys, prep=prep)
+        return prep, {"pullback": ([xs, dys, None], [out]),
+                      "value_and_pullback": ([xs, dys, None], [value, out])}
+
+    def tape_pullback(dtype):
+        # the reverse sweep of the tape engine, a Python callable
+        xs, dys = x.astype(dtype), v.astype(dtype)
+        prep = cyad.prepare_pullback(PYTHON.F, xs, dys, engine="tape")
+        value, out = cyad.value_and_pullback(PYTHON.F, xs, dys, prep=prep)
+        return prep, {"pullback": ([xs, dys, None], [out]),
+                      "value_and_pullback": ([xs, dys, None], [value, out])}
+
+    def scalar_pullback(dtype):
+        # a scalar-valued f: dy a single number
+        xs, dys = x.astype(dtype), np.array(-1.5, dtype)
+        prep = cyad.prepare_pullback(C.g, xs, dys)
+        value, out = cyad.value_and_pullback(C.g, xs, dys, prep=prep)
+        return prep, {"pullback": ([xs, dys, None], [out]),
+                      "value_and_pullback": ([xs, dys, None], [value, out])}
+
+    def two_cotangents(dtype):
+        xs, vs = x.astype(dtype), v.astype(dtype)
+        return cyad.prepare_pullback(C.F, xs, (vs, xs)), {}
+
     def two_tangents(dtype):
         xs, vs = x.astype(dtype), v.astype(dtype)
         return cyad.prepare_pushforward(C.F, xs, (vs, xs)), {}
@@ -420,7 +458,8 @@ def _table_cases():
         return cyad.prepare_hvp(C.g, xs, (vs, xs)), {}
 
     return [first_order, derivative, gradient, jacobian, scalar_jacobian, hvp, hessian,
-            two_tangents, second_derivative, two_hvp_tangents]
+            pullback, tape_pullback, scalar_pullback, two_cotangents, two_tangents,
+            second_derivative, two_hvp_tangents]
 
 
 @pytest.mark.parametrize("prep_dtype", [np.float64, np.float32])

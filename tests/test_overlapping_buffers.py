@@ -14,7 +14,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import cyad
-from reference_functions import (C, KINDS, N, F_jacobian, F_value, g_gradient,
+from reference_functions import (C, KINDS, N, PYTHON, F_jacobian, F_value, g_gradient,
                                  g_hessian, g_value, h_derivative, h_second_derivative,
                                  h_value)
 
@@ -660,10 +660,10 @@ def test_a_c_function_never_sees_an_input_overlapping_an_output():
 class Layout:
     """A call with its buffers' shapes: inputs (read), y (read and written), outputs."""
 
-    def __init__(self, name, prepare, operator, entry, f, inputs, y, outputs):
+    def __init__(self, name, prepare, operator, entry, f, inputs, y, outputs, engine="dual"):
         self.name, self.prepare, self.operator, self.entry, self.f = (
             name, prepare, operator, entry, f)
-        self.inputs, self.y, self.outputs = inputs, y, outputs
+        self.inputs, self.y, self.outputs, self.engine = inputs, y, outputs, engine
 
     def __repr__(self):
         return self.name
@@ -678,6 +678,13 @@ LAYOUTS = [
            [(N,), (N,)], None, [(N,), (N,)]),
     Layout("value_gradient_and_hessian", cyad.prepare_hessian, cyad.value_gradient_and_hessian,
            "hessian", C.g_in_place, [(N,)], (), [(), (N,), (N, N)]),
+    # a cotangent shaped like y, the result like x
+    Layout("value_and_pullback", cyad.prepare_pullback, cyad.value_and_pullback,
+           "value_and_pullback", C.F_in_place, [(N,), (N,)], (N,), [(N,), (N,)]),
+    Layout("value_and_pullback of a scalar", cyad.prepare_pullback, cyad.value_and_pullback,
+           "value_and_pullback", C.g_in_place, [(N,), ()], (), [(), (N,)]),
+    Layout("value_and_pullback on the tape", cyad.prepare_pullback, cyad.value_and_pullback,
+           "value_and_pullback", PYTHON.g_in_place, [(N,), ()], (), [(), (N,)], "tape"),
 ]
 
 
@@ -698,8 +705,9 @@ def test_random_layouts_in_one_buffer(c_hooks, layout, nogil, dtype, chunk):
     size = 2 * sum(sizes)
     x0 = np.linspace(0.3, 1.4, N).astype(dtype)
     y0 = None if layout.y is None else np.zeros(layout.y, dtype)
-    prep = layout.prepare(layout.f, x0, *([x0[::-1].copy()] if len(layout.inputs) == 2 else []),
-                          y=y0, chunk=chunk)
+    seeds = [np.linspace(1.0, -0.5, int(np.prod(s))).reshape(s).astype(dtype)
+             for s in layout.inputs[1:]]   # a tangent or cotangent
+    prep = layout.prepare(layout.f, x0, *seeds, y=y0, chunk=chunk, engine=layout.engine)
     refused = copied = 0
     trials = 100
     for _ in range(trials):

@@ -39,6 +39,8 @@ T = 0.4
 CASES = {
     "pushforward": (cyad.pushforward, cyad.prepare_pushforward, (X, V),
                     lambda: cubic_gradient(X) @ V, cubic),
+    "pullback": (cyad.pullback, cyad.prepare_pullback, (X, V),
+                 lambda: 3 * X ** 2 * V, lambda x: x ** 3),
     "derivative": (cyad.derivative, cyad.prepare_derivative, (T,),
                    lambda: np.array([np.cos(T), 3 * T ** 2]), scalar),
     "gradient": (cyad.gradient, cyad.prepare_gradient, (X,), lambda: cubic_gradient(X), cubic),
@@ -49,7 +51,8 @@ CASES = {
     "hvp": (cyad.hvp, cyad.prepare_hvp, (X, V), lambda: cubic_hessian(X) @ V, cubic),
     "hessian": (cyad.hessian, cyad.prepare_hessian, (X,), lambda: cubic_hessian(X), cubic),
 }
-CLASSES = {"pushforward": "PushforwardPrep", "derivative": "DerivativePrep",
+CLASSES = {"pushforward": "PushforwardPrep", "pullback": "PullbackPrep",
+           "derivative": "DerivativePrep",
            "gradient": "GradientPrep", "jacobian": "JacobianPrep",
            "second_derivative": "SecondDerivativePrep", "hvp": "HvpPrep",
            "hessian": "HessianPrep"}

@@ -53,6 +53,18 @@ def test_profile_of_the_classic_copy(operator):
     assert "0 allocations per call" in str(p)
 
 
+@pytest.mark.parametrize("engine, evaluations", [("dual", 2), ("tape", 1)])
+@pytest.mark.parametrize("operator", ["pullback", "value_and_pullback"])
+def test_profile_of_a_pullback(operator, engine, evaluations):
+    # dual: forward mode over x's basis, 4 directions per evaluation; tape: one sweep
+    x, dy, y = np.arange(8.0), np.linspace(-1.0, 1.0, 8), np.zeros(8)
+    p = cyad.profile(operator, copy, x, dy, y=y, chunk=4, seconds=0.02, engine=engine)
+    assert p.allocations == 0
+    assert p.evaluations == evaluations
+    with pytest.raises(ValueError, match="a pullback needs dx"):
+        cyad.profile(operator, copy, x, y=y)
+
+
 def test_profile_counts_every_evaluation_of_an_allocating_function():
     x = np.linspace(0.1, 1.0, 12)
 
@@ -109,3 +121,16 @@ def test_profile_command_on_a_users_function(tmp_path, monkeypatch, capsys):
     assert report["label"] == "jacobian of user_model:rhs, n = 20"
     assert report["evaluations"] == 1 and report["path"] == "python"
     assert report["allocations"] > 0
+
+
+def test_profile_command_pulls_back_ones(tmp_path, monkeypatch, capsys):
+    (tmp_path / "user_pullback.py").write_text(
+        "import numpy as np\n"
+        "def f(x):\n"
+        "    return np.sin(x[:3]) * x[1:4]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    main(["profile", "user_pullback:f", "--n", "6", "--operator", "pullback", "--seconds",
+          "0.02", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["label"] == "pullback of user_pullback:f, n = 6"
+    assert report["evaluations"] == 1

@@ -2,7 +2,7 @@
 and dtype, unprepared and prepared with out=, against the scenarios' independent derivatives."""
 import numpy as np
 import pytest
-from scenarios import DTYPES, ENGINES, TOLERANCE, TRACING_ENGINES, cases, tangent
+from scenarios import DTYPES, ENGINES, TOLERANCE, TRACING_ENGINES, cases, cotangent, tangent
 
 import cyad
 
@@ -25,7 +25,7 @@ def _expected(scenario, operator, x, dx):
     x = x.astype(np.float64)
     if isinstance(dx, tuple):
         results = [operator.expected(scenario, x, t.astype(np.float64)) for t in dx]
-        if operator.name in ("pushforward", "hvp"):
+        if operator.name in ("pushforward", "pullback", "hvp"):
             return tuple(results)
         return (results[0][0], tuple(r[1] for r in results))   # value or gradient, then batch
     return operator.expected(scenario, x, None if dx is None else dx.astype(np.float64))
@@ -59,9 +59,10 @@ def _same_buffers(result, out):
 def _tangents(scenario, operator, dtype, batched):
     if not operator.takes_tangent:
         return None
+    make = cotangent if operator.cotangent else tangent
     if batched:
-        return tuple(tangent(scenario, k).astype(dtype) for k in range(3))
-    return tangent(scenario).astype(dtype)
+        return tuple(make(scenario, k).astype(dtype) for k in range(3))
+    return make(scenario).astype(dtype)
 
 
 def _run(scenario, operator, kind, engine, dtype, batched=False):

@@ -37,6 +37,8 @@ V = np.linspace(1.0, -0.5, N)
 FAMILIES = {
     "pushforward": (cyad.prepare_pushforward, cyad.pushforward, PYTHON.F, *points(), (V,),
                     lambda x: F_jacobian(x) @ V),
+    "pullback": (cyad.prepare_pullback, cyad.pullback, PYTHON.F, *points(), (V,),
+                 lambda x: V @ F_jacobian(x)),
     "derivative": (cyad.prepare_derivative, cyad.derivative, PYTHON.h, 0.7, -0.4, (),
                    h_derivative),
     "gradient": (cyad.prepare_gradient, cyad.gradient, PYTHON.g, *points(), (), g_gradient),

@@ -13,7 +13,14 @@ from .common import Call, buffers_like, skip
 
 # the scenarios live with the tests, which they also serve
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from scenarios import ENGINES, OPERATORS, SCENARIOS, TRACING_ENGINES, tangent  # noqa: E402
+from scenarios import (  # noqa: E402
+    ENGINES,
+    OPERATORS,
+    SCENARIOS,
+    TRACING_ENGINES,
+    cotangent,
+    tangent,
+)
 
 _SCENARIOS = {s.name: s for s in SCENARIOS}
 _OPERATORS = {op.name: op for op in OPERATORS}
@@ -34,7 +41,7 @@ class Scenario(Call):
         f, x = s.function(kind), s.x
         run, prepare = getattr(cyad, operator), getattr(cyad, f"prepare_{operator}")
         if op.takes_tangent:
-            dx = tangent(s)
+            dx = cotangent(s) if op.cotangent else tangent(s)
             prep = prepare(f, x, dx, engine=engine)
             out = buffers_like(run(f, x, dx, prep=prep, engine=engine))
             self.call = lambda: run(f, x, dx, prep=prep, out=out, engine=engine)

@@ -7,12 +7,13 @@ function of cyad's dual-level signature that dispatches on the lane width;
 Rosenbrock's body also runs on the second-order elements, behind functions of
 the second-order signature (Hessians, Hessian-vector products).
 
-The def functions prepare once with the GIL and then compute gradients and
-Jacobians inside `with nogil:` through cyad's entry points.
+The def functions prepare once with the GIL and then compute gradients,
+Jacobians, vector-Jacobian products and Hessians inside `with nogil:` through
+cyad's entry points.
 """
 import numpy as np
 
-from cyad import prepare_gradient, prepare_hessian, prepare_jacobian
+from cyad import prepare_gradient, prepare_hessian, prepare_jacobian, prepare_pullback
 
 cimport cyad
 from cyad.dual cimport *
@@ -191,6 +192,25 @@ def robertson_jacobians(double[:, ::1] states):
                 break
     cyad.raise_status(prep, status)
     return np.asarray(jacobians)
+
+
+def robertson_pullbacks(double[:, ::1] states, double[:, ::1] cotangents):
+    """cotangents[k] @ J(states[k]) of Robertson's kinetics for every row, in one nogil
+    loop."""
+    cdef Py_ssize_t k, m = states.shape[0]
+    cdef double[:, ::1] products = np.empty_like(states)
+    cdef int status = 0
+    prep = prepare_pullback(robertson_function(), np.asarray(states[0]),
+                            np.asarray(cotangents[0]))
+    cdef cyad.cyad_prep* handle = cyad.prep_handle(prep)
+    with nogil:
+        for k in range(m):
+            status = cyad.pullback_nogil(handle, &states[k, 0], &cotangents[k, 0], <double*>NULL,
+                                         &products[k, 0])
+            if status:
+                break
+    cyad.raise_status(prep, status)
+    return np.asarray(products)
 
 
 def rosenbrock_hessians(double[:, ::1] points, chunk=None):

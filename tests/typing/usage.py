@@ -40,6 +40,13 @@ assert_type(cyad.pushforward(residual, x, e0, out=tangent_out), Buffer)
 assert_type(cyad.value_and_pushforward(residual, x, e0), tuple[Floats | float, Floats | float])
 assert_type(cyad.value_and_pushforward(residual, x, (e0, e1)),
             tuple[Floats | float, tuple[Floats, ...]])
+# pullback: a cotangent shaped like f(x), or a batch of them
+assert_type(cyad.pullback(residual, x, e0, engine="tape"), Floats | float)
+assert_type(cyad.pullback(residual, x, (e0, e1)), tuple[Floats, ...])
+assert_type(cyad.pullback(residual, x, e0, out=tangent_out), Buffer)
+assert_type(cyad.value_and_pullback(residual, x, (e0, e1)),
+            tuple[Floats | float, tuple[Floats, ...]])
+assert_type(cyad.prepare_pullback(residual, x, e0), cyad.Prep)
 assert_type(cyad.derivative(np.sin, 0.0), Floats | float)
 assert_type(cyad.value_and_derivative(np.sin, 0.0), tuple[Floats | float, Floats | float])
 assert_type(cyad.gradient(objective, x), Floats)
