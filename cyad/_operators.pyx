@@ -66,15 +66,15 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
     return p
 
 
-# The default engine. The tape replays a prepared gradient, hvp or Hessian of a Python f
-# 10 to 100 times faster than the dual engine evaluates f (and answers any f it cannot
-# trace by the dual engine), so it is their default; the other operators' is the dual
+# The default engine. The tape replays a prepared gradient, pullback, hvp or Hessian of a
+# Python f 10 to 100 times faster than the dual engine evaluates f (and answers any f it
+# cannot trace by the dual engine), so it is their default; the other operators' is the dual
 # engine (a pushforward or Jacobian of a Python f evaluates it once per chunk either
 # way). A call without prep= records f every time (about a millisecond for a short f):
 # there the tape is the default only from the sizes of x where the dual engine's call
 # costs more (measured: Rosenbrock's gradient at n = 300, its hvp at 1000, its Hessian
 # at 100; the thresholds below sit under those).
-cdef dict _TAPE_FROM = {GRADIENT: 256, HVP: 1024, HESSIAN: 48}
+cdef dict _TAPE_FROM = {GRADIENT: 256, PULLBACK: 256, HVP: 1024, HESSIAN: 48}
 
 
 cdef str _default_engine(Family family, object f, object x, bint one_shot):
@@ -254,7 +254,7 @@ def prepare_pullback(f, x, dy, *, y=None, chunk=None, engine=None):
     >>> out
     array([2., 4.])
     """
-    return _new_prep(PULLBACK, f, x, dy, y, chunk, engine)
+    return _new_prep(PULLBACK, f, x, dy, y, chunk, engine, False)
 
 
 def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None):

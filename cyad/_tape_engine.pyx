@@ -54,8 +54,8 @@ import cyad._operators as _operators
 cnp.import_array()
 
 # the prepare_* of the families a tape chosen by default may hand to the dual engine
-PREPARE = {GRADIENT: _operators.prepare_gradient, HVP: _operators.prepare_hvp,
-           HESSIAN: _operators.prepare_hessian}
+PREPARE = {GRADIENT: _operators.prepare_gradient, PULLBACK: _operators.prepare_pullback,
+           HVP: _operators.prepare_hvp, HESSIAN: _operators.prepare_hessian}
 
 
 class TapeLimit(RuntimeError):
@@ -448,9 +448,10 @@ cdef class TapeEngine(Engine):
         cdef Prep delegate
         xv = np.zeros(self.x_shape, self.dtype)
         yv = None if not self.two_argument else np.zeros(self.out_shape, self.dtype)
-        if self.state.family == HVP:
-            tangents = tuple(np.zeros(self.x_shape, self.dtype)
-                             for _ in range(self.state.directions))
+        if self.state.family in (HVP, PULLBACK):   # as many tangents (cotangents)
+            shape = (self.x_shape if self.state.family == HVP
+                     else self.out_shape if self.out_shape is not None else ())
+            tangents = tuple(np.zeros(shape, self.dtype) for _ in range(self.state.directions))
             args = (tangents if len(tangents) > 1 else tangents[0],)
         else:
             args = ()
