@@ -22,13 +22,20 @@ What a tape freezes: f's control flow where it reads values (guarded, below), th
 its operations take as constants (arrays f closes over or builds), and any Python state it
 reads (a global number, an attribute): f runs once, not on every call. The captured
 arrays are compared with a copy on every call, and a change (an array updated in place
-between calls) records f anew; Python state is not seen: a tape that must follow it is
-made again (a new prep), or f runs on engine="dual".
+between calls) records f anew. Python state is seen only by a tape cyad chose by default
+(`chosen`: no engine= named): it compares what f read (cyad/_tape_state.pyx) before every
+call and records f anew when it changed.
 
 Guards: when a guard of the tape fails (a branch of f, a mask, an order it read off the
 values changed: cyad/_tape_trace.py lists them), the call records f anew at this x,
 with the GIL, and runs on the new tape. After RECORD_LIMIT records a prep refuses
-(RuntimeError naming what f read), as the tape cannot follow f's control flow.
+(RuntimeError naming what f read), as the tape cannot follow f's control flow; a tape
+chosen by default instead hands f to a prep of the dual engine (`delegate`), which
+answers from then on, as it does for an f the tape cannot trace.
+
+For basis seeds (jacobian, hessian) the instructions that read the seeds alone are
+replayed once per chunk when f is recorded, and their results copied back per call
+(`_cache_seeded`).
 
 The tape engine traces Python callables; a C function runs on engine="dual".
 """

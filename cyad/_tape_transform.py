@@ -14,9 +14,11 @@ partial beyond the second (unary_d2 and the binary second partials have no deriv
 here).
 
 The result tapes are pruned (instructions nothing needs are dropped; guards stay) and
-ordered with the instructions that depend on the derivative inputs (tangents,
-cotangents) last: `split` tells where they start, so that a replay computes the primal
-part once and the rest once per chunk of directions.
+ordered in three parts: the instructions that read no derivative input (tangents,
+cotangents), then those that read derivative inputs alone, then the rest. `split` and
+`seeded_split` tell where they start, so that a replay computes the primal part once and
+the rest once per chunk of directions, and, for fixed seeds, the middle part once per
+chunk for good (`cached`).
 """
 import numpy as np
 

@@ -68,8 +68,8 @@ def other_engine(monkeypatch):
 
 # the engine a prepare_* without engine= chooses for a Python f: the tape where it replays
 # the operator far faster (gradients, hvps, Hessians), the dual engine elsewhere
-DEFAULT_ENGINE = {family: "tape" if family in ("gradient", "hvp", "hessian") else "dual"
-                  for family in CASES}
+DEFAULT_ENGINE = {family: "tape" if family in ("gradient", "pullback", "hvp", "hessian")
+                  else "dual" for family in CASES}
 
 
 @pytest.mark.parametrize("family", CASES)

@@ -160,7 +160,7 @@ def test_every_chunk_of_the_dual_engine(chunk):
 
     jac = np.diag(w / np.cosh(w * x) ** 2 * np.sum(x ** 2)) + np.outer(np.tanh(w * x), 2 * x)
     jac += np.eye(7)[::-1]
-    prep = cyad.prepare_pullback(f, x, dys, chunk=chunk)
+    prep = cyad.prepare_pullback(f, x, dys, chunk=chunk, engine="dual")
     assert prep.evaluations == -(-7 // prep.chunk)
     outs = (np.empty(7), np.empty(7))
     assert cyad.pullback(f, x, dys, prep=prep, out=outs) is outs
