@@ -586,7 +586,8 @@ cdef class TapeEngine(Engine):
             derived, _ = vjp(tape, values, [0], names)
         else:   # pushforward, derivative, jacobian
             derived, _ = jvp(tape, values, lanes, [0], names)
-        self.replay = Replay(derived.tape)
+        self.replay = Replay(derived.tape, keep=derived.cached,
+                             starts=(derived.split, derived.seeded_split))
         d = derived.tape
         self.state.split = derived.split
         self.state.x_at = self.replay.offset(d.inputs[0])

@@ -1,4 +1,5 @@
 # Type stubs of cyad/_tape_replay.pyx: the compiled replay of a tape.
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,9 @@ ALIGNMENT: int
 
 @disjoint_base
 class Replay:
-    def __init__(self, tape: Tape) -> None: ...
+    def __init__(
+        self, tape: Tape, keep: Iterable[Var] | None = None, starts: Iterable[int] = ()
+    ) -> None: ...
     @property
     def tape(self) -> Tape: ...
     @property

@@ -6,7 +6,13 @@ kind) once, to
 - one arena: an ndarray of the tape's dtype (float64 or float32) holding every Var in a
   slot at a fixed offset (64-byte aligned), bool Vars as 0.0 / 1.0; the tape's
   constants are copied in here, and after the Vars come the expected values of the
-  guards;
+  guards. By default every Var has a slot of its own; given `keep` (the Vars whose
+  values the caller reads or writes between runs), a slot passes, once the last
+  reader of its Var has run, to a Var written later (slot reuse by liveness, as a
+  register allocator does: a derivative tape's arena shrinks several times, and what
+  a run touches stays in cache). Inputs, outputs, constants and the kept Vars keep
+  their own slots; a Var written before one of `starts` (where runs may begin again,
+  a derivative tape's split) and read after it lives to the end;
 - a code table: an int64 array of one row per instruction, CODE_WIDTH columns
   (cyad/_tape_replay.pxd names them): KIND, OP, OUT, OUT_SIZE, then A, A_SIZE, B,
   B_SIZE, C, C_SIZE (the operands' offsets and sizes, in elements of the arena; args in
@@ -42,11 +48,13 @@ The loops:
 - gather, scatter_add: an index array that is an arithmetic progression (detected
   here) is a strided copy (step 1: memcpy); otherwise one index per element.
 - sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop).
-- matmul: i-k-j loops (the innermost over a row of b and of the output: vectorised),
-  and a matrix times a vector as one dot product per row (eight accumulators in
-  double). Not BLAS: OpenBLAS's gemm (SciPy's cython_blas) mallocs once per call, and
+- matmul: i-k-j loops (the innermost over a row of b and of the output: vectorised);
+  an output of few columns in tiles of 4 by 4 held in accumulators while k runs
+  innermost (1.7x the i-k-j loops at 8 columns); a matrix times a vector as one dot
+  product per row (eight accumulators in double). Not BLAS: OpenBLAS's gemm (SciPy's cython_blas) mallocs once per call, and
   a run allocates nothing.
-- Vars never share a slot, so no output overlaps an operand.
+- No output overlaps an operand: an instruction's outputs take their slots before its
+  operands give theirs up.
 
 Readings of the tape's specification (cyad/_tape.py):
 - The operand sizes of an elementwise instruction must each divide the output's and
@@ -168,6 +176,70 @@ def _progression(index, bint gather):
     return 0, 0
 
 
+def _own_slots(vars, Py_ssize_t unit):
+    """Every Var's offset in a slot of its own, and the end of the last."""
+    offsets = np.zeros(len(vars), np.int64)
+    cdef Py_ssize_t end = 0
+    for number, var in enumerate(vars):
+        offsets[number] = end
+        end += _rounded(var.size, unit)
+    return offsets, end
+
+
+def _shared_slots(tape, instrs, keep, starts, Py_ssize_t unit):
+    """Every Var's offset, a slot passing to a later Var once its last reader has run;
+    and the end of the last slot.
+
+    Slots of their own: the inputs, outputs and constants, the Vars of `keep`, and any
+    Var that no instruction or more than one writes. A run may start at any of `starts`
+    (and at 0) after earlier runs: a Var written before a start and read after it lives
+    to the end. An instruction's outputs take their slots before its operands free
+    theirs, so that no output overlaps an operand.
+    """
+    vars = tape.vars
+    cdef Py_ssize_t n = len(instrs), s, size
+    written = [-1] * len(vars)     # the instruction writing each Var, -2 for several
+    last = [-1] * len(vars)        # the last instruction reading it
+    for s, instr in enumerate(instrs):
+        for var in instr.args:
+            last[var.number] = s
+        for var in instr.outs:
+            written[var.number] = s if written[var.number] == -1 else -2
+    for start in starts:
+        for number in range(len(vars)):
+            if 0 <= written[number] < start <= last[number]:
+                last[number] = n
+    own = set(tape.inputs) | set(tape.outputs) | set(tape.consts) | set(keep)
+    own = {var.number for var in own}
+    own.update(number for number in range(len(vars)) if written[number] < 0)
+
+    offsets = np.zeros(len(vars), np.int64)
+    cdef Py_ssize_t end = 0
+    for number in sorted(own):
+        offsets[number] = end
+        end += _rounded(vars[number].size, unit)
+    free = {}      # rounded size -> offsets of free slots
+    for s, instr in enumerate(instrs):
+        for var in instr.outs:
+            if var.number in own:
+                continue
+            size = _rounded(var.size, unit)
+            slots = free.get(size)
+            if slots:
+                offsets[var.number] = slots.pop()
+            else:
+                offsets[var.number] = end
+                end += size
+        # the slots whose last reader this is, and those of outputs nothing reads
+        done = {var.number for var in instr.args if last[var.number] == s}
+        done.update(var.number for var in instr.outs if last[var.number] < s)
+        for number in done:
+            if number not in own:
+                free.setdefault(_rounded(vars[number].size, unit), []).append(
+                    offsets[number])
+    return offsets, end
+
+
 cdef class Replay:
     """A tape lowered to an arena, a code table and callbacks, replayed in compiled code.
 
@@ -176,13 +248,23 @@ cdef class Replay:
     tape : cyad._tape.Tape
         The program; a float64 or float32 tape. It is read once: a later change to it
         is not seen.
+    keep : iterable of Var, optional
+        Given, the Vars other than inputs, outputs and constants whose slots the caller
+        reads or writes between runs: every other Var's slot may pass to a later Var once
+        its last reader has run (`value` of such a Var is then only meaningful until
+        then). None (the default): every Var keeps a slot of its own.
+    starts : iterable of int, optional
+        With `keep`: the instructions (besides 0) where a run may begin after earlier
+        runs of the instructions before them, as [split, n) of a derivative tape runs
+        once per chunk after [0, split) ran once. A run started anywhere else may read
+        slots that later Vars took.
 
     Notes
     -----
     The module's docstring describes the buffers, the code table and the status of a run.
     """
 
-    def __init__(self, tape):
+    def __init__(self, tape, keep=None, starts=()):
         if self.tape is not None:
             raise TypeError("a Replay lowers one tape, once")
         dtype = np.dtype(tape.dtype)
@@ -191,19 +273,28 @@ cdef class Replay:
         self.tape = tape
         cdef Py_ssize_t unit = ALIGNMENT // dtype.itemsize
         instrs = list(tape.instrs)
-
-        # the slots: every Var, then the expected values of every guard
-        offsets = np.zeros(len(tape.vars), np.int64)
-        cdef Py_ssize_t end = 0
-        for number, var in enumerate(tape.vars):
+        vars = tape.vars
+        for number, var in enumerate(vars):
             if var.number != number:
                 raise ValueError(f"{var!r} is var {number} of the tape")
-            offsets[number] = end
-            end += _rounded(var.size, unit)
+        for s, instr in enumerate(instrs):
+            self._check_vars(instr, s)
+
+        # the slots: every Var (shared by liveness when `keep` is given), then the
+        # expected values of every guard
+        if keep is None:
+            offsets, end = _own_slots(vars, unit)
+        else:
+            for var in keep:
+                self._check_var(var, "the Var to keep")
+            for start in starts:
+                if not 0 <= start <= len(instrs):
+                    raise ValueError(f"a run cannot start at instruction {start} of "
+                                     f"{len(instrs)}")
+            offsets, end = _shared_slots(tape, instrs, keep, starts, unit)
         expected_at = {}
         for s, instr in enumerate(instrs):
             if instr.kind == "guard":
-                self._check_vars(instr, s)
                 expected_at[s] = end
                 end += _rounded(instr.args[0].size, unit)
         block = np.zeros(end + unit, dtype)    # (never empty: the arena has an address)
@@ -211,7 +302,7 @@ cdef class Replay:
         self.arena = block[start:start + end]
         self._offsets = offsets
         self._views = [self.arena[offsets[v.number]:offsets[v.number] + v.size].reshape(v.shape)
-                       for v in tape.vars]
+                       for v in vars]
 
         for var, value in tape.consts.items():
             self._check_var(var, "a constant")
@@ -226,7 +317,6 @@ cdef class Replay:
         cdef Py_ssize_t n_indices = 0
         given = set(tape.inputs) | set(tape.consts)
         for s, instr in enumerate(instrs):
-            self._check_vars(instr, s)
             for out in instr.outs:
                 if out in given:
                     raise ValueError(f"instruction {s} ({instr!r}) writes the input or "
@@ -256,8 +346,13 @@ cdef class Replay:
             raise ValueError(f"{what} {var!r} is not a Var of this tape")
 
     def _check_vars(self, instr, Py_ssize_t s):
+        # (the message is built only on failure: lowering a long tape checks many Vars)
+        vars = self.tape.vars
+        n = len(vars)
         for var in instr.args + instr.outs:
-            self._check_var(var, f"instruction {s} ({instr!r}) uses")
+            number = var.number
+            if not (0 <= number < n and vars[number] is var):
+                self._check_var(var, f"instruction {s} ({instr!r}) uses")
 
     def _lower(self, Py_ssize_t s, instr, row, Py_ssize_t expected_at,
                Py_ssize_t n_indices):
@@ -397,7 +492,8 @@ cdef class Replay:
 
     def value(self, var):
         """`var`'s slot: a writable view of the arena of var's shape (a bool Var holds
-        0.0 and 1.0)."""
+        0.0 and 1.0). With `keep`, a Var's slot may be another Var's after its last
+        reader ran."""
         self._check_var(var, "the Var")
         return self._views[var.number]
 
@@ -865,17 +961,93 @@ cdef inline double dot(const real* a, const real* b, Py_ssize_t k) noexcept nogi
     return total
 
 
+# matmul's inner kernel for narrow outputs: a tile of MATMUL_ROWS rows by MATMUL_COLUMNS
+# columns of the output held in accumulators (8 SSE2 registers in float64) while k runs
+# innermost. Wider outputs run i-k-j loops (a row of the output updated by a row of b
+# times one number of a, vectorised), which measure as fast as tiles there.
+cdef enum:
+    MATMUL_ROWS = 4
+    MATMUL_COLUMNS = 4
+    MATMUL_TILED_BELOW = 16    # outputs of fewer columns run in tiles
+
+
+cdef inline void matmul_tile(int rows, Py_ssize_t k, Py_ssize_t n, const real* a,
+                             const real* b, real* out) noexcept nogil:
+    # out[r, j] = sum over t of a[r, t] * b[t, j] for r < rows (a constant once inlined)
+    # and j < MATMUL_COLUMNS, summed in t's order in the tape's dtype, as the i-k-j loops
+    cdef real acc[MATMUL_ROWS][MATMUL_COLUMNS]
+    cdef real x
+    cdef const real* b_row
+    cdef Py_ssize_t t, r, j
+    for r in range(rows):
+        for j in range(MATMUL_COLUMNS):
+            acc[r][j] = 0
+    for t in range(k):
+        b_row = b + t * n
+        for r in range(rows):
+            x = a[r * k + t]
+            for j in range(MATMUL_COLUMNS):
+                acc[r][j] = acc[r][j] + x * b_row[j]
+    for r in range(rows):
+        for j in range(MATMUL_COLUMNS):
+            out[r * n + j] = acc[r][j]
+
+
+cdef inline void matmul_rows(int rows, Py_ssize_t k, Py_ssize_t n, const real* a,
+                             const real* b, real* out) noexcept nogil:
+    # `rows` rows of the output: tiles, then the last n % MATMUL_COLUMNS columns one by one
+    cdef Py_ssize_t j = 0, r, t, last = n - n % MATMUL_COLUMNS
+    cdef real total
+    while j < last:
+        matmul_tile(rows, k, n, a, b + j, out + j)
+        j += MATMUL_COLUMNS
+    for r in range(rows):
+        for j in range(last, n):
+            total = 0
+            for t in range(k):
+                total = total + a[r * k + t] * b[t * n + j]
+            out[r * n + j] = total
+
+
+cdef void matmul_tiled(Py_ssize_t m, Py_ssize_t k, Py_ssize_t n, const real* a,
+                       const real* b, real* out) noexcept nogil:
+    cdef Py_ssize_t i = 0
+    while i + MATMUL_ROWS <= m:
+        matmul_rows(MATMUL_ROWS, k, n, a + i * k, b, out + i * n)
+        i += MATMUL_ROWS
+    if m - i == 3:
+        matmul_rows(3, k, n, a + i * k, b, out + i * n)
+    elif m - i == 2:
+        matmul_rows(2, k, n, a + i * k, b, out + i * n)
+    elif m - i == 1:
+        matmul_rows(1, k, n, a + i * k, b, out + i * n)
+
+
+cdef void matmul_ikj(Py_ssize_t m, Py_ssize_t k, Py_ssize_t n, const real* a,
+                     const real* b, real* out) noexcept nogil:
+    cdef Py_ssize_t i, j, t
+    cdef const real* b_row
+    cdef real* out_row
+    cdef real a_it
+    for i in range(m):
+        out_row = out + i * n
+        for j in range(n):
+            out_row[j] = 0
+        for t in range(k):
+            a_it = a[i * k + t]
+            b_row = b + t * n
+            for j in range(n):
+                out_row[j] = out_row[j] + a_it * b_row[j]
+
+
 cdef void matmul(const int64_t* row, real* arena) noexcept nogil:
     # out[p] = a[p] @ b[p]: (m, k) by (k, n), an operand of one matrix the same for all p
-    cdef Py_ssize_t m = row[P0], k = row[P1], n = row[P2], _p, i, j, t, batch
+    cdef Py_ssize_t m = row[P0], k = row[P1], n = row[P2], _p, i, batch
     cdef Py_ssize_t a_step = 0 if row[A_SIZE] == m * k else m * k
     cdef Py_ssize_t b_step = 0 if row[B_SIZE] == k * n else k * n
     cdef real* out = arena + row[OUT]
     cdef const real* a = arena + row[A]
     cdef const real* b = arena + row[B]
-    cdef const real* b_row
-    cdef real* out_row
-    cdef real a_it
     if m * n == 0:
         return
     batch = row[OUT_SIZE] // (m * n)
@@ -884,16 +1056,10 @@ cdef void matmul(const int64_t* row, real* arena) noexcept nogil:
             # a matrix times a vector: a dot product per row
             for i in range(m):
                 out[i] = <real>dot(a + i * k, b, k)
+        elif n < MATMUL_TILED_BELOW:
+            matmul_tiled(m, k, n, a, b, out)
         else:
-            for i in range(m):
-                out_row = out + i * n
-                for j in range(n):
-                    out_row[j] = 0
-                for t in range(k):
-                    a_it = a[i * k + t]
-                    b_row = b + t * n
-                    for j in range(n):
-                        out_row[j] = out_row[j] + a_it * b_row[j]
+            matmul_ikj(m, k, n, a, b, out)
         out += m * n
         a += a_step
         b += b_step

@@ -377,6 +377,10 @@ MATMULS = [  # (a shape, b shape): batched, one matrix for every batch, vectors,
     ((5, 4), (4, 1)), ((3, 5, 4), (3, 4, 1)), ((1, 4), (4, 7)), ((3, 0), (0, 2)),
     ((2, 3, 17), (2, 17, 9)), ((0, 4), (4, 2)), ((5, 37), (37, 1)),
     ((40, 50), (50, 30)), ((3, 40, 30), (30, 41)), ((40, 30), (2, 30, 41)), ((64, 600), (600, 1)),
+    # tiles of 4 x 4 below 16 columns, with every remainder of rows and columns
+    ((4, 3), (3, 4)), ((5, 7), (7, 6)), ((6, 2), (2, 15)), ((7, 33), (33, 11)),
+    ((9, 5), (5, 13)), ((2, 7, 9), (2, 9, 14)), ((128, 32), (32, 8)), ((3, 1), (1, 2)),
+    ((11, 0), (0, 5)), ((13, 10), (10, 16)), ((1, 9), (9, 3)),
 ]
 
 
@@ -798,6 +802,101 @@ def random_tape(rng, dtype, length=25):
             value = av.reshape(m, b.size) @ bv
         pool.append((out, np.asarray(value, np.float64)))
     return t, inputs, pool
+
+
+def shared(tape, starts=()):
+    """A Replay of tape whose slots pass on by liveness: no Var kept beyond the tape's
+    own."""
+    return Replay(tape, keep=(), starts=starts)
+
+
+def test_shared_slots_shrink_the_arena_and_leave_results_alone():
+    # a chain: each Var is read by the next instruction alone, so two slots serve them all
+    t = Tape(np.float64)
+    x = t.input((100,))
+    v = x
+    for _ in range(20):
+        v = t.emit("unary", (v,), (100,), op=UNARY["sin"])
+    t.outputs.append(v)
+    own, reused = Replay(t), shared(t)
+    assert reused.arena.size < own.arena.size / 5
+    for replay in (own, reused):
+        replay.set_input(0, np.linspace(-1, 1, 100))
+        assert replay.run() == 0
+    assert_array_equal(reused.value(v), own.value(v))
+    # no output shares a slot with its operand, nor an input or an output with any Var
+    offsets = {var.number: reused.offset(var) for var in t.vars}
+    for instr in t.instrs:
+        assert offsets[instr.outs[0].number] != offsets[instr.args[0].number]
+    assert list(offsets.values()).count(offsets[x.number]) == 1
+    assert list(offsets.values()).count(offsets[v.number]) == 1
+
+
+def test_kept_vars_and_restarts_keep_their_values():
+    # [0, split) once, then [split, n) again: a Var of the first part read in the second
+    # keeps its slot to the end; a kept Var keeps its slot always
+    t = Tape(np.float64)
+    x, seed = t.input((8,)), t.input((8,))
+    early = t.emit("unary", (x,), (8,), op=UNARY["exp"])
+    primal = t.emit("unary", (early,), (8,), op=UNARY["sin"])
+    split = len(t.instrs)
+    kept = t.emit("binary", (seed, seed), (8,), op=BINARY["add"])
+    late = kept
+    for _ in range(6):
+        late = t.emit("binary", (late, early), (8,), op=BINARY["multiply"])
+        late = t.emit("unary", (late,), (8,), op=UNARY["tanh"])
+    t.outputs += [primal, late]
+    reference, replay = Replay(t), Replay(t, keep=[kept], starts=[split])
+    assert replay.arena.size < reference.arena.size
+    values = np.linspace(-1, 1, 8)
+    for r in (reference, replay):
+        r.set_input(0, values)
+        assert r.run(0, split) == 0
+    for seed_values in (values**2, values + 3):
+        for r in (reference, replay):
+            r.set_input(1, seed_values)
+            assert r.run(split) == 0
+        assert_array_equal(replay.value(late), reference.value(late))
+        assert_array_equal(replay.value(kept), reference.value(kept))
+        assert_array_equal(replay.value(primal), reference.value(primal))
+
+
+def test_bad_keep_and_starts_are_errors():
+    t = Tape(np.float64)
+    t.emit("copy", (t.input((3,)),), (3,))
+    with pytest.raises(ValueError, match="not a Var of this tape"):
+        Replay(t, keep=[Tape(np.float64).input((3,))])
+    with pytest.raises(ValueError, match="cannot start at instruction 5"):
+        Replay(t, keep=(), starts=[5])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("seed", range(40))
+def test_random_tapes_with_shared_slots(seed, dtype):
+    # the same results with slots passed on as with a slot per Var, for the outputs, run
+    # whole and again from a start in the middle
+    rng = np.random.default_rng(seed)
+    t, inputs, pool = random_tape(rng, dtype)
+    for var, _ in pool[len(inputs):][::3]:
+        if var not in t.outputs:
+            t.outputs.append(var)
+    split = len(t.instrs) // 2
+    reference, replay = Replay(t), shared(t, starts=[split])
+    assert replay.arena.size <= reference.arena.size
+    for r in (reference, replay):
+        for i, x in enumerate(inputs):
+            r.set_input(i, x)
+        assert r.run() == 0
+    for var in t.outputs:
+        assert_array_equal(replay.value(var), reference.value(var), err_msg=repr(t))
+    for r in (reference, replay):
+        r.set_input(0, inputs[0][::-1])
+        assert r.run(0, split) == 0
+        r.set_input(1, inputs[1] * 0.5)
+        assert r.run(split) == 0
+        assert r.run(split) == 0
+    for var in t.outputs:
+        assert_array_equal(replay.value(var), reference.value(var), err_msg=repr(t))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
