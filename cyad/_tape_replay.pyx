@@ -51,8 +51,8 @@ The loops:
 - matmul: i-k-j loops (the innermost over a row of b and of the output: vectorised);
   an output of few columns in tiles of 4 by 4 held in accumulators while k runs
   innermost (1.7x the i-k-j loops at 8 columns); a matrix times a vector as one dot
-  product per row (eight accumulators in double). Not BLAS: OpenBLAS's gemm (SciPy's cython_blas) mallocs once per call, and
-  a run allocates nothing.
+  product per row (eight accumulators in double). Not BLAS: OpenBLAS's gemm (SciPy's
+  cython_blas) mallocs once per call, and a run allocates nothing.
 - No output overlaps an operand: an instruction's outputs take their slots before its
   operands give theirs up.
 
