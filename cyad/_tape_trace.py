@@ -387,17 +387,16 @@ class Tracer:
             raise TypeError(f"cyad: {name} with these arguments is not supported by "
                             "engine='tape'")
         result = ufunc_call(self.recording, ufunc, inputs, name)
-        if out is not None:
-            target = out[0] if isinstance(out, tuple) else out
-            if not isinstance(target, Tracer):
-                raise TypeError(f"cyad: {name} of traced arrays into a plain ndarray would "
-                                "lose the derivative; write into a traced array")
-            target._write(self.recording.var_of(result))
-            return target
-        return result
+        return result if out is None else _into(self.recording, out, result, name)
 
     def __array_function__(self, func, types, args, kwargs):
-        return function_call(self.recording, func, args, kwargs)
+        if kwargs.get("out") is None:
+            return function_call(self.recording, func, args, kwargs)
+        # out= of a NumPy function (np.sum, np.dot, np.cumsum, ...): its result written there
+        kwargs = dict(kwargs)
+        out = kwargs.pop("out")
+        return _into(self.recording, out, function_call(self.recording, func, args, kwargs),
+                     f"numpy.{func.__name__}")
 
     # -- indexing ----------------------------------------------------------------------------
     def __getitem__(self, key):
@@ -590,6 +589,16 @@ class Tracer:
 
     def tolist(self):
         return self._number("tolist()").tolist()
+
+
+def _into(rec, out, result, name):
+    """out= of a NumPy ufunc or function: the result written into the traced array out."""
+    target = out[0] if isinstance(out, tuple) else out
+    if not isinstance(target, Tracer):
+        raise TypeError(f"cyad: {name} of traced arrays into a plain ndarray would lose the "
+                        "derivative; write into a traced array")
+    target._write(rec.var_of(result))
+    return target
 
 
 # -- ufuncs ------------------------------------------------------------------------------------

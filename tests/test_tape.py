@@ -154,6 +154,13 @@ def _partial_write_into_a_matrix(x):
     return (c * x[:2].reshape(2, 1)).ravel()
 
 
+def _function_out(x):
+    a = x * 1.0
+    np.sum(a.reshape(2, 3) ** 2, axis=0, out=a[3:])    # a NumPy function's out=, a view
+    np.cumsum(a[::-1][:3], out=a[:3])                   # read from what it overwrites
+    return a * x
+
+
 def _reads_y(y, x):
     y[1:] += x[:-1]
     y *= x
@@ -171,7 +178,8 @@ VIEW_PROGRAMS = {f.__name__.lstrip("_"): f for f in (
     _view_zeroed, _reshape_transpose_written, _view_after_its_base_was_written, _copyto,
     _ufunc_out_and_in_place, _view_of_a_view, _repeated_indices, _column_of_a_reshape,
     _transpose_read_after_a_write, _shifted_onto_itself, _written_into_x, _masked_update,
-    _views_without_a_copy, _reshapes_that_copy, _partial_write_into_a_matrix, _reads_y,
+    _views_without_a_copy, _reshapes_that_copy, _partial_write_into_a_matrix, _function_out,
+    _reads_y,
     _y_view_read_after_y_written)}
 VIEW_POINT = np.array([0.5, -1.0, 2.0, 0.3, 1.5, -0.7])
 VIEW_OTHER = np.array([-0.25, 0.75, 1.25, -0.5, 0.125, 0.9])
