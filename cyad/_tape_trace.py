@@ -27,7 +27,8 @@ the tape is recorded anew when it is not. `float()`, `complex()`, `.item()` and
 number would carry on without its derivative.
 
 A tape freezes what f reads that is not x: arrays f closes over and Python state are
-captured as constants when f is traced (an array changed afterwards is not seen).
+captured as constants when f is traced (`Recording.captured` lists the arrays, which the
+engine compares with copies on every call; cyad/_tape_engine.pyx says what it checks).
 
 Writes: `y[key] = v`, in-place operators and `out=` give the written array a new Var
 (tapes are written once). Views behave as NumPy's: a tracer made by basic indexing,
