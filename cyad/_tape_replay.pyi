@@ -12,6 +12,8 @@ KIND_CODES: dict[str, int]
 COMPARISON_CODES: dict[Any, int]
 ARITY: dict[str, int]
 ALIGNMENT: int
+NUMPY_LOOPS: dict[np.dtype[Any], dict[str, dict[str, str]]]
+COLUMNS: dict[str, int]
 
 @disjoint_base
 class Replay:
