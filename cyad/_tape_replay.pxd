@@ -36,7 +36,8 @@ cdef enum Kind:
 #   matmul                P0 m, P1 k, P2 n
 #   python                P0 its callback's position in the callback list
 #   unary, unary_d(2)     P0 1 + the position of NumPy's loop for its column in
-#                         ufunc_loops, 0 for the rule's own loop
+#                         ufunc_loops, 0 for the rule's own loop; P1 1 when the
+#                         column is 1 / (u * u) of the loop's u (RECIPROCAL_SQUARED)
 #   guard                 (A its operand, B the expected values, both of A_SIZE)
 # (anonymous: plain int constants, to index a row with)
 cdef enum:

@@ -14,6 +14,7 @@ ARITY: dict[str, int]
 ALIGNMENT: int
 NUMPY_LOOPS: dict[np.dtype[Any], dict[str, dict[str, str]]]
 COLUMNS: dict[str, int]
+RECIPROCAL_SQUARED: frozenset[tuple[str, str]]
 
 @disjoint_base
 class Replay:
