@@ -35,6 +35,9 @@ cdef enum Kind:
 #   sum_inner             P0 k
 #   matmul                P0 m, P1 k, P2 n
 #   python                P0 its callback's position in the callback list
+#   unary, unary_d(2)     P0 1 + the position of NumPy's loop for its column in
+#                         ufunc_loops, 0 for the rule's own loop; P1 1 when the
+#                         column is 1 / (u * u) of the loop's u (RECIPROCAL_SQUARED)
 #   guard                 (A its operand, B the expected values, both of A_SIZE)
 # (anonymous: plain int constants, to index a row with)
 cdef enum:
@@ -72,6 +75,17 @@ cdef enum Comparison:
     SIGNBIT
 
 
+# A NumPy ufunc's inner loop for one dtype (private NumPy API: ufunc._get_strided_loop),
+# callable without the GIL: loop(context, [input, output], [n], [stride, stride], auxdata)
+ctypedef int (*strided_loop)(void* context, char* const* data, const Py_ssize_t* dimensions,
+                             const Py_ssize_t* strides, void* auxdata) noexcept nogil
+
+cdef struct ufunc_loop:
+    strided_loop loop
+    void* context
+    void* auxdata
+
+
 # A lowered tape, for running without the GIL. Everything it points to belongs to its
 # Replay, which keeps it alive and unchanged.
 cdef struct tape_replay:
@@ -82,6 +96,7 @@ cdef struct tape_replay:
     bint single                # float32
     const int64_t* indices     # the gather and scatter indices of all instructions
     PyObject* callbacks        # a list: the python instructions' callbacks, no arguments
+    const ufunc_loop* ufunc_loops  # NumPy's loops of unary columns (P0 - 1 of a row)
 
 
 # Runs instructions [start, stop): 0 when all ran; s > 0 when the guard at instruction
@@ -99,3 +114,5 @@ cdef class Replay:
     cdef list _callbacks
     cdef list _views                   # Var number -> its slot, shaped
     cdef object _offsets               # ndarray: Var number -> offset in the arena
+    cdef object _ufunc_loops           # ndarray of bytes: the ufunc_loop structs
+    cdef list _ufunc_capsules          # NumPy's call infos, owning the loops' contexts

@@ -12,6 +12,9 @@ KIND_CODES: dict[str, int]
 COMPARISON_CODES: dict[Any, int]
 ARITY: dict[str, int]
 ALIGNMENT: int
+NUMPY_LOOPS: dict[np.dtype[Any], dict[str, dict[str, str]]]
+COLUMNS: dict[str, int]
+RECIPROCAL_SQUARED: frozenset[tuple[str, str]]
 
 @disjoint_base
 class Replay:

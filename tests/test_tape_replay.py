@@ -23,7 +23,7 @@ from rule_domains import binary_points, points
 
 from cyad._rule_table import BINARY_RULES, UNARY_RULES
 from cyad._tape import COMPARISONS, Instr, Tape
-from cyad._tape_replay import ALIGNMENT, Replay
+from cyad._tape_replay import ALIGNMENT, COLUMNS, NUMPY_LOOPS, RECIPROCAL_SQUARED, Replay
 
 try:
     import jax
@@ -78,6 +78,39 @@ def test_unary_kinds(op, dtype):
     assert_allclose(replay.value(value), getattr(np, rule.ufuncs[0])(x64), **TOLERANCE[dtype])
     assert_allclose(replay.value(d), d_ref, **TOLERANCE[dtype])
     assert_allclose(replay.value(d2), d2_ref, **TOLERANCE[dtype])
+
+
+NUMPY_COLUMNS = sorted({(kind, name, ufunc) for by_kind in NUMPY_LOOPS.values()
+                        for kind, names in by_kind.items() for name, ufunc in names.items()})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("kind", "name", "ufunc"), NUMPY_COLUMNS, ids=str)
+def test_numpy_loops(kind, name, ufunc, dtype):
+    # the columns that NumPy's own loops compute (where the dtype's table names them; else
+    # the rule's loop): NumPy's numbers, and within 4 ulp of the exact ones (NumPy's SIMD
+    # loops promise a few)
+    rule = UNARY_RULES[UNARY[name]]
+    x = points(rule.domain, seeded(name), 64).astype(dtype)
+    t = Tape(dtype)
+    a, single = t.input(x.shape), t.input(())
+    column = t.emit(kind, (a,), x.shape, op=UNARY[name])
+    repeated = t.emit(kind, (single,), (5,), op=UNARY[name])
+    replay = replayed(t, x, x[3])
+    used = NUMPY_LOOPS[np.dtype(dtype)][kind].get(name) == ufunc
+    assert list(replay.code[:, COLUMNS["P0"]] != 0) == [used] * 2
+    expected = getattr(np, ufunc)(x)
+    if (kind, name) in RECIPROCAL_SQUARED:
+        expected = 1.0 / (expected * expected)
+    if used:
+        assert_array_equal(replay.value(column), expected)
+        assert_array_equal(replay.value(repeated), np.full(5, expected[3]))
+    exact = getattr(np, ufunc)(x.astype(np.longdouble))
+    if (kind, name) in RECIPROCAL_SQUARED:
+        exact = 1 / (exact * exact)
+    ulp = np.spacing(np.abs(exact).astype(dtype)).astype(np.longdouble)
+    assert np.all(np.abs(replay.value(column) - exact) <= 4 * ulp)
+    assert np.all(np.abs(replay.value(repeated) - exact[3]) <= 4 * ulp[3])
 
 
 BINARY_KINDS = ("binary", "binary_da", "binary_db", "binary_daa", "binary_dab", "binary_dbb")
@@ -630,6 +663,7 @@ def chain_tape(dtype, n):
     t = Tape(dtype)
     x = t.input((n,))
     s = t.emit("unary", (x,), (n,), op=UNARY["sin"])
+    t.emit("unary_d", (x,), (n,), op=UNARY["exp"])   # (by NumPy's loop, NUMPY_LOOPS)
     d = t.emit("unary_d2", (x,), (n,), op=UNARY["tanh"])
     p = t.emit("binary", (s, d), (n,), op=BINARY["multiply"])
     q = t.emit("binary_dab", (p, t.const(2.0)), (n,), op=BINARY["power"])
