@@ -218,6 +218,19 @@ cdef inline int run_pushforward(dual_prep* p, const real* x, const real* const* 
     return 0
 
 
+cdef inline int evaluate_basis(dual_prep* p, const real* x, real* y, bint in_place,
+                               Py_ssize_t start, Py_ssize_t count, real** yv) noexcept nogil:
+    # f on basis directions [start, start + count) into p.dy (and yv[0]), unless the first
+    # chunk was evaluated already (discover); a Jacobian's and a pullback's chunk
+    if p.pending and start == 0:
+        return 0
+    clear_lanes(<real*>p.dx, p.base.n_x, p.width)
+    put_basis(<real*>p.dx, p.width, 0, start, count)
+    yv[0] = start_output(p, y, in_place)
+    memset(p.dy, 0, p.base.n_y * p.width * sizeof(real))
+    return call(p, x, <real*>p.dx, yv[0], <real*>p.dy)
+
+
 cdef int run_jacobian(dual_prep* p, const real* x, real* y, real* value,
                       real* jacobian) noexcept nogil:
     """jacobian (n_y x n_x, row-major) of f at x, a chunk of columns per evaluation."""
@@ -227,14 +240,9 @@ cdef int run_jacobian(dual_prep* p, const real* x, real* y, real* value,
     cdef int status
     while start < p.directions:
         count = min(p.chunk, p.directions - start)
-        if not (p.pending and start == 0):
-            clear_lanes(<real*>p.dx, p.base.n_x, p.width)
-            put_basis(<real*>p.dx, p.width, 0, start, count)
-            yv = start_output(p, y, in_place)
-            memset(p.dy, 0, p.base.n_y * p.width * sizeof(real))
-            status = call(p, x, <real*>p.dx, yv, <real*>p.dy)
-            if status != 0:
-                return status
+        status = evaluate_basis(p, x, y, in_place, start, count, &yv)
+        if status != 0:
+            return status
         get_columns(<real*>p.dy, p.base.n_y, p.width, 0, count, jacobian, p.base.n_x, start)
         start += count
     finish_output(p, yv, y, value)
@@ -269,14 +277,9 @@ cdef int run_pullback(dual_prep* p, const real* x, const real* const* cotangents
     cdef int status
     while start < p.directions:
         count = min(p.chunk, p.directions - start)
-        if not (p.pending and start == 0):
-            clear_lanes(<real*>p.dx, p.base.n_x, p.width)
-            put_basis(<real*>p.dx, p.width, 0, start, count)
-            yv = start_output(p, y, in_place)
-            memset(p.dy, 0, p.base.n_y * p.width * sizeof(real))
-            status = call(p, x, <real*>p.dx, yv, <real*>p.dy)
-            if status != 0:
-                return status
+        status = evaluate_basis(p, x, y, in_place, start, count, &yv)
+        if status != 0:
+            return status
         for c in range(p.base.results):
             pull_columns(<real*>p.dy, p.base.n_y, p.width, count, cotangents[c],
                          outs[c] + start)
