@@ -414,6 +414,8 @@ cdef int _run(int op, bint is_binary, Tag tag, Py_ssize_t width, Py_ssize_t n, i
     converting an operand). y may be an operand's very memory (see _run_over_operand).
     """
     cdef Py_ssize_t outer = 0, inner = 0
+    if n == 0:      # nothing to compute, nor to warn about (and no scratch of 0 bytes)
+        return 0
     if tag.outer is not None:
         outer, inner = tag.outer.width, tag.inner.width
     if av == yv or (is_binary and bv == yv):

@@ -7,6 +7,7 @@ being f(e_j) - f(0).
 """
 import math
 import operator
+import threading
 
 import numpy as np
 import pytest
@@ -230,6 +231,33 @@ IN_PLACE_AFFINE_2D = [
 @pytest.mark.parametrize("statement", IN_PLACE_AFFINE_2D)
 def test_in_place_on_views_2d(statement):
     check_affine(_in_place(statement), X2)
+
+
+IN_PLACE_EMPTY = [
+    "y[5:] += x[:0]",
+    "y[2:2] *= 3",
+    "y[:0] -= y[5:]",
+    "np.add(y[:0], x[5:], out=y[:0])",
+]
+
+
+@pytest.mark.parametrize("statement", IN_PLACE_EMPTY)
+def test_in_place_on_empty_views(statement):
+    # on a fresh thread, whose scratch buffer for overwritten operands is still unallocated:
+    # an empty update must not ask it for 0 bytes (it raised MemoryError)
+    errors = []
+
+    def run():
+        try:
+            check_affine(_in_place(statement), X)
+        except BaseException as error:     # re-raised below, on the test's thread
+            errors.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
 
 
 def test_in_place_product_with_overlapping_view():
