@@ -31,7 +31,10 @@ cdef enum Kind:
 # The columns of a row of the code table. Offsets are in elements of the arena; an
 # absent operand has offset and size 0. P0..P3 by kind:
 #   gather, scatter_add   P0 the first of its indices in the index array, P1 their count
-#                         m, P2 1 when they are an arithmetic progression (of step P3)
+#                         m, P2 PROGRESSION when they are an arithmetic progression (of
+#                         step P3), PADDED when they are one between runs of -1 (the
+#                         index array then holds, after the m indices, the number of
+#                         leading -1 and the progression's length), else 0
 #   sum_inner             P0 k
 #   matmul                P0 m, P1 k, P2 n
 #   python                P0 its callback's position in the callback list
@@ -56,6 +59,12 @@ cdef enum:
     P2
     P3
     CODE_WIDTH
+
+# How a gather's or scatter's indices run (column P2)
+cdef enum IndexRun:
+    SCATTERED = 0
+    PROGRESSION = 1
+    PADDED = 2
 
 # The comparisons of kind compare: the code in column OP
 cdef enum Comparison:

@@ -49,7 +49,9 @@ The loops:
   is built without errno and FP traps, cyad/meson.build) without the libm call of the
   column the kind does not read (cos in sin's value).
 - gather, scatter_add: an index array that is an arithmetic progression (detected
-  here) is a strided copy (step 1: memcpy); otherwise one index per element.
+  here), or one between runs of -1 (a block that concatenate, pad or stack places among
+  zeros), is a strided copy (step 1: memcpy) and a memset of the zeros; otherwise one
+  index per element.
 - sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop).
 - matmul: i-k-j loops (the innermost over a row of b and of the output: vectorised,
   with an AVX2 copy chosen at load where gcc builds one);
@@ -229,17 +231,28 @@ def _check_modular(args, out, fail):
 
 
 def _progression(index, bint gather):
-    """(1, step) when `index` is an arithmetic progression of entries >= 0 (for a
-    scatter, of a nonzero step: distinct targets), else (0, 0)."""
-    if index.size == 0 or index.min() < 0:
-        return 0, 0
-    if index.size == 1:
-        return 1, 1
-    steps = np.diff(index)
-    step = int(steps[0])
-    if (steps == step).all() and (gather or step != 0):
-        return 1, step
-    return 0, 0
+    """How a gather or scatter's `index` runs: (PROGRESSION, step) when it is an
+    arithmetic progression of entries >= 0 (for a scatter, of a nonzero step: distinct
+    targets); (PADDED, step) when it is one between runs of -1 (the zeros that
+    concatenate, pad and stack put around a block, and their transposes); else
+    (SCATTERED, 0)."""
+    if index.size == 0:
+        return SCATTERED, 0
+    kept = np.flatnonzero(index >= 0)
+    if kept.size == 0 or kept[-1] - kept[0] + 1 != kept.size or index.min() < -1:
+        return SCATTERED, 0
+    block = index[kept[0]:kept[-1] + 1]
+    step = int(block[1] - block[0]) if block.size > 1 else 1
+    if (np.diff(block) != step).any() or not (gather or step != 0):
+        return SCATTERED, 0
+    return (PROGRESSION if kept.size == index.size else PADDED), step
+
+
+def _padding(index):
+    """The two numbers a PADDED index array carries after its entries: how many -1
+    lead, and how long the progression is."""
+    kept = np.flatnonzero(index >= 0)
+    return np.array([kept[0], kept.size], np.int64)
 
 
 def _own_slots(vars, Py_ssize_t unit):
@@ -527,6 +540,8 @@ cdef class Replay:
                                f"{spread.size // rows}")
             row[P0], row[P1] = n_indices, m
             row[P2], row[P3] = _progression(index, kind == "gather")
+            if row[P2] == PADDED:
+                return np.concatenate([index, _padding(index)])
             return index
         if kind == "sum_inner":
             k = int(params["k"])
@@ -971,22 +986,28 @@ cdef void select_block(Py_ssize_t n, real* out, const real* c, bint c_full, cons
 cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept nogil:
     # out[l*m + i] = a[l*r + index[i]], 0 where index[i] < 0
     cdef Py_ssize_t m = row[P1], rows, r, line, i, first, step = row[P3]
+    cdef Py_ssize_t lead = 0, count = m
     cdef real* out = arena + row[OUT]
     cdef const real* a
     cdef int64_t j
     if m == 0 or row[OUT_SIZE] == 0:
         return
+    if row[P2] == PADDED:
+        lead, count = index[m], index[m + 1]
     rows = row[OUT_SIZE] // m
     r = row[A_SIZE] // rows
-    first = index[0]
+    first = index[lead]
     for line in range(rows):
         a = arena + row[A] + line * r
-        if row[P2] and step == 1:
-            memcpy(out, a + first, m * sizeof(real))
-        elif row[P2]:
-            a += first
-            for i in range(m):
-                out[i] = a[i * step]
+        if row[P2]:
+            memset(out, 0, lead * sizeof(real))
+            if step == 1:
+                memcpy(out + lead, a + first, count * sizeof(real))
+            else:
+                a += first
+                for i in range(count):
+                    out[lead + i] = a[i * step]
+            memset(out + lead + count, 0, (m - lead - count) * sizeof(real))
         else:
             for i in range(m):
                 j = index[i]
@@ -997,21 +1018,27 @@ cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept
 cdef void scatter_add(const int64_t* row, real* arena, const int64_t* index) noexcept nogil:
     # out = 0; out[l*r + index[i]] += a[l*m + i], nothing where index[i] < 0
     cdef Py_ssize_t m = row[P1], rows, r, line, i, step = row[P3]
+    cdef Py_ssize_t lead = 0, count = m
     cdef real* out
     cdef const real* a = arena + row[A]
     cdef int64_t j
     memset(arena + row[OUT], 0, row[OUT_SIZE] * sizeof(real))
     if m == 0 or row[A_SIZE] == 0:
         return
+    if row[P2] == PADDED:
+        lead, count = index[m], index[m + 1]
     rows = row[A_SIZE] // m
     r = row[OUT_SIZE] // rows
     for line in range(rows):
         out = arena + row[OUT] + line * r
         if row[P2]:
-            # distinct targets: a strided copy
-            out += index[0]
-            for i in range(m):
-                out[i * step] = a[i]
+            # distinct targets: a strided copy of the indexed block
+            out += index[lead]
+            if step == 1:
+                memcpy(out, a + lead, count * sizeof(real))
+            else:
+                for i in range(count):
+                    out[i * step] = a[lead + i]
         else:
             for i in range(m):
                 j = index[i]

@@ -329,7 +329,22 @@ INDICES = {
     "step 0": lambda rng, r: np.full(4, r // 2),
     "step -2": lambda rng, r: np.arange(r - 1, -1, -2),
     "one": lambda rng, r: np.array([r - 2]),
+    # a progression between runs of -1: concatenate's, pad's and stack's blocks
+    "padded step 1": lambda rng, r: np.r_[-1, -1, np.arange(2, r - 1), -1],
+    "padded step 2": lambda rng, r: np.r_[np.arange(1, r, 2), -1, -1, -1],
+    "padded step -1": lambda rng, r: np.r_[-1, np.arange(r - 1, 3, -1)],
+    "padded one": lambda rng, r: np.r_[-1, -1, -1, r - 1],
+    "padded step 0": lambda rng, r: np.r_[-1, np.full(3, 4)],
+    "-1 inside": lambda rng, r: np.r_[-1, 0, 1, -1, 2, 3],
+    "-2 lead": lambda rng, r: np.r_[-2, 0, 1, 2],
+    "all -1": lambda rng, r: np.full(5, -1),
 }
+# how the lowering should run each (column P2 of the gather's and the scatter's rows):
+# 0 one index per element, 1 a strided copy, 2 a strided copy between zeros
+RUNS = {"random with -1": (0, 0), "repeated": (0, 0), "step 1": (1, 1), "step 3": (1, 1),
+        "step 0": (1, 0), "step -2": (1, 1), "one": (1, 1), "padded step 1": (2, 2),
+        "padded step 2": (2, 2), "padded step -1": (2, 2), "padded one": (2, 2),
+        "padded step 0": (2, 0), "-1 inside": (0, 0), "-2 lead": (0, 0), "all -1": (0, 0)}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -338,6 +353,7 @@ INDICES = {
 def test_gather_and_scatter_add(index, rows, dtype):
     rng = seeded("gather" + index)
     r = 9
+    runs = RUNS[index]
     index = np.asarray(INDICES[index](rng, r), np.int64)
     m = index.size
     a = rng.standard_normal(rows * r).astype(dtype)
@@ -347,6 +363,7 @@ def test_gather_and_scatter_add(index, rows, dtype):
     g = t.emit("gather", (x,), (rows, m), index=index)
     s = t.emit("scatter_add", (y,), (rows, r), index=index)
     replay = replayed(t, a.reshape(rows, r), c.reshape(rows, m))
+    assert tuple(replay.code[:, COLUMNS["P2"]]) == runs
     assert_array_equal(replay.value(g), gathered(a, index, rows))
     assert_allclose(replay.value(s), scattered(c.astype(np.float64), index, rows, r),
                     **TOLERANCE[dtype])
