@@ -38,6 +38,7 @@ from cyad._kernels cimport unary_chunks, binary_chunks, unary_nested, binary_nes
 from cyad._layout cimport second_order_width, outer_lane, inner_lane
 from cyad._rules cimport UnaryOp, BinaryOp
 from cyad import _rule_table
+from cyad._stacked import stacked
 
 cnp.import_array()
 
@@ -1056,6 +1057,8 @@ cdef class Dual:
                             cnp.PyArray_NBYTES(self.partials))
                 return
         vkey, pkey = _keys(key)
+        if isinstance(value, (list, tuple)):
+            value = stacked(value, "a value assigned to a dual array")
         if isinstance(value, Dual):
             v = <Dual>promoted(value, self.tag)
             self.values[vkey] = v.values

@@ -47,6 +47,7 @@ from cyad._api cimport cyad_prep, cyad_entry_points
 from cyad._prep cimport (Prep, run_call, enter_nogil, release, PUSHFORWARD, DERIVATIVE,
                          GRADIENT, JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._wrapper cimport python_f64, python_f32, python2_f64, python2_f32, is_python_function
+from cyad._stacked import stacked
 from cyad._wrapper import constant_result
 
 cnp.import_array()
@@ -730,7 +731,7 @@ cdef class DualEngine(Engine):
         if self.second_order:
             # the output's shape only: f on x with zero partials (the engine then runs as usual)
             self.input_dual.partials[...] = 0
-            r = self.python.f(self.input_dual)
+            r = stacked(self.python.f(self.input_dual))
             prep.set_output(r.shape if isinstance(r, Dual) else constant_result(r).shape)
             return
         tangents = prep.tangents if prep.with_tangents else NULL
@@ -738,7 +739,7 @@ cdef class DualEngine(Engine):
             seed_first_chunk[float](&self.state, <const float* const*>tangents)
         else:
             seed_first_chunk[double](&self.state, <const double* const*>tangents)
-        r = self.python.f(self.input_dual)
+        r = stacked(self.python.f(self.input_dual))
         prep.set_output(r.shape if isinstance(r, Dual) else constant_result(r).shape)
         self.python.store(r)
         self.state.pending = True

@@ -21,6 +21,7 @@ from cyad._dual import Dual, Tag, _enter, _leave, make_nested_tag, primal, tagge
 from cyad._layout import (NestedLanes, padded_width, read_columns, seed_basis, seed_columns,
                           seed_lanes)
 from cyad._prep import input_dtype
+from cyad._stacked import stacked
 from cyad._wrapper import constant_result
 
 _NESTING_ERROR = ("cyad: only two levels of differentiation nest (a derivative of a "
@@ -90,7 +91,7 @@ def _evaluate(f, x, tangents, tangent_partials, y):
                     seed_columns(partials, lanes.c_lane(j), _own_partials(t, dtype))
         x_in = tagged_dual(xv, partials, tag)
         if y is None:
-            r = f(x_in)
+            r = stacked(f(x_in))
         else:
             r = _output_dual(y, x_in.tag, dtype)
             f(r, x_in)

@@ -45,6 +45,8 @@ import numpy as np
 from cyad import _rule_table
 from cyad._dual import Dual
 from cyad._primitives import TABLE
+from cyad._stacked import stacked
+from cyad._wrapper import constant_result
 from cyad._tape import COMPARISONS, Instr, Tape, evaluate
 
 _UNARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.UNARY_RULES)
@@ -409,7 +411,7 @@ class Tracer:
     def __setitem__(self, key, value):
         self.check()
         index, _ = _index_map(self, key)
-        value = self.recording.var_of(value)
+        value = self.recording.var_of(stacked(value, "a value assigned to an array"))
         if self.base is not None:
             self.base._write_at(self.index.reshape(-1)[index], value)
         else:
@@ -843,7 +845,9 @@ def trace(f, x, dtype, y=None):
     rec = Recording(dtype)
     xt = rec.input(x)
     if y is None:
-        result = f(xt)
+        result = stacked(f(xt))
+        if not isinstance(result, Tracer):
+            result = constant_result(result)    # a constant: checked as the dual engine does
     else:
         yt = rec.input(y)
         f(yt, xt)

@@ -22,6 +22,7 @@ from cpython.pycapsule cimport (PyCapsule_CheckExact, PyCapsule_GetContext, PyCa
 from libc.string cimport memcpy, memset
 
 from cyad._dual cimport Dual
+from cyad._stacked import stacked
 
 cnp.import_array()
 
@@ -409,7 +410,10 @@ cdef class PythonFunction:
                 memset(cnp.PyArray_DATA(yd.partials), 0, cnp.PyArray_NBYTES(yd.partials))
                 self.f(yd, xd)
             else:
-                self.store(self.f(xd))
+                r = self.f(xd)
+                if isinstance(r, (list, tuple)):    # (calling `stacked` on every result allocates)
+                    r = stacked(r)
+                self.store(r)
             _copy_out(yd.values, y)
             _copy_out(yd.partials, dy)
             return 0

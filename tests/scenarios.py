@@ -106,6 +106,40 @@ def _quartic_hessian(x):
     return h.reshape(x.shape + x.shape)
 
 
+def _rhs_list(x):
+    # an ODE right-hand side in solve_ivp's style: a list of scalars, one of them a constant
+    a, b, c = x
+    return [a * b - c**2 + 1.0, np.sin(b) * a, 2.0, c**3]
+
+
+def _rhs_list_value(x):
+    a, b, c = x
+    return np.array([a * b - c**2 + 1.0, np.sin(b) * a, 2.0, c**3])
+
+
+def _rhs_list_jacobian(x):
+    a, b, c = x
+    return np.array([[b, a, -2 * c], [np.sin(b), a * np.cos(b), 0], [0, 0, 0],
+                     [0, 0, 3 * c**2]])
+
+
+def _curve_tuple(t):
+    # R -> R^(2 x 2) as a tuple of lists: stacked as np.asarray stacks it
+    return ([t**2, np.sin(t)], [1.5, t * np.exp(t)])
+
+
+def _curve_tuple_value(t):
+    return np.array([[t**2, np.sin(t)], [1.5, t * np.exp(t)]])
+
+
+def _curve_tuple_derivative(t):
+    return np.array([[2 * t, np.cos(t)], [0, (1 + t) * np.exp(t)]])
+
+
+def _curve_tuple_second(t):
+    return np.array([[2.0, -np.sin(t)], [0, (2 + t) * np.exp(t)]])
+
+
 def _point(n, seed=0):
     return np.random.default_rng(seed).uniform(0.2, 1.5, n)
 
@@ -135,6 +169,12 @@ SCENARIOS = [
     Scenario("quartic of a matrix", _quartic, _point(6, 5).reshape(2, 3), _quartic,
              _quartic_gradient, _quartic_hessian,
              kinds={"python_in_place": _overwriting(_quartic)}),
+    # f returning a list or tuple: one array, stacked as np.asarray stacks it
+    Scenario("list result", _rhs_list, _point(3, 6), _rhs_list_value, _rhs_list_jacobian,
+             kinds={"python_in_place": _overwriting(_rhs_list)}),
+    Scenario("tuple result", _curve_tuple, np.array(0.6), _curve_tuple_value,
+             _curve_tuple_derivative, _curve_tuple_second,
+             kinds={"python_in_place": _overwriting(_curve_tuple)}),
 ]
 
 

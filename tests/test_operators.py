@@ -357,9 +357,12 @@ def test_constant_output_has_zero_derivative(constant):
     assert not jac.any()
 
 
-def test_f_returning_something_else_is_an_error():
+@pytest.mark.parametrize("result", [{"a": 1.0}, "x", None], ids=["dict", "str", "None"])
+@pytest.mark.parametrize("engine", ["dual", "tape"])
+def test_f_returning_something_else_is_an_error(result, engine):
+    # (a list or tuple is stacked: tests/test_list_results.py)
     with pytest.raises(TypeError, match="must return"):
-        cyad.jacobian(lambda x: [x, x], point())
+        cyad.jacobian(lambda x: result, point(), engine=engine)
 
 
 def test_exception_in_f_propagates_unchanged_and_prep_still_works():
