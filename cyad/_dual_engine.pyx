@@ -765,6 +765,8 @@ cdef class DualEngine(Engine):
         cdef object error = None
         if self.python is not None:
             error, self.python.error = self.python.error, None
+        elif self.wrapper is not None and self.wrapper.tape is not None:
+            error = self.wrapper.tape.take_error()    # a recorded function's, this thread's
         return error
 
     @property

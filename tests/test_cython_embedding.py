@@ -321,7 +321,8 @@ def test_the_example_compiles_against_no_cyad_type_or_struct(example):
     modules = set(re.findall(r'PyImport_ImportModule\("(cyad[\w.]*)"\)', source))
     assert modules == {"cyad._api"}
     imported = set(re.findall(r"\(void \(\*\*\)\(void\)\)&__pyx_f_4cyad_4_api_(\w+)", source))
-    assert imported == {"prep_handle", "raise_status", "wrap"}
+    assert imported == {"prep_handle", "raise_status", "wrap", "function_of",
+                        "raise_function_status"}
     for entry_point in ["gradient_f64", "jacobian_f64", "hessian_f64", "pullback_f64"]:
         assert f"->entry_points.{entry_point}(" in source
     assert "struct cyad_prep {" in source
