@@ -23,8 +23,8 @@ ctypedef struct tape_program:
     Py_ssize_t width, outer, inner
     Py_ssize_t x_at, y_at      # x; y's incoming values (f(y, x))
     Py_ssize_t a_at            # the tangent input of x: width (order 2: outer) x n_x
-    Py_ssize_t b_at, c_at      # order 2: x's inner tangents (inner x n_x) and the
-                               # inner tangents of a (inner x outer x n_x)
+    Py_ssize_t b_at, c_at      # order 2: x's inner tangents (inner x n_x), a's (inner
+    #                            x outer x n_x)
     Py_ssize_t value_at, da_at, db_at, dc_at   # f's value and the outputs' lanes alike
     tape_arena arenas[MAX_ARENAS]
     Py_ssize_t n_arenas        # published by an atomic store once an arena is set up

@@ -6,7 +6,6 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import disjoint_base
 
-from cyad._tape import Tape
 from cyad._wrapper import FunctionWrapper
 
 def record(
@@ -35,16 +34,15 @@ class TapeFunction:
     @property
     def programs(self) -> list[tuple[int, int | tuple[int, int], int]]: ...
     def take_error(self) -> BaseException | None: ...
-    def primal(
-        self,
-    ) -> tuple[Tape, list[npt.NDArray[Any]], list[npt.NDArray[Any]]]: ...
+    # (f's tape is a cyad._tape.Tape, an untyped internal module)
+    def primal(self) -> tuple[Any, list[npt.NDArray[Any]], list[npt.NDArray[Any]]]: ...
 
 # -- internal: the C-level state of a record and of its derived programs -------------------
 
 @disjoint_base
 class TapeRecord:
     @property
-    def tape(self) -> Tape: ...
+    def tape(self) -> Any: ...
     @property
     def values(self) -> list[npt.NDArray[Any]]: ...
 

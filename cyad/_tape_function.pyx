@@ -46,7 +46,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memcmp, memcpy
 
 from cyad._api cimport PYTHON_ERROR
 from cyad._fused cimport real
@@ -55,7 +55,7 @@ from cyad._prep cimport claim, release
 from cyad._tape_engine cimport captured_array
 from cyad._tape_replay cimport Replay, replay_run, tape_replay
 from cyad._wrapper cimport FunctionWrapper, is_python_function
-from cyad._tape_engine import RECORD_LIMIT, TapeLimit
+from cyad._tape_engine import RECORD_LIMIT as _RECORD_LIMIT, TapeLimit
 from cyad._tape_trace import trace
 from cyad._tape_transform import jvp
 
@@ -209,8 +209,41 @@ cdef class TapeRecord:
 cdef class TapeFunction:
     """A Python function recorded on a tape, behind the C functions of a "tape" wrapper.
 
-    Made by `record`, which documents it; its C-level state (`tape_function`) is the
-    wrapper's context.
+    Made by `record` (which documents the parameters) and kept as the wrapper's
+    ``tape``; its C-level state (``tape_function``) is the wrapper's context.
+
+    Attributes
+    ----------
+    f : callable
+        The Python function recorded.
+    dtype : numpy.dtype
+        The dtype of its tape (x's).
+    x_shape, out_shape : tuple of int
+        The shapes of its input and output.
+    two_argument : bool
+        Whether f is called as f(y, x).
+    records : int
+        How many times f was recorded: the first time, and again after each failed
+        guard (a changed captured array records anew uncounted).
+    programs : list of tuple
+        The derived programs of the current record: (order, width or (outer, inner),
+        arenas).
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     return x ** 2 if x[0] > 0 else -x
+    >>> w = cyad.record(f, np.array([1.0, -1.0]))
+    >>> cyad.jacobian(w, np.array([3.0, -2.0]))
+    array([[ 6.,  0.],
+           [ 0., -4.]])
+    >>> w.tape.records, w.tape.programs
+    (1, [(1, 2, 1)])
+    >>> cyad.jacobian(w, np.array([-3.0, 2.0]))    # the branch flipped: recorded again
+    array([[-1., -0.],
+           [-0., -1.]])
+    >>> w.tape.records
+    2
     """
 
     def __init__(self, f, x, y=None):
@@ -286,7 +319,7 @@ cdef class TapeFunction:
         with self.lock:
             if seen != self.state.current:
                 return 0
-            if failed != CAPTURED_CHANGED and self.records >= RECORD_LIMIT:
+            if failed != CAPTURED_CHANGED and self.records >= _RECORD_LIMIT:
                 where = (<TapeProgram>ran.owner).derived.tape.instrs[failed - 1].params["where"]
                 raise TapeLimit(
                     f"cyad: f was recorded {self.records} times and a guard failed again "
@@ -443,7 +476,6 @@ cdef int call(tape_function* fn, const void* x, const void* dx, void* y, void* d
     cdef tape_record* rec
     cdef tape_program* program
     cdef tape_arena* arena
-    cdef const tape_replay* replay
     cdef int status
     if n_x != fn.n_x or n_y != fn.n_y:
         return wrong_sizes(fn, n_x, n_y)

@@ -480,9 +480,9 @@ def call_function(wrapper, real[::1] x, real[:, ::1] dx, real[::1] y, real[:, ::
     n x width): the status."""
     cdef const cyad.cyad_function* function = cyad.function_of(wrapper)
     cdef int status = 0
-    cdef Py_ssize_t r
+    cdef Py_ssize_t _r
     with nogil:
-        for r in range(repeats):
+        for _r in range(repeats):
             if real is double:
                 status = function.f64(&x[0], &dx[0, 0], &y[0], &dy[0, 0], x.shape[0],
                                       y.shape[0], dx.shape[1], function.context)

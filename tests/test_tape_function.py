@@ -80,9 +80,12 @@ def nested_reference(g, x, a, b, c):
     jvp = lambda v: jax.jvp(g, (x,), (jnp.asarray(v, np.float64),))[1]  # noqa: E731
     da = [jvp(a_k) for a_k in a]
     db = [jvp(b_j) for b_j in b]
-    dc = [[jax.jvp(lambda t: jax.jvp(g, (t,), (jnp.asarray(a_k, np.float64),))[1], (x,),
-                   (jnp.asarray(b_j, np.float64),))[1] + jvp(c[j][k])
-           for k, a_k in enumerate(a)] for j, b_j in enumerate(b)]
+    def second(a_k, b_j):
+        along_a = lambda t: jax.jvp(g, (t,), (jnp.asarray(a_k, np.float64),))[1]  # noqa: E731
+        return jax.jvp(along_a, (x,), (jnp.asarray(b_j, np.float64),))[1]
+
+    dc = [[second(a_k, b_j) + jvp(c[j][k]) for k, a_k in enumerate(a)]
+          for j, b_j in enumerate(b)]
     return np.array(da), np.array(db), np.array(dc)
 
 
@@ -329,8 +332,9 @@ def test_a_prepared_call_allocates_nothing(allocations_per_call):
     assert allocations_per_call(lambda: cyad.jacobian(w, x, prep=prep, out=out)) == 0
     s = cyad.record(lambda x: np.sum(np.sin(x) * x[0]) + np.exp(x) @ x, x)
     for engine in ("dual", "tape"):
-        prep = cyad.prepare_hessian(s, x, engine=engine)
-        assert allocations_per_call(lambda: cyad.hessian(s, x, prep=prep, out=out)) == 0
+        hessian = cyad.prepare_hessian(s, x, engine=engine)
+        assert allocations_per_call(
+            lambda hessian=hessian: cyad.hessian(s, x, prep=hessian, out=out)) == 0
 
 
 # -- errors ---------------------------------------------------------------------------------
