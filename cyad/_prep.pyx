@@ -441,6 +441,9 @@ cdef class Prep:
         self.handle.results = results
         install_entry_points(self.handle, self.engine_state.entry_points, 0)
         self.engine_state.setup(self, directions, chunk, f)
+        # the dual engine runs a C function (a recorded one among them) without the GIL, so
+        # that Python threads with a prep each run in parallel; a Python f runs with it
+        self.without_gil = not self.engine_state.is_python
         self.tangents = <void**>malloc(directions * sizeof(void*))
         self.outs = <void**>malloc(results * sizeof(void*))
         # the outputs of a call: its results, y, f's value and a first-order result
@@ -563,7 +566,10 @@ cdef class Prep:
             vp = NULL if value is None else _data(value)
             fp = NULL if first is None else _data(first)
             status = protect_inputs(self.handle, &xp, &tp, yp, vp, fp, self.outs)
-            if status == 0:
+            if status == 0 and self.without_gil:
+                with nogil:
+                    status = self.handle.run(self.handle, xp, tp, yp, vp, fp, self.outs)
+            elif status == 0:
                 status = self.handle.run(self.handle, xp, tp, yp, vp, fp, self.outs)
             self.raise_for(status)
             if out is not None:
