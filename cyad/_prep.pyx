@@ -14,7 +14,9 @@ answers.
 The engine (chosen by name at prepare time from cyad/_engines.py) is an `Engine`
 object: the buffers and the function binding behind the prep's `prep_header`, a
 struct usable without the GIL whose `run` pointer is the engine's whole call for the
-prep's family. A prepared call checks its arguments here, then makes that one call.
+prep's family. A prepared call checks its arguments here, then makes that one call:
+without the GIL when the engine runs no Python callable (a C function on the dual
+engine, cyad.record's among them), so that Python threads with a prep each overlap.
 The header starts with the public table of nogil entry points (cyad/_api.pxd): the
 prep fills it (install_entry_points) with its engine's function for each entry point
 it answers, in its dtype, and a refusal (WRONG_CALL) elsewhere, so that a call from
