@@ -22,11 +22,16 @@ from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad import _docs, _nested
 
 
+cdef inline bint _recorded(object f):
+    # whether f is a function cyad.record recorded
+    return isinstance(f, FunctionWrapper) and (<FunctionWrapper>f).tape is not None
+
+
 cdef inline bint _nests(object f, object prep, object engine) except -1:
     # whether the call nests in a running differentiation (a Python f called from inside the
     # f cyad is differentiating), refusing a prep that another call is using; nested calls
     # run on dual arrays, whatever the engine (an unknown name is still refused)
-    if differentiating() and is_python_function(f):
+    if differentiating() and (is_python_function(f) or _recorded(f)):
         refuse_busy(prep)
         if engine is not None:
             engine_type(engine)
@@ -79,10 +84,6 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
 # tape already: these operators replay it in reverse mode, the others call its forward lanes
 # through the dual engine.
 cdef dict _TAPE_FROM = {GRADIENT: 256, PULLBACK: 256, HVP: 1024, HESSIAN: 48}
-
-
-cdef inline bint _recorded(object f):
-    return isinstance(f, FunctionWrapper) and (<FunctionWrapper>f).tape is not None
 
 
 cdef str _default_engine(Family family, object f, object x, bint one_shot):

@@ -167,12 +167,24 @@ def test_the_tape_engine_starts_from_the_recorded_tape():
     assert cyad.prepare_jacobian(w, x).engine == "dual"
 
 
-def test_nested_derivative_of_a_recorded_function():
-    # the outer differentiation runs on the dual engine's arrays, the recorded function
-    # inside it as a Python callable is not: a recorded function is a C function
-    w = cyad.record(np.sin, np.array([0.5]))
-    with pytest.raises((TypeError, ValueError)):
-        cyad.derivative(lambda t: cyad.jacobian(w, t).sum(), 0.5)
+@pytest.mark.parametrize("wrap", [cyad.FunctionWrapper, lambda f: cyad.record(f, np.zeros(3))])
+def test_nested_inside_another_differentiation(wrap):
+    # inside a differentiation, a recorded function (and a wrapped callable) nests as its
+    # Python f on dual arrays: d/ds of the Jacobian of g at s x, against JAX
+    def g(x):
+        return np.sin(x) * x[0] + np.exp(x[1] * x)
+
+    def g_jax(x):
+        return jnp.sin(x) * x[0] + jnp.exp(x[1] * x)
+
+    w = wrap(g)
+    x = np.array([0.3, -0.4, 0.8])
+    got = cyad.derivative(lambda s: cyad.jacobian(w, s * x), 1.5)
+    expected = jax.jvp(jax.jacfwd(g_jax), (1.5 * jnp.asarray(x),), (jnp.asarray(x),))[1]
+    assert_allclose(got, expected, rtol=1e-12)
+    got = cyad.gradient(lambda t: cyad.jacobian(w, t).sum(), x)
+    assert_allclose(got, jax.grad(lambda t: jax.jacfwd(g_jax)(t).sum())(jnp.asarray(x)),
+                    rtol=1e-12)
 
 
 # -- guards, captured arrays, f(y, x) ----------------------------------------------------------
@@ -305,6 +317,29 @@ def test_concurrent_calls_without_the_gil(c_hooks):
         assert_allclose(y, vector_valued(program, np)(at), rtol=1e-13)
     (order, width, arenas), = w.tape.programs
     assert (order, width) == (1, n) and 1 <= arenas <= 4
+
+
+def test_threads_deriving_widths_at_once(c_hooks):
+    # each thread's first call derives the program of its width, all at once
+    program = CHOSEN[3]
+    w, x = recorded(program, np.float64)
+    widths = [1, 2, 4, 8, 16, 24, 3, 5]
+    rng = np.random.default_rng(1)
+    jobs = [(rng.uniform(-1, 1, (x.size, k)), np.zeros(x.size), np.zeros((x.size, k)))
+            for k in widths]
+    barrier = threading.Barrier(len(jobs))
+
+    def run(job):
+        dx, y, dy = job
+        barrier.wait()
+        return c_hooks.call_function(w, x, dx, y, dy, 20)
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        assert list(pool.map(run, jobs)) == [0] * len(jobs)
+    jacobian = reference_jacobian(program, x)
+    for dx, _, dy in jobs:
+        assert_allclose(dy, jacobian @ dx, **TOLERANCE[np.float64])
+    assert sorted(width for _, width, _ in w.tape.programs) == sorted(widths)
 
 
 def test_a_guard_flipping_under_threads(c_hooks):
