@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from test_random_programs import PROGRAMS, out_of_place
+from test_random_programs import PROGRAMS, in_place, out_of_place, two_argument
 
 import cyad
 from cyad._tape_engine import RECORD_LIMIT, TapeLimit
@@ -149,6 +149,31 @@ def test_hessian_hvp_and_gradient_against_jax(program, dtype, engine):
     # the default engine of these operators replays the recorded tape in reverse mode: no
     # forward lanes were derived; the dual engine's go through them
     assert (w.tape.programs == []) == (engine is None)
+
+
+@pytest.mark.parametrize("variant", ["in-place", "two-argument"])
+@pytest.mark.parametrize("engine", ["dual", None])
+@pytest.mark.parametrize("program", CHOSEN[:6], ids=lambda p: p.name)
+def test_in_place_programs_and_aliased_outputs(program, engine, variant):
+    # the programs writing into their own operands (and into y), recorded; the results
+    # written over x itself (out= sharing memory with x)
+    x = program.point.copy()
+    y = {} if variant == "in-place" else {"y": np.zeros(())}
+    f = in_place(program) if variant == "in-place" else two_argument(program)
+    w = cyad.record(f, x, **y)
+    reference = lambda t: out_of_place(program)(jnp, t)  # noqa: E731
+    at = x * 1.01
+    hessian = np.asarray(jax.hessian(reference)(jnp.asarray(at)))
+    gradient = np.asarray(jax.grad(reference)(jnp.asarray(at)))
+    tolerance = TOLERANCE[np.float64]
+    assert_allclose(cyad.hessian(w, at, engine=engine, **y), hessian, **tolerance)
+    aliased = at.copy()
+    cyad.gradient(w, aliased, engine=engine, out=aliased, **y)
+    assert_allclose(aliased, gradient, **tolerance)
+    buffer = np.empty((x.size + 1, x.size))
+    buffer[0] = at
+    cyad.hessian(w, buffer[0], engine=engine, out=buffer[:x.size], **y)
+    assert_allclose(buffer[:x.size], hessian, **tolerance)
 
 
 def test_the_tape_engine_starts_from_the_recorded_tape():
