@@ -44,7 +44,11 @@ traced anew only when a guard fails. A C function runs on engine="dual".
 import numpy as np
 
 cimport numpy as cnp
-from cpython.ref cimport PyObject
+from cpython.exc cimport PyErr_Fetch, PyErr_NormalizeException
+from cpython.ref cimport PyObject, Py_XDECREF
+
+cdef extern from "Python.h":
+    int PyException_SetTraceback(PyObject* ex, PyObject* tb)
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcmp, memcpy, memset
 
@@ -278,11 +282,27 @@ cdef void delegate_leaves(tape_prep* p, int status) noexcept with gil:
 
 
 cdef int keep_python_error(tape_prep* p) noexcept with gil:
-    # the exception a python instruction raised (the replay left it set)
-    cdef TapeEngine engine = <TapeEngine>p.engine
-    import sys
-    engine.error = sys.exc_info()[1]
+    (<TapeEngine>p.engine).error = take_raised()
     return PYTHON_ERROR
+
+
+cdef object take_raised():
+    """The exception a python instruction raised (the replay left it set, not handled:
+    sys.exc_info() does not see it), cleared."""
+    cdef PyObject* kind = NULL
+    cdef PyObject* value = NULL
+    cdef PyObject* traceback = NULL
+    PyErr_Fetch(&kind, &value, &traceback)
+    if kind == NULL:
+        return None
+    PyErr_NormalizeException(&kind, &value, &traceback)
+    error = <object>value
+    if traceback != NULL:
+        PyException_SetTraceback(value, traceback)
+    Py_XDECREF(kind)
+    Py_XDECREF(value)
+    Py_XDECREF(traceback)
+    return error
 
 
 # The engine's call of each family, in either dtype

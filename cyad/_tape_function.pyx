@@ -52,7 +52,7 @@ from cyad._api cimport PYTHON_ERROR
 from cyad._fused cimport real
 from cyad._layout cimport second_order_width
 from cyad._prep cimport claim, release
-from cyad._tape_engine cimport captured_array
+from cyad._tape_engine cimport captured_array, take_raised
 from cyad._tape_replay cimport Replay, replay_run, tape_replay
 from cyad._wrapper cimport FunctionWrapper, is_python_function
 from cyad._tape_engine import RECORD_LIMIT as _RECORD_LIMIT, TapeLimit
@@ -633,8 +633,7 @@ cdef bint strided_changed(tape_function* fn) noexcept with gil:
 
 cdef void keep_raised(tape_function* fn) noexcept with gil:
     # the exception a python instruction raised (the replay left it set)
-    import sys
-    (<TapeFunction>fn.owner).errors[threading.get_ident()] = sys.exc_info()[1]
+    (<TapeFunction>fn.owner).errors[threading.get_ident()] = take_raised()
 
 
 cdef int wrong_sizes(tape_function* fn, Py_ssize_t n_x, Py_ssize_t n_y) noexcept with gil:

@@ -429,3 +429,19 @@ def test_f_raising_while_recorded_again():
     with pytest.raises(ArithmeticError, match="negative"):
         cyad.jacobian(w, np.array([-1.0, 2.0]))
     assert_allclose(cyad.jacobian(w, np.array([1.0, 2.0])), np.diag(np.cos([1.0, 2.0])))
+
+
+@pytest.mark.parametrize("engine", ["dual", "tape"])
+def test_an_error_of_a_python_instruction_is_raised(engine):
+    # (inv is a python instruction of the tape: NumPy's own call, run at every replay)
+    def f(x):
+        return np.linalg.inv(x.reshape(2, 2)).ravel()
+
+    w = cyad.record(f, np.eye(2).ravel())
+    prep = cyad.prepare_jacobian(w, np.eye(2).ravel(), engine=engine)
+    with pytest.raises(np.linalg.LinAlgError, match="Singular"):
+        cyad.jacobian(w, np.ones(4), prep=prep)
+    x = np.array([2.0, 1.0, 0.0, 1.0])
+    inverse = np.linalg.inv(x.reshape(2, 2))
+    assert_allclose(cyad.jacobian(w, x, prep=prep),
+                    -np.einsum("ik,lj->ijkl", inverse, inverse).reshape(4, 4), rtol=1e-14)
