@@ -247,6 +247,8 @@ cdef class TapeFunction:
     """
 
     def __init__(self, f, x, y=None):
+        if isinstance(f, FunctionWrapper) and f.callable is not None:
+            f = f.callable
         if not is_python_function(f) or isinstance(f, FunctionWrapper):
             raise TypeError(f"cyad: record traces a Python callable, not {type(f).__name__}")
         x = np.asarray(x)
