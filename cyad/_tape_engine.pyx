@@ -79,8 +79,6 @@ class TapeLimit(RuntimeError):
 RECORD_LIMIT = 8
 # the most numbers the per-chunk results of a Jacobian's or Hessian's seeds may take
 CACHE_LIMIT = 1 << 25
-# the status of a call that found a captured array changed (above any guard's)
-cdef int CAPTURED_CHANGED = 1 << 30
 
 
 # -- a call, without the GIL ---------------------------------------------------------------

@@ -16,9 +16,9 @@ incoming values) and the lanes of dx into an arena, replays the whole program an
 the value and the lanes out: the buffers are row-major n x width, the tape's tangents
 lanes-major, so the lanes are transposed on the way in and out.
 
-Threads. Every program keeps a pool of arenas, each a `Replay` of its own (cyad/_tape_
-replay.pyx: its own slots, constants and python callbacks), claimed by an atomic
-exchange of its flag; a call that finds all of them claimed makes one more with the GIL
+Threads. Every program keeps a pool of arenas, each a `Replay` of its own
+(cyad/_tape_replay.pyx: its own slots, constants and python callbacks), claimed by an
+atomic exchange of its flag; a call that finds all of them claimed makes one more with the GIL
 (up to MAX_ARENAS; beyond, it waits for one). Programs and arenas are appended under a
 lock and published by an atomic store of their count, so that calls read them without
 one. In the steady state a call allocates nothing and takes neither the GIL nor a lock.
@@ -33,9 +33,9 @@ function freezes: f's Python state (a global it reads, an attribute) as it was w
 recorded, and its control flow where a guard does not watch it.
 
 Errors: a call returns 0, or PYTHON_ERROR (-1) with an exception kept for the calling
-thread: f raised while recorded again, a guard failed too often, the sizes are not the
-recorded ones. `TapeFunction.take_error` (and through it the dual engine, and
-`cyad.raise_function_status` in Cython) raises it.
+thread: f raised while recorded again, a guard failed too often, a python instruction
+of the tape raised, the sizes are not the recorded ones. `TapeFunction.take_error`
+hands it over (the dual engine raises it, and `cyad.raise_function_status` in Cython).
 
 The dtype follows x: a float32 x records a float32 tape and gives the float32 functions,
 a float64 x the float64 ones (the others are NULL).
@@ -52,7 +52,7 @@ from cyad._api cimport PYTHON_ERROR
 from cyad._fused cimport real
 from cyad._layout cimport second_order_width
 from cyad._prep cimport claim, release
-from cyad._tape_engine cimport captured_array, take_raised
+from cyad._tape_engine cimport CAPTURED_CHANGED, captured_array, take_raised
 from cyad._tape_replay cimport Replay, replay_run, tape_replay
 from cyad._wrapper cimport FunctionWrapper, is_python_function
 from cyad._tape_engine import RECORD_LIMIT as _RECORD_LIMIT, TapeLimit
@@ -60,9 +60,6 @@ from cyad._tape_trace import trace
 from cyad._tape_transform import jvp
 
 cnp.import_array()
-
-# the `failed` of a record made because a captured array changed (above any guard's)
-cdef int CAPTURED_CHANGED = 1 << 30
 
 cdef extern from *:
     """
