@@ -27,6 +27,14 @@
 #   second_f32=NULL)` returns a cyad.FunctionWrapper (a Python object) of such
 #   functions for the Python operators and the prepare_* functions (at least one of the
 #   four non-NULL).
+# - `cyad_function` is a FunctionWrapper's C functions: f64, f32, second_f64, second_f32
+#   (NULL where it has none) and the context to pass them. `function_of(wrapper)`
+#   returns it (TypeError for a wrapped Python callable), valid while the wrapper lives:
+#   a function recorded by cyad.record(f, x) is one, callable without the GIL and from
+#   several threads at once (each call takes an arena of its own), as is any wrapper of
+#   C functions. A nonzero status of a call: `raise_function_status(wrapper, status)`
+#   raises what it reports, with the GIL (a recorded function's PYTHON_ERROR: the
+#   exception it kept for the calling thread, such as its TapeLimit).
 # - `cyad_prep` is a prep's handle: prepare with the GIL (cyad.prepare_jacobian(...)
 #   etc.), take `cyad_prep* p = prep_handle(prep)` (ValueError while the prep does not
 #   know f's output: call its operator once from Python first), keep the prep alive
@@ -62,9 +70,10 @@
 #   and changes nothing. Preps on different threads run in parallel without the GIL
 #   when their functions are C functions: make one prep per thread.
 
-from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32
+from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32, cyad_function
 from cyad._api cimport (
-    cyad_prep, cyad_entry_points, prep_handle, raise_status, wrap,
+    cyad_prep, cyad_entry_points, prep_handle, raise_status, wrap, function_of,
+    raise_function_status,
     PYTHON_ERROR, WRONG_CALL, PREP_BUSY, OVERLAPPING_OUTPUTS, NO_MEMORY,
     pushforward_nogil, value_and_pushforward_nogil, gradient_nogil, jacobian_nogil,
     hvp_nogil, hessian_nogil, pullback_nogil, value_and_pullback_nogil,

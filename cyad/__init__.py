@@ -34,6 +34,7 @@ from cyad._operators import (
     value_gradient_and_hessian,
 )
 from cyad._prep import Prep
+from cyad._tape_function import TapeFunction, record
 from cyad._wrapper import FunctionError, FunctionWrapper
 from cyad.profiling import Profile, allocations_per_call, profile
 
@@ -76,6 +77,7 @@ __all__ = [
     "FunctionWrapper",
     "Prep",
     "Profile",
+    "TapeFunction",
     "allocations_per_call",
     "default_chunk",
     "derivative",
@@ -104,6 +106,7 @@ __all__ = [
     "profile",
     "pullback",
     "pushforward",
+    "record",
     "second_derivative",
     "value_and_derivative",
     "value_and_gradient",

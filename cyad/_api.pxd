@@ -13,7 +13,7 @@
 # place and meaning in every later release.
 
 from cyad._fused cimport real
-from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32
+from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32, cyad_function
 
 cdef extern from *:
     """
@@ -112,6 +112,13 @@ cdef int raise_status(object prep, int status) except -1
 # A FunctionWrapper of C functions of cyad's signatures (at least one non-NULL).
 cdef object wrap(cyad_f64 f64, cyad_f32 f32, void* context, object out_shape=*,
                  object owner=*, cyad2_f64 second_f64=*, cyad2_f32 second_f32=*)
+# The C functions of a FunctionWrapper of C functions (cyad.record's among them): valid
+# while the wrapper lives. Call one as f.f64(x, dx, y, dy, n_x, n_y, width, f.context).
+cdef const cyad_function* function_of(object wrapper) except NULL
+# Raise what a nonzero status of a wrapper's C function reports: a recorded function's
+# PYTHON_ERROR raises the exception kept for the calling thread; any other status
+# cyad.FunctionError.
+cdef int raise_function_status(object wrapper, int status) except -1
 
 
 # -- the nogil entry points: one call through the handle's table --------------------------

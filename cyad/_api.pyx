@@ -7,8 +7,10 @@ nogil entry points (cyad/_api.pxd); here it is the prep's engine-neutral
 elsewhere. The entry points themselves are inline in cyad/_api.pxd, so that a
 downstream call makes one indirect call, straight into the engine.
 """
+from cyad._api cimport PYTHON_ERROR
 from cyad._prep cimport Prep
-from cyad._wrapper cimport wrap as _wrap
+from cyad._wrapper cimport FunctionWrapper, wrap as _wrap
+from cyad._wrapper import FunctionError
 
 
 cdef cyad_prep* prep_handle(object prep) except NULL:
@@ -30,3 +32,26 @@ cdef int raise_status(object prep, int status) except -1:
 cdef object wrap(cyad_f64 f64, cyad_f32 f32, void* context, object out_shape=None,
                  object owner=None, cyad2_f64 second_f64=NULL, cyad2_f32 second_f32=NULL):
     return _wrap(f64, f32, context, out_shape, owner, second_f64, second_f32)
+
+
+cdef const cyad_function* function_of(object wrapper) except NULL:
+    cdef FunctionWrapper w
+    if not isinstance(wrapper, FunctionWrapper):
+        raise TypeError(f"cyad: function_of takes a FunctionWrapper, not "
+                        f"{type(wrapper).__name__}")
+    w = <FunctionWrapper>wrapper
+    if w.callable is not None:
+        raise TypeError("cyad: a wrapped Python callable has no C function; record it with "
+                        "cyad.record(f, x)")
+    return &w.function
+
+
+cdef int raise_function_status(object wrapper, int status) except -1:
+    if status == 0:
+        return 0
+    if status == PYTHON_ERROR and isinstance(wrapper, FunctionWrapper):
+        tape = (<FunctionWrapper>wrapper).tape
+        error = None if tape is None else tape.take_error()
+        if error is not None:
+            raise error
+    raise FunctionError(status)

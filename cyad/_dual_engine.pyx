@@ -57,7 +57,10 @@ cnp.import_array()
 # possible, up to partial buffers of DEFAULT_PARTIALS_BUDGET numbers per intermediate
 # array (512 KiB in float64: the per-operation work stays in cache). A C function
 # costs little per call but recomputes its values for every block of lanes, and wide
-# rows of partials leave the cache: DEFAULT_C_CHUNK directions per evaluation.
+# rows of partials leave the cache: DEFAULT_C_CHUNK directions per evaluation. A
+# function recorded by cyad.record replays its whole tape (values, matrix products) per
+# call: it is sized as a Python callable (measured: a dense 100 x 100 Jacobian, 2.6x
+# faster in one call of 104 lanes than in 13 of 8).
 DEFAULT_PARTIALS_BUDGET = 65536
 DEFAULT_C_CHUNK = 8
 # Second order does ~outer x inner work per number: half the budget keeps each
@@ -644,9 +647,11 @@ cdef class DualEngine(Engine):
         elif prep.family == PULLBACK:
             # forward mode: the cotangents are contracted with columns of J, which come
             # a chunk of basis directions of x at a time
-            self._size_first_order(prep.handle.n_x, chunk, python)
+            self._size_first_order(prep.handle.n_x, chunk,
+                                   python or _as_wrapper(f).tape is not None)
         else:
-            self._size_first_order(directions, chunk, python)
+            self._size_first_order(directions, chunk,
+                                   python or _as_wrapper(f).tape is not None)
         if self.state.base.float32:
             self.state.base.run = RUNS_F32[<int>prep.family]
         else:
@@ -766,6 +771,8 @@ cdef class DualEngine(Engine):
         cdef object error = None
         if self.python is not None:
             error, self.python.error = self.python.error, None
+        elif self.wrapper is not None and self.wrapper.tape is not None:
+            error = self.wrapper.tape.take_error()    # a recorded function's, this thread's
         return error
 
     @property

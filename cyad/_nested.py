@@ -13,7 +13,8 @@ The seeds go into the lanes, and the results come out of them, through the loops
 prepared engine seeds and extracts with (cyad._layout): the first-order layout, or the
 nested one whose a lanes carry the outer differentiation. This path evaluates f once
 with all directions and allocates its buffers per call: nesting is for correctness,
-the prepared operators are for speed.
+the prepared operators are for speed. A FunctionWrapper of a Python callable nests as
+that callable, and so does a function cyad.record recorded (its Python f).
 """
 import numpy as np
 
@@ -22,10 +23,18 @@ from cyad._layout import (NestedLanes, padded_width, read_columns, seed_basis, s
                           seed_lanes)
 from cyad._prep import input_dtype
 from cyad._stacked import stacked
-from cyad._wrapper import constant_result
+from cyad._wrapper import FunctionWrapper, constant_result
 
 _NESTING_ERROR = ("cyad: only two levels of differentiation nest (a derivative of a "
                   "derivative); this call would be a third")
+
+
+def _python_callable(f):
+    # the Python f of a FunctionWrapper: its callable, or the one cyad.record traced (a
+    # recorded function nests as that f, on dual arrays)
+    if isinstance(f, FunctionWrapper):
+        return f.callable if f.tape is None else f.tape.f
+    return f
 
 
 def _dtype(x):
@@ -90,6 +99,7 @@ def _evaluate(f, x, tangents, tangent_partials, y):
                 if t is not None:
                     seed_columns(partials, lanes.c_lane(j), _own_partials(t, dtype))
         x_in = tagged_dual(xv, partials, tag)
+        f = _python_callable(f)
         if y is None:
             r = stacked(f(x_in))
         else:

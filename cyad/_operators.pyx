@@ -18,15 +18,20 @@ from cyad._prep cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBI
 from cyad._prep import PREP_TYPES as _PREP_TYPES
 from cyad._engines import engine_type
 from cyad._dual cimport differentiating
-from cyad._wrapper cimport is_python_function
+from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad import _docs, _nested
+
+
+cdef inline bint _recorded(object f):
+    # whether f is a function cyad.record recorded
+    return isinstance(f, FunctionWrapper) and (<FunctionWrapper>f).tape is not None
 
 
 cdef inline bint _nests(object f, object prep, object engine) except -1:
     # whether the call nests in a running differentiation (a Python f called from inside the
     # f cyad is differentiating), refusing a prep that another call is using; nested calls
     # run on dual arrays, whatever the engine (an unknown name is still refused)
-    if differentiating() and is_python_function(f):
+    if differentiating() and (is_python_function(f) or _recorded(f)):
         refuse_busy(prep)
         if engine is not None:
             engine_type(engine)
@@ -62,7 +67,9 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
     if chosen:
         engine = _default_engine(family, f, x, one_shot)
     p = _PREP_TYPES[family](f, x, dx, y, chunk, engine)
-    p.engine_state.chosen = chosen
+    # (a recorded function's tape is f's as recorded: no Python state is watched, and no
+    # dual engine takes over)
+    p.engine_state.chosen = chosen and not _recorded(f)
     return p
 
 
@@ -73,11 +80,15 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
 # way). A call without prep= records f every time (about a millisecond for a short f):
 # there the tape is the default only from the sizes of x where the dual engine's call
 # costs more (measured: Rosenbrock's gradient at n = 300, its hvp at 1000, its Hessian
-# at 100; the thresholds below sit under those).
+# at 100; the thresholds below sit under those). A function recorded by cyad.record has its
+# tape already: these operators replay it in reverse mode, the others call its forward lanes
+# through the dual engine.
 cdef dict _TAPE_FROM = {GRADIENT: 256, PULLBACK: 256, HVP: 1024, HESSIAN: 48}
 
 
 cdef str _default_engine(Family family, object f, object x, bint one_shot):
+    if family in _TAPE_FROM and _recorded(f):
+        return "tape"
     if family not in _TAPE_FROM or not is_python_function(f):
         return "dual"
     if one_shot and np.size(x) < _TAPE_FROM[family]:

@@ -214,6 +214,7 @@ cdef class Prep:
     cdef readonly int order            # 1 or 2
     cdef bint with_tangents            # takes_tangents(), asked once
     cdef bint with_cotangents          # takes_cotangents(), asked once
+    cdef bint without_gil              # a call runs its engine without the GIL (a C function)
     cdef int typenum
     cdef int x_ndim, out_ndim, result_ndim, first_ndim
     cdef cnp.npy_intp x_dims[64]

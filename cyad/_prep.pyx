@@ -14,7 +14,9 @@ answers.
 The engine (chosen by name at prepare time from cyad/_engines.py) is an `Engine`
 object: the buffers and the function binding behind the prep's `prep_header`, a
 struct usable without the GIL whose `run` pointer is the engine's whole call for the
-prep's family. A prepared call checks its arguments here, then makes that one call.
+prep's family. A prepared call checks its arguments here, then makes that one call:
+without the GIL when the engine runs no Python callable (a C function on the dual
+engine, cyad.record's among them), so that Python threads with a prep each overlap.
 The header starts with the public table of nogil entry points (cyad/_api.pxd): the
 prep fills it (install_entry_points) with its engine's function for each entry point
 it answers, in its dtype, and a refusal (WRONG_CALL) elsewhere, so that a call from
@@ -441,6 +443,9 @@ cdef class Prep:
         self.handle.results = results
         install_entry_points(self.handle, self.engine_state.entry_points, 0)
         self.engine_state.setup(self, directions, chunk, f)
+        # the dual engine runs a C function (a recorded one among them) without the GIL, so
+        # that Python threads with a prep each run in parallel; a Python f runs with it
+        self.without_gil = not self.engine_state.is_python
         self.tangents = <void**>malloc(directions * sizeof(void*))
         self.outs = <void**>malloc(results * sizeof(void*))
         # the outputs of a call: its results, y, f's value and a first-order result
@@ -563,7 +568,10 @@ cdef class Prep:
             vp = NULL if value is None else _data(value)
             fp = NULL if first is None else _data(first)
             status = protect_inputs(self.handle, &xp, &tp, yp, vp, fp, self.outs)
-            if status == 0:
+            if status == 0 and self.without_gil:
+                with nogil:
+                    status = self.handle.run(self.handle, xp, tp, yp, vp, fp, self.outs)
+            elif status == 0:
                 status = self.handle.run(self.handle, xp, tp, yp, vp, fp, self.outs)
             self.raise_for(status)
             if out is not None:

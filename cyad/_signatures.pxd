@@ -41,3 +41,12 @@ ctypedef int (*cyad2_f64)(const double* x, const double* dx, double* y, double* 
 ctypedef int (*cyad2_f32)(const float* x, const float* dx, float* y, float* dy,
                           Py_ssize_t n_x, Py_ssize_t n_y, Py_ssize_t outer, Py_ssize_t inner,
                           void* context) noexcept nogil
+
+# A type-erased function (a FunctionWrapper's): one pointer per dtype and order it
+# supports (NULL where it does not), and the context to pass each of them.
+ctypedef struct cyad_function:
+    cyad_f64 f64
+    cyad_f32 f32
+    cyad2_f64 second_f64
+    cyad2_f32 second_f32
+    void* context

@@ -42,6 +42,15 @@ ctypedef struct tape_prep:
     prep_header* delegate      # the dual engine's prep that answers instead, or NULL
 
 
+# the status of a call that found a captured array changed (above any guard's)
+cdef enum:
+    CAPTURED_CHANGED = 1 << 30
+
+
+# The exception a replay left set (a python instruction raised), cleared; None if none.
+cdef object take_raised()
+
+
 cdef class TapeEngine(Engine):
     cdef tape_prep state
     cdef Replay replay

@@ -37,12 +37,18 @@ For basis seeds (jacobian, hessian) the instructions that read the seeds alone a
 replayed once per chunk when f is recorded, and their results copied back per call
 (`_cache_seeded`).
 
-The tape engine traces Python callables; a C function runs on engine="dual".
+The tape engine traces Python callables. A function recorded by cyad.record
+(cyad/_tape_function.pyx) is one too: its first record is the tape it holds, and f is
+traced anew only when a guard fails. A C function runs on engine="dual".
 """
 import numpy as np
 
 cimport numpy as cnp
-from cpython.ref cimport PyObject
+from cpython.exc cimport PyErr_Fetch, PyErr_NormalizeException
+from cpython.ref cimport PyObject, Py_XDECREF
+
+cdef extern from "Python.h":
+    int PyException_SetTraceback(PyObject* ex, PyObject* tb)
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcmp, memcpy, memset
 
@@ -73,8 +79,6 @@ class TapeLimit(RuntimeError):
 RECORD_LIMIT = 8
 # the most numbers the per-chunk results of a Jacobian's or Hessian's seeds may take
 CACHE_LIMIT = 1 << 25
-# the status of a call that found a captured array changed (above any guard's)
-cdef int CAPTURED_CHANGED = 1 << 30
 
 
 # -- a call, without the GIL ---------------------------------------------------------------
@@ -276,11 +280,27 @@ cdef void delegate_leaves(tape_prep* p, int status) noexcept with gil:
 
 
 cdef int keep_python_error(tape_prep* p) noexcept with gil:
-    # the exception a python instruction raised (the replay left it set)
-    cdef TapeEngine engine = <TapeEngine>p.engine
-    import sys
-    engine.error = sys.exc_info()[1]
+    (<TapeEngine>p.engine).error = take_raised()
     return PYTHON_ERROR
+
+
+cdef object take_raised():
+    """The exception a python instruction raised (the replay left it set, not handled:
+    sys.exc_info() does not see it), cleared."""
+    cdef PyObject* kind = NULL
+    cdef PyObject* value = NULL
+    cdef PyObject* traceback = NULL
+    PyErr_Fetch(&kind, &value, &traceback)
+    if kind == NULL:
+        return None
+    PyErr_NormalizeException(&kind, &value, &traceback)
+    error = <object>value
+    if traceback != NULL:
+        PyException_SetTraceback(value, traceback)
+    Py_XDECREF(kind)
+    Py_XDECREF(value)
+    Py_XDECREF(traceback)
+    return error
 
 
 # The engine's call of each family, in either dtype
@@ -425,7 +445,7 @@ cdef class TapeEngine(Engine):
         self.bound = f
 
     cdef _check_python(self, object f):
-        if not is_python_function(f):
+        if not is_python_function(f) and _recorded(f) is None:
             raise TypeError("cyad: engine='tape' traces Python callables; a C function runs "
                             "on engine='dual'")
 
@@ -469,6 +489,10 @@ cdef class TapeEngine(Engine):
         self.delegate = delegate
         self.state.delegate = delegate.handle
 
+    cdef object declared_out_shape(self):
+        source = _recorded(self.bound)     # a recorded function knows its output
+        return None if source is None else source.out_shape
+
     cdef set_output(self, Prep prep, tuple shape):
         if self.out_shape is None:
             self.out_shape = shape
@@ -510,22 +534,32 @@ cdef class TapeEngine(Engine):
                 memcpy(cnp.PyArray_DATA(yv), y, yv.nbytes)
             else:
                 yv[...] = 0
-        recording, result = trace(_callable(self.bound), xv, self.dtype, yv)
-        self._capture(recording.captured)
+        source = _recorded(self.bound)
+        if (source is not None and self.recorded == 0 and source.dtype == self.dtype
+                and source.x_shape == self.x_shape
+                and source.two_argument == self.two_argument):
+            # a function cyad.record recorded: its tape as recorded (at its own x)
+            tape, values, captured = source.primal()
+            out = tape.outputs[0]
+            xv, yv = values[0], values[1] if self.two_argument else None
+        else:
+            recording, result = trace(_callable(self.bound), xv, self.dtype, yv)
+            tape, captured = recording.tape, recording.captured
+            out = recording.var_of(result)
+        self._capture(captured)
         if self.chosen:
             self.python_state = PythonState(_callable(self.bound))
             self.state.check_state = True
-        out = recording.var_of(result)
         if out.dtype != self.dtype:
             raise TypeError(f"cyad: f returned {out.dtype} values, not {self.dtype}")
         if self.out_shape is not None and out.shape != self.out_shape:
             raise ValueError(f"cyad: f returned shape {out.shape}, but this prep was made "
                              f"for {self.out_shape}")
         self.out_shape = out.shape
-        recording.tape.outputs = [out]
+        tape.outputs = [out]
         values = [xv] if yv is None else [xv, yv]
         names = ["x"] if yv is None else ["x", "y"]
-        self._derive(recording.tape, values, names)
+        self._derive(tape, values, names)
         if failed or self.recorded == 0:
             self.recorded += 1
 
@@ -697,4 +731,13 @@ cdef class TapeEngine(Engine):
 
 
 cdef object _callable(object f):
+    # the Python f: the callable itself, a wrapper's, or the one a recorded function traced
+    cdef object source = _recorded(f)
+    if source is not None:
+        return source.f
     return (<FunctionWrapper>f).callable if isinstance(f, FunctionWrapper) else f
+
+
+cdef object _recorded(object f):
+    # the TapeFunction of a function cyad.record recorded, else None
+    return (<FunctionWrapper>f).tape if isinstance(f, FunctionWrapper) else None

@@ -1,14 +1,6 @@
-# The function signatures (cyad/_signatures.pxd, part of the public C API)
-from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32
-
-# A type-erased function: one pointer per dtype and order it supports (NULL where it
-# does not).
-ctypedef struct cyad_function:
-    cyad_f64 f64
-    cyad_f32 f32
-    cyad2_f64 second_f64
-    cyad2_f32 second_f32
-    void* context
+# The function signatures and the type-erased function (cyad/_signatures.pxd, part of
+# the public C API)
+from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32, cyad_function
 
 
 cimport numpy as cnp
@@ -19,6 +11,7 @@ cdef class FunctionWrapper:
     cdef readonly object callable      # the Python callable, when it is one
     cdef readonly object out_shape     # a C function's output shape, if declared
     cdef readonly str kind
+    cdef readonly object tape          # the TapeFunction of a recorded function, else None
     cdef list owner                    # keeps the functions and their contexts alive
 
     cdef _copy(self, FunctionWrapper other)

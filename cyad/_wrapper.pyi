@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cyad._dual import Dual
+from cyad._tape_function import TapeFunction
 
 # The C signatures a FunctionWrapper accepts (first and second order, float64 and float32).
 F64_SIGNATURE: Final[str]
@@ -46,6 +47,8 @@ class FunctionWrapper:
     def out_shape(self) -> tuple[int, ...] | None: ...
     @property
     def kind(self) -> str: ...
+    @property
+    def tape(self) -> TapeFunction | None: ...
     @property
     def supports_float64(self) -> bool: ...
     @property

@@ -125,9 +125,12 @@ cdef class FunctionWrapper:
     ----------
     kind : str
         What the functions are: "python", "capsule", "LowLevelCallable", "ctypes",
-        "cffi", "numba" or "cython" (made by ``cyad.wrap`` in Cython).
+        "cffi", "numba", "cython" (made by ``cyad.wrap`` in Cython) or "tape"
+        (made by `cyad.record`).
     callable : callable or None
         The Python callable, when it is one.
+    tape : TapeFunction or None
+        What a wrapper of kind "tape" replays: f's recorded tape (`cyad.record`).
     out_shape : tuple of int or None
         A C function's declared output shape.
     supports_float64, supports_float32 : bool
@@ -215,6 +218,7 @@ cdef class FunctionWrapper:
         self.kind = other.kind
         self.owner = other.owner
         self.out_shape = other.out_shape
+        self.tape = other.tape
 
     cdef _add(self, object f, object user_data):
         """Take the function pointer (and context) of one C-level function."""

@@ -470,3 +470,44 @@ def order_specific_fields(double x):
     return [squared_first_lane(<dual1*>NULL, &x, dx), squared_first_lane(<dual2f*>NULL, &x, dx),
             squared_outer_or_first_lane(<dual1*>NULL, &x, dx),
             squared_outer_or_first_lane(<hdual1*>NULL, &x, dx)]
+
+
+# -- a FunctionWrapper's C functions, called directly ---------------------------------------
+
+def call_function(wrapper, real[::1] x, real[:, ::1] dx, real[::1] y, real[:, ::1] dy,
+                  Py_ssize_t repeats=1):
+    """Call the wrapper's first-order C function `repeats` times without the GIL (dx and dy
+    n x width): the status."""
+    cdef const cyad.cyad_function* function = cyad.function_of(wrapper)
+    cdef int status = 0
+    cdef Py_ssize_t _r
+    with nogil:
+        for _r in range(repeats):
+            if real is double:
+                status = function.f64(&x[0], &dx[0, 0], &y[0], &dy[0, 0], x.shape[0],
+                                      y.shape[0], dx.shape[1], function.context)
+            else:
+                status = function.f32(&x[0], &dx[0, 0], &y[0], &dy[0, 0], x.shape[0],
+                                      y.shape[0], dx.shape[1], function.context)
+            if status:
+                break
+    return status
+
+
+def call_second_order_function(wrapper, real[::1] x, real[:, ::1] dx, real[::1] y,
+                               real[:, ::1] dy, Py_ssize_t outer, Py_ssize_t inner):
+    """Call the wrapper's second-order C function once without the GIL: the status."""
+    cdef const cyad.cyad_function* function = cyad.function_of(wrapper)
+    cdef int status
+    with nogil:
+        if real is double:
+            status = function.second_f64(&x[0], &dx[0, 0], &y[0], &dy[0, 0], x.shape[0],
+                                         y.shape[0], outer, inner, function.context)
+        else:
+            status = function.second_f32(&x[0], &dx[0, 0], &y[0], &dy[0, 0], x.shape[0],
+                                         y.shape[0], outer, inner, function.context)
+    return status
+
+
+def raise_function_status(wrapper, int status):
+    cyad.raise_function_status(wrapper, status)

@@ -321,7 +321,8 @@ def test_the_example_compiles_against_no_cyad_type_or_struct(example):
     modules = set(re.findall(r'PyImport_ImportModule\("(cyad[\w.]*)"\)', source))
     assert modules == {"cyad._api"}
     imported = set(re.findall(r"\(void \(\*\*\)\(void\)\)&__pyx_f_4cyad_4_api_(\w+)", source))
-    assert imported == {"prep_handle", "raise_status", "wrap"}
+    assert imported == {"prep_handle", "raise_status", "wrap", "function_of",
+                        "raise_function_status"}
     for entry_point in ["gradient_f64", "jacobian_f64", "hessian_f64", "pullback_f64"]:
         assert f"->entry_points.{entry_point}(" in source
     assert "struct cyad_prep {" in source
@@ -483,3 +484,13 @@ def test_every_slot_of_the_table_answers_or_refuses(c_hooks, make, prep_dtype):
                 status = c_hooks.entry_point_without_gil(entry, prep, dtype, *arrays)
                 assert status == cyad._api.WRONG_CALL, (entry, dtype)
                 assert all(np.isnan(a).all() for a in arrays)
+
+
+def test_a_recorded_python_function_in_a_nogil_loop(example):
+    # cyad.record's tape through its C function, from the example's nogil loop
+    points = np.random.default_rng(5).uniform(-1, 1, (6, 5))
+    jacobians = example.recorded_jacobians(lambda x: np.sin(x) * x[::-1], points)
+    for x, jacobian in zip(points, jacobians, strict=True):
+        expected = np.diag(np.cos(x) * x[::-1])
+        expected[np.arange(5), np.arange(5)[::-1]] += np.sin(x)
+        assert_allclose(jacobian, expected, rtol=1e-14)

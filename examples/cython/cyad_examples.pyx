@@ -9,11 +9,12 @@ the second-order signature (Hessians, Hessian-vector products).
 
 The def functions prepare once with the GIL and then compute gradients,
 Jacobians, vector-Jacobian products and Hessians inside `with nogil:` through
-cyad's entry points.
+cyad's entry points. A Python function runs there too, once recorded
+(cyad.record): its tape is a C function of the same signature.
 """
 import numpy as np
 
-from cyad import prepare_gradient, prepare_hessian, prepare_jacobian, prepare_pullback
+from cyad import prepare_gradient, prepare_hessian, prepare_jacobian, prepare_pullback, record
 
 cimport cyad
 from cyad.dual cimport *
@@ -228,3 +229,28 @@ def rosenbrock_hessians(double[:, ::1] points, chunk=None):
                 break
     cyad.raise_status(prep, status)
     return np.asarray(hessians)
+
+
+# -- a Python function, recorded: its tape called from a nogil loop ----------------------------
+
+def recorded_jacobians(f, double[:, ::1] points):
+    """The Jacobian of a Python function f (NumPy operations, float64) at every row of
+    `points`: f recorded once at the first row, then its tape replayed through its C
+    function in one nogil loop, with the n basis directions of x as the lanes."""
+    cdef Py_ssize_t k, m = points.shape[0], n = points.shape[1]
+    wrapper = record(f, np.asarray(points[0]))
+    cdef const cyad.cyad_function* function = cyad.function_of(wrapper)
+    cdef Py_ssize_t n_y = int(np.prod(wrapper.out_shape))
+    cdef double[::1] y = np.empty(n_y)
+    cdef double[:, ::1] basis = np.eye(n)
+    cdef double[:, :, ::1] jacobians = np.zeros((m, n_y, n))   # dy: zero on entry
+    cdef int status = 0
+    with nogil:
+        for k in range(m):
+            # dy, n_y x n lanes row-major, is the Jacobian's rows
+            status = function.f64(&points[k, 0], &basis[0, 0], &y[0], &jacobians[k, 0, 0],
+                                  n, n_y, n, function.context)
+            if status:
+                break
+    cyad.raise_function_status(wrapper, status)
+    return np.asarray(jacobians)

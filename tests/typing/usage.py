@@ -89,6 +89,12 @@ try:
     raise cyad.FunctionError(3)
 except cyad.FunctionError as error:
     status: int = error.status
+recorded = cyad.record(residual, x)
+assert_type(recorded.tape, cyad.TapeFunction | None)
+assert_type(cyad.jacobian(recorded, x), Floats)
+tape = cyad.record(objective, x).tape
+if tape is not None:
+    records: int = tape.records
 allocations: float = cyad.allocations_per_call(lambda: cyad.jacobian(residual, x), calls=10)
 include: str = cyad.get_include()
 
