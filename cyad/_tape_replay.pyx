@@ -219,27 +219,29 @@ def _python_callback(function, args, outs, where):
 
 def _check_modular(args, out, fail):
     # every operand's size divides the output's, and the smaller sizes the larger
-    sizes = sorted({var.size for var in args} - {1})
-    if out.size == 0:
+    if all(var.size == out.size or var.size == 1 for var in args) or out.size == 0:
         return
+    sizes = sorted({var.size for var in args} - {1})
     for i, size in enumerate(sizes):
         if size == 0 or out.size % size or (i and size % sizes[i - 1]):
             raise fail(f"its operands' sizes {[v.size for v in args]} do not broadcast "
                        f"modularly to {out.size} elements")
 
 
-def _progression(index, bint gather):
-    """(1, step) when `index` is an arithmetic progression of entries >= 0 (for a
-    scatter, of a nonzero step: distinct targets), else (0, 0)."""
-    if index.size == 0 or index.min() < 0:
-        return 0, 0
-    if index.size == 1:
-        return 1, 1
-    steps = np.diff(index)
-    step = int(steps[0])
-    if (steps == step).all() and (gather or step != 0):
-        return 1, step
-    return 0, 0
+def _index_facts(const int64_t[::1] index, bint gather):
+    """(1, step, largest entry) when `index` is an arithmetic progression of entries
+    >= 0 (for a scatter, of a nonzero step: distinct targets), else (0, 0, largest)."""
+    cdef Py_ssize_t i, n = index.shape[0]
+    cdef int64_t step = index[1] - index[0] if n > 1 else 1, largest = -1
+    cdef bint progression = n > 0
+    for i in range(n):
+        largest = max(largest, index[i])
+        if i and index[i] - index[i - 1] != step:
+            progression = False
+    # (the least entry of a progression is at one of its ends)
+    if progression and index[0] >= 0 and index[n - 1] >= 0 and (gather or step != 0):
+        return 1, step, largest
+    return 0, 0, largest
 
 
 def _own_slots(vars, Py_ssize_t unit):
@@ -263,47 +265,60 @@ def _shared_slots(tape, instrs, keep, starts, Py_ssize_t unit):
     theirs, so that no output overlaps an operand.
     """
     vars = tape.vars
-    cdef Py_ssize_t n = len(instrs), s, size
-    written = [-1] * len(vars)     # the instruction writing each Var, -2 for several
-    last = [-1] * len(vars)        # the last instruction reading it
-    for s, instr in enumerate(instrs):
+    cdef Py_ssize_t n = len(instrs), n_vars = len(vars), s, number, start, size, end = 0
+    cdef Py_ssize_t[::1] written = np.full(n_vars, -1, np.intp)   # the instruction writing
+    cdef Py_ssize_t[::1] last = np.full(n_vars, -1, np.intp)      # each Var (-2: several),
+    cdef Py_ssize_t[::1] slot = np.zeros(n_vars, np.intp)         # its last reader, offset
+    cdef Py_ssize_t[::1] rounded = np.empty(n_vars, np.intp)
+    cdef unsigned char[::1] own = np.zeros(n_vars, np.uint8)
+    for number in range(n_vars):
+        size = vars[number].size
+        rounded[number] = (size + unit - 1) // unit * unit
+    for s in range(n):
+        instr = instrs[s]
         for var in instr.args:
-            last[var.number] = s
+            last[<Py_ssize_t>var.number] = s
         for var in instr.outs:
-            written[var.number] = s if written[var.number] == -1 else -2
+            number = var.number
+            written[number] = s if written[number] == -1 else -2
     for start in starts:
-        for number in range(len(vars)):
+        for number in range(n_vars):
             if 0 <= written[number] < start <= last[number]:
                 last[number] = n
-    own = set(tape.inputs) | set(tape.outputs) | set(tape.consts) | set(keep)
-    own = {var.number for var in own}
-    own.update(number for number in range(len(vars)) if written[number] < 0)
-
-    offsets = np.zeros(len(vars), np.int64)
-    cdef Py_ssize_t end = 0
-    for number in sorted(own):
-        offsets[number] = end
-        end += _rounded(vars[number].size, unit)
+    for group in (tape.inputs, tape.outputs, tape.consts, keep):
+        for var in group:
+            own[<Py_ssize_t>var.number] = 1
+    for number in range(n_vars):
+        if own[number] or written[number] < 0:
+            own[number] = 1
+            slot[number] = end
+            end += rounded[number]
     free = {}      # rounded size -> offsets of free slots
-    for s, instr in enumerate(instrs):
+    for s in range(n):
+        instr = instrs[s]
         for var in instr.outs:
-            if var.number in own:
+            number = var.number
+            if own[number]:
                 continue
-            size = _rounded(var.size, unit)
-            slots = free.get(size)
+            slots = free.get(rounded[number])
             if slots:
-                offsets[var.number] = slots.pop()
+                slot[number] = slots.pop()
             else:
-                offsets[var.number] = end
-                end += size
-        # the slots whose last reader this is, and those of outputs nothing reads
-        done = {var.number for var in instr.args if last[var.number] == s}
-        done.update(var.number for var in instr.outs if last[var.number] < s)
-        for number in done:
-            if number not in own:
-                free.setdefault(_rounded(vars[number].size, unit), []).append(
-                    offsets[number])
-    return offsets, end
+                slot[number] = end
+                end += rounded[number]
+        # the slots whose last reader this is, and those of outputs nothing reads (an
+        # operand read twice frees its slot once)
+        for var in instr.args:
+            number = var.number
+            if last[number] == s and not own[number]:
+                last[number] = -3
+                free.setdefault(rounded[number], []).append(slot[number])
+        for var in instr.outs:
+            number = var.number
+            if last[number] < s and last[number] != -3 and not own[number]:
+                last[number] = -3
+                free.setdefault(rounded[number], []).append(slot[number])
+    return np.asarray(slot, np.int64), end
 
 
 cdef class Replay:
@@ -367,28 +382,32 @@ cdef class Replay:
         start = (-block.ctypes.data) % ALIGNMENT // dtype.itemsize
         self.arena = block[start:start + end]
         self._offsets = offsets
-        self._views = [self.arena[offsets[v.number]:offsets[v.number] + v.size].reshape(v.shape)
-                       for v in vars]
+        self._views = [None] * len(vars)    # (made when first asked for: _view)
 
         for var, value in tape.consts.items():
             self._check_var(var, "a constant")
             value = np.asarray(value)
             if value.shape != var.shape:
                 raise ValueError(f"the constant {var!r} holds an array of shape {value.shape}")
-            self._views[var.number][...] = value
+            self._view(var)[...] = value
 
         code = np.zeros((len(instrs), CODE_WIDTH), np.int64)
         indices = []
         self._callbacks = []
         self._ufunc_capsules = []
-        cdef Py_ssize_t n_indices = 0
+        cdef Py_ssize_t n_indices = 0, column
+        cdef int64_t[:, ::1] code_rows = code
         given = set(tape.inputs) | set(tape.consts)
+        slots = offsets.tolist()
         for s, instr in enumerate(instrs):
             for out in instr.outs:
                 if out in given:
                     raise ValueError(f"instruction {s} ({instr!r}) writes the input or "
                                      f"constant {out!r}")
-            index = self._lower(s, instr, code[s], expected_at.get(s, 0), n_indices)
+            row = [0] * CODE_WIDTH    # (a list: cheaper to fill than a row of `code`)
+            index = self._lower(s, instr, row, expected_at.get(s, 0), n_indices, slots)
+            for column in range(CODE_WIDTH):
+                code_rows[s, column] = row[column]
             if index is not None:
                 indices.append(index)
                 n_indices += index.size
@@ -431,10 +450,10 @@ cdef class Replay:
             if not (0 <= number < n and vars[number] is var):
                 self._check_var(var, f"instruction {s} ({instr!r}) uses")
 
-    def _lower(self, Py_ssize_t s, instr, row, Py_ssize_t expected_at,
-               Py_ssize_t n_indices):
-        """Fill `row` of the code table from instr; return its indices (gather,
-        scatter_add) or None."""
+    def _lower(self, Py_ssize_t s, instr, list row, Py_ssize_t expected_at,
+               Py_ssize_t n_indices, list slots):
+        """Fill `row` of the code table from instr (`slots`: every Var's offset); return
+        its indices (gather, scatter_add) or None."""
         kind, args, outs, params = instr.kind, instr.args, instr.outs, instr.params
         if kind not in KIND_CODES:
             raise ValueError(f"instruction {s}: unknown kind {kind!r}")
@@ -450,7 +469,7 @@ cdef class Replay:
             row[P0] = len(self._callbacks)
             self._callbacks.append(_python_callback(
                 function, [(self._readonly_view(a), a) for a in args],
-                [(self._views[o.number], o) for o in outs], params.get("where") or repr(function)))
+                [(self._view(o), o) for o in outs], params.get("where") or repr(function)))
             return None
         if kind == "guard":
             if len(args) != 1 or outs:
@@ -461,14 +480,14 @@ cdef class Replay:
             except ValueError:
                 raise fail(f"its expected values do not fit the shape {a.shape}") from None
             self.arena[expected_at:expected_at + a.size] = expected.ravel()
-            row[A], row[A_SIZE] = self._offsets[a.number], a.size
+            row[A], row[A_SIZE] = slots[a.number], a.size
             row[B], row[B_SIZE] = expected_at, a.size
             return None
 
         if len(outs) != 1:
             raise fail("an instruction of this kind writes one Var")
         out = outs[0]
-        row[OUT], row[OUT_SIZE] = self._offsets[out.number], out.size
+        row[OUT], row[OUT_SIZE] = slots[out.number], out.size
         if kind == "zeros":
             return None
         if kind == "compare":
@@ -484,7 +503,7 @@ cdef class Replay:
         if len(args) != arity:
             raise fail(f"it reads {len(args)} Vars, not {arity}")
         for column, size_column, var in zip((A, B, C), (A_SIZE, B_SIZE, C_SIZE), args):
-            row[column], row[size_column] = self._offsets[var.number], var.size
+            row[column], row[size_column] = slots[var.number], var.size
 
         if kind.startswith("unary") or kind.startswith("binary"):
             rules = (_rule_table.UNARY_RULES if kind.startswith("unary")
@@ -522,11 +541,11 @@ cdef class Replay:
                 rows = packed.size // m
                 if rows and spread.size % rows:
                     raise fail(f"{spread.size} elements are not {rows} rows")
-                if rows and index.max() >= spread.size // rows:
-                    raise fail(f"an index reaches {index.max()} in rows of "
-                               f"{spread.size // rows}")
+            progression, step, largest = _index_facts(index, kind == "gather")
+            if m and rows and largest >= spread.size // rows:
+                raise fail(f"an index reaches {largest} in rows of {spread.size // rows}")
             row[P0], row[P1] = n_indices, m
-            row[P2], row[P3] = _progression(index, kind == "gather")
+            row[P2], row[P3] = progression, step
             return index
         if kind == "sum_inner":
             k = int(params["k"])
@@ -547,8 +566,16 @@ cdef class Replay:
         row[P0], row[P1], row[P2] = m, k, n
         return None
 
+    def _view(self, var):
+        """var's slot in the arena, shaped."""
+        view = self._views[var.number]
+        if view is None:
+            start = self._offsets[var.number]
+            view = self._views[var.number] = self.arena[start:start + var.size].reshape(var.shape)
+        return view
+
     def _readonly_view(self, var):
-        view = self._views[var.number].view()
+        view = self._view(var).view()
         view.flags.writeable = False
         return view
 
@@ -579,7 +606,7 @@ cdef class Replay:
         0.0 and 1.0). With `keep`, a Var's slot may be another Var's after its last
         reader ran."""
         self._check_var(var, "the Var")
-        return self._views[var.number]
+        return self._view(var)
 
     def set_input(self, Py_ssize_t i, array):
         """Copy `array` (of input i's shape) into the slot of the tape's input i."""
@@ -587,7 +614,7 @@ cdef class Replay:
         array = np.asarray(array)
         if array.shape != var.shape:
             raise ValueError(f"input {i} has the shape {var.shape}, not {array.shape}")
-        np.copyto(self._views[var.number], array, casting="same_kind")
+        np.copyto(self._view(var), array, casting="same_kind")
 
     def run(self, Py_ssize_t start=0, stop=None):
         """Run instructions [start, stop) (stop None: to the end).

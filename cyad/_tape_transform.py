@@ -432,7 +432,7 @@ def _finish(rec, outputs, input_names, output_names, seeds):
     needed = set(tape.outputs)
     kept = []
     for instr in reversed(tape.instrs):
-        if instr.kind == "guard" or any(v in needed for v in instr.outs):
+        if instr.kind == "guard" or not needed.isdisjoint(instr.outs):
             kept.append(instr)
             needed.update(instr.args)
     kept.reverse()
@@ -440,8 +440,8 @@ def _finish(rec, outputs, input_names, output_names, seeds):
     varying = {v for v in tape.inputs if v not in seeded}
     first, seed_only, mixed = [], [], []
     for instr in kept:
-        reads_seeds = any(a in seeded for a in instr.args)
-        reads_primal = any(a in varying for a in instr.args)
+        reads_seeds = not seeded.isdisjoint(instr.args)
+        reads_primal = not varying.isdisjoint(instr.args)
         if reads_seeds:
             seeded.update(instr.outs)
         if reads_primal:
