@@ -48,7 +48,7 @@ import numpy as np
 from cyad import _rule_table
 from cyad._dual import Dual
 from cyad._primitives import TABLE
-from cyad._tape import COMPARISONS, Instr, Tape, evaluate
+from cyad._tape import COMPARISONS, Instr, Tape, Var, evaluate
 
 _UNARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.UNARY_RULES)
           for name in rule.ufuncs}
@@ -70,12 +70,46 @@ def _key(kind, args, shape, params):
     if len(params) == 1 and "op" in params:    # (most instructions: a rule)
         frozen = params["op"]
     else:
-        frozen = tuple(sorted((name, value.tobytes() if isinstance(value, np.ndarray)
+        frozen = tuple(sorted((name, _Index(value) if isinstance(value, np.ndarray)
                                else value) for name, value in params.items()))
     return kind, tuple([a.number for a in args]), tuple(shape), frozen
 
 
 _UNSHARED = frozenset(("python", "zeros", "guard"))
+
+
+class _Index:
+    """An index array in a key: hashed by its size and three entries, equal by content
+    (hashing all of a long index would cost more than the instruction it shares)."""
+
+    __slots__ = ("array", "hash")
+
+    def __init__(self, array):
+        self.array = array
+        flat = array.reshape(-1)
+        n = flat.size
+        self.hash = hash((array.shape, int(flat[0]), int(flat[n // 2]), int(flat[-1]))
+                         if n else array.shape)
+
+    def __hash__(self):
+        return self.hash
+
+    def __eq__(self, other):
+        return isinstance(other, _Index) and np.array_equal(self.array, other.array)
+
+
+def _broadcast_shapes(shapes):
+    """np.broadcast_shapes of a few short shapes, without making arrays; NumPy's error
+    where they do not broadcast."""
+    ndim = max(len(shape) for shape in shapes)
+    result = [1] * ndim
+    for shape in shapes:
+        for axis, n in enumerate(shape, ndim - len(shape)):
+            if n != 1 and result[axis] != n:
+                if result[axis] != 1:
+                    return np.broadcast_shapes(*shapes)
+                result[axis] = n
+    return tuple(result)
 
 
 class _Values(dict):
@@ -141,6 +175,8 @@ class Recording:
         return var
 
     def var_of(self, x):
+        if type(x) is Var:    # (the transforms' operands)
+            return x
         if isinstance(x, Tracer):
             if x.recording is not self:
                 raise TypeError("cyad: a traced array of another differentiation met this "
@@ -154,16 +190,20 @@ class Recording:
         """Record an instruction of one output, return the output's Tracer.
         An instruction the tape computes already (the same kind, operands and params) is
         not recorded twice: its output is returned."""
+        return Tracer(self, self.emit_var(kind, args, shape, dtype, **params))
+
+    def emit_var(self, kind, args, shape, dtype=None, **params):
+        """`emit`, returning the output's Var."""
         key = _key(kind, args, shape, params)
         if key is not None:
             known = self._known.get(key)
             if known is not None:
-                return Tracer(self, known)
+                return known
         out = self.tape.var(shape, dtype)
         self._record(Instr(kind, args, (out,), params))
         if key is not None:
             self._known[key] = out
-        return Tracer(self, out)
+        return out
 
     def emit_many(self, kind, args, shapes, **params):
         outs = tuple(self.tape.var(s) for s in shapes)
@@ -186,15 +226,19 @@ class Recording:
     def elementwise(self, kind, operands, dtype=None, **params):
         """An elementwise instruction on operands broadcast as NumPy does: an operand
         whose shape is not a suffix of the result's is first broadcast by a gather."""
+        return Tracer(self, self.elementwise_var(kind, operands, dtype, **params))
+
+    def elementwise_var(self, kind, operands, dtype=None, **params):
+        """`elementwise`, returning the output's Var."""
         vars_ = [self.var_of(x) for x in operands]
         shapes = {v.shape for v in vars_}
         shapes.discard(())
         if len(shapes) > 1:
-            shape = np.broadcast_shapes(*shapes)
+            shape = _broadcast_shapes(shapes)
             vars_ = [self.modular(v, shape) for v in vars_]
         else:   # (the operands' shapes are the same, or scalars)
             shape = shapes.pop() if shapes else ()
-        return self.emit(kind, vars_, shape, dtype, **params)
+        return self.emit_var(kind, vars_, shape, dtype, **params)
 
     def modular(self, var, shape):
         """var as an operand of an elementwise instruction of `shape`: itself when its shape
@@ -216,7 +260,8 @@ class Recording:
         """The elements of var at the flat positions `index` (-1: zero), shaped like it."""
         index = np.asarray(index, np.int64)
         flat = index.reshape(-1)
-        if var.size and flat.size == var.size and np.array_equal(flat, np.arange(var.size)):
+        if (var.size and flat.size == var.size and flat[0] == 0 and flat[-1] == var.size - 1
+                and np.array_equal(flat, np.arange(var.size))):
             if index.shape == var.shape:
                 return Tracer(self, var)
             return self.emit("copy", (var,), index.shape, var.dtype)

@@ -278,6 +278,23 @@ def test_a_reshape_view_is_what_numpy_says():
                 assert _numpy_gives_a_view(entry, traced, params) == expected, (shape, order)
 
 
+def test_broadcast_shapes_agree_with_numpy():
+    # tracing's own np.broadcast_shapes (it makes no arrays), errors included
+    from cyad._tape_trace import _broadcast_shapes
+
+    rng = np.random.default_rng(0)
+    for _ in range(5000):
+        shapes = {tuple(int(n) for n in rng.choice([0, 1, 2, 3], rng.integers(0, 4)))
+                  for _ in range(rng.integers(2, 4))}
+        try:
+            expected = np.broadcast_shapes(*shapes)
+        except ValueError:
+            with pytest.raises(ValueError):
+                _broadcast_shapes(shapes)
+            continue
+        assert _broadcast_shapes(shapes) == expected, shapes
+
+
 # -- what recording evaluates in NumPy ------------------------------------------------------------
 
 def _counting_evaluations(monkeypatch):
