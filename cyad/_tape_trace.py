@@ -41,6 +41,7 @@ is a copy) remembers where its elements lie in that array, so a write into the v
 writes into the array, and a view of an array written since reads the new values.
 """
 import functools
+import math
 import operator
 
 import numpy as np
@@ -280,7 +281,7 @@ class Recording:
             index = np.transpose(np.arange(var.size).reshape(var.shape), kept + list(axes))
             var = self.gather(var, index).node
         kept_shape = tuple(var.shape[:len(kept)])
-        k = int(np.prod(var.shape[len(kept):], dtype=np.int64))
+        k = math.prod(var.shape[len(kept):])
         out = self.emit("sum_inner", (var,), kept_shape, k=k)
         if not keepdims:
             return out

@@ -13,12 +13,16 @@ Hessians as lanes of them), second order forward is `jvp(jvp(tape))`. A rule rea
 partial beyond the second (unary_d2 and the binary second partials have no derivative
 here).
 
-The result tapes are pruned (instructions nothing needs are dropped; guards stay) and
-ordered in three parts: the instructions that read no derivative input (tangents,
-cotangents), then those that read derivative inputs alone, then the rest. `split` and
-`seeded_split` tell where they start, so that a replay computes the primal part once and
-the rest once per chunk of directions, and, for fixed seeds, the middle part once per
-chunk for good (`cached`).
+The result tapes are pruned (instructions nothing needs are dropped, guards stay, the
+Vars left are numbered anew) and ordered in three parts: the instructions that read no
+derivative input (tangents, cotangents), then those that read derivative inputs alone,
+then the rest. `split` and `seeded_split` tell where they start, so that a replay
+computes the primal part once and the rest once per chunk of directions, and, for fixed
+seeds, the middle part once per chunk for good (`cached`).
+
+Only what the result needs is derived: reverse mode computes the cotangents of the Vars
+that depend on the differentiated inputs alone, forward mode the partials of operands
+that have a tangent.
 """
 import numpy as np
 
@@ -471,6 +475,11 @@ def _finish(rec, outputs, input_names, output_names, seeds):
          else first).append(instr)
     tape.instrs = first + seed_only + mixed
     tape.consts = {v: c for v, c in tape.consts.items() if v in needed}
+    # the Vars left, numbered anew: a replay gives no slot to a pruned one
+    live = needed.union(tape.inputs, *(instr.outs for instr in kept))
+    tape.vars = [v for v in tape.vars if v in live]
+    for number, v in enumerate(tape.vars):
+        v.number = number
     read_later = {a for instr in mixed for a in instr.args} | set(tape.outputs)
     cached = [v for instr in seed_only for v in instr.outs if v in read_later]
     return DerivativeTape(tape, input_names, output_names, len(first),
