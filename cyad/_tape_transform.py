@@ -55,6 +55,7 @@ class _Transform:
         self.old = tape
         self.rec = Recording(tape.dtype)
         self.primal = {}
+        self.numbers = {}   # a number -> its constant Var (so that products by it are shared)
         for var, value in zip(tape.inputs, values):
             self.primal[var] = self.rec.input(value).node
         for var, value in tape.consts.items():
@@ -63,9 +64,14 @@ class _Transform:
             self.primal[var] = new
 
     def replay_primal(self, instr):
+        args = [self.primal[a] for a in instr.args]
+        if len(instr.outs) == 1:   # shared with an instruction the same (forward over reverse
+            out = instr.outs[0]    # derives f' that reverse mode computed already)
+            self.primal[out] = self.rec.emit_var(instr.kind, args, out.shape, out.dtype,
+                                                 **instr.params)
+            return
         outs = tuple(self.rec.tape.var(v.shape, v.dtype) for v in instr.outs)
-        self.rec._record(Instr(instr.kind, [self.primal[a] for a in instr.args], outs,
-                               instr.params))
+        self.rec._record(Instr(instr.kind, args, outs, instr.params))
         for old, new in zip(instr.outs, outs):
             self.primal[old] = new
 
@@ -95,11 +101,17 @@ class _Transform:
                 return direction
             if partial == -1.0:
                 return self.rec.elementwise_var("unary", (direction,), op=_NEGATIVE)
-            partial = self.rec.const(np.asarray(partial, self.rec.tape.dtype))
+            partial = self.number(partial)
         return self.scale(partial, direction)
 
     def zero(self):
-        return self.rec.const(np.zeros((), self.rec.tape.dtype))
+        return self.number(0.0)
+
+    def number(self, value):
+        var = self.numbers.get(value)
+        if var is None:
+            var = self.numbers[value] = self.rec.const(np.asarray(value, self.rec.tape.dtype))
+        return var
 
     def sum_leading(self, var, size, shape):
         """var summed down to `size` trailing elements (modular broadcasting's transpose),
