@@ -135,34 +135,50 @@ _OUTPUT_NAME = {"unary": "v", "unary_d": "d", "binary": "v", "binary_da": "da",
                 "binary_db": "db"}
 
 
+def _form(expression, names, column):
+    """How a rule-table expression of `column` is had: ("name", an operand's or the
+    output's name), ("number", its value) or ("emit", the derivative kind computing it)."""
+    if expression in names:
+        return "name", expression
+    try:
+        return "number", float(expression)
+    except (TypeError, ValueError):   # None: the value's expression computes it
+        return "emit", {"d": "unary_d", "d2": "unary_d2"}.get(column, "binary_" + column)
+
+
+# (kind, op) -> the form of each column of _COLUMNS[kind]
+_FORMS = {
+    (kind, op): tuple(_form(getattr(rule, column), names, column) for column in columns)
+    for kind, columns in _COLUMNS.items()
+    for rules, names in [((_rule_table.UNARY_RULES, ("x", _OUTPUT_NAME[kind]))
+                          if kind.startswith("unary") else
+                          (_rule_table.BINARY_RULES, ("a", "b", _OUTPUT_NAME[kind])))]
+    for op, rule in enumerate(rules)
+}
+
+
 def _partials(tr, instr, args, wanted):
     """The partial derivatives of an elementwise instruction in the operands `wanted` (a
     bool per operand; None for the others): each a number or a Var. A rule-table
     expression that is a number, an operand ("a", "b", "x") or the instruction's own
     output ("v": exp' is exp; "d") costs nothing; any other becomes the derivative
     instruction of the next kind (unary_d, binary_da, ...)."""
-    columns = _COLUMNS.get(instr.kind)
-    if columns is None:
-        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
     op = instr.params["op"]
-    unary = instr.kind.startswith("unary")
-    rule = (_rule_table.UNARY_RULES if unary else _rule_table.BINARY_RULES)[op]
+    forms = _FORMS.get((instr.kind, op))
+    if forms is None:
+        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
     names = {_OUTPUT_NAME[instr.kind]: tr.primal[instr.outs[0]]}
-    names.update(zip(("x",) if unary else ("a", "b"), args))
+    names.update(zip(("x",) if len(args) == 1 else ("a", "b"), args))
     partials = []
-    for column, want in zip(columns, wanted):
+    for (how, what), want in zip(forms, wanted):
         if not want:
             partials.append(None)
-            continue
-        expression = getattr(rule, column)
-        if expression in names:
-            partials.append(names[expression])
-            continue
-        try:
-            partials.append(float(expression))
-        except (TypeError, ValueError):   # None: the value's expression computes it
-            kind = {"d": "unary_d", "d2": "unary_d2"}.get(column, "binary_" + column)
-            partials.append(tr.emit(kind, args, instr.outs[0].shape, op=op))
+        elif how == "name":
+            partials.append(names[what])
+        elif how == "number":
+            partials.append(what)
+        else:
+            partials.append(tr.emit(what, args, instr.outs[0].shape, op=op))
     return partials
 
 
