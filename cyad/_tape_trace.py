@@ -80,7 +80,7 @@ _UNSHARED = frozenset(("python", "zeros", "guard"))
 
 
 class _Index:
-    """An index array in a key: hashed by its size and three entries, equal by content
+    """An index array in a key: hashed by its shape and three entries, equal by content
     (hashing all of a long index would cost more than the instruction it shares)."""
 
     __slots__ = ("array", "hash")
