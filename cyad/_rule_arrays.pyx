@@ -1,10 +1,10 @@
 """The rule table's columns over whole arrays, for Python: what a tape records computes.
 
-While f is traced (cyad/_tape_trace.py) every recorded instruction is also evaluated
-on the values, so that f's own control flow and the derivative rules of the primitive
-table see real numbers. The derivative kinds of a tape (unary_d, binary_da, ...) have
-no NumPy ufunc: these evaluate them with the generated rule code, in double precision
-(the result is cast to the operands' dtype).
+While f is traced (cyad/_tape_trace.py), a recorded instruction whose value is read
+(by a guard of f's control flow, or a derivative rule of the primitive table) is
+evaluated on the values, so that they see real numbers. The derivative kinds of a tape
+(unary_d, binary_da, ...) have no NumPy ufunc: these evaluate them with the generated
+rule code, in double precision (the result is cast to the operands' dtype).
 """
 import numpy as np
 

@@ -164,8 +164,9 @@ def _modular(a, size):
 
 def evaluate(instr, args):
     """The values of `instr`'s outputs (a tuple of ndarrays) from its args' values: the
-    meaning of every kind, in NumPy. Tracing runs it on every instruction it records, so
-    that f and the table's rules see real numbers; the compiled replay must agree with it."""
+    meaning of every kind, in NumPy. Tracing runs it where a value is read (a guard, a
+    table rule's impl), on the instructions that value depends on, so that f and the
+    table's rules see real numbers; the compiled replay must agree with it."""
     from cyad._rule_arrays import binary_column, unary_column   # compiled; imported late
 
     kind, params, outs = instr.kind, instr.params, instr.outs

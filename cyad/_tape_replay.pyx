@@ -221,38 +221,45 @@ def _python_callback(function, args, outs, where):
 
 def _check_modular(args, out, fail):
     # every operand's size divides the output's, and the smaller sizes the larger
-    sizes = sorted({var.size for var in args} - {1})
-    if out.size == 0:
+    if all(var.size == out.size or var.size == 1 for var in args) or out.size == 0:
         return
+    sizes = sorted({var.size for var in args} - {1})
     for i, size in enumerate(sizes):
         if size == 0 or out.size % size or (i and size % sizes[i - 1]):
             raise fail(f"its operands' sizes {[v.size for v in args]} do not broadcast "
                        f"modularly to {out.size} elements")
 
 
-def _progression(index, bint gather):
-    """How a gather or scatter's `index` runs: (PROGRESSION, step) when it is an
-    arithmetic progression of entries >= 0 (for a scatter, of a nonzero step: distinct
-    targets); (PADDED, step) when it is one between runs of -1 (the zeros that
-    concatenate, pad and stack put around a block, and their transposes); else
-    (SCATTERED, 0)."""
-    if index.size == 0:
-        return SCATTERED, 0
-    kept = np.flatnonzero(index >= 0)
-    if kept.size == 0 or kept[-1] - kept[0] + 1 != kept.size or index.min() < -1:
-        return SCATTERED, 0
-    block = index[kept[0]:kept[-1] + 1]
-    step = int(block[1] - block[0]) if block.size > 1 else 1
-    if (np.diff(block) != step).any() or not (gather or step != 0):
-        return SCATTERED, 0
-    return (PROGRESSION if kept.size == index.size else PADDED), step
-
-
-def _padding(index):
-    """The two numbers a PADDED index array carries after its entries: how many -1
-    lead, and how long the progression is."""
-    kept = np.flatnonzero(index >= 0)
-    return np.array([kept[0], kept.size], np.int64)
+def _index_facts(const int64_t[::1] index, bint gather):
+    """(run, step, largest entry, lead, count) of a gather's or scatter's `index`: run
+    PROGRESSION when it is an arithmetic progression of entries >= 0 (for a scatter, of a
+    nonzero step: distinct targets); PADDED when it is one between runs of -1 (the zeros
+    that concatenate, pad and stack put around a block, and their transposes): `lead`
+    entries -1, then the progression's `count`; else SCATTERED (step 0)."""
+    cdef Py_ssize_t i, n = index.shape[0], lead = 0, end
+    cdef int64_t step = 1, largest = -1
+    for i in range(n):
+        largest = max(largest, index[i])
+    while lead < n and index[lead] == -1:
+        lead += 1
+    end = lead
+    while end < n and index[end] >= 0:
+        end += 1
+    if end == lead:
+        return SCATTERED, 0, largest, 0, 0
+    for i in range(end, n):
+        if index[i] != -1:
+            return SCATTERED, 0, largest, 0, 0
+    if end - lead > 1:
+        step = index[lead + 1] - index[lead]
+    for i in range(lead + 1, end):
+        if index[i] - index[i - 1] != step:
+            return SCATTERED, 0, largest, 0, 0
+    if not gather and step == 0:
+        return SCATTERED, 0, largest, 0, 0
+    if lead == 0 and end == n:
+        return PROGRESSION, step, largest, 0, n
+    return PADDED, step, largest, lead, end - lead
 
 
 def _own_slots(vars, Py_ssize_t unit):
@@ -276,47 +283,60 @@ def _shared_slots(tape, instrs, keep, starts, Py_ssize_t unit):
     theirs, so that no output overlaps an operand.
     """
     vars = tape.vars
-    cdef Py_ssize_t n = len(instrs), s, size
-    written = [-1] * len(vars)     # the instruction writing each Var, -2 for several
-    last = [-1] * len(vars)        # the last instruction reading it
-    for s, instr in enumerate(instrs):
+    cdef Py_ssize_t n = len(instrs), n_vars = len(vars), s, number, start, size, end = 0
+    cdef Py_ssize_t[::1] written = np.full(n_vars, -1, np.intp)   # the instruction writing
+    cdef Py_ssize_t[::1] last = np.full(n_vars, -1, np.intp)      # each Var (-2: several),
+    cdef Py_ssize_t[::1] slot = np.zeros(n_vars, np.intp)         # its last reader, offset
+    cdef Py_ssize_t[::1] rounded = np.empty(n_vars, np.intp)
+    cdef unsigned char[::1] own = np.zeros(n_vars, np.uint8)
+    for number in range(n_vars):
+        size = vars[number].size
+        rounded[number] = (size + unit - 1) // unit * unit
+    for s in range(n):
+        instr = instrs[s]
         for var in instr.args:
-            last[var.number] = s
+            last[<Py_ssize_t>var.number] = s
         for var in instr.outs:
-            written[var.number] = s if written[var.number] == -1 else -2
+            number = var.number
+            written[number] = s if written[number] == -1 else -2
     for start in starts:
-        for number in range(len(vars)):
+        for number in range(n_vars):
             if 0 <= written[number] < start <= last[number]:
                 last[number] = n
-    own = set(tape.inputs) | set(tape.outputs) | set(tape.consts) | set(keep)
-    own = {var.number for var in own}
-    own.update(number for number in range(len(vars)) if written[number] < 0)
-
-    offsets = np.zeros(len(vars), np.int64)
-    cdef Py_ssize_t end = 0
-    for number in sorted(own):
-        offsets[number] = end
-        end += _rounded(vars[number].size, unit)
+    for group in (tape.inputs, tape.outputs, tape.consts, keep):
+        for var in group:
+            own[<Py_ssize_t>var.number] = 1
+    for number in range(n_vars):
+        if own[number] or written[number] < 0:
+            own[number] = 1
+            slot[number] = end
+            end += rounded[number]
     free = {}      # rounded size -> offsets of free slots
-    for s, instr in enumerate(instrs):
+    for s in range(n):
+        instr = instrs[s]
         for var in instr.outs:
-            if var.number in own:
+            number = var.number
+            if own[number]:
                 continue
-            size = _rounded(var.size, unit)
-            slots = free.get(size)
+            slots = free.get(rounded[number])
             if slots:
-                offsets[var.number] = slots.pop()
+                slot[number] = slots.pop()
             else:
-                offsets[var.number] = end
-                end += size
-        # the slots whose last reader this is, and those of outputs nothing reads
-        done = {var.number for var in instr.args if last[var.number] == s}
-        done.update(var.number for var in instr.outs if last[var.number] < s)
-        for number in done:
-            if number not in own:
-                free.setdefault(_rounded(vars[number].size, unit), []).append(
-                    offsets[number])
-    return offsets, end
+                slot[number] = end
+                end += rounded[number]
+        # the slots whose last reader this is, and those of outputs nothing reads (an
+        # operand read twice frees its slot once)
+        for var in instr.args:
+            number = var.number
+            if last[number] == s and not own[number]:
+                last[number] = -3
+                free.setdefault(rounded[number], []).append(slot[number])
+        for var in instr.outs:
+            number = var.number
+            if last[number] < s and last[number] != -3 and not own[number]:
+                last[number] = -3
+                free.setdefault(rounded[number], []).append(slot[number])
+    return np.asarray(slot, np.int64), end
 
 
 cdef class Replay:
@@ -380,28 +400,32 @@ cdef class Replay:
         start = (-block.ctypes.data) % ALIGNMENT // dtype.itemsize
         self.arena = block[start:start + end]
         self._offsets = offsets
-        self._views = [self.arena[offsets[v.number]:offsets[v.number] + v.size].reshape(v.shape)
-                       for v in vars]
+        self._views = [None] * len(vars)    # (made when first asked for: _view)
 
         for var, value in tape.consts.items():
             self._check_var(var, "a constant")
             value = np.asarray(value)
             if value.shape != var.shape:
                 raise ValueError(f"the constant {var!r} holds an array of shape {value.shape}")
-            self._views[var.number][...] = value
+            self._view(var)[...] = value
 
         code = np.zeros((len(instrs), CODE_WIDTH), np.int64)
         indices = []
         self._callbacks = []
         self._ufunc_capsules = []
-        cdef Py_ssize_t n_indices = 0
+        cdef Py_ssize_t n_indices = 0, column
+        cdef int64_t[:, ::1] code_rows = code
         given = set(tape.inputs) | set(tape.consts)
+        slots = offsets.tolist()
         for s, instr in enumerate(instrs):
             for out in instr.outs:
                 if out in given:
                     raise ValueError(f"instruction {s} ({instr!r}) writes the input or "
                                      f"constant {out!r}")
-            index = self._lower(s, instr, code[s], expected_at.get(s, 0), n_indices)
+            row = [0] * CODE_WIDTH    # (a list: cheaper to fill than a row of `code`)
+            index = self._lower(s, instr, row, expected_at.get(s, 0), n_indices, slots)
+            for column in range(CODE_WIDTH):
+                code_rows[s, column] = row[column]
             if index is not None:
                 indices.append(index)
                 n_indices += index.size
@@ -444,10 +468,10 @@ cdef class Replay:
             if not (0 <= number < n and vars[number] is var):
                 self._check_var(var, f"instruction {s} ({instr!r}) uses")
 
-    def _lower(self, Py_ssize_t s, instr, row, Py_ssize_t expected_at,
-               Py_ssize_t n_indices):
-        """Fill `row` of the code table from instr; return its indices (gather,
-        scatter_add) or None."""
+    def _lower(self, Py_ssize_t s, instr, list row, Py_ssize_t expected_at,
+               Py_ssize_t n_indices, list slots):
+        """Fill `row` of the code table from instr (`slots`: every Var's offset); return
+        its indices (gather, scatter_add) or None."""
         kind, args, outs, params = instr.kind, instr.args, instr.outs, instr.params
         if kind not in KIND_CODES:
             raise ValueError(f"instruction {s}: unknown kind {kind!r}")
@@ -463,7 +487,7 @@ cdef class Replay:
             row[P0] = len(self._callbacks)
             self._callbacks.append(_python_callback(
                 function, [(self._readonly_view(a), a) for a in args],
-                [(self._views[o.number], o) for o in outs], params.get("where") or repr(function)))
+                [(self._view(o), o) for o in outs], params.get("where") or repr(function)))
             return None
         if kind == "guard":
             if len(args) != 1 or outs:
@@ -474,14 +498,14 @@ cdef class Replay:
             except ValueError:
                 raise fail(f"its expected values do not fit the shape {a.shape}") from None
             self.arena[expected_at:expected_at + a.size] = expected.ravel()
-            row[A], row[A_SIZE] = self._offsets[a.number], a.size
+            row[A], row[A_SIZE] = slots[a.number], a.size
             row[B], row[B_SIZE] = expected_at, a.size
             return None
 
         if len(outs) != 1:
             raise fail("an instruction of this kind writes one Var")
         out = outs[0]
-        row[OUT], row[OUT_SIZE] = self._offsets[out.number], out.size
+        row[OUT], row[OUT_SIZE] = slots[out.number], out.size
         if kind == "zeros":
             return None
         if kind == "compare":
@@ -497,7 +521,7 @@ cdef class Replay:
         if len(args) != arity:
             raise fail(f"it reads {len(args)} Vars, not {arity}")
         for column, size_column, var in zip((A, B, C), (A_SIZE, B_SIZE, C_SIZE), args):
-            row[column], row[size_column] = self._offsets[var.number], var.size
+            row[column], row[size_column] = slots[var.number], var.size
 
         if kind.startswith("unary") or kind.startswith("binary"):
             rules = (_rule_table.UNARY_RULES if kind.startswith("unary")
@@ -535,13 +559,13 @@ cdef class Replay:
                 rows = packed.size // m
                 if rows and spread.size % rows:
                     raise fail(f"{spread.size} elements are not {rows} rows")
-                if rows and index.max() >= spread.size // rows:
-                    raise fail(f"an index reaches {index.max()} in rows of "
-                               f"{spread.size // rows}")
+            run, step, largest, lead, count = _index_facts(index, kind == "gather")
+            if m and rows and largest >= spread.size // rows:
+                raise fail(f"an index reaches {largest} in rows of {spread.size // rows}")
             row[P0], row[P1] = n_indices, m
-            row[P2], row[P3] = _progression(index, kind == "gather")
-            if row[P2] == PADDED:
-                return np.concatenate([index, _padding(index)])
+            row[P2], row[P3] = run, step
+            if run == PADDED:   # its lead and count after its indices (the .pxd says so)
+                return np.concatenate([index, np.array([lead, count], np.int64)])
             return index
         if kind == "sum_inner":
             k = int(params["k"])
@@ -562,8 +586,16 @@ cdef class Replay:
         row[P0], row[P1], row[P2] = m, k, n
         return None
 
+    def _view(self, var):
+        """var's slot in the arena, shaped."""
+        view = self._views[var.number]
+        if view is None:
+            start = self._offsets[var.number]
+            view = self._views[var.number] = self.arena[start:start + var.size].reshape(var.shape)
+        return view
+
     def _readonly_view(self, var):
-        view = self._views[var.number].view()
+        view = self._view(var).view()
         view.flags.writeable = False
         return view
 
@@ -594,7 +626,7 @@ cdef class Replay:
         0.0 and 1.0). With `keep`, a Var's slot may be another Var's after its last
         reader ran."""
         self._check_var(var, "the Var")
-        return self._views[var.number]
+        return self._view(var)
 
     def set_input(self, Py_ssize_t i, array):
         """Copy `array` (of input i's shape) into the slot of the tape's input i."""
@@ -602,7 +634,7 @@ cdef class Replay:
         array = np.asarray(array)
         if array.shape != var.shape:
             raise ValueError(f"input {i} has the shape {var.shape}, not {array.shape}")
-        np.copyto(self._views[var.number], array, casting="same_kind")
+        np.copyto(self._view(var), array, casting="same_kind")
 
     def run(self, Py_ssize_t start=0, stop=None):
         """Run instructions [start, stop) (stop None: to the end).

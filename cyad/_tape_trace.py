@@ -1,8 +1,11 @@
 """Tracing: f runs once on tracer arrays, which record its operations on a Tape.
 
-A `Tracer` stands for one Var of a `Recording`'s tape (cyad/_tape.py) and carries its
-value: every instruction is evaluated as it is recorded (`cyad._tape.evaluate`), so f's
-own code and the table's rules see real numbers. Tracers interpret the same tables as
+A `Tracer` stands for one Var of a `Recording`'s tape (cyad/_tape.py), and has a
+value: whatever reads one (a guard on f's control flow, a table entry's impl) gets
+real numbers, computed in NumPy (`cyad._tape.evaluate`) when first read, from the
+values of the instructions it depends on. Nothing else is evaluated while
+recording: the compiled replay computes the values of f and of its derivatives (most
+tapes are never evaluated in NumPy at all). Tracers interpret the same tables as
 the dual arrays: NumPy ufuncs of the rule table (cyad/_rule_table.py) become unary and
 binary instructions; NumPy functions go through the primitive table (cyad/_primitives):
 
@@ -38,6 +41,7 @@ is a copy) remembers where its elements lie in that array, so a write into the v
 writes into the array, and a view of an array written since reads the new values.
 """
 import functools
+import math
 import operator
 
 import numpy as np
@@ -46,8 +50,8 @@ from cyad import _rule_table
 from cyad._dual import Dual
 from cyad._primitives import TABLE
 from cyad._stacked import stacked
+from cyad._tape import COMPARISONS, Instr, Tape, Var, evaluate
 from cyad._wrapper import constant_result
-from cyad._tape import COMPARISONS, Instr, Tape, evaluate
 
 _UNARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.UNARY_RULES)
           for name in rule.ufuncs}
@@ -64,19 +68,85 @@ _VIEWS = {"reshape", "transpose", "broadcast_to", "flip"}
 
 def _key(kind, args, shape, params):
     """What identifies a pure instruction's result (None: not shared, python and zeros)."""
-    if kind in ("python", "zeros", "guard"):
+    if kind in _UNSHARED:
         return None
-    frozen = tuple(sorted((name, value.tobytes() if isinstance(value, np.ndarray) else value)
-                          for name, value in params.items()))
-    return kind, tuple(a.number for a in args), tuple(shape), frozen
+    if len(params) == 1 and "op" in params:    # (most instructions: a rule)
+        frozen = params["op"]
+    else:
+        frozen = tuple(sorted((name, _Index(value) if isinstance(value, np.ndarray)
+                               else value) for name, value in params.items()))
+    return kind, tuple([a.number for a in args]), tuple(shape), frozen
+
+
+_UNSHARED = frozenset(("python", "zeros", "guard"))
+
+
+class _Index:
+    """An index array in a key: hashed by its shape and three entries, equal by content
+    (hashing all of a long index would cost more than the instruction it shares)."""
+
+    __slots__ = ("array", "hash")
+
+    def __init__(self, array):
+        self.array = array
+        flat = array.reshape(-1)
+        n = flat.size
+        self.hash = hash((array.shape, int(flat[0]), int(flat[n // 2]), int(flat[-1]))
+                         if n else array.shape)
+
+    def __hash__(self):
+        return self.hash
+
+    def __eq__(self, other):
+        return isinstance(other, _Index) and np.array_equal(self.array, other.array)
+
+
+def _broadcast_shapes(shapes):
+    """np.broadcast_shapes of a few short shapes, without making arrays; NumPy's error
+    where they do not broadcast."""
+    ndim = max(len(shape) for shape in shapes)
+    result = [1] * ndim
+    for shape in shapes:
+        for axis, n in enumerate(shape, ndim - len(shape)):
+            if n != 1 and result[axis] != n:
+                if result[axis] != 1:
+                    return np.broadcast_shapes(*shapes)
+                result[axis] = n
+    return tuple(result)
+
+
+class _Values(dict):
+    """Var -> its value (an ndarray), computed when first read: a Var missing here is
+    evaluated from its writer's operands (`cyad._tape.evaluate`), those missing first."""
+
+    __slots__ = ("writers",)
+
+    def __init__(self):
+        super().__init__()
+        self.writers = {}   # Var -> the Instr that writes it
+
+    def __missing__(self, var):
+        pending = [var]
+        while pending:
+            instr = self.writers[pending[-1]]
+            missing = [a for a in instr.args if a not in self]
+            if missing:
+                pending.extend(missing)
+                continue
+            pending.pop()
+            for out, value in zip(instr.outs, evaluate(instr, [self[a] for a in instr.args])):
+                self[out] = value
+            while pending and pending[-1] in self:   # (an operand read twice)
+                pending.pop()
+        return self[var]
 
 
 class Recording:
-    """A tape being recorded, and the value of each of its Vars."""
+    """A tape being recorded, and the value of each of its Vars (computed when read)."""
 
     def __init__(self, dtype):
         self.tape = Tape(dtype)
-        self.values = {}
+        self.values = _Values()
         self._consts = {}   # id(captured object) -> (the object, its Var)
         self._known = {}    # an instruction's identity (_key) -> its output
         self.captured = []  # the ndarrays f's operations took as constants
@@ -108,6 +178,8 @@ class Recording:
         return var
 
     def var_of(self, x):
+        if type(x) is Var:    # (the transforms' operands)
+            return x
         if isinstance(x, Tracer):
             if x.recording is not self:
                 raise TypeError("cyad: a traced array of another differentiation met this "
@@ -118,19 +190,23 @@ class Recording:
 
     # -- instructions ------------------------------------------------------------------
     def emit(self, kind, args, shape, dtype=None, **params):
-        """Record an instruction of one output, evaluate it, return the output's Tracer.
+        """Record an instruction of one output, return the output's Tracer.
         An instruction the tape computes already (the same kind, operands and params) is
         not recorded twice: its output is returned."""
+        return Tracer(self, self.emit_var(kind, args, shape, dtype, **params))
+
+    def emit_var(self, kind, args, shape, dtype=None, **params):
+        """`emit`, returning the output's Var."""
         key = _key(kind, args, shape, params)
         if key is not None:
             known = self._known.get(key)
             if known is not None:
-                return Tracer(self, known)
+                return known
         out = self.tape.var(shape, dtype)
         self._record(Instr(kind, args, (out,), params))
         if key is not None:
             self._known[key] = out
-        return Tracer(self, out)
+        return out
 
     def emit_many(self, kind, args, shapes, **params):
         outs = tuple(self.tape.var(s) for s in shapes)
@@ -138,8 +214,9 @@ class Recording:
 
     def _record(self, instr):
         self.tape.instrs.append(instr)
-        for var, value in zip(instr.outs, evaluate(instr, [self.values[a] for a in instr.args])):
-            self.values[var] = value
+        writers = self.values.writers
+        for var in instr.outs:
+            writers[var] = instr
         return instr.outs
 
     def guard(self, var, where):
@@ -152,9 +229,19 @@ class Recording:
     def elementwise(self, kind, operands, dtype=None, **params):
         """An elementwise instruction on operands broadcast as NumPy does: an operand
         whose shape is not a suffix of the result's is first broadcast by a gather."""
+        return Tracer(self, self.elementwise_var(kind, operands, dtype, **params))
+
+    def elementwise_var(self, kind, operands, dtype=None, **params):
+        """`elementwise`, returning the output's Var."""
         vars_ = [self.var_of(x) for x in operands]
-        shape = np.broadcast_shapes(*(v.shape for v in vars_))
-        return self.emit(kind, [self.modular(v, shape) for v in vars_], shape, dtype, **params)
+        shapes = {v.shape for v in vars_}
+        shapes.discard(())
+        if len(shapes) > 1:
+            shape = _broadcast_shapes(shapes)
+            vars_ = [self.modular(v, shape) for v in vars_]
+        else:   # (the operands' shapes are the same, or scalars)
+            shape = shapes.pop() if shapes else ()
+        return self.emit_var(kind, vars_, shape, dtype, **params)
 
     def modular(self, var, shape):
         """var as an operand of an elementwise instruction of `shape`: itself when its shape
@@ -176,7 +263,8 @@ class Recording:
         """The elements of var at the flat positions `index` (-1: zero), shaped like it."""
         index = np.asarray(index, np.int64)
         flat = index.reshape(-1)
-        if var.size and flat.size == var.size and np.array_equal(flat, np.arange(var.size)):
+        if (var.size and flat.size == var.size and flat[0] == 0 and flat[-1] == var.size - 1
+                and np.array_equal(flat, np.arange(var.size))):
             if index.shape == var.shape:
                 return Tracer(self, var)
             return self.emit("copy", (var,), index.shape, var.dtype)
@@ -195,7 +283,7 @@ class Recording:
             index = np.transpose(np.arange(var.size).reshape(var.shape), kept + list(axes))
             var = self.gather(var, index).node
         kept_shape = tuple(var.shape[:len(kept)])
-        k = int(np.prod(var.shape[len(kept):], dtype=np.int64))
+        k = math.prod(var.shape[len(kept):])
         out = self.emit("sum_inner", (var,), kept_shape, k=k)
         if not keepdims:
             return out
@@ -232,10 +320,16 @@ class Recording:
         function = functools.partial(entry.impl, **params)
         result = function(*[self.values[v] for v in vars_])
         if isinstance(result, tuple):
-            return self.emit_many("python", vars_, [np.shape(r) for r in result],
+            outs = self.emit_many("python", vars_, [np.shape(r) for r in result],
                                   function=function, entry=entry, params=params, where=where)
-        return self.emit("python", vars_, np.shape(result), function=function, entry=entry,
-                         params=params, where=where)
+        else:
+            outs = self.emit("python", vars_, np.shape(result), function=function, entry=entry,
+                             params=params, where=where)
+        # the values are at hand: kept, as cyad._tape.evaluate would make them
+        results = result if isinstance(result, tuple) else (result,)
+        for out, value in zip(outs if isinstance(result, tuple) else (outs,), results):
+            self.values[out.node] = np.asarray(value, out.dtype).reshape(out.shape)
+        return outs
 
 
 class Tracer:
@@ -727,6 +821,13 @@ def _selection(entry, vars_, params):
     else None. Found by running the entry twice on random codes, one per element: a
     selected element is its code, a filled one 0, anything else (a sum, a difference)
     neither, and both runs must agree."""
+    if entry.name in _VIEWS:
+        # these only move elements: run on the positions themselves, they give the index
+        try:
+            positions = np.arange(vars_[0].size).reshape(vars_[0].shape)
+            return [np.asarray(entry.impl(positions, **params), np.int64)]
+        except (TypeError, ValueError):
+            return None
     sizes = [v.size for v in vars_]
     starts = np.cumsum([0] + sizes)
     total = int(starts[-1])

@@ -13,12 +13,16 @@ Hessians as lanes of them), second order forward is `jvp(jvp(tape))`. A rule rea
 partial beyond the second (unary_d2 and the binary second partials have no derivative
 here).
 
-The result tapes are pruned (instructions nothing needs are dropped; guards stay) and
-ordered in three parts: the instructions that read no derivative input (tangents,
-cotangents), then those that read derivative inputs alone, then the rest. `split` and
-`seeded_split` tell where they start, so that a replay computes the primal part once and
-the rest once per chunk of directions, and, for fixed seeds, the middle part once per
-chunk for good (`cached`).
+The result tapes are pruned (instructions nothing needs are dropped, guards stay, the
+Vars left are numbered anew) and ordered in three parts: the instructions that read no
+derivative input (tangents, cotangents), then those that read derivative inputs alone,
+then the rest. `split` and `seeded_split` tell where they start, so that a replay
+computes the primal part once and the rest once per chunk of directions, and, for fixed
+seeds, the middle part once per chunk for good (`cached`).
+
+Only what the result needs is derived: reverse mode computes the cotangents of the Vars
+that depend on the differentiated inputs alone, forward mode the partials of operands
+that have a tangent.
 """
 import numpy as np
 
@@ -51,6 +55,7 @@ class _Transform:
         self.old = tape
         self.rec = Recording(tape.dtype)
         self.primal = {}
+        self.numbers = {}   # a number -> its constant Var (so that products by it are shared)
         for var, value in zip(tape.inputs, values):
             self.primal[var] = self.rec.input(value).node
         for var, value in tape.consts.items():
@@ -59,9 +64,14 @@ class _Transform:
             self.primal[var] = new
 
     def replay_primal(self, instr):
+        args = [self.primal[a] for a in instr.args]
+        if len(instr.outs) == 1:   # shared with an instruction the same (forward over reverse
+            out = instr.outs[0]    # derives f' that reverse mode computed already)
+            self.primal[out] = self.rec.emit_var(instr.kind, args, out.shape, out.dtype,
+                                                 **instr.params)
+            return
         outs = tuple(self.rec.tape.var(v.shape, v.dtype) for v in instr.outs)
-        self.rec._record(Instr(instr.kind, [self.primal[a] for a in instr.args], outs,
-                               instr.params))
+        self.rec._record(Instr(instr.kind, args, outs, instr.params))
         for old, new in zip(instr.outs, outs):
             self.primal[old] = new
 
@@ -70,17 +80,17 @@ class _Transform:
         return Tracer(self.rec, var)
 
     def emit(self, kind, args, shape, **params):
-        return self.rec.emit(kind, args, shape, **params).node
+        return self.rec.emit_var(kind, args, shape, **params)
 
     def add(self, a, b):
         if a is None:
             return b
         if b is None:
             return a
-        return self.rec.elementwise("binary", (self.t(a), self.t(b)), op=_OP["add"]).node
+        return self.rec.elementwise_var("binary", (a, b), op=_OP["add"])
 
     def scale(self, partial, direction):
-        return self.rec.elementwise("scale", (self.t(partial), self.t(direction))).node
+        return self.rec.elementwise_var("scale", (partial, direction))
 
     def times(self, partial, direction):
         """A partial (a number or a Var) times a direction; None for a zero partial."""
@@ -90,12 +100,18 @@ class _Transform:
             if partial == 1.0:
                 return direction
             if partial == -1.0:
-                return self.rec.elementwise("unary", (self.t(direction),), op=_NEGATIVE).node
-            partial = self.rec.const(np.asarray(partial, self.rec.tape.dtype))
+                return self.rec.elementwise_var("unary", (direction,), op=_NEGATIVE)
+            partial = self.number(partial)
         return self.scale(partial, direction)
 
     def zero(self):
-        return self.rec.const(np.zeros((), self.rec.tape.dtype))
+        return self.number(0.0)
+
+    def number(self, value):
+        var = self.numbers.get(value)
+        if var is None:
+            var = self.numbers[value] = self.rec.const(np.asarray(value, self.rec.tape.dtype))
+        return var
 
     def sum_leading(self, var, size, shape):
         """var summed down to `size` trailing elements (modular broadcasting's transpose),
@@ -119,30 +135,50 @@ _OUTPUT_NAME = {"unary": "v", "unary_d": "d", "binary": "v", "binary_da": "da",
                 "binary_db": "db"}
 
 
-def _partials(tr, instr, args):
-    """The partial derivatives of an elementwise instruction in its operands: each a number
-    or a Var. A rule-table expression that is a number, an operand ("a", "b", "x") or the
-    instruction's own output ("v": exp' is exp; "d") costs nothing; any other becomes the
-    derivative instruction of the next kind (unary_d, binary_da, ...)."""
-    columns = _COLUMNS.get(instr.kind)
-    if columns is None:
-        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
+def _form(expression, names, column):
+    """How a rule-table expression of `column` is had: ("name", an operand's or the
+    output's name), ("number", its value) or ("emit", the derivative kind computing it)."""
+    if expression in names:
+        return "name", expression
+    try:
+        return "number", float(expression)
+    except (TypeError, ValueError):   # None: the value's expression computes it
+        return "emit", {"d": "unary_d", "d2": "unary_d2"}.get(column, "binary_" + column)
+
+
+# (kind, op) -> the form of each column of _COLUMNS[kind]
+_FORMS = {
+    (kind, op): tuple(_form(getattr(rule, column), names, column) for column in columns)
+    for kind, columns in _COLUMNS.items()
+    for rules, names in [((_rule_table.UNARY_RULES, ("x", _OUTPUT_NAME[kind]))
+                          if kind.startswith("unary") else
+                          (_rule_table.BINARY_RULES, ("a", "b", _OUTPUT_NAME[kind])))]
+    for op, rule in enumerate(rules)
+}
+
+
+def _partials(tr, instr, args, wanted):
+    """The partial derivatives of an elementwise instruction in the operands `wanted` (a
+    bool per operand; None for the others): each a number or a Var. A rule-table
+    expression that is a number, an operand ("a", "b", "x") or the instruction's own
+    output ("v": exp' is exp; "d") costs nothing; any other becomes the derivative
+    instruction of the next kind (unary_d, binary_da, ...)."""
     op = instr.params["op"]
-    unary = instr.kind.startswith("unary")
-    rule = (_rule_table.UNARY_RULES if unary else _rule_table.BINARY_RULES)[op]
+    forms = _FORMS.get((instr.kind, op))
+    if forms is None:
+        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
     names = {_OUTPUT_NAME[instr.kind]: tr.primal[instr.outs[0]]}
-    names.update(zip(("x",) if unary else ("a", "b"), args))
+    names.update(zip(("x",) if len(args) == 1 else ("a", "b"), args))
     partials = []
-    for column in columns:
-        expression = getattr(rule, column)
-        if expression in names:
-            partials.append(names[expression])
-            continue
-        try:
-            partials.append(float(expression))
-        except (TypeError, ValueError):   # None: the value's expression computes it
-            kind = {"d": "unary_d", "d2": "unary_d2"}.get(column, "binary_" + column)
-            partials.append(tr.emit(kind, args, instr.outs[0].shape, op=op))
+    for (how, what), want in zip(forms, wanted):
+        if not want:
+            partials.append(None)
+        elif how == "name":
+            partials.append(names[what])
+        elif how == "number":
+            partials.append(what)
+        else:
+            partials.append(tr.emit(what, args, instr.outs[0].shape, op=op))
     return partials
 
 
@@ -197,13 +233,14 @@ def _lift(tr, t, shape, lanes):
 
 
 def _jvp_unary(tr, instr, args, tangents, lanes):
-    return [tr.times(_partials(tr, instr, args)[0], tangents[0])]
+    return [tr.times(_partials(tr, instr, args, (True,))[0], tangents[0])]
 
 
 def _jvp_binary(tr, instr, args, tangents, lanes):
     shape = instr.outs[0].shape
     result = None
-    for t, partial in zip(tangents, _partials(tr, instr, args)):
+    for t, partial in zip(tangents, _partials(tr, instr, args,
+                                              [t is not None for t in tangents])):
         if t is not None:
             result = tr.add(result, tr.times(partial, _lift(tr, t, shape, lanes)))
     return [result]
@@ -223,7 +260,7 @@ def _jvp_scale(tr, instr, args, tangents, lanes):
 def _jvp_select(tr, instr, args, tangents, lanes):
     shape = instr.outs[0].shape
     ta, tb = (tr.zero() if t is None else _lift(tr, t, shape, lanes) for t in tangents[1:])
-    return [tr.rec.elementwise("select", (tr.t(args[0]), tr.t(ta), tr.t(tb))).node]
+    return [tr.rec.elementwise_var("select", (args[0], ta, tb))]
 
 
 def _jvp_copy(tr, instr, args, tangents, lanes):
@@ -311,8 +348,12 @@ def vjp(tape, values, wrt, names):
     """The tape computing tape's (single) output and the cotangents of the inputs numbered
     in `wrt` from a cotangent input "ct" of the output's shape."""
     tr = _Transform(tape, values)
+    # the Vars that depend on the inputs in wrt: only theirs are cotangents worth having
+    active = {tape.inputs[i] for i in wrt}
     for instr in tape.instrs:
         tr.replay_primal(instr)
+        if not active.isdisjoint(instr.args):
+            active.update(instr.outs)
     (y,) = tape.outputs
     ct_input = tr.rec.input(np.zeros(y.shape)).node
     cotangent = {y: ct_input}
@@ -321,8 +362,9 @@ def vjp(tape, values, wrt, names):
         if instr.kind == "guard" or all(c is None for c in cts):
             continue
         args = [tr.primal[a] for a in instr.args]
-        for old, c in zip(instr.args, _VJP[instr.kind](tr, instr, args, cts)):
-            if c is not None and old.dtype != bool:
+        wanted = [a in active and a.dtype != bool for a in instr.args]
+        for old, c in zip(instr.args, _VJP[instr.kind](tr, instr, args, cts, wanted)):
+            if c is not None and old in active and old.dtype != bool:
                 cotangent[old] = tr.add(cotangent.get(old), c)
     outputs = [tr.primal[y]]
     for i in wrt:
@@ -334,43 +376,49 @@ def vjp(tape, values, wrt, names):
     return _finish(tr.rec, outputs, list(names) + ["ct"], out_names, [ct_input])
 
 
-def _vjp_unary(tr, instr, args, cts):
-    return [tr.times(_partials(tr, instr, args)[0], cts[0])]
+def _vjp_unary(tr, instr, args, cts, wanted):
+    return [tr.times(_partials(tr, instr, args, (True,))[0], cts[0])]
 
 
-def _vjp_binary(tr, instr, args, cts):
-    products = [tr.times(partial, cts[0]) for partial in _partials(tr, instr, args)]
+def _vjp_binary(tr, instr, args, cts, wanted):
+    products = [None if partial is None else tr.times(partial, cts[0])
+                for partial in _partials(tr, instr, args, wanted)]
     return [None if g is None else tr.sum_leading(g, a.size, a.shape)
             for a, g in zip(args, products)]
 
 
-def _vjp_scale(tr, instr, args, cts):
+def _vjp_scale(tr, instr, args, cts, wanted):
     (a, b), g = args, cts[0]
-    return [tr.sum_leading(tr.scale(g, b), a.size, a.shape),
-            tr.sum_leading(tr.scale(a, g), b.size, b.shape)]
+    return [tr.sum_leading(tr.scale(g, b), a.size, a.shape) if wanted[0] else None,
+            tr.sum_leading(tr.scale(a, g), b.size, b.shape) if wanted[1] else None]
 
 
-def _vjp_select(tr, instr, args, cts):
+def _vjp_select(tr, instr, args, cts, wanted):
     c, a, b = args
-    g, zero = tr.t(cts[0]), tr.t(tr.zero())
-    ga = tr.rec.elementwise("select", (tr.t(c), g, zero)).node
-    gb = tr.rec.elementwise("select", (tr.t(c), zero, g)).node
-    return [None, tr.sum_leading(ga, a.size, a.shape), tr.sum_leading(gb, b.size, b.shape)]
+    g, zero = cts[0], tr.zero()
+    result = [None, None, None]
+    if wanted[1]:
+        result[1] = tr.sum_leading(tr.rec.elementwise_var("select", (c, g, zero)), a.size,
+                                   a.shape)
+    if wanted[2]:
+        result[2] = tr.sum_leading(tr.rec.elementwise_var("select", (c, zero, g)), b.size,
+                                   b.shape)
+    return result
 
 
-def _vjp_copy(tr, instr, args, cts):
+def _vjp_copy(tr, instr, args, cts, wanted):
     return [tr.sum_leading(cts[0], args[0].size, args[0].shape)]
 
 
-def _vjp_gather(tr, instr, args, cts):
+def _vjp_gather(tr, instr, args, cts, wanted):
     return [tr.emit("scatter_add", (cts[0],), args[0].shape, index=instr.params["index"])]
 
 
-def _vjp_scatter_add(tr, instr, args, cts):
+def _vjp_scatter_add(tr, instr, args, cts, wanted):
     return [tr.emit("gather", (cts[0],), args[0].shape, index=instr.params["index"])]
 
 
-def _vjp_sum_inner(tr, instr, args, cts):
+def _vjp_sum_inner(tr, instr, args, cts, wanted):
     k = instr.params["k"]
     index = np.repeat(np.arange(instr.outs[0].size, dtype=np.int64), k)
     return [tr.emit("gather", (cts[0],), args[0].shape, index=index)]
@@ -383,16 +431,21 @@ def _transposed(tr, var, rows, columns):
     return tr.rec.gather(var, index).node
 
 
-def _vjp_matmul(tr, instr, args, cts):
+def _vjp_matmul(tr, instr, args, cts, wanted):
     m, k, n = (instr.params[p] for p in "mkn")
     (a, b), g = args, cts[0]
     count = instr.outs[0].size // (m * n) if m * n else 0
-    ga = tr.emit("matmul", (g, _transposed(tr, b, k, n)), (count, m, k), m=m, k=n, n=k)
-    gb = tr.emit("matmul", (_transposed(tr, a, m, k), g), (count, k, n), m=k, k=m, n=n)
-    return [tr.sum_leading(ga, a.size, a.shape), tr.sum_leading(gb, b.size, b.shape)]
+    result = [None, None]
+    if wanted[0]:
+        ga = tr.emit("matmul", (g, _transposed(tr, b, k, n)), (count, m, k), m=m, k=n, n=k)
+        result[0] = tr.sum_leading(ga, a.size, a.shape)
+    if wanted[1]:
+        gb = tr.emit("matmul", (_transposed(tr, a, m, k), g), (count, k, n), m=k, k=m, n=n)
+        result[1] = tr.sum_leading(gb, b.size, b.shape)
+    return result
 
 
-def _vjp_python(tr, instr, args, cts):
+def _vjp_python(tr, instr, args, cts, wanted):
     entry, params = instr.params["entry"], instr.params["params"]
     if entry is None or entry.kind == "constant":
         return [None] * len(args)
@@ -407,7 +460,7 @@ def _vjp_python(tr, instr, args, cts):
     return [None if r is None else tr.rec.var_of(r) for r in result]
 
 
-def _vjp_none(tr, instr, args, cts):
+def _vjp_none(tr, instr, args, cts, wanted):
     return [None] * len(args)
 
 
@@ -432,7 +485,7 @@ def _finish(rec, outputs, input_names, output_names, seeds):
     needed = set(tape.outputs)
     kept = []
     for instr in reversed(tape.instrs):
-        if instr.kind == "guard" or any(v in needed for v in instr.outs):
+        if instr.kind == "guard" or not needed.isdisjoint(instr.outs):
             kept.append(instr)
             needed.update(instr.args)
     kept.reverse()
@@ -440,8 +493,8 @@ def _finish(rec, outputs, input_names, output_names, seeds):
     varying = {v for v in tape.inputs if v not in seeded}
     first, seed_only, mixed = [], [], []
     for instr in kept:
-        reads_seeds = any(a in seeded for a in instr.args)
-        reads_primal = any(a in varying for a in instr.args)
+        reads_seeds = not seeded.isdisjoint(instr.args)
+        reads_primal = not varying.isdisjoint(instr.args)
         if reads_seeds:
             seeded.update(instr.outs)
         if reads_primal:
@@ -450,6 +503,11 @@ def _finish(rec, outputs, input_names, output_names, seeds):
          else first).append(instr)
     tape.instrs = first + seed_only + mixed
     tape.consts = {v: c for v, c in tape.consts.items() if v in needed}
+    # the Vars left, numbered anew: a replay gives no slot to a pruned one
+    live = needed.union(tape.inputs, *(instr.outs for instr in kept))
+    tape.vars = [v for v in tape.vars if v in live]
+    for number, v in enumerate(tape.vars):
+        v.number = number
     read_later = {a for instr in mixed for a in instr.args} | set(tape.outputs)
     cached = [v for instr in seed_only for v in instr.outs if v in read_later]
     return DerivativeTape(tape, input_names, output_names, len(first),

@@ -13,6 +13,8 @@ import reference_functions
 from derivative_references import (
     assert_matches,
     exact_in_float32,
+    jax,
+    jnp,
     loosest,
     references,
     seeded,
@@ -274,6 +276,118 @@ def test_a_reshape_view_is_what_numpy_says():
                 _, params = entry.bind(plain, shape, order=order)
                 expected = np.shares_memory(np.reshape(plain, shape, order=order), base)
                 assert _numpy_gives_a_view(entry, traced, params) == expected, (shape, order)
+
+
+def test_broadcast_shapes_agree_with_numpy():
+    # tracing's own np.broadcast_shapes (it makes no arrays), errors included
+    from cyad._tape_trace import _broadcast_shapes
+
+    rng = np.random.default_rng(0)
+    for _ in range(5000):
+        shapes = {tuple(int(n) for n in rng.choice([0, 1, 2, 3], rng.integers(0, 4)))
+                  for _ in range(rng.integers(2, 4))}
+        try:
+            expected = np.broadcast_shapes(*shapes)
+        except ValueError:
+            with pytest.raises(ValueError):
+                _broadcast_shapes(shapes)
+            continue
+        assert _broadcast_shapes(shapes) == expected, shapes
+
+
+# -- what recording evaluates in NumPy ------------------------------------------------------------
+
+def _counting_evaluations(monkeypatch):
+    """The kinds of the instructions tracing evaluates in NumPy from now on, in order."""
+    import cyad._tape_trace as tracing
+
+    kinds = []
+
+    def evaluate(instr, args):
+        kinds.append(instr.kind)
+        return original(instr, args)
+    original = tracing.evaluate
+    monkeypatch.setattr(tracing, "evaluate", evaluate)
+    return kinds
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("family", ["gradient", "hvp", "hessian", "second_derivative"])
+def test_a_tape_nothing_reads_is_never_evaluated_in_numpy(monkeypatch, family, dtype):
+    # recording evaluates no instruction (the replay computes f and its derivatives), and
+    # the derivatives are right at the recorded point and at another
+    from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
+
+    kinds = _counting_evaluations(monkeypatch)
+    x = np.linspace(-1.2, 1.4, 5)
+    v = DIRECTION[:x.size]
+    if family == "second_derivative":
+        def f(t):
+            return np.exp(np.sin(t) * t) / (1.0 + t ** 2)
+
+        def expected(t):
+            # d/dt of f'(t) = f(t) ((t cos t + sin t) - 2t / (1 + t^2))
+            value = np.exp(np.sin(t) * t) / (1.0 + t ** 2)
+            g = t * np.cos(t) + np.sin(t) - 2.0 * t / (1.0 + t ** 2)
+            dg = 2.0 * np.cos(t) - t * np.sin(t) - (2.0 - 2.0 * t ** 2) / (1.0 + t ** 2) ** 2
+            return value * (g * g + dg)
+        points = [np.asarray(0.7, dtype), np.asarray(-1.3, dtype)]
+        prep = cyad.prepare_second_derivative(f, points[0], engine="tape")
+        run = [cyad.second_derivative(f, p, prep=prep) for p in points]
+    else:
+        expected = {"gradient": rosenbrock_gradient,
+                    "hvp": lambda t: rosenbrock_hessian(t) @ v,
+                    "hessian": rosenbrock_hessian}[family]
+        prepare, call = getattr(cyad, f"prepare_{family}"), getattr(cyad, family)
+        args = (v.astype(dtype),) if family == "hvp" else ()
+        points = [x.astype(dtype), (x[::-1] * 0.9).astype(dtype)]
+        prep = prepare(rosenbrock, points[0], *args, engine="tape")
+        run = [call(rosenbrock, p, *args, prep=prep) for p in points]
+    assert kinds == []
+    for point, result in zip(points, run):
+        assert_close(result, expected(np.asarray(point, np.float64)), dtype,
+                     REFERENCE_TOLERANCE)
+
+
+def _chain(xp, x):
+    y = x
+    for _ in range(1000):   # a dependency chain deeper than Python's recursion limit
+        y = y * 0.999 + y * y * 1e-4
+    return y
+
+
+def _long_chain_then_a_branch(x):
+    y = _chain(np, x)
+    if np.sum(y) > 0:
+        return np.sum(np.sin(y) * x)
+    return np.sum(np.cos(y) * x)
+
+
+@pytest.mark.skipif(jax is None, reason="JAX is the reference")
+def test_a_guard_evaluates_what_it_reads_and_still_fires(monkeypatch):
+    # the guard's value is computed (only from what it depends on) at the end of a chain
+    # too long to walk recursively, with an operand read twice; the guard fires where the
+    # branch flips, and each branch's gradient is right
+    kinds = _counting_evaluations(monkeypatch)
+    x = np.array([0.5, 1.0, -0.25])
+    prep = cyad.prepare_gradient(_long_chain_then_a_branch, x, engine="tape")
+    branches = []
+    for point in (x, -x, x * 2.0):
+        result = cyad.gradient(_long_chain_then_a_branch, point, prep=prep)
+        if point is x:
+            # the chain's 4 instructions a step, the sum, the comparison: nothing after
+            # the guard, nothing of the derivative tape
+            assert len(kinds) == 4 * 1000 + 2 and kinds[-1] == "compare"
+        branch = bool(np.sum(_chain(np, point)) > 0)
+        branches.append(branch)
+
+        def reference(t, branch=branch):
+            y = _chain(jnp, t)
+            return jnp.sum((jnp.sin(y) if branch else jnp.cos(y)) * t)
+        assert_close(result, jax.grad(reference)(point), np.float64, REFERENCE_TOLERANCE)
+    assert branches == [True, False, True]
+    assert prep.engine_state.records == 3    # recorded anew at -x, and again at 2x
+    assert len(kinds) == 3 * (4 * 1000 + 2)
 
 
 # -- outputs that alias inputs -------------------------------------------------------------------
