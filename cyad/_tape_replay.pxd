@@ -37,7 +37,9 @@ cdef enum Kind:
 #   python                P0 its callback's position in the callback list
 #   unary, unary_d(2)     P0 1 + the position of NumPy's loop for its column in
 #                         ufunc_loops, 0 for the rule's own loop; P1 1 when the
-#                         column is 1 / (u * u) of the loop's u (RECIPROCAL_SQUARED)
+#                         column is 1 / (u * u) of the loop's u (RECIPROCAL_SQUARED);
+#                         P2 1 + the shift of a sin or cos column (SINE_SHIFTS) run by
+#                         cyad/_vector_sine.h, 0 for the other columns
 #   guard                 (A its operand, B the expected values, both of A_SIZE)
 # (anonymous: plain int constants, to index a row with)
 cdef enum:

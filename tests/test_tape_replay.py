@@ -23,7 +23,8 @@ from rule_domains import binary_points, points
 
 from cyad._rule_table import BINARY_RULES, UNARY_RULES
 from cyad._tape import COMPARISONS, Instr, Tape
-from cyad._tape_replay import ALIGNMENT, COLUMNS, NUMPY_LOOPS, RECIPROCAL_SQUARED, Replay
+from cyad._tape_replay import (ALIGNMENT, COLUMNS, NUMPY_LOOPS, RECIPROCAL_SQUARED, SINE_SHIFTS,
+                               Replay, _sine_baseline)
 
 try:
     import jax
@@ -111,6 +112,86 @@ def test_numpy_loops(kind, name, ufunc, dtype):
     ulp = np.spacing(np.abs(exact).astype(dtype)).astype(np.longdouble)
     assert np.all(np.abs(replay.value(column) - exact) <= 4 * ulp)
     assert np.all(np.abs(replay.value(repeated) - exact[3]) <= 4 * ulp[3])
+
+
+def sine_points(dtype):
+    """Points for the vectorised sin and cos: random ones of several magnitudes (up to
+    and beyond the reduction's range, 2^19), each side of the block length, near
+    multiples of pi/2, signed zeros, subnormals, the largest numbers, inf and NaN."""
+    rng = np.random.default_rng(7)
+    info = np.finfo(dtype)
+    magnitudes = [1e-6, 0.5, 1.0, 4.0, 100.0, 1e4, 5e5, 6e5, 1e8, float(info.max) / 2]
+    x = [rng.uniform(-1, 1, 3001) * m for m in magnitudes]
+    x.append(np.arange(-2000, 2000) * (np.pi / 2))
+    x.append(np.nextafter(np.arange(-2000, 2000) * (np.pi / 2), np.inf))
+    x.append([0.0, -0.0, info.smallest_subnormal, -info.smallest_subnormal,
+              info.smallest_normal, float(info.max), -float(info.max), np.inf, -np.inf,
+              np.nan, 524288.0, -524288.0])
+    return np.concatenate(x).astype(dtype)
+
+
+def ulps(values, exact, dtype):
+    """|values - exact| in units in the last place of exact rounded to dtype (0 where
+    both are the same number, NaN included)."""
+    exact = np.asarray(exact, np.longdouble)
+    same = (values == exact) | (np.isnan(values) & np.isnan(exact))
+    with np.errstate(invalid="ignore", over="ignore"):
+        spacing = np.spacing(np.abs(exact).astype(dtype)).astype(np.longdouble)
+        return np.where(same, 0, np.abs(values - exact) / spacing)
+
+
+SINE_COLUMNS = sorted(SINE_SHIFTS.items())
+
+
+@pytest.mark.parametrize("baseline", [False, True], ids=["dispatched", "baseline"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("column", "shift"), SINE_COLUMNS, ids=str)
+def test_vectorised_sine(column, shift, dtype, baseline):
+    # sin(x + shift pi/2) within 1 ulp of libm's sin and cos in float64 (computed in
+    # double, as the rules do), float32 its rounding of those; exact signs of zeros, NaN
+    # at inf and NaN, the same repeated to a larger output
+    kind, name = column
+    x = sine_points(dtype)
+    t = Tape(dtype)
+    a, single = t.input(x.shape), t.input(())
+    out = t.emit(kind, (a,), x.shape, op=UNARY[name])
+    repeated = t.emit(kind, (single,), (5,), op=UNARY[name])
+    former = _sine_baseline(baseline)
+    try:
+        replay = replayed(t, x, x[3001])
+    finally:
+        _sine_baseline(former)
+    numpy_loop = NUMPY_LOOPS[np.dtype(dtype)].get(kind, {}).get(name) is not None
+    assert list(replay.code[:, COLUMNS["P2"]]) == [0 if numpy_loop else 1 + shift] * 2
+    if numpy_loop:
+        return
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        libm = [np.sin(x64), np.cos(x64), -np.sin(x64), -np.cos(x64)][shift]
+    value = replay.value(out)
+    if dtype == np.float64:
+        assert ulps(value, libm, dtype).max() <= 1
+    else:
+        assert_array_equal(value, libm.astype(np.float32))
+    assert_array_equal(np.signbit(value[value == 0]), np.signbit(libm[value == 0]))
+    assert_array_equal(np.isnan(value), np.isnan(libm))
+    assert_array_equal(replay.value(repeated), np.full(5, value[3001]))
+
+
+def test_vectorised_sine_against_exact_values():
+    # float64 sin and cos within 1 ulp of the exact values (mpmath at 100 digits)
+    mpmath = pytest.importorskip("mpmath")
+    x = sine_points(np.float64)
+    x = x[np.isfinite(x) & (np.abs(x) < 1e6)][::7]
+    t = Tape(np.float64)
+    a = t.input(x.shape)
+    outs = [t.emit("unary", (a,), x.shape, op=UNARY[name]) for name in ("sin", "cos")]
+    replay = replayed(t, x)
+    with mpmath.workdps(100):
+        for out, f in zip(outs, (mpmath.sin, mpmath.cos)):
+            exact = np.array([float(f(mpmath.mpf(float(v)))) for v in x])
+            # (exact rounded to double: within 0.5 ulp; the replay within 1 of the exact)
+            assert ulps(replay.value(out), exact, np.float64).max() <= 1.5
 
 
 BINARY_KINDS = ("binary", "binary_da", "binary_db", "binary_daa", "binary_dab", "binary_dbb")
