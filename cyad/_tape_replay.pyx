@@ -43,7 +43,12 @@ The loops:
   such a function: exp's, sinh's) run NumPy's own loops (`ufunc._get_strided_loop`,
   resolved here for the tape's dtype), its SIMD paths several times faster than libm's
   scalar calls. The other sin and cos columns (SINE_SHIFTS: all of them in float64, where
-  NumPy calls libm) run cyad/_vector_sine.h's vectorised loops, within 1 ulp of libm.
+  NumPy calls libm) run cyad/_vector_sine.h's vectorised loops, within 1 ulp of libm;
+  two such columns of one operand in a row (sin's value and derivative) share one pass.
+- Blocked runs: consecutive elementwise instructions over one output size of at least
+  BLOCKED_FROM elements, whose operands are that size, a period of it or single numbers
+  (_blocked_runs), run block by block: BLOCK elements of each instruction in turn, so
+  that what one writes the next reads from cache. The same loops, the same numbers.
   The other rules run through cyad/_rules.pxd (in double, rounded once to
   float32), in loops that a dispatch generated from the rule table
   (cyad/_tape_replay_rules.pxi.tp) calls with the op a constant: inlined, each loop is
@@ -92,9 +97,12 @@ from cyad._rules cimport UnaryOp  # no-cython-lint
 from cyad import _rule_table, _tape
 
 cdef extern from "_vector_sine.h":
-    # out[i] = sin(x[i] + shift * pi/2); cyad_sine_baseline set: the baseline copy only
-    void cyad_sine_double(Py_ssize_t n, const double* x, double* out, int shift) noexcept nogil
-    void cyad_sine_float(Py_ssize_t n, const float* x, float* out, int shift) noexcept nogil
+    # out[i] = sin(x[i] + shift * pi/2), and where out2 is not NULL, out2[i] = sin(x[i] +
+    # shift2 * pi/2) in the same pass; cyad_sine_baseline set: the baseline copy only
+    void cyad_sine_double(Py_ssize_t n, const double* x, double* out, double* out2,
+                          int shift, int shift2) noexcept nogil
+    void cyad_sine_float(Py_ssize_t n, const float* x, float* out, float* out2, int shift,
+                         int shift2) noexcept nogil
     int cyad_sine_baseline
 
 cdef extern from "Python.h":
@@ -320,6 +328,75 @@ def _shared_slots(tape, instrs, keep, starts, Py_ssize_t unit):
     return offsets, end
 
 
+def _pair_sines(code):
+    """Pair each sin or cos column (P2, SINE_SHIFTS) with the next instruction where that
+    is one too, of the same operand and size and another output: P3 1 in the first's row
+    (a run then computes both in one pass, one reduction, where it runs both)."""
+    cdef Py_ssize_t s = 0
+    while s + 1 < code.shape[0]:
+        first, second = code[s], code[s + 1]
+        if first[P2] and second[P2] and first[KIND] <= UNARY_D2 \
+                and second[KIND] <= UNARY_D2 and first[A] == second[A] \
+                and first[A_SIZE] == second[A_SIZE] \
+                and first[OUT_SIZE] == second[OUT_SIZE] and first[OUT] != second[OUT]:
+            first[P3] = 1
+            s += 2
+        else:
+            s += 1
+
+
+# Blocked runs: consecutive elementwise instructions over one output size N (at least
+# BLOCKED_FROM) run block by block, BLOCK elements of every instruction in turn, so that
+# what one writes the next reads from cache rather than memory.
+cdef enum:
+    RUN_BLOCK = 2048
+    RUN_FROM = 8192
+BLOCK, BLOCKED_FROM = RUN_BLOCK, RUN_FROM   # (for Python: tests)
+
+
+def _blocked_runs(code):
+    """(end, period) for every row of the code table: instructions [s, end) form a blocked
+    run (end 0: s is in none), whose operands are the output's N elements, a period of
+    them broadcast (P elements, P dividing N), or single numbers.
+
+    Blocks never cross a multiple of P, and an instruction joins only when it has an
+    operand of more than one element and its output has N. Then a block's elements of
+    the output depend on the same elements of the operands alone (or on an operand of P
+    elements, which no instruction of the run writes: its outputs all have N); and slots
+    that pass between Vars (cyad/_tape_replay.pyx, _shared_slots) are whole slots of N
+    elements, read and rewritten element by element in the run's order: running the run
+    block by block gives the numbers of running it instruction by instruction.
+    """
+    cdef Py_ssize_t n_instr = code.shape[0], s, first, n, period, size, columns
+    runs = np.zeros((n_instr, 2), np.int64)
+    first = 0
+    while first < n_instr:
+        n = code[first, OUT_SIZE]
+        period = n
+        s = first
+        while s < n_instr and code[s, KIND] <= COPY and code[s, OUT_SIZE] == n \
+                and n >= RUN_FROM:
+            columns = 0
+            for size in (code[s, A_SIZE], code[s, B_SIZE], code[s, C_SIZE]):
+                if size > 1 and size != n:
+                    if period != n and size != period:
+                        break
+                    period = size
+                columns += size > 1
+            else:
+                if columns:
+                    s += 1
+                    continue
+            break
+        if s - first >= 2:
+            runs[first:s, 0] = s
+            runs[first:s, 1] = period
+            first = s
+        else:
+            first += 1
+    return runs
+
+
 cdef class Replay:
     """A tape lowered to an arena, a code table and callbacks, replayed in compiled code.
 
@@ -338,13 +415,16 @@ cdef class Replay:
         runs of the instructions before them, as [split, n) of a derivative tape runs
         once per chunk after [0, split) ran once. A run started anywhere else may read
         slots that later Vars took.
+    blocked : bool, optional
+        Whether runs of elementwise instructions over large arrays run block by block
+        (_blocked_runs; the default) or each instruction over its whole output.
 
     Notes
     -----
     The module's docstring describes the buffers, the code table and the status of a run.
     """
 
-    def __init__(self, tape, keep=None, starts=()):
+    def __init__(self, tape, keep=None, starts=(), blocked=True):
         if self.tape is not None:
             raise TypeError("a Replay lowers one tape, once")
         dtype = np.dtype(tape.dtype)
@@ -406,7 +486,10 @@ cdef class Replay:
             if index is not None:
                 indices.append(index)
                 n_indices += index.size
+        _pair_sines(code)
         self._code = code
+        self._runs = _blocked_runs(code) if blocked else np.zeros((len(instrs), 2), np.int64)
+        self._runs.flags.writeable = False
         self._indices = np.concatenate(indices) if indices else np.zeros(1, np.int64)
         self._code.flags.writeable = False
         self._indices.flags.writeable = False
@@ -422,6 +505,7 @@ cdef class Replay:
 
         cdef const int64_t[:, ::1] code_view = self._code
         cdef const int64_t[::1] index_view = self._indices
+        cdef const int64_t[:, ::1] runs_view = self._runs
         self.state.code = &code_view[0, 0] if len(instrs) else NULL
         self.state.n_instr = len(instrs)
         self.state.indices = &index_view[0]
@@ -430,6 +514,7 @@ cdef class Replay:
         self.state.arena = <void*><size_t>self.arena.ctypes.data
         self.state.callbacks = <PyObject*>self._callbacks
         self.state.ufunc_loops = loops
+        self.state.runs = &runs_view[0, 0] if len(instrs) else NULL
 
     def _check_var(self, var, what):
         vars = self.tape.vars
@@ -642,16 +727,29 @@ cdef int replay_run(const tape_replay* replay, Py_ssize_t start, Py_ssize_t stop
 
 cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t start,
                           Py_ssize_t stop) noexcept nogil:
-    cdef Py_ssize_t s
+    cdef Py_ssize_t s = start, end
     cdef const int64_t* row
     cdef int64_t kind
-    for s in range(start, stop):
+    while s < stop:
+        end = replay.runs[2 * s]
+        if end > s + 1:
+            if end > stop:
+                end = stop
+            if end > s + 1:
+                run_blocked(replay, arena, s, end, replay.runs[2 * s + 1])
+                s = end
+                continue
         row = replay.code + s * CODE_WIDTH
         kind = row[KIND]
+        s += 1
         if kind <= UNARY_D2 and row[P0]:
             numpy_unary(row, arena, replay.ufunc_loops + row[P0] - 1)
         elif kind <= UNARY_D2 and row[P2]:
-            sine(row, arena)
+            if row[P3] and s < stop:   # (s is the next instruction already)
+                sine(row, row + CODE_WIDTH, arena)
+                s += 1
+            else:
+                sine(row, NULL, arena)
         elif kind <= COPY:
             elementwise(row, arena)
         elif kind == GATHER:
@@ -669,8 +767,80 @@ cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t sta
                 return -1
         elif kind == GUARD:
             if not guard_holds(arena + row[A], arena + row[B], row[A_SIZE]):
-                return <int>(s + 1)
+                return <int>s    # (s is past the guard already)
     return 0
+
+
+cdef void run_blocked(const tape_replay* replay, real* arena, Py_ssize_t first,
+                      Py_ssize_t end, Py_ssize_t period) noexcept nogil:
+    # instructions [first, end) of a blocked run (_blocked_runs), RUN_BLOCK elements of each
+    # in turn, blocks within each stretch of `period` elements of the output
+    cdef Py_ssize_t n = replay.code[first * CODE_WIDTH + OUT_SIZE], base, j, count, s
+    base = 0
+    while base < n:
+        j = 0
+        while j < period:
+            count = period - j if period - j < RUN_BLOCK else RUN_BLOCK
+            s = first
+            while s < end:
+                s += elementwise_part(replay.code + s * CODE_WIDTH, s + 1 < end, arena,
+                                      replay.ufunc_loops, base, j, count, period)
+            j += count
+        base += period
+
+
+cdef inline const real* operand(real* arena, int64_t at, int64_t size, Py_ssize_t base,
+                                Py_ssize_t j, Py_ssize_t period) noexcept nogil:
+    # where an operand's elements for the output's base + j onwards start
+    if size == 1 or size == 0:
+        return arena + at
+    if size == period:
+        return arena + at + j
+    return arena + at + base + j
+
+
+cdef int elementwise_part(const int64_t* row, bint next_runs, real* arena,
+                          const ufunc_loop* loops, Py_ssize_t base, Py_ssize_t j,
+                          Py_ssize_t count, Py_ssize_t period) noexcept nogil:
+    # elements [base + j, base + j + count) of an instruction of a blocked run, and of the
+    # next where it is a sine paired with this one and runs too: the instructions done
+    cdef int64_t kind = row[KIND]
+    cdef real* out = arena + row[OUT] + base + j
+    cdef const real* a = operand(arena, row[A], row[A_SIZE], base, j, period)
+    cdef Py_ssize_t stride[2]
+    cdef char* data[2]
+    cdef Py_ssize_t i
+    cdef double u
+    cdef const int64_t* second
+    cdef real* out2
+    cdef int shift2
+    if kind <= UNARY_D2 and row[P0]:
+        data[0] = <char*>a
+        data[1] = <char*>out
+        stride[0] = sizeof(real)
+        stride[1] = sizeof(real)
+        loops[row[P0] - 1].loop(loops[row[P0] - 1].context, data, &count, stride,
+                                loops[row[P0] - 1].auxdata)
+        if row[P1]:   # RECIPROCAL_SQUARED
+            for i in range(count):
+                u = out[i]
+                out[i] = <real>(1.0 / (u * u))
+    elif kind <= UNARY_D2 and row[P2]:
+        second = row + CODE_WIDTH if row[P3] and next_runs else NULL
+        out2 = arena + second[OUT] + base + j if second != NULL else NULL
+        shift2 = <int>second[P2] - 1 if second != NULL else 0
+        if real is double:
+            cyad_sine_double(count, a, out, out2, <int>row[P2] - 1, shift2)
+        else:
+            cyad_sine_float(count, a, out, out2, <int>row[P2] - 1, shift2)
+        return 2 if second != NULL else 1
+    else:
+        elementwise_block(kind, row[OP], count, out, a, row[A_SIZE] > 1,
+                          operand(arena, row[B], row[B_SIZE], base, j, period),
+                          row[B_SIZE] > 1,
+                          operand(arena, row[C], row[C_SIZE], base, j, period),
+                          row[C_SIZE] > 1)
+    return 1
 
 
 cdef int call_python(PyObject* callbacks, Py_ssize_t i) noexcept with gil:
@@ -746,17 +916,22 @@ cdef void numpy_unary(const int64_t* row, real* arena, const ufunc_loop* loop) n
     repeat(out, size, n)
 
 
-cdef void sine(const int64_t* row, real* arena) noexcept nogil:
-    # a sin or cos column (SINE_SHIFTS, P2 - 1 the shift): |a| elements, repeated
+cdef void sine(const int64_t* row, const int64_t* second, real* arena) noexcept nogil:
+    # a sin or cos column (SINE_SHIFTS, P2 - 1 the shift): |a| elements, repeated; with
+    # `second` (not NULL), the row of the column paired with it (_pair_sines) as well
     cdef Py_ssize_t n = row[OUT_SIZE], size = row[A_SIZE]
     cdef real* out = arena + row[OUT]
+    cdef real* out2 = arena + second[OUT] if second != NULL else NULL
+    cdef int shift2 = <int>second[P2] - 1 if second != NULL else 0
     if n == 0:
         return
     if real is double:
-        cyad_sine_double(size, arena + row[A], out, <int>row[P2] - 1)
+        cyad_sine_double(size, arena + row[A], out, out2, <int>row[P2] - 1, shift2)
     else:
-        cyad_sine_float(size, arena + row[A], out, <int>row[P2] - 1)
+        cyad_sine_float(size, arena + row[A], out, out2, <int>row[P2] - 1, shift2)
     repeat(out, size, n)
+    if second != NULL:
+        repeat(out2, size, n)
 
 
 def _sine_baseline(bint baseline):

@@ -44,9 +44,24 @@ static int cyad_sine_baseline = 0;
 #define CYAD_SINE_CLOSE 9.094947017729282e-13  /* 2^-40 */
 #define CYAD_SINE_ROUND 6755399441055744.0     /* 1.5 * 2^52 */
 
-/* sin(x + shift * pi/2) of one number, or NaN where libm must answer instead */
+/* sin(x + shift * pi/2) of r's sin_r and cos_r, k the quadrant of x; NaN where libm must
+   answer instead (close) */
 static inline __attribute__((always_inline)) double
-cyad_sine_one(double x, double shift) {
+cyad_sine_select(double k, double shift, double sin_r, double cos_r, double close) {
+    double q, result;
+    /* the quadrant k + shift, as q in {-2, -1, 0, 1, 2} (mod 4) */
+    k += shift;
+    q = k - 4.0 * ((k * 0.25 + CYAD_SINE_ROUND) - CYAD_SINE_ROUND);
+    result = fabs(q) == 1.0 ? cos_r : sin_r;
+    result = q == -1.0 ? -result : result;
+    result = fabs(q) == 2.0 ? -result : result;
+    return close < CYAD_SINE_CLOSE ? NAN : result;
+}
+
+/* sin(x + shift * pi/2), and sin(x + shift2 * pi/2) in *second, of one number, from one
+   reduction and the two kernels; NaN where libm must answer instead */
+static inline __attribute__((always_inline)) double
+cyad_sine_pair(double x, double shift, double shift2, double* second) {
     static const double two_over_pi = 6.36619772367581382433e-01,
         pio2_1 = 1.57079632673412561417e+00, pio2_2 = 6.07710050630396597660e-11,
         pio2_3 = 2.02226624871116645580e-21, pio2_3t = 8.47842766036889956997e-32,
@@ -68,7 +83,7 @@ cyad_sine_one(double x, double shift) {
     double lo = (e1 + e2) - k * pio2_3t;
     double hi = s2 + lo;
     lo = lo - (hi - s2);
-    double close, z, w, v, p, sin_r, cos_r, hz, w1, q, result;
+    double close, z, w, v, p, sin_r, cos_r, hz, w1;
     /* (one comparison: gcc's SSE2 vectoriser does not combine masks) */
     close = k != 0.0 ? fabs(hi) : 1.0;
     close = fabs(x) <= CYAD_SINE_BOUND ? close : 0.0;
@@ -84,13 +99,13 @@ cyad_sine_one(double x, double shift) {
     hz = 0.5 * z;
     w1 = 1.0 - hz;
     cos_r = w1 + (((1.0 - w1) - hz) + (z * p - hi * lo));
-    /* the quadrant k + shift, as q in {-2, -1, 0, 1, 2} (mod 4) */
-    k += shift;
-    q = k - 4.0 * ((k * 0.25 + CYAD_SINE_ROUND) - CYAD_SINE_ROUND);
-    result = fabs(q) == 1.0 ? cos_r : sin_r;
-    result = q == -1.0 ? -result : result;
-    result = fabs(q) == 2.0 ? -result : result;
-    return close < CYAD_SINE_CLOSE ? NAN : result;
+    *second = cyad_sine_select(k, shift2, sin_r, cos_r, close);
+    return cyad_sine_select(k, shift, sin_r, cos_r, close);
+}
+
+static inline __attribute__((always_inline)) double cyad_sine_one(double x, double shift) {
+    double unused;
+    return cyad_sine_pair(x, shift, shift, &unused);
 }
 
 static double cyad_sine_libm(double x, int shift) {
@@ -106,39 +121,56 @@ static double cyad_sine_libm(double x, int shift) {
    a sum of the block in eight accumulators (vectorised: each lane its own chain) finds
    any NaN, and a scalar pass then puts libm's results there (gcc vectorises neither a
    flag's reduction nor a branch in the first pass). A float block is converted to
-   double and back in buffers on the stack (gcc's SSE2 vectoriser does not mix them). */
+   double and back in buffers on the stack (gcc's SSE2 vectoriser does not mix them).
+   With out2 (not NULL), the same block of sin(x + shift2 * pi/2) as well. */
 #define CYAD_SINE_BLOCK 512
 #define CYAD_SINE_LOOPS(suffix, target) \
 target static void cyad_sine_block_##suffix(Py_ssize_t n, const double* restrict x, \
-                                            double* restrict out, int shift) { \
-    const double shift_ = shift; \
+                                            double* restrict out, double* restrict out2, \
+                                            int shift, int shift2) { \
+    const double shift_ = shift, shift2_ = shift2; \
     double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, total; \
     Py_ssize_t i; \
-    for (i = 0; i < n; i++) \
-        out[i] = cyad_sine_one(x[i], shift_); \
+    if (out2 == NULL) { \
+        for (i = 0; i < n; i++) \
+            out[i] = cyad_sine_one(x[i], shift_); \
+    } else { \
+        for (i = 0; i < n; i++) { \
+            double second; \
+            out[i] = cyad_sine_pair(x[i], shift_, shift2_, &second); \
+            out2[i] = second; \
+        } \
+    } \
     for (i = 0; i + 8 <= n; i += 8) \
         for (int t = 0; t < 8; t++) acc[t] += out[i + t]; \
     total = (acc[0] + acc[1] + acc[2] + acc[3]) + (acc[4] + acc[5] + acc[6] + acc[7]); \
     for (; i < n; i++) total += out[i]; \
     if (total != total) { \
-        for (i = 0; i < n; i++) \
-            if (out[i] != out[i]) out[i] = cyad_sine_libm(x[i], shift); \
+        for (i = 0; i < n; i++) { \
+            if (out[i] != out[i]) { \
+                out[i] = cyad_sine_libm(x[i], shift); \
+                if (out2 != NULL) out2[i] = cyad_sine_libm(x[i], shift2); \
+            } \
+        } \
     } \
 } \
 target static void cyad_sine_double_##suffix(Py_ssize_t n, const double* x, double* out, \
-                                             int shift) { \
+                                             double* out2, int shift, int shift2) { \
     for (Py_ssize_t start = 0; start < n; start += CYAD_SINE_BLOCK) \
         cyad_sine_block_##suffix(n - start < CYAD_SINE_BLOCK ? n - start : CYAD_SINE_BLOCK, \
-                                 x + start, out + start, shift); \
+                                 x + start, out + start, out2 ? out2 + start : NULL, \
+                                 shift, shift2); \
 } \
 target static void cyad_sine_float_##suffix(Py_ssize_t n, const float* x, float* out, \
-                                            int shift) { \
-    double xd[CYAD_SINE_BLOCK], od[CYAD_SINE_BLOCK]; \
+                                            float* out2, int shift, int shift2) { \
+    double xd[CYAD_SINE_BLOCK], od[CYAD_SINE_BLOCK], od2[CYAD_SINE_BLOCK]; \
     for (Py_ssize_t start = 0; start < n; start += CYAD_SINE_BLOCK) { \
         Py_ssize_t m = n - start < CYAD_SINE_BLOCK ? n - start : CYAD_SINE_BLOCK, i; \
         for (i = 0; i < m; i++) xd[i] = x[start + i]; \
-        cyad_sine_block_##suffix(m, xd, od, shift); \
+        cyad_sine_block_##suffix(m, xd, od, out2 ? od2 : NULL, shift, shift2); \
         for (i = 0; i < m; i++) out[start + i] = (float)od[i]; \
+        if (out2 != NULL) \
+            for (i = 0; i < m; i++) out2[start + i] = (float)od2[i]; \
     } \
 }
 
@@ -156,19 +188,26 @@ static int cyad_sine_fma(void) {
 #endif
 }
 
-/* out[i] = sin(x[i] + shift * pi/2), shift 0..3; out and x do not overlap */
-static void cyad_sine_double(Py_ssize_t n, const double* x, double* out, int shift) {
+/* out[i] = sin(x[i] + shift * pi/2), shift 0..3, and where out2 is not NULL,
+   out2[i] = sin(x[i] + shift2 * pi/2); x, out and out2 do not overlap.
+   (The baseline copy computes a pair as two passes: in SSE2's 16 registers the pair's
+   loop spills, and runs slower than two passes.) */
+static void cyad_sine_double(Py_ssize_t n, const double* x, double* out, double* out2,
+                             int shift, int shift2) {
 #if CYAD_SINE_FMA_COPY
-    if (cyad_sine_fma()) { cyad_sine_double_fma(n, x, out, shift); return; }
+    if (cyad_sine_fma()) { cyad_sine_double_fma(n, x, out, out2, shift, shift2); return; }
 #endif
-    cyad_sine_double_base(n, x, out, shift);
+    cyad_sine_double_base(n, x, out, NULL, shift, 0);
+    if (out2 != NULL) cyad_sine_double_base(n, x, out2, NULL, shift2, 0);
 }
 
-static void cyad_sine_float(Py_ssize_t n, const float* x, float* out, int shift) {
+static void cyad_sine_float(Py_ssize_t n, const float* x, float* out, float* out2,
+                            int shift, int shift2) {
 #if CYAD_SINE_FMA_COPY
-    if (cyad_sine_fma()) { cyad_sine_float_fma(n, x, out, shift); return; }
+    if (cyad_sine_fma()) { cyad_sine_float_fma(n, x, out, out2, shift, shift2); return; }
 #endif
-    cyad_sine_float_base(n, x, out, shift);
+    cyad_sine_float_base(n, x, out, NULL, shift, 0);
+    if (out2 != NULL) cyad_sine_float_base(n, x, out2, NULL, shift2, 0);
 }
 
 #endif

@@ -23,8 +23,9 @@ from rule_domains import binary_points, points
 
 from cyad._rule_table import BINARY_RULES, UNARY_RULES
 from cyad._tape import COMPARISONS, Instr, Tape
-from cyad._tape_replay import (ALIGNMENT, COLUMNS, NUMPY_LOOPS, RECIPROCAL_SQUARED, SINE_SHIFTS,
-                               Replay, _sine_baseline)
+from cyad._tape_replay import (ALIGNMENT, BLOCK, BLOCKED_FROM, COLUMNS, NUMPY_LOOPS,
+                               RECIPROCAL_SQUARED, SINE_SHIFTS, Replay, _blocked_runs,
+                               _sine_baseline)
 
 try:
     import jax
@@ -1030,3 +1031,110 @@ def test_random_tapes(seed, dtype):
             scale = max(1.0, np.abs(value).max(initial=0))
             assert_allclose(replay.value(var).ravel(), value, rtol=0, atol=1e-3 * scale,
                             err_msg=repr(t))
+
+
+# -- blocked runs ---------------------------------------------------------------------------
+
+def elementwise_tape(rng, dtype, n, period, length=30):
+    """A random program of mostly elementwise instructions on Vars of n elements, of
+    `period` elements (broadcast to n) and single numbers, with a gather or a sum now and
+    then (which end a blocked run), sin and cos columns of one operand in a row (pairs);
+    and its inputs' values."""
+    t = Tape(dtype)
+    sizes = (n, period, 1)
+    inputs = [rng.uniform(-3, 3, size).astype(dtype) for size in sizes + (n,)]
+    pool = [t.input((size,)) for size in sizes + (n,)]
+    for _ in range(length):
+        kind = rng.choice(["unary", "sines", "binary", "scale", "compare", "select", "copy",
+                           "gather", "sum_inner"], p=[.2, .1, .25, .1, .05, .1, .05, .1, .05])
+        a, b, c = (pool[i] for i in rng.integers(0, len(pool), 3))
+        if kind in ("unary", "sines", "copy") and a.size == 1:
+            continue
+        if kind == "unary":
+            name = rng.choice(["exp", "tanh", "square", "negative", "cos", "arctan"])
+            column = rng.choice(["unary", "unary_d", "unary_d2"])
+            out = t.emit(column, (a,), (max(a.size, int(rng.choice([a.size, n]))),),
+                         op=UNARY[name])
+        elif kind == "sines":
+            name = rng.choice(["sin", "cos"])
+            size = max(a.size, int(rng.choice([a.size, n])))
+            first, second = rng.choice(["unary", "unary_d", "unary_d2"], 2)
+            pool.append(t.emit(first, (a,), (size,), op=UNARY[name]))
+            out = t.emit(second, (a,), (size,), op=UNARY[name])
+        elif kind == "copy":
+            out = t.emit(kind, (a,), (n,))
+        elif kind == "gather":
+            out = t.emit(kind, (a,), (n,), index=rng.integers(0, a.size, n))
+        elif kind == "sum_inner":
+            if a.size != n:
+                continue
+            out = t.emit(kind, (a,), (period,), k=n // period)
+        else:
+            operands = (c, a, b) if kind == "select" else (a, b)
+            size = max(v.size for v in operands)
+            if kind == "compare":
+                out = t.emit(kind, (a, b), (size,), dtype=bool, ufunc=np.less)
+            elif kind in ("scale", "select"):
+                out = t.emit(kind, operands, (size,))
+            else:
+                name = rng.choice(["add", "subtract", "multiply", "divide"])
+                out = t.emit(kind, (a, b), (size,), op=BINARY[name])
+        pool.append(out)
+    t.outputs += pool[len(sizes) + 1:][::4] + pool[-1:]
+    return t, inputs
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("n", "period"), [
+    (BLOCKED_FROM, BLOCK), (3 * (BLOCKED_FROM + 5), BLOCKED_FROM + 5),
+    (2 * BLOCKED_FROM + 2, BLOCKED_FROM + 1), (BLOCKED_FROM + 1, 1)], ids=str)
+@pytest.mark.parametrize("seed", range(6))
+def test_blocked_runs_give_the_numbers_of_whole_instructions(seed, n, period, dtype):
+    # random elementwise programs over large Vars, slots passed on by liveness: blocked
+    # runs (blocks of BLOCK elements, within periods of broadcast operands, sin and cos
+    # paired) give the very numbers that instructions run whole do, run whole and from
+    # starts inside runs
+    rng = np.random.default_rng(seed)
+    t, inputs = elementwise_tape(rng, dtype, n, period)
+    starts = sorted({int(s) for s in rng.integers(1, len(t.instrs), 2)})
+    blocked = Replay(t, keep=(), starts=starts)
+    whole = Replay(t, keep=(), starts=starts, blocked=False)
+    runs = _blocked_runs(blocked.code)
+    assert (runs[:, 0] - np.arange(len(t.instrs)) >= 3).any()   # (a run of 3 at least)
+    for r in (blocked, whole):
+        for i, x in enumerate(inputs):
+            r.set_input(i, x)
+        assert r.run() == 0
+    for var in t.outputs:
+        assert_array_equal(blocked.value(var), whole.value(var), err_msg=repr(t))
+    for r in (blocked, whole):
+        r.set_input(0, inputs[0][::-1])
+        assert r.run(0, starts[0]) == 0
+        r.set_input(3, inputs[3] * 0.5)
+        for start, stop in zip(starts, starts[1:] + [len(t.instrs)]):
+            assert r.run(start, stop) == 0
+    for var in t.outputs:
+        assert_array_equal(blocked.value(var), whole.value(var), err_msg=repr(t))
+
+
+def test_blocked_runs_of_a_code_table():
+    # runs: consecutive elementwise instructions of one output size, at least BLOCKED_FROM,
+    # whose operands have that size, one period of it, or one element, at least one more
+    n = BLOCKED_FROM
+    t = Tape(np.float64)
+    x, half, one = t.input((n,)), t.input((n // 2,)), t.input(())
+    s0 = t.emit("unary", (x,), (n,), op=UNARY["sin"])                 # 0 run [0, 4)
+    t.emit("unary_d", (x,), (n,), op=UNARY["sin"])                    # 1 (paired with 0)
+    s2 = t.emit("binary", (s0, half), (n,), op=BINARY["add"])         # 2 period n/2
+    t.emit("scale", (s2, one), (n,))                                  # 3
+    t.emit("copy", (one,), (n,))                                      # 4 no run: single
+    s5 = t.emit("unary", (half,), (n // 2,), op=UNARY["exp"])         # 5 another size
+    t.emit("binary", (s5, s5), (n // 2,), op=BINARY["multiply"])      # 6 too small
+    t.emit("gather", (x,), (n,), index=np.arange(n))                  # 7 not elementwise
+    s8 = t.emit("unary", (x,), (n,), op=UNARY["exp"])                 # 8 run [8, 10)
+    t.emit("select", (s8, half, one), (n,))                           # 9 period n/2
+    t.emit("binary", (x, t.input((n // 4,))), (n,), op=BINARY["add"])  # 10 a second period
+    replay = Replay(t)
+    assert_array_equal(_blocked_runs(replay.code),
+                       [[4, n // 2]] * 4 + [[0, 0]] * 4 + [[10, n // 2]] * 2 + [[0, 0]])
+    assert list(replay.code[:2, COLUMNS["P3"]]) == [1, 0]    # the sine pair
