@@ -101,8 +101,8 @@ cdef struct tape_replay:
     const int64_t* indices     # the gather and scatter indices of all instructions
     PyObject* callbacks        # a list: the python instructions' callbacks, no arguments
     const ufunc_loop* ufunc_loops  # NumPy's loops of unary columns (P0 - 1 of a row)
-    # n_instr rows (end, period): the blocked run of elementwise instructions from each
-    # one on, end 0 for none (cyad/_tape_replay.pyx, _blocked_runs)
+    # n_instr rows (end, period, block): the blocked run of elementwise instructions from
+    # each one on, end 0 for none (cyad/_tape_replay.pyx, _blocked_runs)
     const int64_t* runs
 
 
@@ -123,4 +123,4 @@ cdef class Replay:
     cdef object _offsets               # ndarray: Var number -> offset in the arena
     cdef object _ufunc_loops           # ndarray of bytes: the ufunc_loop structs
     cdef list _ufunc_capsules          # NumPy's call infos, owning the loops' contexts
-    cdef object _runs                  # ndarray, n_instr x 2 int64 (state.runs)
+    cdef object _runs                  # ndarray, n_instr x 3 int64 (state.runs)

@@ -23,7 +23,7 @@ from rule_domains import binary_points, points
 
 from cyad._rule_table import BINARY_RULES, UNARY_RULES
 from cyad._tape import COMPARISONS, Instr, Tape
-from cyad._tape_replay import (ALIGNMENT, BLOCK, BLOCKED_FROM, COLUMNS, NUMPY_LOOPS,
+from cyad._tape_replay import (ALIGNMENT, BLOCKED_BY, COLUMNS, NUMPY_LOOPS,
                                RECIPROCAL_SQUARED, SINE_SHIFTS, Replay, _blocked_runs,
                                _sine_baseline)
 
@@ -1084,6 +1084,11 @@ def elementwise_tape(rng, dtype, n, period, length=30):
     return t, inputs
 
 
+# (small blocks, so that small Vars make several)
+BLOCK = 256
+BLOCKED_FROM = BLOCKED_BY * BLOCK
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("n", "period"), [
     (BLOCKED_FROM, BLOCK), (3 * (BLOCKED_FROM + 5), BLOCKED_FROM + 5),
@@ -1097,9 +1102,9 @@ def test_blocked_runs_give_the_numbers_of_whole_instructions(seed, n, period, dt
     rng = np.random.default_rng(seed)
     t, inputs = elementwise_tape(rng, dtype, n, period)
     starts = sorted({int(s) for s in rng.integers(1, len(t.instrs), 2)})
-    blocked = Replay(t, keep=(), starts=starts)
-    whole = Replay(t, keep=(), starts=starts, blocked=False)
-    runs = _blocked_runs(blocked.code)
+    blocked = Replay(t, keep=(), starts=starts, block=BLOCK)
+    whole = Replay(t, keep=(), starts=starts, block=0)
+    runs = _blocked_runs(blocked.code, BLOCK)
     assert (runs[:, 0] - np.arange(len(t.instrs)) >= 3).any()   # (a run of 3 at least)
     for r in (blocked, whole):
         for i, x in enumerate(inputs):
@@ -1135,6 +1140,9 @@ def test_blocked_runs_of_a_code_table():
     t.emit("select", (s8, half, one), (n,))                           # 9 period n/2
     t.emit("binary", (x, t.input((n // 4,))), (n,), op=BINARY["add"])  # 10 a second period
     replay = Replay(t)
-    assert_array_equal(_blocked_runs(replay.code),
-                       [[4, n // 2]] * 4 + [[0, 0]] * 4 + [[10, n // 2]] * 2 + [[0, 0]])
+    assert_array_equal(_blocked_runs(replay.code, BLOCK),
+                       [[4, n // 2, BLOCK]] * 4 + [[0, 0, 0]] * 4 + [[10, n // 2, BLOCK]] * 2
+                       + [[0, 0, 0]])
+    assert not _blocked_runs(replay.code, BLOCK + 1).any()
+    assert not _blocked_runs(replay.code, 0).any()
     assert list(replay.code[:2, COLUMNS["P3"]]) == [1, 0]    # the sine pair
