@@ -127,6 +127,8 @@ COMPARISON_CODES = {
     np.logical_not: LOGICAL_NOT, np.isnan: ISNAN, np.isinf: ISINF, np.isfinite: ISFINITE,
     np.signbit: SIGNBIT,
 }
+# (an operand's size is in the column after its offset's: part_of relies on it)
+assert (A_SIZE, B_SIZE, C_SIZE) == (A + 1, B + 1, C + 1)
 # a kind or comparison added to the tape needs its loop here
 assert set(_tape.KINDS) <= set(KIND_CODES) and set(COMPARISON_CODES) == set(_tape.COMPARISONS)
 
@@ -796,57 +798,39 @@ cdef void run_blocked(const tape_replay* replay, real* arena, Py_ssize_t first,
         base += period
 
 
-cdef inline const real* operand(real* arena, int64_t at, int64_t size, Py_ssize_t base,
-                                Py_ssize_t j, Py_ssize_t period) noexcept nogil:
-    # where an operand's elements for the output's base + j onwards start
-    if size == 1 or size == 0:
-        return arena + at
-    if size == period:
-        return arena + at + j
-    return arena + at + base + j
+cdef inline void part_of(const int64_t* row, int64_t* part, Py_ssize_t base, Py_ssize_t j,
+                         Py_ssize_t count, Py_ssize_t period) noexcept nogil:
+    # part: row, for the output's elements [base + j, base + j + count) alone (a full
+    # operand's or a period's elements there, a single number as it is)
+    cdef int column
+    memcpy(part, row, CODE_WIDTH * sizeof(int64_t))
+    part[OUT] = row[OUT] + base + j
+    part[OUT_SIZE] = count
+    for column in range(A, C + 1, 2):
+        if row[column + 1] > 1:    # (its size's column follows)
+            part[column] = row[column] + j + (0 if row[column + 1] == period else base)
+            part[column + 1] = count
 
 
 cdef int elementwise_part(const int64_t* row, bint next_runs, real* arena,
                           const ufunc_loop* loops, Py_ssize_t base, Py_ssize_t j,
                           Py_ssize_t count, Py_ssize_t period) noexcept nogil:
-    # elements [base + j, base + j + count) of an instruction of a blocked run, and of the
-    # next where it is a sine paired with this one and runs too: the instructions done
-    cdef int64_t kind = row[KIND]
-    cdef real* out = arena + row[OUT] + base + j
-    cdef const real* a = operand(arena, row[A], row[A_SIZE], base, j, period)
-    cdef Py_ssize_t stride[2]
-    cdef char* data[2]
-    cdef Py_ssize_t i
-    cdef double u
-    cdef const int64_t* second
-    cdef real* out2
-    cdef int shift2
-    if kind <= UNARY_D2 and row[P0]:
-        data[0] = <char*>a
-        data[1] = <char*>out
-        stride[0] = sizeof(real)
-        stride[1] = sizeof(real)
-        loops[row[P0] - 1].loop(loops[row[P0] - 1].context, data, &count, stride,
-                                loops[row[P0] - 1].auxdata)
-        if row[P1]:   # RECIPROCAL_SQUARED
-            for i in range(count):
-                u = out[i]
-                out[i] = <real>(1.0 / (u * u))
-    elif kind <= UNARY_D2 and row[P2]:
-        second = row + CODE_WIDTH if row[P3] and next_runs else NULL
-        out2 = arena + second[OUT] + base + j if second != NULL else NULL
-        shift2 = <int>second[P2] - 1 if second != NULL else 0
-        if real is double:
-            cyad_sine_double(count, a, out, out2, <int>row[P2] - 1, shift2)
-        else:
-            cyad_sine_float(count, a, out, out2, <int>row[P2] - 1, shift2)
-        return 2 if second != NULL else 1
+    # elements [base + j, base + j + count) of an instruction of a blocked run, by the
+    # loops of whole instructions on a row of that part; and of the next instruction
+    # where it is a sine paired with this one and runs too: the instructions done
+    cdef int64_t part[CODE_WIDTH]
+    cdef int64_t second[CODE_WIDTH]
+    part_of(row, part, base, j, count, period)
+    if row[KIND] <= UNARY_D2 and row[P0]:
+        numpy_unary(part, arena, loops + row[P0] - 1)
+    elif row[KIND] <= UNARY_D2 and row[P2]:
+        if row[P3] and next_runs:
+            part_of(row + CODE_WIDTH, second, base, j, count, period)
+            sine(part, second, arena)
+            return 2
+        sine(part, NULL, arena)
     else:
-        elementwise_block(kind, row[OP], count, out, a, row[A_SIZE] > 1,
-                          operand(arena, row[B], row[B_SIZE], base, j, period),
-                          row[B_SIZE] > 1,
-                          operand(arena, row[C], row[C_SIZE], base, j, period),
-                          row[C_SIZE] > 1)
+        elementwise(part, arena)
     return 1
 
 
