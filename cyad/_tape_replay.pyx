@@ -735,10 +735,12 @@ cdef int replay_run(const tape_replay* replay, Py_ssize_t start, Py_ssize_t stop
 
 cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t start,
                           Py_ssize_t stop) noexcept nogil:
-    cdef Py_ssize_t s = start, end
+    cdef Py_ssize_t s, end, done = start    # instructions before `done` ran already
     cdef const int64_t* row
     cdef int64_t kind
-    while s < stop:
+    for s in range(start, stop):
+        if s < done:
+            continue
         end = replay.runs[3 * s]
         if end > s + 1:
             if end > stop:
@@ -746,17 +748,16 @@ cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t sta
             if end > s + 1:
                 run_blocked(replay, arena, s, end, replay.runs[3 * s + 1],
                             replay.runs[3 * s + 2])
-                s = end
+                done = end
                 continue
         row = replay.code + s * CODE_WIDTH
         kind = row[KIND]
-        s += 1
         if kind <= UNARY_D2 and row[P0]:
             numpy_unary(row, arena, replay.ufunc_loops + row[P0] - 1)
         elif kind <= UNARY_D2 and row[P2]:
-            if row[P3] and s < stop:   # (s is the next instruction already)
+            if row[P3] and s + 1 < stop:   # the next instruction as well
                 sine(row, row + CODE_WIDTH, arena)
-                s += 1
+                done = s + 2
             else:
                 sine(row, NULL, arena)
         elif kind <= COPY:
@@ -776,7 +777,7 @@ cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t sta
                 return -1
         elif kind == GUARD:
             if not guard_holds(arena + row[A], arena + row[B], row[A_SIZE]):
-                return <int>s    # (s is past the guard already)
+                return <int>(s + 1)
     return 0
 
 
