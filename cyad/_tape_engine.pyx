@@ -117,6 +117,10 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     cdef Py_ssize_t n_x = h.n_x, item = p.item
     cdef int status
     cdef bint basis = tangents == NULL
+    # one chunk of seeds, none cached: the seeds first, then the whole tape in one run
+    # (the replay's blocked runs may then cross the split)
+    cdef bint at_once = (p.family != GRADIENT and p.family != PULLBACK and p.cache == NULL
+                         and 0 < p.directions <= lanes)
     for k in range(p.n_captured):
         if memcmp(p.captured[k].data, p.captured[k].copy, p.captured[k].nbytes) != 0:
             return CAPTURED_CHANGED
@@ -127,9 +131,10 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     memcpy(at(p, p.x_at), x, h.x_bytes)
     if p.y_at >= 0:
         memcpy(at(p, p.y_at), y, h.y_bytes)
-    status = replay_run(p.program, 0, p.split)
-    if status != 0:
-        return status
+    if not at_once:
+        status = replay_run(p.program, 0, p.split)
+        if status != 0:
+            return status
     if p.family == GRADIENT:   # no seeds: the reverse sweep too, once
         status = replay_run(p.program, p.split, p.program.n_instr)
         if status != 0:
@@ -151,7 +156,7 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
                 restore_cached(p, start // lanes)
                 status = replay_run(p.program, p.seeded_split, p.program.n_instr)
             else:
-                status = replay_run(p.program, p.split, p.program.n_instr)
+                status = replay_run(p.program, 0 if at_once else p.split, p.program.n_instr)
             if status != 0:
                 return status
             if p.reverse:   # a Jacobian by rows: the cotangent of output `start` is 1

@@ -40,7 +40,11 @@ cdef enum Kind:
 #   python                P0 its callback's position in the callback list
 #   unary, unary_d(2)     P0 1 + the position of NumPy's loop for its column in
 #                         ufunc_loops, 0 for the rule's own loop; P1 1 when the
-#                         column is 1 / (u * u) of the loop's u (RECIPROCAL_SQUARED)
+#                         column is 1 / (u * u) of the loop's u (RECIPROCAL_SQUARED);
+#                         P2 1 + the shift of a sin or cos column (SINE_SHIFTS) run by
+#                         cyad/_vector_sine.h, 0 for the other columns; P3 1 when
+#                         the next instruction is such a column of the same operand,
+#                         computed in the same pass where both run
 #   guard                 (A its operand, B the expected values, both of A_SIZE)
 # (anonymous: plain int constants, to index a row with)
 cdef enum:
@@ -106,6 +110,9 @@ cdef struct tape_replay:
     const int64_t* indices     # the gather and scatter indices of all instructions
     PyObject* callbacks        # a list: the python instructions' callbacks, no arguments
     const ufunc_loop* ufunc_loops  # NumPy's loops of unary columns (P0 - 1 of a row)
+    # n_instr rows (end, period, block): the blocked run of elementwise instructions from
+    # each one on, end 0 for none (cyad/_tape_replay.pyx, _blocked_runs)
+    const int64_t* runs
 
 
 # Runs instructions [start, stop): 0 when all ran; s > 0 when the guard at instruction
@@ -125,3 +132,4 @@ cdef class Replay:
     cdef object _offsets               # ndarray: Var number -> offset in the arena
     cdef object _ufunc_loops           # ndarray of bytes: the ufunc_loop structs
     cdef list _ufunc_capsules          # NumPy's call infos, owning the loops' contexts
+    cdef object _runs                  # ndarray, n_instr x 3 int64 (state.runs)

@@ -15,11 +15,18 @@ ALIGNMENT: int
 NUMPY_LOOPS: dict[np.dtype[Any], dict[str, dict[str, str]]]
 COLUMNS: dict[str, int]
 RECIPROCAL_SQUARED: frozenset[tuple[str, str]]
+SINE_SHIFTS: dict[tuple[str, str], int]
+BLOCK: int
+BLOCKED_BY: int
 
 @disjoint_base
 class Replay:
     def __init__(
-        self, tape: Tape, keep: Iterable[Var] | None = None, starts: Iterable[int] = ()
+        self,
+        tape: Tape,
+        keep: Iterable[Var] | None = None,
+        starts: Iterable[int] = (),
+        block: int = ...,
     ) -> None: ...
     @property
     def tape(self) -> Tape: ...

@@ -23,7 +23,9 @@ from rule_domains import binary_points, points
 
 from cyad._rule_table import BINARY_RULES, UNARY_RULES
 from cyad._tape import COMPARISONS, Instr, Tape
-from cyad._tape_replay import ALIGNMENT, COLUMNS, NUMPY_LOOPS, RECIPROCAL_SQUARED, Replay
+from cyad._tape_replay import (ALIGNMENT, BLOCKED_BY, COLUMNS, NUMPY_LOOPS,
+                               RECIPROCAL_SQUARED, SINE_SHIFTS, Replay, _blocked_runs,
+                               _sine_baseline)
 
 try:
     import jax
@@ -111,6 +113,86 @@ def test_numpy_loops(kind, name, ufunc, dtype):
     ulp = np.spacing(np.abs(exact).astype(dtype)).astype(np.longdouble)
     assert np.all(np.abs(replay.value(column) - exact) <= 4 * ulp)
     assert np.all(np.abs(replay.value(repeated) - exact[3]) <= 4 * ulp[3])
+
+
+def sine_points(dtype):
+    """Points for the vectorised sin and cos: random ones of several magnitudes (up to
+    and beyond the reduction's range, 2^19), each side of the block length, near
+    multiples of pi/2, signed zeros, subnormals, the largest numbers, inf and NaN."""
+    rng = np.random.default_rng(7)
+    info = np.finfo(dtype)
+    magnitudes = [1e-6, 0.5, 1.0, 4.0, 100.0, 1e4, 5e5, 6e5, 1e8, float(info.max) / 2]
+    x = [rng.uniform(-1, 1, 3001) * m for m in magnitudes]
+    x.append(np.arange(-2000, 2000) * (np.pi / 2))
+    x.append(np.nextafter(np.arange(-2000, 2000) * (np.pi / 2), np.inf))
+    x.append([0.0, -0.0, info.smallest_subnormal, -info.smallest_subnormal,
+              info.smallest_normal, float(info.max), -float(info.max), np.inf, -np.inf,
+              np.nan, 524288.0, -524288.0])
+    return np.concatenate(x).astype(dtype)
+
+
+def ulps(values, exact, dtype):
+    """|values - exact| in units in the last place of exact rounded to dtype (0 where
+    both are the same number, NaN included)."""
+    exact = np.asarray(exact, np.longdouble)
+    same = (values == exact) | (np.isnan(values) & np.isnan(exact))
+    with np.errstate(invalid="ignore", over="ignore"):
+        spacing = np.spacing(np.abs(exact).astype(dtype)).astype(np.longdouble)
+        return np.where(same, 0, np.abs(values - exact) / spacing)
+
+
+SINE_COLUMNS = sorted(SINE_SHIFTS.items())
+
+
+@pytest.mark.parametrize("baseline", [False, True], ids=["dispatched", "baseline"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("column", "shift"), SINE_COLUMNS, ids=str)
+def test_vectorised_sine(column, shift, dtype, baseline):
+    # sin(x + shift pi/2) within 1 ulp of libm's sin and cos in float64 (computed in
+    # double, as the rules do), float32 its rounding of those; exact signs of zeros, NaN
+    # at inf and NaN, the same repeated to a larger output
+    kind, name = column
+    x = sine_points(dtype)
+    t = Tape(dtype)
+    a, single = t.input(x.shape), t.input(())
+    out = t.emit(kind, (a,), x.shape, op=UNARY[name])
+    repeated = t.emit(kind, (single,), (5,), op=UNARY[name])
+    former = _sine_baseline(baseline)
+    try:
+        replay = replayed(t, x, x[3001])
+    finally:
+        _sine_baseline(former)
+    numpy_loop = NUMPY_LOOPS[np.dtype(dtype)].get(kind, {}).get(name) is not None
+    assert list(replay.code[:, COLUMNS["P2"]]) == [0 if numpy_loop else 1 + shift] * 2
+    if numpy_loop:
+        return
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        libm = [np.sin(x64), np.cos(x64), -np.sin(x64), -np.cos(x64)][shift]
+    value = replay.value(out)
+    if dtype == np.float64:
+        assert ulps(value, libm, dtype).max() <= 1
+    else:
+        assert_array_equal(value, libm.astype(np.float32))
+    assert_array_equal(np.signbit(value[value == 0]), np.signbit(libm[value == 0]))
+    assert_array_equal(np.isnan(value), np.isnan(libm))
+    assert_array_equal(replay.value(repeated), np.full(5, value[3001]))
+
+
+def test_vectorised_sine_against_exact_values():
+    # float64 sin and cos within 1 ulp of the exact values (mpmath at 100 digits)
+    mpmath = pytest.importorskip("mpmath")
+    x = sine_points(np.float64)
+    x = x[np.isfinite(x) & (np.abs(x) < 1e6)][::7]
+    t = Tape(np.float64)
+    a = t.input(x.shape)
+    outs = [t.emit("unary", (a,), x.shape, op=UNARY[name]) for name in ("sin", "cos")]
+    replay = replayed(t, x)
+    with mpmath.workdps(100):
+        for out, f in zip(outs, (mpmath.sin, mpmath.cos)):
+            exact = np.array([float(f(mpmath.mpf(float(v)))) for v in x])
+            # (exact rounded to double: within 0.5 ulp; the replay within 1 of the exact)
+            assert ulps(replay.value(out), exact, np.float64).max() <= 1.5
 
 
 BINARY_KINDS = ("binary", "binary_da", "binary_db", "binary_daa", "binary_dab", "binary_dbb")
@@ -966,3 +1048,118 @@ def test_random_tapes(seed, dtype):
             scale = max(1.0, np.abs(value).max(initial=0))
             assert_allclose(replay.value(var).ravel(), value, rtol=0, atol=1e-3 * scale,
                             err_msg=repr(t))
+
+
+# -- blocked runs ---------------------------------------------------------------------------
+
+def elementwise_tape(rng, dtype, n, period, length=30):
+    """A random program of mostly elementwise instructions on Vars of n elements, of
+    `period` elements (broadcast to n) and single numbers, with a gather or a sum now and
+    then (which end a blocked run), sin and cos columns of one operand in a row (pairs);
+    and its inputs' values."""
+    t = Tape(dtype)
+    sizes = (n, period, 1)
+    inputs = [rng.uniform(-3, 3, size).astype(dtype) for size in sizes + (n,)]
+    pool = [t.input((size,)) for size in sizes + (n,)]
+    for _ in range(length):
+        kind = rng.choice(["unary", "sines", "binary", "scale", "compare", "select", "copy",
+                           "gather", "sum_inner"], p=[.2, .1, .25, .1, .05, .1, .05, .1, .05])
+        a, b, c = (pool[i] for i in rng.integers(0, len(pool), 3))
+        if kind in ("unary", "sines", "copy") and a.size == 1:
+            continue
+        if kind == "unary":
+            name = rng.choice(["exp", "tanh", "square", "negative", "cos", "arctan"])
+            column = rng.choice(["unary", "unary_d", "unary_d2"])
+            out = t.emit(column, (a,), (max(a.size, int(rng.choice([a.size, n]))),),
+                         op=UNARY[name])
+        elif kind == "sines":
+            name = rng.choice(["sin", "cos"])
+            size = max(a.size, int(rng.choice([a.size, n])))
+            first, second = rng.choice(["unary", "unary_d", "unary_d2"], 2)
+            pool.append(t.emit(first, (a,), (size,), op=UNARY[name]))
+            out = t.emit(second, (a,), (size,), op=UNARY[name])
+        elif kind == "copy":
+            out = t.emit(kind, (a,), (n,))
+        elif kind == "gather":
+            out = t.emit(kind, (a,), (n,), index=rng.integers(0, a.size, n))
+        elif kind == "sum_inner":
+            if a.size != n:
+                continue
+            out = t.emit(kind, (a,), (period,), k=n // period)
+        else:
+            operands = (c, a, b) if kind == "select" else (a, b)
+            size = max(v.size for v in operands)
+            if kind == "compare":
+                out = t.emit(kind, (a, b), (size,), dtype=bool, ufunc=np.less)
+            elif kind in ("scale", "select"):
+                out = t.emit(kind, operands, (size,))
+            else:
+                name = rng.choice(["add", "subtract", "multiply", "divide"])
+                out = t.emit(kind, (a, b), (size,), op=BINARY[name])
+        pool.append(out)
+    t.outputs += pool[len(sizes) + 1:][::4] + pool[-1:]
+    return t, inputs
+
+
+# (small blocks, so that small Vars make several)
+BLOCK = 256
+BLOCKED_FROM = BLOCKED_BY * BLOCK
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("n", "period"), [
+    (BLOCKED_FROM, BLOCK), (3 * (BLOCKED_FROM + 5), BLOCKED_FROM + 5),
+    (2 * BLOCKED_FROM + 2, BLOCKED_FROM + 1), (BLOCKED_FROM + 1, 1)], ids=str)
+@pytest.mark.parametrize("seed", range(6))
+def test_blocked_runs_give_the_numbers_of_whole_instructions(seed, n, period, dtype):
+    # random elementwise programs over large Vars, slots passed on by liveness: blocked
+    # runs (blocks of BLOCK elements, within periods of broadcast operands, sin and cos
+    # paired) give the very numbers that instructions run whole do, run whole and from
+    # starts inside runs
+    rng = np.random.default_rng(seed)
+    t, inputs = elementwise_tape(rng, dtype, n, period)
+    starts = sorted({int(s) for s in rng.integers(1, len(t.instrs), 2)})
+    blocked = Replay(t, keep=(), starts=starts, block=BLOCK)
+    whole = Replay(t, keep=(), starts=starts, block=0)
+    runs = _blocked_runs(blocked.code, BLOCK)
+    assert (runs[:, 0] - np.arange(len(t.instrs)) >= 3).any()   # (a run of 3 at least)
+    for r in (blocked, whole):
+        for i, x in enumerate(inputs):
+            r.set_input(i, x)
+        assert r.run() == 0
+    for var in t.outputs:
+        assert_array_equal(blocked.value(var), whole.value(var), err_msg=repr(t))
+    for r in (blocked, whole):
+        r.set_input(0, inputs[0][::-1])
+        assert r.run(0, starts[0]) == 0
+        r.set_input(3, inputs[3] * 0.5)
+        for start, stop in zip(starts, starts[1:] + [len(t.instrs)]):
+            assert r.run(start, stop) == 0
+    for var in t.outputs:
+        assert_array_equal(blocked.value(var), whole.value(var), err_msg=repr(t))
+
+
+def test_blocked_runs_of_a_code_table():
+    # runs: consecutive elementwise instructions of one output size, at least BLOCKED_FROM,
+    # whose operands have that size, one period of it, or one element, at least one more
+    n = BLOCKED_FROM
+    t = Tape(np.float64)
+    x, half, one = t.input((n,)), t.input((n // 2,)), t.input(())
+    s0 = t.emit("unary", (x,), (n,), op=UNARY["sin"])                 # 0 run [0, 4)
+    t.emit("unary_d", (x,), (n,), op=UNARY["sin"])                    # 1 (paired with 0)
+    s2 = t.emit("binary", (s0, half), (n,), op=BINARY["add"])         # 2 period n/2
+    t.emit("scale", (s2, one), (n,))                                  # 3
+    t.emit("copy", (one,), (n,))                                      # 4 no run: single
+    s5 = t.emit("unary", (half,), (n // 2,), op=UNARY["exp"])         # 5 another size
+    t.emit("binary", (s5, s5), (n // 2,), op=BINARY["multiply"])      # 6 too small
+    t.emit("gather", (x,), (n,), index=np.arange(n))                  # 7 not elementwise
+    s8 = t.emit("unary", (x,), (n,), op=UNARY["exp"])                 # 8 run [8, 10)
+    t.emit("select", (s8, half, one), (n,))                           # 9 period n/2
+    t.emit("binary", (x, t.input((n // 4,))), (n,), op=BINARY["add"])  # 10 a second period
+    replay = Replay(t)
+    assert_array_equal(_blocked_runs(replay.code, BLOCK),
+                       [[4, n // 2, BLOCK]] * 4 + [[0, 0, 0]] * 4 + [[10, n // 2, BLOCK]] * 2
+                       + [[0, 0, 0]])
+    assert not _blocked_runs(replay.code, BLOCK + 1).any()
+    assert not _blocked_runs(replay.code, 0).any()
+    assert list(replay.code[:2, COLUMNS["P3"]]) == [1, 0]    # the sine pair

@@ -4,13 +4,15 @@
 of 18 (value and gradient, the reverse sweep written out), beside the same computations in
 NumPy (gradient.py's primal and gradient by hand). `Elementwise`: sin(x) * x + x, a
 rule's loop and two arithmetic loops, beside NumPy's ufuncs writing into buffers of their
-own. A call is `Replay.run()` on inputs set in setup.
+own. `Blocked`: a chain of elementwise instructions over large arrays (the JVP of
+sin(x) exp(-x**2) + x**3 written out), its runs block by block or each instruction whole
+(Replay's block=0). A call is `Replay.run()` on inputs set in setup.
 """
 import numpy as np
 
 from cyad._rule_table import BINARY_RULES, UNARY_RULES
 from cyad._tape import Tape
-from cyad._tape_replay import Replay
+from cyad._tape_replay import BLOCK, Replay
 
 from .common import ELEMENTWISE_SIZES, SIZES, Call, output
 from .gradient import inputs, rosenbrock, rosenbrock_by_hand
@@ -88,4 +90,43 @@ class Elementwise(Call):
         t.emit("binary", (p, v), (n,), op=BINARY["add"])
         replay = Replay(t)
         replay.set_input(0, x)
+        self.call = replay.run
+
+
+def elementwise_jvp_tape(n):
+    """The JVP of sin(x) exp(-x**2) + x**3 along t: value and tangent, as the tape
+    engine derives it (sin's value and derivative in a row, slots passed on)."""
+    tape = Tape(np.float64)
+    x, t = tape.input((n,)), tape.input((n,))
+
+    def unary(kind, name, a):
+        return tape.emit(kind, (a,), (n,), op=UNARY[name])
+
+    def binary(kind, name, a, b):
+        return tape.emit(kind, (a, b), (n,), op=BINARY[name])
+
+    s, ds = unary("unary", "sin", x), unary("unary_d", "sin", x)
+    q, dq = unary("unary", "square", x), unary("unary_d", "square", x)
+    e = unary("unary", "exp", unary("unary", "negative", q))
+    three = tape.const(3.0)
+    cube = binary("binary", "power_const_exponent", x, three)
+    dcube = binary("binary_da", "power_const_exponent", x, three)
+    y = binary("binary", "add", binary("binary", "multiply", s, e), cube)
+    de = tape.emit("scale", (e, unary("unary", "negative", tape.emit("scale", (dq, t), (n,)))),
+                   (n,))
+    dy = binary("binary", "add", binary("binary", "add", tape.emit("scale", (e, tape.emit(
+        "scale", (ds, t), (n,))), (n,)), tape.emit("scale", (s, de), (n,))),
+        tape.emit("scale", (dcube, t), (n,)))
+    tape.outputs += [y, dy]
+    return tape
+
+
+class Blocked(Call):
+    params = [[100_000, 1_000_000], ["blocked", "whole"]]
+    param_names = ["n", "runs"]
+
+    def setup(self, n, runs):
+        replay = Replay(elementwise_jvp_tape(n), keep=(), block=BLOCK if runs == "blocked" else 0)
+        replay.set_input(0, np.linspace(-1.0, 1.0, n))
+        replay.set_input(1, np.ones(n))
         self.call = replay.run
