@@ -31,7 +31,7 @@ ctypedef struct tape_prep:
     Py_ssize_t seed_size       # numbers per lane of the seeds (n_x; n_y for cotangents)
     bint reverse               # a Jacobian by rows: a cotangent per output
     Py_ssize_t x_at, y_at      # x; y's incoming values (f(y, x))
-    Py_ssize_t t_at, t2_at     # the tangent input(s) of lanes x n_x
+    Py_ssize_t t_at, t2_at     # the tangent (cotangent) input(s) of lanes x seed_size
     Py_ssize_t value_at        # f's value
     Py_ssize_t first_at, first_size    # a second-order family's first-order result
     Py_ssize_t result_at, result_size  # the results (lanes of them, or the gradient)

@@ -9,11 +9,11 @@ the primal part of the tape replayed once, then its derivative part once per chu
 directions (seeds written into the tangent input's lanes), the results copied out.
 
     pushforward, derivative   jvp of f, lanes = the chunk of tangents
-    jacobian                  jvp of f, lanes = a chunk of basis directions; with at most
-                              an eighth as many outputs as inputs, vjp of f by rows
+    jacobian                  jvp of f, lanes = a chunk of basis directions; with few
+                              outputs (`_by_rows`), vjp of f, lanes = a chunk of rows
+                              (basis cotangents)
     gradient                  vjp of f (the reverse sweep), its cotangent input 1
-    pullback                  vjp of f, its cotangent input set from each cotangent:
-                              the reverse part replayed once per cotangent
+    pullback                  vjp of f, lanes = the chunk of cotangents
     second_derivative         jvp of (jvp of f) along the tangent 1
     hvp                       jvp of (vjp of f): forward over reverse, lanes = tangents
     hessian                   jvp of (vjp of f), lanes = a chunk of basis directions
@@ -33,9 +33,9 @@ with the GIL, and runs on the new tape. After RECORD_LIMIT records a prep refuse
 chosen by default instead hands f to a prep of the dual engine (`delegate`), which
 answers from then on, as it does for an f the tape cannot trace.
 
-For basis seeds (jacobian, hessian) the instructions that read the seeds alone are
-replayed once per chunk when f is recorded, and their results copied back per call
-(`_cache_seeded`).
+For basis seeds (jacobian by columns or by rows, hessian) the instructions that read the
+seeds alone are replayed once per chunk when f is recorded, and their results copied back
+per call (`_cache_seeded`).
 
 The tape engine traces Python callables. A function recorded by cyad.record
 (cyad/_tape_function.pyx) is one too: its first record is the tape it holds, and f is
@@ -77,6 +77,8 @@ class TapeLimit(RuntimeError):
 
 # records of f per prep, the first included, before a failing guard becomes an error
 RECORD_LIMIT = 8
+# A Jacobian is computed by rows when BY_ROWS * n_y <= n_x (see _by_rows)
+BY_ROWS = 8
 # the most numbers the per-chunk results of a Jacobian's or Hessian's seeds may take
 CACHE_LIMIT = 1 << 25
 
@@ -135,13 +137,6 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
         if status != 0:
             return status
         memcpy(results[0], at(p, p.result_at), h.x_bytes)
-    elif p.family == PULLBACK:   # the reverse sweep once per cotangent
-        for k in range(p.directions):
-            memcpy(at(p, p.t_at), tangents[k], h.y_bytes)
-            status = replay_run(p.program, p.split, p.program.n_instr)
-            if status != 0:
-                return status
-            memcpy(results[k], at(p, p.result_at), h.x_bytes)
     else:
         start = 0
         while start < p.directions:
@@ -154,8 +149,9 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
                 status = replay_run(p.program, p.split, p.program.n_instr)
             if status != 0:
                 return status
-            if p.reverse:   # a Jacobian by rows: the cotangent of output `start` is 1
-                memcpy(<char*>results[0] + start * h.x_bytes, at(p, p.result_at), h.x_bytes)
+            if p.reverse:   # a Jacobian by rows: lane k is row start + k
+                memcpy(<char*>results[0] + start * h.x_bytes, at(p, p.result_at),
+                       count * h.x_bytes)
             elif p.family == JACOBIAN:   # lane k is column start + k
                 if h.float32:
                     put_columns[float](p, <float*>results[0], start, count)
@@ -164,7 +160,7 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
             elif p.family == HESSIAN:  # lane k is row start + k (a Hessian is symmetric)
                 memcpy(<char*>results[0] + start * n_x * item, at(p, p.result_at),
                        count * h.x_bytes)
-            else:   # one result per tangent
+            else:   # one result per tangent (cotangent)
                 for k in range(count):
                     memcpy(results[start + k], at(p, p.result_at + k * p.result_size),
                            p.result_size * item)
@@ -593,12 +589,14 @@ cdef class TapeEngine(Engine):
         free(self.state.cache_spans)
 
     cdef bint _by_rows(self):
-        """Whether a Jacobian is computed by rows (reverse mode): when f has at most an
-        eighth as many outputs as inputs, a sweep per output beats a lane per input."""
+        """Whether a Jacobian is computed by rows (reverse mode, lanes of basis
+        cotangents): when f has few enough outputs that fewer, costlier reverse lanes
+        beat a forward lane per input."""
         cdef Py_ssize_t n_y = int(np.prod(self.out_shape)), n_x = self.state.base.n_x
-        self.state.reverse = self.state.family == JACOBIAN and 8 * n_y <= n_x
+        self.state.reverse = self.state.family == JACOBIAN and BY_ROWS * n_y <= n_x
         if self.state.reverse:
-            self.state.directions, self.state.lanes, self.state.seed_size = n_y, 1, n_y
+            self.state.directions, self.state.seed_size = n_y, n_y
+            self.state.lanes = min(self.state.lanes, n_y)
         return self.state.reverse
 
     cdef _derive(self, tape, list values, list names):
@@ -606,8 +604,11 @@ cdef class TapeEngine(Engine):
         cdef Py_ssize_t lanes = self.state.lanes
         self.state.y_at = -1
         self.state.t2_at = -1
-        if family == GRADIENT or family == PULLBACK:
+        if family == GRADIENT:
             derived, _ = vjp(tape, values, [0], names)
+        elif family == PULLBACK:
+            self.state.seed_size = int(np.prod(self.out_shape))
+            derived, _ = vjp(tape, values, [0], names, lanes=lanes)
         elif family in (HVP, HESSIAN):
             reverse, _ = vjp(tape, values, [0], names)
             derived, _ = jvp(reverse.tape, values + [np.ones(self.out_shape)], lanes, [0],
@@ -616,8 +617,8 @@ cdef class TapeEngine(Engine):
             forward, _ = jvp(tape, values, 1, [0], names)
             derived, _ = jvp(forward.tape, values + [np.ones((1,) + self.x_shape)], 1, [0],
                              names + ["tx"], seeded=[len(values)])
-        elif self._by_rows():   # a Jacobian of few rows: reverse mode, a row per sweep
-            derived, _ = vjp(tape, values, [0], names)
+        elif self._by_rows():   # a Jacobian of few rows: reverse mode, lanes of rows
+            derived, _ = vjp(tape, values, [0], names, lanes=self.state.lanes)
         else:   # pushforward, derivative, jacobian
             derived, _ = jvp(tape, values, lanes, [0], names)
         self.replay = Replay(derived.tape, keep=derived.cached,
@@ -653,7 +654,7 @@ cdef class TapeEngine(Engine):
             self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
             self.state.result_at = self.replay.offset(d.outputs[1])
         size = int(np.prod(self.out_shape))
-        self.state.result_size = self.state.base.n_x if family == HVP else size
+        self.state.result_size = self.state.base.n_x if family in (HVP, PULLBACK) else size
         self.state.first_size = (self.state.base.n_x if family in (HVP, HESSIAN)
                                  else size)
         self.state.program = &self.replay.state
@@ -715,8 +716,6 @@ cdef class TapeEngine(Engine):
 
     @property
     def evaluations(self):
-        if self.state.family == PULLBACK:   # a reverse sweep per cotangent
-            return self.state.directions
         return (self.state.directions + self.state.lanes - 1) // self.state.lanes
 
     @property
