@@ -64,6 +64,7 @@ cdef class TapeEngine(Engine):
     cdef object cache                  # the seeds' results per chunk (state.cache)
     cdef object python_state           # what f read of Python state (a default tape)
     cdef Prep delegate                 # the dual engine's prep answering instead, or None
+    cdef bint chunk_given              # the prep's chunk was given (not a default)
 
     cdef _check_python(self, object f)
     cdef record_at(self, const void* x, void* y, int failed)
@@ -73,4 +74,5 @@ cdef class TapeEngine(Engine):
     cdef bint strided_changed(self)
     cdef _derive(self, tape, list values, list names)
     cdef _cache_seeded(self, derived)
-    cdef bint _by_rows(self)
+    cdef bint _by_rows(self, tape)
+    cdef _reverse_lanes(self)

@@ -42,30 +42,33 @@ def test_batches_of_cotangents_in_chunks(program, batch, chunk, dtype):
             assert np.all(np.abs(out - expected) <= 1e-3 * scale + 1e-4)
 
 
-def _rows_function(n_y):
-    # n_y outputs of 40 inputs through a matmul, a gather, a cumsum (a python
-    # instruction), a broadcast and a reduction: each kind's reverse rule with lanes
+def _rows_function(n_y, python):
+    # n_y outputs of 40 inputs through a matmul, a gather, a broadcast, a reduction and
+    # (python) a cumsum, a python instruction: each kind's reverse rule with lanes
     a = np.random.default_rng(n_y).standard_normal((n_y, 40)) / 6.0
 
     def f(x):
         xp = jnp if isinstance(x, jax.Array) else np
         u = xp.tanh(a @ x) * xp.sum(x[::3] ** 2)
-        v = xp.cumsum(xp.sin(x))[-n_y:]
-        return u + v * xp.exp(u[:1]) + (x[:n_y] * x[-n_y:]).reshape(n_y)
+        v = xp.cumsum(xp.sin(x)) if python else xp.sin(x)[::-1] * x[0]
+        return u + v[-n_y:] * xp.exp(u[:1]) + (x[:n_y] * x[-n_y:]).reshape(n_y)
     return f
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("chunk", [None, 1, 3])
-@pytest.mark.parametrize("n_y", [1, 4, 7, 20, 40])
-def test_jacobians_by_rows_and_by_columns(n_y, chunk, dtype):
-    f = _rows_function(n_y)
+@pytest.mark.parametrize(("n_y", "python"), [(1, True), (4, True), (5, True), (20, True),
+                                             (4, False), (20, False), (21, False),
+                                             (40, False)])
+def test_jacobians_by_rows_and_by_columns(n_y, python, chunk, dtype):
+    f = _rows_function(n_y, python)
     x = np.linspace(-1.0, 1.2, 40)
     expected = np.asarray(jax.jacrev(f)(jnp.asarray(x)))
     prep = cyad.prepare_jacobian(f, x.astype(dtype), chunk=chunk, engine="tape")
     out = np.full((n_y, 40), np.nan, dtype)
     assert cyad.jacobian(f, x.astype(dtype), prep=prep, out=out) is out
-    by_rows = 40 >= cyad._tape_engine.BY_ROWS * n_y
+    by_rows = 40 >= (cyad._tape_engine.BY_ROWS_PYTHON if python
+                     else cyad._tape_engine.BY_ROWS) * n_y
     swept = n_y if by_rows else 40
     assert prep.evaluations == -(-swept // prep.chunk)
     tolerance = TOLERANCE[dtype] if dtype == np.float64 else dict(rtol=1e-3, atol=1e-3)
