@@ -73,6 +73,6 @@ cdef class TapeEngine(Engine):
     cdef _capture(self, list arrays)
     cdef bint strided_changed(self)
     cdef _derive(self, tape, list values, list names)
-    cdef _cache_seeded(self, derived)
+    cdef _cache_seeded(self, derived, list values)
     cdef bint _by_rows(self, tape)
     cdef _reverse_lanes(self)

@@ -692,11 +692,13 @@ cdef class TapeEngine(Engine):
                                  else size)
         self.state.program = &self.replay.state
         self.state.basis_start = -1
-        self._cache_seeded(derived)
+        self._cache_seeded(derived, values)
 
-    cdef _cache_seeded(self, derived):
+    cdef _cache_seeded(self, derived, list values):
         """For basis seeds (jacobian, hessian): the results of the instructions that read the
-        seeds alone, per chunk, computed now, so that a call copies them instead."""
+        seeds alone, per chunk, computed now, so that a call copies them instead. They may
+        read what the instructions of constants alone compute (a transposed constant matrix
+        of the reverse sweep): the primal part runs first, at the recorded inputs `values`."""
         cdef Py_ssize_t start, count, chunk = 0, lanes = self.state.lanes
         cdef Py_ssize_t directions = self.state.directions
         free(self.state.cache_spans)
@@ -718,6 +720,12 @@ cdef class TapeEngine(Engine):
             self.state.cache_spans[2 * j + 1] = v.size
         self.state.n_cache_spans = len(derived.cached)
         self.state.cache_size = size
+        for i, value in enumerate(values):
+            self.replay.set_input(i, value)
+        if self.replay.run(0, self.state.split) != 0:   # a guard failed: no cache
+            self.cache = None
+            self.state.cache = NULL
+            return
         for start in range(0, directions, lanes):
             count = min(lanes, directions - start)
             seed(&self.state, NULL, True, start, count)

@@ -122,3 +122,28 @@ def test_a_chunked_batch_allocates_nothing(allocations_per_call):
     assert allocations_per_call(lambda: cyad.pullback(f, x, dys, prep=prep, out=outs)) == 0
     for dy, out in zip(dys, outs, strict=True):
         np.testing.assert_allclose(out, dy * (np.cos(x) * x + np.sin(x)), rtol=1e-14)
+
+
+@pytest.mark.parametrize("family", ["jacobian", "hessian"])
+def test_cached_seeds_that_read_a_transposed_constant(family):
+    # the reverse sweep of A @ u reads A transposed, computed from the constant alone:
+    # the seeds' own instructions that read it are cached when f is recorded
+    a = np.random.default_rng(2).standard_normal((3, 12))
+    x = np.linspace(-1.0, 1.0, 12)
+    if family == "jacobian":
+        def f(x):
+            return a @ (x * x) + a[:, :4] @ x[4:8]
+    else:
+        def f(x):
+            return (x * x) @ (a.T @ (a @ x)) + x @ a.T[:, 0]
+    operator = getattr(cyad, family)
+    prep = getattr(cyad, f"prepare_{family}")(f, x, engine="tape")
+    for point in (x, x[::-1] * 0.5):
+        result = operator(f, point, prep=prep)
+        if family == "jacobian":
+            expected = 2 * a * point
+            expected[:, 4:8] += a[:, :4]
+        else:
+            m = a.T @ a
+            expected = 2 * np.diag(m @ point) + 2 * m * point + 2 * (m * point).T
+        np.testing.assert_allclose(result, expected, rtol=1e-12, atol=1e-12)
