@@ -14,11 +14,12 @@ partial beyond the second (unary_d2 and the binary second partials have no deriv
 here).
 
 The result tapes are pruned (instructions nothing needs are dropped, guards stay, the
-Vars left are numbered anew) and ordered in three parts: the instructions that read no
-derivative input (tangents, cotangents), then those that read derivative inputs alone,
-then the rest. `split` and `seeded_split` tell where they start, so that a replay
-computes the primal part once and the rest once per chunk of directions, and, for fixed
-seeds, the middle part once per chunk for good (`cached`).
+Vars left are numbered anew; the negatives of partials of -1 are folded into an add or a
+scale by a constant where they can be, exactly: `_fold_negatives`) and ordered in three
+parts: the instructions that read no derivative input (tangents, cotangents), then those
+that read derivative inputs alone, then the rest. `split` and `seeded_split` tell where
+they start, so that a replay computes the primal part once and the rest once per chunk
+of directions, and, for fixed seeds, the middle part once per chunk for good (`cached`).
 
 Only what the result needs is derived: reverse mode computes the cotangents of the Vars
 that depend on the differentiated inputs alone, forward mode the partials of operands
@@ -31,6 +32,7 @@ from cyad._tape import Instr
 from cyad._tape_trace import _OP, Recording, Tracer
 
 _NEGATIVE = next(op for op, rule in enumerate(_rule_table.UNARY_RULES) if rule.name == "negative")
+_SUBTRACT = _OP["subtract"]
 
 
 class DerivativeTape:
@@ -511,6 +513,65 @@ _VJP = {
 }
 
 
+# -- exact peepholes -----------------------------------------------------------------------------
+
+def _fold_negatives(tape, keep):
+    """Rewrite, in place, the negatives the transforms emit (a partial of -1) where an
+    instruction can take the sign instead, at no change of rounding: an add reading a
+    negative becomes a subtract (a + (-b) is a - b), a scale by a constant of a negative,
+    or a negative of such a scale, a scale by the negated constant. Only a negative (or a
+    scale) that nothing else reads (`keep`: the tape's outputs) is folded away."""
+    readers = {}
+    for instr in tape.instrs:
+        for a in instr.args:
+            readers[a] = readers.get(a, 0) + 1
+    for v in keep:
+        readers[v] = readers.get(v, 0) + 1
+    writer = {instr.outs[0]: instr for instr in tape.instrs if len(instr.outs) == 1}
+
+    def negated(var):
+        # the operand of a negative writing var that only one instruction reads, or None
+        instr = writer.get(var)
+        if (instr is not None and instr.kind == "unary" and instr.params["op"] == _NEGATIVE
+                and readers[var] == 1):
+            return instr.args[0]
+        return None
+
+    def constant_of(instr):
+        # (the constant operand's position, its value) of a scale by a constant, or None
+        if instr is None or instr.kind != "scale":
+            return None
+        for i, a in enumerate(instr.args):
+            if a in tape.consts:
+                return i, tape.consts[a]
+        return None
+
+    def negative_constant(value, like):
+        return tape.const(np.negative(value), like.dtype)
+
+    for instr in tape.instrs:
+        if instr.kind == "binary" and instr.params["op"] == _OP["add"]:
+            a, b = instr.args
+            if negated(b) is not None:
+                instr.args, instr.params = (a, negated(b)), dict(instr.params, op=_SUBTRACT)
+            elif negated(a) is not None:
+                instr.args, instr.params = (b, negated(a)), dict(instr.params, op=_SUBTRACT)
+        elif instr.kind == "scale" and constant_of(instr) is not None:
+            i, value = constant_of(instr)
+            other = instr.args[1 - i]
+            if negated(other) is not None:
+                args = list(instr.args)
+                args[i], args[1 - i] = negative_constant(value, instr.args[i]), negated(other)
+                instr.args = tuple(args)
+        elif (instr.kind == "unary" and instr.params["op"] == _NEGATIVE
+              and readers[instr.args[0]] == 1 and constant_of(writer.get(instr.args[0]))):
+            scale = writer[instr.args[0]]
+            i, value = constant_of(scale)
+            args = list(scale.args)
+            args[i] = negative_constant(value, scale.args[i])
+            instr.kind, instr.args, instr.params = "scale", tuple(args), dict(scale.params)
+
+
 # -- pruning and ordering ------------------------------------------------------------------------
 
 def _finish(rec, outputs, input_names, output_names, seeds):
@@ -519,6 +580,7 @@ def _finish(rec, outputs, input_names, output_names, seeds):
     read only derivative inputs and constants, then the rest."""
     tape = rec.tape
     tape.outputs = list(outputs)
+    _fold_negatives(tape, tape.outputs)
     needed = set(tape.outputs)
     kept = []
     for instr in reversed(tape.instrs):

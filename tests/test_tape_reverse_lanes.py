@@ -147,3 +147,47 @@ def test_cached_seeds_that_read_a_transposed_constant(family):
             m = a.T @ a
             expected = 2 * np.diag(m @ point) + 2 * m * point + 2 * (m * point).T
         np.testing.assert_allclose(result, expected, rtol=1e-12, atol=1e-12)
+
+
+# -- negatives folded into the derivative tapes ------------------------------------------------
+
+def _negatives(prep):
+    from cyad._tape_transform import _NEGATIVE
+    return sum(instr.kind == "unary" and instr.params["op"] == _NEGATIVE
+               for instr in prep.engine_state.tape.instrs)
+
+
+@pytest.mark.parametrize("family", ["gradient", "hvp", "hessian", "pullback"])
+@pytest.mark.parametrize("program", SOME_PROGRAMS[::3], ids=lambda p: p.name)
+def test_folded_negatives_change_no_rounding(program, family, monkeypatch):
+    # the same results, bit for bit, as the tapes without the folds; fewer negatives
+    import cyad._tape_transform as transform
+    x = program.point
+    v = np.linspace(-1.0, 1.0, x.size).reshape(x.shape)
+    f = vector_program(program, np)
+    g = (lambda x: np.sum(f(x) ** 2)) if family != "pullback" else f
+    args = {"hvp": (v,), "pullback": (np.linspace(0.5, -1.5, f(x).size),)}.get(family, ())
+
+    def run():
+        prep = getattr(cyad, f"prepare_{family}")(g, x, *args, engine="tape")
+        return getattr(cyad, family)(g, x * 0.9, *args, prep=prep), _negatives(prep)
+
+    folded, fewer = run()
+    monkeypatch.setattr(transform, "_fold_negatives", lambda tape, keep: None)
+    unfolded, more = run()
+    np.testing.assert_array_equal(folded, unfolded)
+    assert fewer <= more
+
+
+def test_rosenbrocks_hessian_tape_loses_negatives(monkeypatch):
+    import cyad._tape_transform as transform
+    from rosenbrock import rosenbrock, rosenbrock_hessian
+    x = np.linspace(-1.0, 1.0, 30)
+    counts = []
+    for _ in range(2):
+        prep = cyad.prepare_hessian(rosenbrock, x, engine="tape")
+        np.testing.assert_allclose(cyad.hessian(rosenbrock, x, prep=prep),
+                                   rosenbrock_hessian(x), rtol=1e-13, atol=1e-12)
+        counts.append(_negatives(prep))
+        monkeypatch.setattr(transform, "_fold_negatives", lambda tape, keep: None)
+    assert counts[0] < counts[1]
