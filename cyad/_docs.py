@@ -47,7 +47,8 @@ chunk : int, optional
     "chunk_pullback": """\
 chunk : int, optional
     Basis directions of x carried by one evaluation of f on engine="dual" (default:
-    `default_chunk`); engine="tape" sweeps back one cotangent at a time.""",
+    `default_chunk`); cotangents carried by one reverse sweep on engine="tape" (default:
+    as many as keep an adjoint within 1024 numbers).""",
     "chunk_one": """\
 chunk : int, optional
     Accepted for uniformity; a {what} has one direction.""",

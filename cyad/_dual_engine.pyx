@@ -23,7 +23,7 @@ derivative is the pushforward of a scalar with tangent 1; gradient is the Jacobi
 of a scalar-valued function. A pullback (cotangent @ J) is forward mode too: a chunk
 of basis directions per evaluation, as for the Jacobian, each chunk of columns
 contracted with every cotangent (`run_pullback`); it costs what the Jacobian does,
-where engine="tape" runs one reverse sweep per cotangent. A Python callable runs on
+where engine="tape" runs one reverse sweep per chunk of cotangents. A Python callable runs on
 dual arrays through its `PythonFunction` binding (cyad/_wrapper.pyx), a C function
 through its FunctionWrapper's pointers.
 

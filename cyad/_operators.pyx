@@ -273,7 +273,7 @@ def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """The vector-Jacobian product dy @ J(x), shaped like x.
 
     ``engine="tape"`` is the engine made for it: reverse mode, one sweep of f's
-    recorded tape per cotangent, whatever the size of x. The dual engine answers too,
+    recorded tape per chunk of cotangents, whatever the size of x. The dual engine answers too,
     by forward mode (a chunk of x's basis directions per evaluation of f, contracted
     with the cotangents as they come): what a Jacobian costs.
 

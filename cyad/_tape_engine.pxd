@@ -31,7 +31,7 @@ ctypedef struct tape_prep:
     Py_ssize_t seed_size       # numbers per lane of the seeds (n_x; n_y for cotangents)
     bint reverse               # a Jacobian by rows: a cotangent per output
     Py_ssize_t x_at, y_at      # x; y's incoming values (f(y, x))
-    Py_ssize_t t_at, t2_at     # the tangent input(s) of lanes x n_x
+    Py_ssize_t t_at, t2_at     # the tangent (cotangent) input(s) of lanes x seed_size
     Py_ssize_t value_at        # f's value
     Py_ssize_t first_at, first_size    # a second-order family's first-order result
     Py_ssize_t result_at, result_size  # the results (lanes of them, or the gradient)
@@ -64,6 +64,7 @@ cdef class TapeEngine(Engine):
     cdef object cache                  # the seeds' results per chunk (state.cache)
     cdef object python_state           # what f read of Python state (a default tape)
     cdef Prep delegate                 # the dual engine's prep answering instead, or None
+    cdef bint chunk_given              # the prep's chunk was given (not a default)
 
     cdef _check_python(self, object f)
     cdef record_at(self, const void* x, void* y, int failed)
@@ -72,5 +73,6 @@ cdef class TapeEngine(Engine):
     cdef _capture(self, list arrays)
     cdef bint strided_changed(self)
     cdef _derive(self, tape, list values, list names)
-    cdef _cache_seeded(self, derived)
-    cdef bint _by_rows(self)
+    cdef _cache_seeded(self, derived, list values)
+    cdef bint _by_rows(self, tape)
+    cdef _reverse_lanes(self)

@@ -7,6 +7,11 @@ from cyad._prep import Engine
 
 RECORD_LIMIT: Final = 8
 CACHE_LIMIT: Final[int]
+BY_ROWS: int
+BY_ROWS_PYTHON: int
+HESSIAN_ALL_LANES: Final = 64
+HESSIAN_LANES: Final = 8
+REVERSE_LANE_NUMBERS: Final = 1024
 PREPARE: dict[Any, Callable[..., Any]]
 
 class TapeLimit(RuntimeError): ...

@@ -9,14 +9,15 @@ the primal part of the tape replayed once, then its derivative part once per chu
 directions (seeds written into the tangent input's lanes), the results copied out.
 
     pushforward, derivative   jvp of f, lanes = the chunk of tangents
-    jacobian                  jvp of f, lanes = a chunk of basis directions; with at most
-                              an eighth as many outputs as inputs, vjp of f by rows
+    jacobian                  jvp of f, lanes = a chunk of basis directions; with few
+                              outputs (`_by_rows`), vjp of f, lanes = a chunk of rows
+                              (basis cotangents)
     gradient                  vjp of f (the reverse sweep), its cotangent input 1
-    pullback                  vjp of f, its cotangent input set from each cotangent:
-                              the reverse part replayed once per cotangent
+    pullback                  vjp of f, lanes = the chunk of cotangents
     second_derivative         jvp of (jvp of f) along the tangent 1
     hvp                       jvp of (vjp of f): forward over reverse, lanes = tangents
     hessian                   jvp of (vjp of f), lanes = a chunk of basis directions
+                              (by default all of them up to HESSIAN_ALL_LANES, else 8)
 
 What a tape freezes: f's control flow where it reads values (guarded, below), the arrays
 its operations take as constants (arrays f closes over or builds), and any Python state it
@@ -33,9 +34,9 @@ with the GIL, and runs on the new tape. After RECORD_LIMIT records a prep refuse
 chosen by default instead hands f to a prep of the dual engine (`delegate`), which
 answers from then on, as it does for an f the tape cannot trace.
 
-For basis seeds (jacobian, hessian) the instructions that read the seeds alone are
-replayed once per chunk when f is recorded, and their results copied back per call
-(`_cache_seeded`).
+For basis seeds (jacobian by columns or by rows, hessian) the instructions that read the
+seeds alone are replayed once per chunk when f is recorded, and their results copied back
+per call (`_cache_seeded`).
 
 The tape engine traces Python callables. A function recorded by cyad.record
 (cyad/_tape_function.pyx) is one too: its first record is the tape it holds, and f is
@@ -58,7 +59,7 @@ from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, GRADIE
                          JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._tape_replay cimport Replay, replay_run
 from cyad._wrapper cimport is_python_function, FunctionWrapper
-from cyad._dual_engine import default_chunk, default_second_order_chunk
+from cyad._dual_engine import default_chunk
 from cyad._tape_state import PythonState
 from cyad._tape_trace import trace
 from cyad._tape_transform import jvp, vjp
@@ -77,6 +78,28 @@ class TapeLimit(RuntimeError):
 
 # records of f per prep, the first included, before a failing guard becomes an error
 RECORD_LIMIT = 8
+# A Jacobian is computed by rows (reverse lanes of basis cotangents) when
+# BY_ROWS * n_y <= n_x, or BY_ROWS_PYTHON * n_y <= n_x for a tape with python instructions
+# (their reverse rules run once per lane). Measured, columns' time over rows' (default
+# lanes), for tanh(A @ sin(x)) / sums of blocks of sin(x) * x / cumsum(sin(x))[-n_y:] * x[:n_y]:
+# n_x = 1000, n_y = 10: 29 / 46 / 76; n_y = 100: 6.6 / 8.8 / 2.5; n_y = 250: 3.7 / 5.0 / 0.89;
+# n_y = 500: 2.0 / 3.8 / 0.64; n_x = 100, n_y = 10: 3.0 / 4.7 / 1.45; n_y = 25: 2.9 / 3.2 /
+# 0.59; n_y = 50: 1.8 / 1.3 / 0.27; n_y = 100: 0.97 / 1.7 / 0.11.
+BY_ROWS = 2
+BY_ROWS_PYTHON = 10
+# A Hessian's lanes when no chunk is given: all of x's directions in one sweep up to
+# HESSIAN_ALL_LANES inputs, else HESSIAN_LANES. Measured (us; Rosenbrock / sum(tanh(A @ x))),
+# chunk 8, 16, n: n = 30: 6.4 6.0 5.6 / 9.8 10.8 9.2; n = 50: 16.5 17.2 14.4 / 32.9 36.9
+# 29.8; n = 64: 21.6 21.9 22.4 / 53.6 53.1 53.0; n = 100: 51.7 57.8 55.9 / 204 218 231;
+# n = 300: 480 490 553 / 4571 4516 4526.
+HESSIAN_ALL_LANES = 64
+HESSIAN_LANES = 8
+# A reverse sweep's lanes when no chunk is given (pullback, Jacobian by rows): as many as
+# keep an adjoint within REVERSE_LANE_NUMBERS numbers; more cost time once they leave the
+# cache. Measured, a batch of 16 cotangents of sin(x) * x + tanh(x) ** 2 (us), lanes 1, 4,
+# 8, 16: n = 10: 2.2 1.5 1.4 1.4; n = 100: 6.4 5.7 5.6 5.7 (tanh(A @ sin(x)): 39.9 39.6
+# 40.0 44.3); n = 1000: 48.8 50.5 51.4 52.7; n = 10000: 542 579 588 591.
+REVERSE_LANE_NUMBERS = 1024
 # the most numbers the per-chunk results of a Jacobian's or Hessian's seeds may take
 CACHE_LIMIT = 1 << 25
 
@@ -140,13 +163,6 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
         if status != 0:
             return status
         memcpy(results[0], at(p, p.result_at), h.x_bytes)
-    elif p.family == PULLBACK:   # the reverse sweep once per cotangent
-        for k in range(p.directions):
-            memcpy(at(p, p.t_at), tangents[k], h.y_bytes)
-            status = replay_run(p.program, p.split, p.program.n_instr)
-            if status != 0:
-                return status
-            memcpy(results[k], at(p, p.result_at), h.x_bytes)
     else:
         start = 0
         while start < p.directions:
@@ -159,8 +175,9 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
                 status = replay_run(p.program, 0 if at_once else p.split, p.program.n_instr)
             if status != 0:
                 return status
-            if p.reverse:   # a Jacobian by rows: the cotangent of output `start` is 1
-                memcpy(<char*>results[0] + start * h.x_bytes, at(p, p.result_at), h.x_bytes)
+            if p.reverse:   # a Jacobian by rows: lane k is row start + k
+                memcpy(<char*>results[0] + start * h.x_bytes, at(p, p.result_at),
+                       count * h.x_bytes)
             elif p.family == JACOBIAN:   # lane k is column start + k
                 if h.float32:
                     put_columns[float](p, <float*>results[0], start, count)
@@ -169,7 +186,7 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
             elif p.family == HESSIAN:  # lane k is row start + k (a Hessian is symmetric)
                 memcpy(<char*>results[0] + start * n_x * item, at(p, p.result_at),
                        count * h.x_bytes)
-            else:   # one result per tangent
+            else:   # one result per tangent (cotangent)
                 for k in range(count):
                     memcpy(results[start + k], at(p, p.result_at + k * p.result_size),
                            p.result_size * item)
@@ -441,8 +458,10 @@ cdef class TapeEngine(Engine):
         self.state.item = prep.dtype.itemsize
         self.state.family = <int>prep.family
         self.state.directions = directions
+        self.chunk_given = bool(chunk)
         if prep.order == 2 and not prep.takes_tangents():
-            chunk = chunk or default_second_order_chunk(directions, prep.handle.n_x, True)
+            n_x = prep.handle.n_x
+            chunk = chunk or (n_x if n_x <= HESSIAN_ALL_LANES else HESSIAN_LANES)
         chunk = chunk or default_chunk(directions, prep.handle.n_x, True)
         self.state.lanes = max(1, min(int(chunk), directions))
         self.state.seed_size = prep.handle.n_x
@@ -597,22 +616,37 @@ cdef class TapeEngine(Engine):
         free(self.state.captured)
         free(self.state.cache_spans)
 
-    cdef bint _by_rows(self):
-        """Whether a Jacobian is computed by rows (reverse mode): when f has at most an
-        eighth as many outputs as inputs, a sweep per output beats a lane per input."""
+    cdef bint _by_rows(self, tape):
+        """Whether a Jacobian is computed by rows (reverse mode, lanes of basis
+        cotangents): when f has few enough outputs that fewer, costlier reverse lanes
+        beat a forward lane per input (BY_ROWS)."""
         cdef Py_ssize_t n_y = int(np.prod(self.out_shape)), n_x = self.state.base.n_x
-        self.state.reverse = self.state.family == JACOBIAN and 8 * n_y <= n_x
+        python = any(instr.kind == "python" for instr in tape.instrs)
+        ratio = BY_ROWS_PYTHON if python else BY_ROWS
+        self.state.reverse = self.state.family == JACOBIAN and ratio * n_y <= n_x
         if self.state.reverse:
-            self.state.directions, self.state.lanes, self.state.seed_size = n_y, 1, n_y
+            self.state.directions, self.state.seed_size = n_y, n_y
+            self._reverse_lanes()
         return self.state.reverse
+
+    cdef _reverse_lanes(self):
+        """A reverse sweep's lanes: the chunk given, else REVERSE_LANE_NUMBERS' worth."""
+        cdef Py_ssize_t n_y = int(np.prod(self.out_shape)), n_x = self.state.base.n_x
+        lanes = (self.state.lanes if self.chunk_given
+                 else REVERSE_LANE_NUMBERS // max(n_x, n_y, 1))
+        self.state.lanes = max(1, min(lanes, self.state.directions))
 
     cdef _derive(self, tape, list values, list names):
         cdef int family = self.state.family
         cdef Py_ssize_t lanes = self.state.lanes
         self.state.y_at = -1
         self.state.t2_at = -1
-        if family == GRADIENT or family == PULLBACK:
+        if family == GRADIENT:
             derived, _ = vjp(tape, values, [0], names)
+        elif family == PULLBACK:
+            self.state.seed_size = int(np.prod(self.out_shape))
+            self._reverse_lanes()
+            derived, _ = vjp(tape, values, [0], names, lanes=self.state.lanes)
         elif family in (HVP, HESSIAN):
             reverse, _ = vjp(tape, values, [0], names)
             derived, _ = jvp(reverse.tape, values + [np.ones(self.out_shape)], lanes, [0],
@@ -621,8 +655,8 @@ cdef class TapeEngine(Engine):
             forward, _ = jvp(tape, values, 1, [0], names)
             derived, _ = jvp(forward.tape, values + [np.ones((1,) + self.x_shape)], 1, [0],
                              names + ["tx"], seeded=[len(values)])
-        elif self._by_rows():   # a Jacobian of few rows: reverse mode, a row per sweep
-            derived, _ = vjp(tape, values, [0], names)
+        elif self._by_rows(tape):   # a Jacobian of few rows: reverse mode, lanes of rows
+            derived, _ = vjp(tape, values, [0], names, lanes=self.state.lanes)
         else:   # pushforward, derivative, jacobian
             derived, _ = jvp(tape, values, lanes, [0], names)
         self.replay = Replay(derived.tape, keep=derived.cached,
@@ -637,7 +671,7 @@ cdef class TapeEngine(Engine):
         if family == GRADIENT:
             self.replay.set_input(primal_inputs, np.ones(self.out_shape))
             self.state.result_at = self.replay.offset(d.outputs[1])
-        elif family == PULLBACK:   # the cotangent input, set per cotangent
+        elif family == PULLBACK:   # the cotangent input, set per chunk of cotangents
             self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
             self.state.result_at = self.replay.offset(d.outputs[1])
         elif family in (HVP, HESSIAN):
@@ -658,16 +692,18 @@ cdef class TapeEngine(Engine):
             self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
             self.state.result_at = self.replay.offset(d.outputs[1])
         size = int(np.prod(self.out_shape))
-        self.state.result_size = self.state.base.n_x if family == HVP else size
+        self.state.result_size = self.state.base.n_x if family in (HVP, PULLBACK) else size
         self.state.first_size = (self.state.base.n_x if family in (HVP, HESSIAN)
                                  else size)
         self.state.program = &self.replay.state
         self.state.basis_start = -1
-        self._cache_seeded(derived)
+        self._cache_seeded(derived, values)
 
-    cdef _cache_seeded(self, derived):
+    cdef _cache_seeded(self, derived, list values):
         """For basis seeds (jacobian, hessian): the results of the instructions that read the
-        seeds alone, per chunk, computed now, so that a call copies them instead."""
+        seeds alone, per chunk, computed now, so that a call copies them instead. They may
+        read what the instructions of constants alone compute (a transposed constant matrix
+        of the reverse sweep): the primal part runs first, at the recorded inputs `values`."""
         cdef Py_ssize_t start, count, chunk = 0, lanes = self.state.lanes
         cdef Py_ssize_t directions = self.state.directions
         free(self.state.cache_spans)
@@ -689,6 +725,12 @@ cdef class TapeEngine(Engine):
             self.state.cache_spans[2 * j + 1] = v.size
         self.state.n_cache_spans = len(derived.cached)
         self.state.cache_size = size
+        for i, value in enumerate(values):
+            self.replay.set_input(i, value)
+        if self.replay.run(0, self.state.split) != 0:   # a guard failed: no cache
+            self.cache = None
+            self.state.cache = NULL
+            return
         for start in range(0, directions, lanes):
             count = min(lanes, directions - start)
             seed(&self.state, NULL, True, start, count)
@@ -720,8 +762,6 @@ cdef class TapeEngine(Engine):
 
     @property
     def evaluations(self):
-        if self.state.family == PULLBACK:   # a reverse sweep per cotangent
-            return self.state.directions
         return (self.state.directions + self.state.lanes - 1) // self.state.lanes
 
     @property

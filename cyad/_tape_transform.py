@@ -14,11 +14,12 @@ partial beyond the second (unary_d2 and the binary second partials have no deriv
 here).
 
 The result tapes are pruned (instructions nothing needs are dropped, guards stay, the
-Vars left are numbered anew) and ordered in three parts: the instructions that read no
-derivative input (tangents, cotangents), then those that read derivative inputs alone,
-then the rest. `split` and `seeded_split` tell where they start, so that a replay
-computes the primal part once and the rest once per chunk of directions, and, for fixed
-seeds, the middle part once per chunk for good (`cached`).
+Vars left are numbered anew; the negatives of partials of -1 are folded into an add or a
+scale by a constant where they can be, exactly: `_fold_negatives`) and ordered in three
+parts: the instructions that read no derivative input (tangents, cotangents), then those
+that read derivative inputs alone, then the rest. `split` and `seeded_split` tell where
+they start, so that a replay computes the primal part once and the rest once per chunk
+of directions, and, for fixed seeds, the middle part once per chunk for good (`cached`).
 
 Only what the result needs is derived: reverse mode computes the cotangents of the Vars
 that depend on the differentiated inputs alone, forward mode the partials of operands
@@ -31,6 +32,7 @@ from cyad._tape import Instr
 from cyad._tape_trace import _OP, Recording, Tracer
 
 _NEGATIVE = next(op for op, rule in enumerate(_rule_table.UNARY_RULES) if rule.name == "negative")
+_SUBTRACT = _OP["subtract"]
 
 
 class DerivativeTape:
@@ -113,14 +115,22 @@ class _Transform:
             var = self.numbers[value] = self.rec.const(np.asarray(value, self.rec.tape.dtype))
         return var
 
-    def sum_leading(self, var, size, shape):
+    def sum_leading(self, var, size, shape, lanes=None):
         """var summed down to `size` trailing elements (modular broadcasting's transpose),
-        shaped `shape`."""
-        if var.size == size:
+        shaped `shape`; with `lanes`, per lane (var lanes leading, the result (lanes,) +
+        shape)."""
+        if lanes is None:
+            if var.size == size:
+                return self.rec.reshape(var, shape).node
+            rows = var.size // size
+            flat = self.rec.reshape(var, (rows, size)).node
+            return self.rec.reshape(self.rec.sum(flat, (0,), False).node, shape).node
+        shape = (lanes,) + tuple(shape)
+        if var.size == lanes * size:
             return self.rec.reshape(var, shape).node
-        rows = var.size // size
-        flat = self.rec.reshape(var, (rows, size)).node
-        return self.rec.reshape(self.rec.sum(flat, (0,), False).node, shape).node
+        rows = var.size // (lanes * size)
+        flat = self.rec.reshape(var, (lanes, rows, size)).node
+        return self.rec.reshape(self.rec.sum(flat, (1,), False).node, shape).node
 
 
 # -- the partials of the elementwise kinds, from the rule table ---------------------------------
@@ -344,9 +354,10 @@ _JVP = {
 
 # -- reverse: cotangents ------------------------------------------------------------------------
 
-def vjp(tape, values, wrt, names):
+def vjp(tape, values, wrt, names, lanes=None):
     """The tape computing tape's (single) output and the cotangents of the inputs numbered
-    in `wrt` from a cotangent input "ct" of the output's shape."""
+    in `wrt` from a cotangent input "ct" of the output's shape; with `lanes`, from `lanes`
+    cotangents at once: "ct" and the cotangents computed have a leading axis of lanes."""
     tr = _Transform(tape, values)
     # the Vars that depend on the inputs in wrt: only theirs are cotangents worth having
     active = {tape.inputs[i] for i in wrt}
@@ -355,7 +366,8 @@ def vjp(tape, values, wrt, names):
         if not active.isdisjoint(instr.args):
             active.update(instr.outs)
     (y,) = tape.outputs
-    ct_input = tr.rec.input(np.zeros(y.shape)).node
+    lead = () if lanes is None else (lanes,)
+    ct_input = tr.rec.input(np.zeros(lead + y.shape)).node
     cotangent = {y: ct_input}
     for instr in reversed(tape.instrs):
         cts = [cotangent.get(v) for v in instr.outs]
@@ -363,65 +375,72 @@ def vjp(tape, values, wrt, names):
             continue
         args = [tr.primal[a] for a in instr.args]
         wanted = [a in active and a.dtype != bool for a in instr.args]
-        for old, c in zip(instr.args, _VJP[instr.kind](tr, instr, args, cts, wanted)):
+        for old, c in zip(instr.args, _VJP[instr.kind](tr, instr, args, cts, wanted, lanes)):
             if c is not None and old in active and old.dtype != bool:
                 cotangent[old] = tr.add(cotangent.get(old), c)
     outputs = [tr.primal[y]]
     for i in wrt:
         var = tape.inputs[i]
         c = cotangent.get(var)
-        outputs.append(tr.rec.emit("zeros", (), var.shape).node if c is None
-                       else tr.rec.reshape(c, var.shape).node)
+        outputs.append(tr.rec.emit("zeros", (), lead + var.shape).node if c is None
+                       else tr.rec.reshape(c, lead + var.shape).node)
     out_names = ["value"] + ["ct" + names[i] for i in wrt]
     return _finish(tr.rec, outputs, list(names) + ["ct"], out_names, [ct_input])
 
 
-def _vjp_unary(tr, instr, args, cts, wanted):
+def _vjp_unary(tr, instr, args, cts, wanted, lanes):
     return [tr.times(_partials(tr, instr, args, (True,))[0], cts[0])]
 
 
-def _vjp_binary(tr, instr, args, cts, wanted):
+def _vjp_binary(tr, instr, args, cts, wanted, lanes):
     products = [None if partial is None else tr.times(partial, cts[0])
                 for partial in _partials(tr, instr, args, wanted)]
-    return [None if g is None else tr.sum_leading(g, a.size, a.shape)
+    return [None if g is None else tr.sum_leading(g, a.size, a.shape, lanes)
             for a, g in zip(args, products)]
 
 
-def _vjp_scale(tr, instr, args, cts, wanted):
+def _vjp_scale(tr, instr, args, cts, wanted, lanes):
     (a, b), g = args, cts[0]
-    return [tr.sum_leading(tr.scale(g, b), a.size, a.shape) if wanted[0] else None,
-            tr.sum_leading(tr.scale(a, g), b.size, b.shape) if wanted[1] else None]
+    return [tr.sum_leading(tr.scale(g, b), a.size, a.shape, lanes) if wanted[0] else None,
+            tr.sum_leading(tr.scale(a, g), b.size, b.shape, lanes) if wanted[1] else None]
 
 
-def _vjp_select(tr, instr, args, cts, wanted):
+def _vjp_select(tr, instr, args, cts, wanted, lanes):
     c, a, b = args
     g, zero = cts[0], tr.zero()
     result = [None, None, None]
     if wanted[1]:
         result[1] = tr.sum_leading(tr.rec.elementwise_var("select", (c, g, zero)), a.size,
-                                   a.shape)
+                                   a.shape, lanes)
     if wanted[2]:
         result[2] = tr.sum_leading(tr.rec.elementwise_var("select", (c, zero, g)), b.size,
-                                   b.shape)
+                                   b.shape, lanes)
     return result
 
 
-def _vjp_copy(tr, instr, args, cts, wanted):
-    return [tr.sum_leading(cts[0], args[0].size, args[0].shape)]
+def _vjp_copy(tr, instr, args, cts, wanted, lanes):
+    return [tr.sum_leading(cts[0], args[0].size, args[0].shape, lanes)]
 
 
-def _vjp_gather(tr, instr, args, cts, wanted):
-    return [tr.emit("scatter_add", (cts[0],), args[0].shape, index=instr.params["index"])]
+def _lanes_shape(shape, lanes):
+    return tuple(shape) if lanes is None else (lanes,) + tuple(shape)
 
 
-def _vjp_scatter_add(tr, instr, args, cts, wanted):
-    return [tr.emit("gather", (cts[0],), args[0].shape, index=instr.params["index"])]
+# gather, scatter_add and sum_inner work row by row: lanes are rows
+def _vjp_gather(tr, instr, args, cts, wanted, lanes):
+    return [tr.emit("scatter_add", (cts[0],), _lanes_shape(args[0].shape, lanes),
+                    index=instr.params["index"])]
 
 
-def _vjp_sum_inner(tr, instr, args, cts, wanted):
+def _vjp_scatter_add(tr, instr, args, cts, wanted, lanes):
+    return [tr.emit("gather", (cts[0],), _lanes_shape(args[0].shape, lanes),
+                    index=instr.params["index"])]
+
+
+def _vjp_sum_inner(tr, instr, args, cts, wanted, lanes):
     k = instr.params["k"]
     index = np.repeat(np.arange(instr.outs[0].size, dtype=np.int64), k)
-    return [tr.emit("gather", (cts[0],), args[0].shape, index=index)]
+    return [tr.emit("gather", (cts[0],), _lanes_shape(args[0].shape, lanes), index=index)]
 
 
 def _transposed(tr, var, rows, columns):
@@ -431,36 +450,56 @@ def _transposed(tr, var, rows, columns):
     return tr.rec.gather(var, index).node
 
 
-def _vjp_matmul(tr, instr, args, cts, wanted):
+def _vjp_matmul(tr, instr, args, cts, wanted, lanes):
     m, k, n = (instr.params[p] for p in "mkn")
     (a, b), g = args, cts[0]
     count = instr.outs[0].size // (m * n) if m * n else 0
     result = [None, None]
+
+    def per_lane(matrices, rows, columns):
+        # a primal operand's matrices, one set per lane unless there is a single one
+        if lanes is None or matrices.size == rows * columns:
+            return matrices
+        return _matrices(tr, tr.rec.broadcast(matrices, (lanes,) + matrices.shape).node,
+                         count, rows, columns, lanes)
+
+    products = _lanes_shape((count,), lanes)
     if wanted[0]:
-        ga = tr.emit("matmul", (g, _transposed(tr, b, k, n)), (count, m, k), m=m, k=n, n=k)
-        result[0] = tr.sum_leading(ga, a.size, a.shape)
+        ga = tr.emit("matmul", (g, per_lane(_transposed(tr, b, k, n), n, k)),
+                     products + (m, k), m=m, k=n, n=k)
+        result[0] = tr.sum_leading(ga, a.size, a.shape, lanes)
     if wanted[1]:
-        gb = tr.emit("matmul", (_transposed(tr, a, m, k), g), (count, k, n), m=k, k=m, n=n)
-        result[1] = tr.sum_leading(gb, b.size, b.shape)
+        gb = tr.emit("matmul", (per_lane(_transposed(tr, a, m, k), k, m), g),
+                     products + (k, n), m=k, k=m, n=n)
+        result[1] = tr.sum_leading(gb, b.size, b.shape, lanes)
     return result
 
 
-def _vjp_python(tr, instr, args, cts, wanted):
+def _vjp_python(tr, instr, args, cts, wanted, lanes):
     entry, params = instr.params["entry"], instr.params["params"]
     if entry is None or entry.kind == "constant":
         return [None] * len(args)
     primals = [tr.t(a) for a in args]
-    cts = [tr.t(tr.rec.emit("zeros", (), v.shape).node if c is None else c)
-           for v, c in zip(instr.outs, cts)]
-    g = tuple(cts) if len(cts) > 1 else cts[0]
-    if entry.kind == "primitive":
-        result = entry.vjp(primals, g, **params)
-    else:
-        result = entry.transpose(g, [a.shape for a in args], **params)
+    cts = [tr.t(tr.rec.emit("zeros", (), _lanes_shape(v.shape, lanes)).node if c is None
+                else c) for v, c in zip(instr.outs, cts)]
+
+    def pull(cts):
+        g = tuple(cts) if len(cts) > 1 else cts[0]
+        if entry.kind == "primitive":
+            return entry.vjp(primals, g, **params)
+        return entry.transpose(g, [a.shape for a in args], **params)
+
+    if lanes is None:
+        result = pull(cts)
+    else:   # the table's rules take one cotangent: a pull per lane, the results stacked
+        pulled = [pull([c[lane] for c in cts]) for lane in range(lanes)]
+        result = [None if pulled[0][i] is None else
+                  np.stack([np.reshape(p[i], a.shape) for p in pulled])
+                  for i, a in enumerate(args)]
     return [None if r is None else tr.rec.var_of(r) for r in result]
 
 
-def _vjp_none(tr, instr, args, cts, wanted):
+def _vjp_none(tr, instr, args, cts, wanted, lanes):
     return [None] * len(args)
 
 
@@ -474,6 +513,65 @@ _VJP = {
 }
 
 
+# -- exact peepholes -----------------------------------------------------------------------------
+
+def _fold_negatives(tape, keep):
+    """Rewrite, in place, the negatives the transforms emit (a partial of -1) where an
+    instruction can take the sign instead, at no change of rounding: an add reading a
+    negative becomes a subtract (a + (-b) is a - b), a scale by a constant of a negative,
+    or a negative of such a scale, a scale by the negated constant. Only a negative (or a
+    scale) that nothing else reads (`keep`: the tape's outputs) is folded away."""
+    readers = {}
+    for instr in tape.instrs:
+        for a in instr.args:
+            readers[a] = readers.get(a, 0) + 1
+    for v in keep:
+        readers[v] = readers.get(v, 0) + 1
+    writer = {instr.outs[0]: instr for instr in tape.instrs if len(instr.outs) == 1}
+
+    def negated(var):
+        # the operand of a negative writing var that only one instruction reads, or None
+        instr = writer.get(var)
+        if (instr is not None and instr.kind == "unary" and instr.params["op"] == _NEGATIVE
+                and readers[var] == 1):
+            return instr.args[0]
+        return None
+
+    def constant_of(instr):
+        # (the constant operand's position, its value) of a scale by a constant, or None
+        if instr is None or instr.kind != "scale":
+            return None
+        for i, a in enumerate(instr.args):
+            if a in tape.consts:
+                return i, tape.consts[a]
+        return None
+
+    def negative_constant(value, like):
+        return tape.const(np.negative(value), like.dtype)
+
+    for instr in tape.instrs:
+        if instr.kind == "binary" and instr.params["op"] == _OP["add"]:
+            a, b = instr.args
+            if negated(b) is not None:
+                instr.args, instr.params = (a, negated(b)), dict(instr.params, op=_SUBTRACT)
+            elif negated(a) is not None:
+                instr.args, instr.params = (b, negated(a)), dict(instr.params, op=_SUBTRACT)
+        elif instr.kind == "scale" and constant_of(instr) is not None:
+            i, value = constant_of(instr)
+            other = instr.args[1 - i]
+            if negated(other) is not None:
+                args = list(instr.args)
+                args[i], args[1 - i] = negative_constant(value, instr.args[i]), negated(other)
+                instr.args = tuple(args)
+        elif (instr.kind == "unary" and instr.params["op"] == _NEGATIVE
+              and readers[instr.args[0]] == 1 and constant_of(writer.get(instr.args[0]))):
+            scale = writer[instr.args[0]]
+            i, value = constant_of(scale)
+            args = list(scale.args)
+            args[i] = negative_constant(value, scale.args[i])
+            instr.kind, instr.args, instr.params = "scale", tuple(args), dict(scale.params)
+
+
 # -- pruning and ordering ------------------------------------------------------------------------
 
 def _finish(rec, outputs, input_names, output_names, seeds):
@@ -482,6 +580,7 @@ def _finish(rec, outputs, input_names, output_names, seeds):
     read only derivative inputs and constants, then the rest."""
     tape = rec.tape
     tape.outputs = list(outputs)
+    _fold_negatives(tape, tape.outputs)
     needed = set(tape.outputs)
     kept = []
     for instr in reversed(tape.instrs):

@@ -168,11 +168,11 @@ def test_every_chunk_of_the_dual_engine(chunk):
         np.testing.assert_allclose(out, dy @ jac, rtol=1e-13, atol=1e-13)
 
 
-def test_the_tape_sweeps_once_per_cotangent():
+def test_the_tape_sweeps_once_per_chunk_of_cotangents():
     x = np.linspace(0.1, 1.0, 50)
     dys = tuple(np.random.default_rng(k).standard_normal(50) for k in range(3))
     prep = cyad.prepare_pullback(np.sin, x, dys, engine="tape")
-    assert prep.evaluations == 3
+    assert prep.evaluations == 1
     for dy, product in zip(dys, cyad.pullback(np.sin, x, dys, prep=prep), strict=True):
         np.testing.assert_allclose(product, dy * np.cos(x), rtol=1e-15)
 
