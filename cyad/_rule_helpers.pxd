@@ -7,7 +7,8 @@
 # Inline functions are compiled into every module that cimports them; the directive
 # keeps their divisions plain C divisions (IEEE inf and nan) whatever that module's.
 
-from libc.math cimport exp, exp2, log, log1p, pow, fabs, isnan, INFINITY, M_LN2, M_SQRT1_2, M_2_SQRTPI
+from libc.math cimport (exp, exp2, log, log1p, pow, fabs, isnan, INFINITY, M_LN2, M_SQRT1_2,
+                        M_2_SQRTPI)
 
 from cyad cimport _special as sc
 

@@ -19,12 +19,25 @@ results computed before them:
     binary     value, da (df/da), db (df/db) in a, b and each other (v for the value);
                daa, dab, dbb (the second partials) in a, b, v, da, db
 
-An expression may use any function of `libc.math` and the helper functions of
-`cyad/_rule_helpers.pxd`. A first-column expression may refer to the others (maximum's
-value picks an operand by its da); the generated code computes them in an order that
-respects those references. A helper that computes a partial on the way may write it
-through a pointer, `&da` in the value's expression, with the partial itself None.
+An expression may use any function of `libc.math`, the helper functions of
+`cyad/_rule_helpers.pxd`, and SciPy's special-function kernels as `sc.<name>`
+(`cyad/_special.pxd`: looked up at run time from scipy.special.cython_special, so that a
+value equals SciPy's and cyad builds and imports without SciPy). A first-column
+expression may refer to the others (maximum's value picks an operand by its da); the
+generated code computes them in an order that respects those references. A helper that
+computes a partial on the way may write it through a pointer, `&da` in the value's
+expression, with the partial itself None.
 A second partial of "0.0" costs nothing (the dispatch leaves it out).
+
+A rule's ufuncs are named `<name>` for numpy.<name>, or by a dotted path for another
+module's ("scipy.special.erf"). `UfuncOps` maps them to the ops, another module's only once
+that module is imported (cyad never imports SciPy; a SciPy ufunc reaching cyad means it is);
+`ufunc_name` names a ufunc in messages ("scipy.special.digamma"'s ufunc is psi, so
+"scipy.special.psi").
+
+A binary rule differentiable in its second operand only (`differentiable="b"`: gammainc's
+a, zeta's s, which have no closed-form derivative) has NaN for the partials in a, and the
+engines refuse a variable a with an error naming the function.
 
 The internal variants (POWER_CONST_EXPONENT, POWER_CONST_BASE) serve an operation whose
 other operand is a constant (`constant` names it): they compute only the partial that
@@ -36,9 +49,10 @@ tests of its value and derivatives (first and second order, float64 and float32,
 chunk width, aliased operands, random programs) all enumerate the table. What else to
 know: append the entry to the end of its list (the op codes `UnaryOp.X`, `BinaryOp.X`
 are the positions, and compiled code outside cyad holds them); a helper function the
-rule needs goes into `cyad/_rule_helpers.pxd`; the aliasing and random-program tests
-take their JAX reference from the jax.numpy function of the ufunc's name, which has to
-exist.
+rule needs goes into `cyad/_rule_helpers.pxd`, a SciPy kernel into `cyad/_special.pyx`;
+the tests take their JAX reference from the function of the ufunc's name in jax.numpy (or
+jax.scipy.special; tests/derivative_references.py's JAX_SPECIAL where JAX names it
+otherwise, lacks it or its forward mode), which has to exist.
 
 Conventions where a function is not differentiable:
   abs, sign-like kinks    abs'(0) = 0 (the midpoint of the subgradient [-1, 1]);
@@ -60,10 +74,19 @@ Conventions where a function is not differentiable:
   arctan2 at (0, 0)       both partials nan: the angle jumps there.
   sign, floor, ceil,      derivative 0 everywhere (also at their jumps).
   rint, trunc
+  xlogy(x, y) at x = 0    SciPy defines it 0 for every y >= 0: d/dy = 0 (also at y = 0),
+                          d/dx = log(y); likewise xlog1py. kl_div(0, y) = y: d/dy = 1.
+  entr, rel_entr at x = 0 d/dx = +inf (the one-sided limit), d/dy of rel_entr 0.
+  i0e, i1e at 0           the kink of e**-|x|: its midpoint (sign(0) = 0), so i0e'(0) = 0.
+  gammainc at x = 0       d/dx = x**(a-1) e**-x / Gamma(a) there: 1 (a = 1), 0 (a > 1),
+                          +inf (a < 1).
 
 Derivatives keep full relative precision where the textbook form cancels:
 expm1' = exp (not expm1 + 1), tanh' = 1/cosh^2 (not 1 - tanh^2), and 1 - x^2 is
-computed as (1 - x)(1 + x) for arcsin, arccos and arctanh near |x| = 1.
+computed as (1 - x)(1 + x) for arcsin, arccos and arctanh near |x| = 1; log_ndtr' = phi/Phi
+as sqrt(2/pi) / erfcx(-x/sqrt(2)) (no underflow in the lower tail); expit' = expit(x)
+expit(-x) (not v(1 - v)); the Bessel functions' derivatives through the recurrences
+(I1' = (I0 + I2)/2, not I0 - I1/x).
 
 Test domains: where the tests draw a rule's points, inside the function's real domain
 and away from the places where it is not differentiable (the jumps of sign, floor, ceil,

@@ -134,8 +134,14 @@ def by_jax(programs):
         return [_forward_twice(lambda s, program=program: program(jnp, s), x)
                 for (program, _), x in zip(programs, points)]
 
-    results = jax.jit(derivatives, compiler_options=_QUICK_COMPILE)(
-        [np.asarray(x, np.float64) for _, x in programs])
+    points = [np.asarray(x, np.float64) for _, x in programs]
+    results = jax.jit(derivatives, compiler_options=_QUICK_COMPILE)(points)
+    for i, ((program, _), x) in enumerate(zip(programs, points)):
+        if any(np.isnan(np.asarray(a)).any() for a in results[i]):
+            # XLA's unoptimised build (the quick compile) gives NaN for some programs that
+            # its optimised build computes (one of scipy.special's): those once more, optimised
+            results[i] = jax.jit(lambda s, program=program: _forward_twice(
+                lambda u: program(jnp, u), s))(x)
     return [[Derivatives(*(np.asarray(a, np.float64) for a in arrays), JAX_TOLERANCE)
              for arrays in zip(*result)] for result in results]
 

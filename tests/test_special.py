@@ -192,7 +192,8 @@ def test_xlogy_at_x_zero(engine):
     y = np.array([0.0, 0.5, 2.0])
     jac = cyad.jacobian(lambda t: sc.xlogy(t[:3], t[3:]), np.concatenate([np.zeros(3), y]),
                         engine=engine)
-    assert_array_equal(np.diagonal(jac[:, :3]), np.log(y))
+    with np.errstate(divide="ignore"):
+        assert_array_equal(np.diagonal(jac[:, :3]), np.log(y))
     assert_array_equal(jac[:, 3:], np.zeros((3, 3)))
     assert_array_equal(cyad.jacobian(lambda t: sc.xlog1py(0.0, t), y, engine=engine),
                        np.zeros((3, 3)))
@@ -257,10 +258,11 @@ def test_a_variable_first_operand_is_refused(func, engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_function_without_a_rule_is_named_as_scipys(engine):
-    for func, name in [(sc.struve, "struve"), (sc.kv, "kv"), (sc.zeta, "_ufuncs._riemann_zeta")]:
-        args = (lambda x: func(1.0, x)) if func.__name__ != "zeta" else (lambda x: func(x))
+    # scipy.special.zeta(x) without q calls the Riemann zeta, a ufunc of its own
+    for f, name in [(lambda x: sc.struve(1.0, x), "struve"), (lambda x: sc.kv(1.0, x), "kv"),
+                    (sc.zeta, "_ufuncs._riemann_zeta")]:
         with pytest.raises(TypeError, match=rf"cyad: scipy\.special\.{name} is not supported"):
-            cyad.derivative(args, 1.5, engine=engine)
+            cyad.derivative(f, 1.5, engine=engine)
 
 
 def test_cyad_works_without_scipy():
