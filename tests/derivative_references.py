@@ -137,7 +137,7 @@ def by_jax(programs):
     points = [np.asarray(x, np.float64) for _, x in programs]
     results = jax.jit(derivatives, compiler_options=_QUICK_COMPILE)(points)
     for i, ((program, _), x) in enumerate(zip(programs, points)):
-        if any(np.isnan(np.asarray(a)).any() for a in results[i]):
+        if any(np.isnan(a).any() for a in jax.tree_util.tree_leaves(results[i])):
             # XLA's unoptimised build (the quick compile) gives NaN for some programs that
             # its optimised build computes (one of scipy.special's): those once more, optimised
             results[i] = jax.jit(lambda s, program=program: _forward_twice(
