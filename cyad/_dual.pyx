@@ -254,10 +254,9 @@ cdef inline bint _fp_flags_raised() noexcept nogil:
 # The ufunc of a rule, for those second computations: the first one the rule table lists
 # for it; for x**y (and its variants) the operator, as NumPy's arrays compute it (x**2 as
 # np.square, which names its warnings).
-_UFUNC_OF_UNARY = {op: getattr(np, rule.ufuncs[0])
-                   for op, rule in enumerate(_rule_table.UNARY_RULES) if rule.ufuncs}
-_UFUNC_OF_BINARY = {op: getattr(np, rule.ufuncs[0])
-                    for op, rule in enumerate(_rule_table.BINARY_RULES) if rule.ufuncs}
+# (scipy.special's resolved when first needed: SciPy is imported by then)
+_UFUNC_OF_UNARY = _rule_table.FirstUfuncs(_rule_table.UNARY_RULES)
+_UFUNC_OF_BINARY = _rule_table.FirstUfuncs(_rule_table.BINARY_RULES)
 for _op in (BinaryOp.POWER, BinaryOp.POWER_CONST_EXPONENT, BinaryOp.POWER_CONST_BASE):
     _UFUNC_OF_BINARY[_op] = operator.pow
 del _op
@@ -844,12 +843,27 @@ cdef real _pairwise_sum(const real* a, Py_ssize_t n) noexcept nogil:
 # -- ufunc table ----------------------------------------------------------------
 
 # Every ufunc of the rule table (cyad._rule_table) to its rule's op: its position in the
-# table, as in the generated UnaryOp and BinaryOp. np.power and np.float_power go through
-# `power`, which picks the rule or a variant of it by the operand that is constant.
-_UNARY_UFUNCS = {getattr(np, name): op for op, rule in enumerate(_rule_table.UNARY_RULES)
-                 for name in rule.ufuncs}
-_BINARY_UFUNCS = {getattr(np, name): op for op, rule in enumerate(_rule_table.BINARY_RULES)
-                  for name in rule.ufuncs if op != BinaryOp.POWER}
+# table, as in the generated UnaryOp and BinaryOp (scipy.special's join once SciPy is
+# imported: `_refresh_ufuncs`). np.power and np.float_power go through `power`, which picks
+# the rule or a variant of it by the operand that is constant.
+_UNARY_UFUNCS = _rule_table.UfuncOps(_rule_table.UNARY_RULES)
+_BINARY_UFUNCS = _rule_table.UfuncOps(_rule_table.BINARY_RULES, skip=(BinaryOp.POWER,))
+# the binary rules differentiable in their second operand only, by op
+_ONLY_IN_B = {op: rule for op, rule in enumerate(_rule_table.BINARY_RULES)
+              if rule.differentiable == "b"}
+
+
+cdef bint _refresh_ufuncs():
+    # whether ufuncs of a module imported since joined the maps
+    return _UNARY_UFUNCS.refresh() | _BINARY_UFUNCS.refresh()
+
+
+cdef object _ufunc_binary(int op, object ufunc, object a, object b, object out):
+    if op in _ONLY_IN_B and isinstance(a, Dual):
+        raise TypeError(f"cyad: {_rule_table.ufunc_name(ufunc)} is differentiable in its "
+                        "second argument only; its first must be a constant, not a dual array")
+    return binary(op, a, b, out)
+
 
 # ufuncs whose result carries no derivative: they read the values only
 _VALUE_UFUNCS = {
@@ -943,11 +957,13 @@ cdef class Dual:
                 return unary(op, <Dual>inputs[0], out)
             op = _BINARY_UFUNCS.get(ufunc)
             if op is not None and (isinstance(inputs[0], Dual) or isinstance(inputs[1], Dual)):
-                return binary(op, inputs[0], inputs[1], out)
+                return _ufunc_binary(op, ufunc, inputs[0], inputs[1], out)
             if ufunc is np.matmul and out is None:
                 return matmul(inputs[0], inputs[1])
+        if _refresh_ufuncs():
+            return self.__array_ufunc__(ufunc, method, *inputs, **kwargs)
         out = _as_dual_out(kwargs.pop("out", None))
-        name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        name = _rule_table.ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
         if method != "__call__" or kwargs.get("where", True) is not True or (
                 set(kwargs) - {"where", "casting", "order", "subok"}):
             raise TypeError(f"cyad: {name} with these arguments is not supported on dual arrays")
@@ -962,7 +978,7 @@ cdef class Dual:
         if ufunc in _UNARY_UFUNCS:
             return unary(_UNARY_UFUNCS[ufunc], inputs[0], out)
         if ufunc in _BINARY_UFUNCS:
-            return binary(_BINARY_UFUNCS[ufunc], inputs[0], inputs[1], out)
+            return _ufunc_binary(_BINARY_UFUNCS[ufunc], ufunc, inputs[0], inputs[1], out)
         if ufunc is np.power:
             return power(inputs[0], inputs[1], out)
         if ufunc is np.float_power:

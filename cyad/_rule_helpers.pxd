@@ -7,7 +7,10 @@
 # Inline functions are compiled into every module that cimports them; the directive
 # keeps their divisions plain C divisions (IEEE inf and nan) whatever that module's.
 
-from libc.math cimport exp, exp2, log, log1p, pow, fabs, isnan, M_LN2
+from libc.math cimport (exp, exp2, log, log1p, pow, fabs, isnan, INFINITY, M_LN2, M_SQRT1_2,
+                        M_2_SQRTPI)
+
+from cyad cimport _special as sc
 
 
 cdef inline double careful_product(double d, double p) noexcept nogil:
@@ -88,3 +91,15 @@ cdef inline double _logaddexp2(double a, double b) noexcept nogil:
     if a == b:
         return a + 1.0
     return (a if a > b else b) + log1p(exp2(-fabs(a - b))) / M_LN2
+
+cdef inline double _log_ndtr_d(double x) noexcept nogil:
+    # phi(x) / Phi(x) = sqrt(2/pi) / erfcx(-x/sqrt(2)): no underflow of phi and Phi at
+    # very negative x, where it tends to -x
+    return (M_2_SQRTPI * M_SQRT1_2) / sc.erfcx(-x * M_SQRT1_2)
+
+cdef inline double _gammainc_dx(double a, double x) noexcept nogil:
+    # d/dx of the regularized lower incomplete gamma P(a, x): x**(a-1) e**-x / Gamma(a),
+    # through logarithms (no overflow of x**(a-1) or Gamma(a) for large a)
+    if x == 0.0:
+        return 1.0 if a == 1.0 else (0.0 if a > 1.0 else INFINITY)
+    return exp((a - 1.0) * log(x) - x - sc.gammaln(a))

@@ -19,12 +19,25 @@ results computed before them:
     binary     value, da (df/da), db (df/db) in a, b and each other (v for the value);
                daa, dab, dbb (the second partials) in a, b, v, da, db
 
-An expression may use any function of `libc.math` and the helper functions of
-`cyad/_rule_helpers.pxd`. A first-column expression may refer to the others (maximum's
-value picks an operand by its da); the generated code computes them in an order that
-respects those references. A helper that computes a partial on the way may write it
-through a pointer, `&da` in the value's expression, with the partial itself None.
+An expression may use any function of `libc.math`, the helper functions of
+`cyad/_rule_helpers.pxd`, and SciPy's special-function kernels as `sc.<name>`
+(`cyad/_special.pxd`: looked up at run time from scipy.special.cython_special, so that a
+value equals SciPy's and cyad builds and imports without SciPy). A first-column
+expression may refer to the others (maximum's value picks an operand by its da); the
+generated code computes them in an order that respects those references. A helper that
+computes a partial on the way may write it through a pointer, `&da` in the value's
+expression, with the partial itself None.
 A second partial of "0.0" costs nothing (the dispatch leaves it out).
+
+A rule's ufuncs are named `<name>` for numpy.<name>, or by a dotted path for another
+module's ("scipy.special.erf"). `UfuncOps` maps them to the ops, another module's only once
+that module is imported (cyad never imports SciPy; a SciPy ufunc reaching cyad means it is);
+`ufunc_name` names a ufunc in messages ("scipy.special.digamma"'s ufunc is psi, so
+"scipy.special.psi").
+
+A binary rule differentiable in its second operand only (`differentiable="b"`: gammainc's
+a, zeta's s, which have no closed-form derivative) has NaN for the partials in a, and the
+engines refuse a variable a with an error naming the function.
 
 The internal variants (POWER_CONST_EXPONENT, POWER_CONST_BASE) serve an operation whose
 other operand is a constant (`constant` names it): they compute only the partial that
@@ -36,9 +49,10 @@ tests of its value and derivatives (first and second order, float64 and float32,
 chunk width, aliased operands, random programs) all enumerate the table. What else to
 know: append the entry to the end of its list (the op codes `UnaryOp.X`, `BinaryOp.X`
 are the positions, and compiled code outside cyad holds them); a helper function the
-rule needs goes into `cyad/_rule_helpers.pxd`; the aliasing and random-program tests
-take their JAX reference from the jax.numpy function of the ufunc's name, which has to
-exist.
+rule needs goes into `cyad/_rule_helpers.pxd`, a SciPy kernel into `cyad/_special.pyx`;
+the tests take their JAX reference from the function of the ufunc's name in jax.numpy (or
+jax.scipy.special; tests/derivative_references.py's JAX_SPECIAL where JAX names it
+otherwise, lacks it or its forward mode), which has to exist.
 
 Conventions where a function is not differentiable:
   abs, sign-like kinks    abs'(0) = 0 (the midpoint of the subgradient [-1, 1]);
@@ -60,10 +74,19 @@ Conventions where a function is not differentiable:
   arctan2 at (0, 0)       both partials nan: the angle jumps there.
   sign, floor, ceil,      derivative 0 everywhere (also at their jumps).
   rint, trunc
+  xlogy(x, y) at x = 0    SciPy defines it 0 for every y >= 0: d/dy = 0 (also at y = 0),
+                          d/dx = log(y); likewise xlog1py. kl_div(0, y) = y: d/dy = 1.
+  entr, rel_entr at x = 0 d/dx = +inf (the one-sided limit), d/dy of rel_entr 0.
+  i0e, i1e at 0           the kink of e**-|x|: its midpoint (sign(0) = 0), so i0e'(0) = 0.
+  gammainc at x = 0       d/dx = x**(a-1) e**-x / Gamma(a) there: 1 (a = 1), 0 (a > 1),
+                          +inf (a < 1).
 
 Derivatives keep full relative precision where the textbook form cancels:
 expm1' = exp (not expm1 + 1), tanh' = 1/cosh^2 (not 1 - tanh^2), and 1 - x^2 is
-computed as (1 - x)(1 + x) for arcsin, arccos and arctanh near |x| = 1.
+computed as (1 - x)(1 + x) for arcsin, arccos and arctanh near |x| = 1; log_ndtr' = phi/Phi
+as sqrt(2/pi) / erfcx(-x/sqrt(2)) (no underflow in the lower tail); expit' = expit(x)
+expit(-x) (not v(1 - v)); the Bessel functions' derivatives through the recurrences
+(I1' = (I0 + I2)/2, not I0 - I1/x).
 
 Test domains: where the tests draw a rule's points, inside the function's real domain
 and away from the places where it is not differentiable (the jumps of sign, floor, ceil,
@@ -72,6 +95,7 @@ derivative there is the derivative of the function and a finite difference aroun
 meaningful. A domain is an open interval (low, high) or one of the named sets below; a
 binary rule has one per operand.
 """
+import sys
 from typing import NamedTuple
 
 # -- test domains ---------------------------------------------------------------------------
@@ -83,6 +107,8 @@ OPEN_UNIT = (-0.9, 0.9)
 NEGATIVE = (-3.0, -0.2)
 BASE = (0.2, 3.0)                  # of a power with a real exponent
 EXPONENT = (-2.5, 2.5)
+PROBABILITY = (0.1, 0.9)
+ZETA_ORDER = (1.5, 5.0)
 NONZERO = "nonzero"                # +-(0.2, 3)
 INTEGER = "integer"                # integers in [-3, 3]
 # k + (0.1, 0.4) for integers k in [-3, 2]: at least 0.1 from every integer and every
@@ -97,7 +123,7 @@ Domain = tuple[float, float] | str
 
 class Unary(NamedTuple):
     name: str                      # the op is UnaryOp.<NAME>
-    ufuncs: tuple[str, ...]        # the NumPy ufuncs it computes (numpy.<name>)
+    ufuncs: tuple[str, ...]        # the ufuncs it computes: numpy.<name>, or a dotted path
     value: str                     # f(x)
     d: str                         # f'(x)
     d2: str                        # f''(x)
@@ -116,6 +142,7 @@ class Binary(NamedTuple):
     domain: tuple[Domain, Domain]  # of a, of b
     variant_of: str | None = None   # an internal variant of this rule, with
     constant: str | None = None     # this operand ("a" or "b") a constant
+    differentiable: str = "ab"      # the operands it differentiates ("b": not in a)
 
 
 UNARY_RULES = (
@@ -157,6 +184,51 @@ UNARY_RULES = (
     Unary("ceil", ("ceil",), "ceil(x)", "0.0", "0.0", BETWEEN_STEPS),
     Unary("rint", ("rint",), "rint(x)", "0.0", "0.0", BETWEEN_STEPS),
     Unary("trunc", ("trunc",), "trunc(x)", "0.0", "0.0", BETWEEN_STEPS),
+    # scipy.special (values from SciPy's kernels, cyad/_special.pyx)
+    Unary("erf", ("scipy.special.erf",), "sc.erf(x)", "M_2_SQRTPI * exp(-x * x)",
+          "-2.0 * x * d", ANY),
+    Unary("erfc", ("scipy.special.erfc",), "sc.erfc(x)", "-M_2_SQRTPI * exp(-x * x)",
+          "-2.0 * x * d", ANY),
+    Unary("erfinv", ("scipy.special.erfinv",), "sc.erfinv(x)", "exp(v * v) / M_2_SQRTPI",
+          "2.0 * v * d * d", OPEN_UNIT),
+    Unary("ndtr", ("scipy.special.ndtr",), "sc.ndtr(x)",
+          "(0.5 * M_2_SQRTPI * M_SQRT1_2) * exp(-0.5 * x * x)", "-x * d", ANY),
+    Unary("log_ndtr", ("scipy.special.log_ndtr",), "sc.log_ndtr(x)", "_log_ndtr_d(x)",
+          "-d * (x + d)", ANY),
+    Unary("ndtri", ("scipy.special.ndtri",), "sc.ndtri(x)",
+          "exp(0.5 * v * v) / (0.5 * M_2_SQRTPI * M_SQRT1_2)", "v * d * d", PROBABILITY),
+    Unary("expit", ("scipy.special.expit",), "sc.expit(x)", "v * sc.expit(-x)",
+          "-d * tanh(0.5 * x)", ANY),
+    Unary("logit", ("scipy.special.logit",), "sc.logit(x)", "1.0 / (x * (1.0 - x))",
+          "(2.0 * x - 1.0) * d * d", PROBABILITY),
+    Unary("log_expit", ("scipy.special.log_expit",), "sc.log_expit(x)", "sc.expit(-x)",
+          "-d * sc.expit(x)", ANY),
+    Unary("gammaln", ("scipy.special.gammaln",), "sc.gammaln(x)", "sc.psi(x)",
+          "sc.polygamma(1, x)", POSITIVE),
+    Unary("gamma", ("scipy.special.gamma",), "sc.gamma(x)", "v * sc.psi(x)",
+          "d * sc.psi(x) + v * sc.polygamma(1, x)", POSITIVE),
+    Unary("loggamma", ("scipy.special.loggamma",), "sc.loggamma(x)", "sc.psi(x)",
+          "sc.polygamma(1, x)", POSITIVE),
+    Unary("digamma", ("scipy.special.digamma",), "sc.psi(x)", "sc.polygamma(1, x)",
+          "sc.polygamma(2, x)", POSITIVE),
+    Unary("entr", ("scipy.special.entr",), "sc.entr(x)", "-(log(x) + 1.0)", "-1.0 / x",
+          POSITIVE),
+    # Bessel functions: derivatives through the recurrences I_n' = (I_n-1 + I_n+1) / 2,
+    # J_n' = (J_n-1 - J_n+1) / 2 (no 0/0 at x = 0, no cancellation of I1/x)
+    Unary("i0", ("scipy.special.i0",), "sc.i0(x)", "sc.i1(x)",
+          "0.5 * (v + sc.iv(2.0, x))", ANY),
+    Unary("i0e", ("scipy.special.i0e",), "sc.i0e(x)", "sc.i1e(x) - _sign(x) * v",
+          "0.5 * (v + sc.ive(2.0, x)) - _sign(x) * (sc.i1e(x) + d)", NONZERO),
+    Unary("i1", ("scipy.special.i1",), "sc.i1(x)", "0.5 * (sc.i0(x) + sc.iv(2.0, x))",
+          "0.25 * (3.0 * v + sc.iv(3.0, x))", ANY),
+    Unary("i1e", ("scipy.special.i1e",), "sc.i1e(x)",
+          "0.5 * (sc.i0e(x) + sc.ive(2.0, x)) - _sign(x) * v",
+          "0.25 * (3.0 * v + sc.ive(3.0, x)) - _sign(x) * (0.5 * (sc.i0e(x) + sc.ive(2.0, x)) + d)",
+          NONZERO),
+    Unary("j0", ("scipy.special.j0",), "sc.j0(x)", "-sc.j1(x)", "-0.5 * (v - sc.jv(2.0, x))",
+          ANY),
+    Unary("j1", ("scipy.special.j1",), "sc.j1(x)", "0.5 * (sc.j0(x) - sc.jv(2.0, x))",
+          "0.25 * (sc.jv(3.0, x) - 3.0 * v)", ANY),
 )
 
 BINARY_RULES = (
@@ -192,4 +264,105 @@ BINARY_RULES = (
            "da * db", "-da * db", "da * db", (ANY, ANY)),
     Binary("logaddexp2", ("logaddexp2",), "_logaddexp2(a, b)", "exp2(a - v)", "exp2(b - v)",
            "M_LN2 * (da * db)", "-M_LN2 * (da * db)", "M_LN2 * (da * db)", (ANY, ANY)),
+    # scipy.special (values from SciPy's kernels, cyad/_special.pyx)
+    Binary("betaln", ("scipy.special.betaln",), "sc.betaln(a, b)",
+           "sc.psi(a) - sc.psi(a + b)", "sc.psi(b) - sc.psi(a + b)",
+           "sc.polygamma(1, a) - sc.polygamma(1, a + b)", "-sc.polygamma(1, a + b)",
+           "sc.polygamma(1, b) - sc.polygamma(1, a + b)", (POSITIVE, POSITIVE)),
+    Binary("beta", ("scipy.special.beta",), "sc.beta(a, b)",
+           "v * (sc.psi(a) - sc.psi(a + b))", "v * (sc.psi(b) - sc.psi(a + b))",
+           "da * (sc.psi(a) - sc.psi(a + b)) + v * (sc.polygamma(1, a) - sc.polygamma(1, a + b))",
+           "da * (sc.psi(b) - sc.psi(a + b)) - v * sc.polygamma(1, a + b)",
+           "db * (sc.psi(b) - sc.psi(a + b)) + v * (sc.polygamma(1, b) - sc.polygamma(1, a + b))",
+           (POSITIVE, POSITIVE)),
+    Binary("xlogy", ("scipy.special.xlogy",), "sc.xlogy(a, b)", "log(b)",
+           "0.0 if a == 0.0 else a / b", "0.0", "1.0 / b",
+           "0.0 if a == 0.0 else -a / (b * b)", (ANY, POSITIVE)),
+    Binary("xlog1py", ("scipy.special.xlog1py",), "sc.xlog1py(a, b)", "log1p(b)",
+           "0.0 if a == 0.0 else a / (1.0 + b)", "0.0", "1.0 / (1.0 + b)",
+           "0.0 if a == 0.0 else -a / ((1.0 + b) * (1.0 + b))", (ANY, (-0.9, 4.0))),
+    Binary("rel_entr", ("scipy.special.rel_entr",), "sc.rel_entr(a, b)", "log(a / b) + 1.0",
+           "0.0 if a == 0.0 else -a / b", "1.0 / a", "-1.0 / b",
+           "0.0 if a == 0.0 else a / (b * b)", (POSITIVE, POSITIVE)),
+    Binary("kl_div", ("scipy.special.kl_div",), "sc.kl_div(a, b)", "log(a / b)",
+           "1.0 if a == 0.0 else 1.0 - a / b", "1.0 / a", "-1.0 / b",
+           "0.0 if a == 0.0 else a / (b * b)", (POSITIVE, POSITIVE)),
+    # differentiable in x only: the partials in a are NaN, and a dual a is refused
+    Binary("gammainc", ("scipy.special.gammainc",), "sc.gammainc(a, b)", "NAN",
+           "_gammainc_dx(a, b)", "NAN", "NAN", "db * ((a - 1.0) / b - 1.0)",
+           (POSITIVE, POSITIVE), differentiable="b"),
+    Binary("gammaincc", ("scipy.special.gammaincc",), "sc.gammaincc(a, b)", "NAN",
+           "-_gammainc_dx(a, b)", "NAN", "NAN", "db * ((a - 1.0) / b - 1.0)",
+           (POSITIVE, POSITIVE), differentiable="b"),
+    # Hurwitz's zeta(s, q), differentiable in q only (scipy.special.zeta(s, q) calls it;
+    # scipy.special.polygamma(n, x) is zeta(n + 1, x) times a constant)
+    Binary("zeta", ("scipy.special._ufuncs._zeta",), "sc.zeta(a, b)", "NAN",
+           "-a * sc.zeta(a + 1.0, b)", "NAN", "NAN", "a * (a + 1.0) * sc.zeta(a + 2.0, b)",
+           (ZETA_ORDER, POSITIVE), differentiable="b"),
 )
+
+
+# -- the ufuncs of the table --------------------------------------------------------------------
+
+def module_and_name(name):
+    """(module, attribute) of a table ufunc name: numpy's for a bare one."""
+    module, _, attribute = name.rpartition(".")
+    return module or "numpy", attribute
+
+
+class UfuncOps(dict):
+    """{ufunc: op} of a list of rules, as far as the ufuncs' modules are imported.
+
+    NumPy's are there at once; another module's (scipy.special's) join when `refresh` finds
+    that module imported: cyad never imports SciPy itself, and a SciPy ufunc can only reach
+    cyad after its module was imported. `skip` leaves ops out.
+    """
+
+    def __init__(self, rules, skip=()):
+        super().__init__()
+        self._pending = {}
+        for op, rule in enumerate(rules):
+            if op in skip:
+                continue
+            for name in rule.ufuncs:
+                module, attribute = module_and_name(name)
+                self._pending.setdefault(module, []).append((attribute, op))
+        self.refresh()
+
+    def refresh(self):
+        """Take in the ufuncs of the modules imported since; whether there were any."""
+        ready = [module for module in self._pending if module in sys.modules]
+        for module in ready:
+            for attribute, op in self._pending.pop(module):
+                self[getattr(sys.modules[module], attribute)] = op
+        return bool(ready)
+
+
+class FirstUfuncs(dict):
+    """{op: the first ufunc the table lists for it} of a list of rules, each resolved when
+    first looked up."""
+
+    def __init__(self, rules):
+        super().__init__()
+        self._rules = rules
+
+    def __missing__(self, op):
+        self[op] = resolve(self._rules[op].ufuncs[0])
+        return self[op]
+
+
+def resolve(name):
+    """The ufunc a table name denotes, importing its module."""
+    import importlib
+
+    module, attribute = module_and_name(name)
+    return getattr(importlib.import_module(module), attribute)
+
+
+def ufunc_name(ufunc):
+    """The public name of a ufunc, for messages: numpy.<name> or scipy.special.<name>."""
+    name = ufunc.__name__
+    for module in ("scipy.special", "scipy.special._ufuncs"):
+        if getattr(sys.modules.get(module), name, None) is ufunc:
+            return f"{module}.{name}"
+    return f"numpy.{name}"

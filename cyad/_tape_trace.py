@@ -53,10 +53,8 @@ from cyad._stacked import stacked
 from cyad._tape import COMPARISONS, Instr, Tape, Var, evaluate
 from cyad._wrapper import constant_result
 
-_UNARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.UNARY_RULES)
-          for name in rule.ufuncs}
-_BINARY = {getattr(np, name): op for op, rule in enumerate(_rule_table.BINARY_RULES)
-           for name in rule.ufuncs}
+_UNARY = _rule_table.UfuncOps(_rule_table.UNARY_RULES)
+_BINARY = _rule_table.UfuncOps(_rule_table.BINARY_RULES)
 _OP = {rule.name: op for op, rule in enumerate(_rule_table.BINARY_RULES)}
 _POWER = _BINARY[np.power]
 _SQUARE = _UNARY[np.square]
@@ -479,7 +477,7 @@ class Tracer:
     # -- NumPy protocols --------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = kwargs.pop("out", None)
-        name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        name = _rule_table.ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
         if method != "__call__" or (set(kwargs) - {"casting", "order", "subok"}):
             raise TypeError(f"cyad: {name} with these arguments is not supported by "
                             "engine='tape'")
@@ -706,6 +704,8 @@ def ufunc_call(rec, ufunc, inputs, name):
         if len(inputs) != COMPARISONS[ufunc]:
             raise TypeError(f"{name} takes {COMPARISONS[ufunc]} operands")
         return rec.elementwise("compare", inputs, bool, ufunc=ufunc)
+    _UNARY.refresh()        # scipy.special's, once SciPy is imported
+    _BINARY.refresh()
     op = _UNARY.get(ufunc)
     if op is not None and len(inputs) == 1:
         return rec.elementwise("unary", inputs, op=op)
@@ -719,6 +719,9 @@ def ufunc_call(rec, ufunc, inputs, name):
                 op = _OP["power_const_exponent"]
             elif not isinstance(a, Tracer):
                 op = _OP["power_const_base"]
+        elif _rule_table.BINARY_RULES[op].differentiable == "b" and isinstance(inputs[0], Tracer):
+            raise TypeError(f"cyad: {name} is differentiable in its second argument only; its "
+                            "first must be a constant, not a traced array")
         return rec.elementwise("binary", inputs, op=op)
     if ufunc is np.matmul:
         return function_call(rec, np.matmul, inputs, {})

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 import cyad
+from cyad import _rule_table
 
 try:
     import jax
@@ -25,6 +26,7 @@ except ImportError:
 else:
     jax.config.update("jax_enable_x64", True)    # references in float64
     import jax.numpy as jnp
+    import jax.scipy.special
 
 # the accuracy of a reference: relative to each entry (rtol) and to the largest (atol)
 JAX_TOLERANCE = dict(rtol=1e-12, atol=1e-13)
@@ -56,8 +58,50 @@ def loosest(*tolerances):
 
 
 def function_of(xp, ufunc):
-    """The ufunc itself for NumPy, its jax.numpy namesake for JAX."""
-    return ufunc if xp is np else getattr(xp, ufunc.__name__)
+    """The ufunc itself for NumPy, its namesake in jax.numpy or jax.scipy.special for JAX."""
+    if xp is np:
+        return ufunc
+    name = ufunc.__name__
+    if _rule_table.ufunc_name(ufunc).startswith("scipy.special"):
+        return JAX_SPECIAL.get(name) or getattr(jax.scipy.special, name)
+    return getattr(xp, name)
+
+
+def _bessel_j(n):
+    # J_n(x) = 1/(2 pi) of the integral of cos(n t - x sin t) over a period, by the
+    # trapezoidal rule: exact to rounding for |x| < 10 with 64 nodes (the error is of the
+    # order of J_64(x)); jax.scipy.special.bessel_jn loses digits near 0
+    nodes = np.linspace(0.0, 2.0 * np.pi, 64, endpoint=False)
+    return lambda x: jnp.mean(jnp.cos(n * nodes - jnp.expand_dims(x, -1) * jnp.sin(nodes)),
+                              axis=-1)
+
+
+def _inverse_of(f, inverse):
+    # JAX's inverse function, its derivative 1 / f'(inverse(x)) from JAX's f (JAX's own
+    # ndtri and erfinv give NaN in forward mode along a zero tangent)
+    @jax.custom_jvp
+    def g(x):
+        return inverse(x)
+
+    @g.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        v = g(x)
+        return v, t / jax.jvp(f, (v,), (jnp.ones_like(v),))[1]
+    return g
+
+
+# scipy.special's ufuncs that jax.scipy.special names otherwise or lacks, or whose
+# derivatives there are no reference
+JAX_SPECIAL = {} if jax is None else {
+    "ndtri": _inverse_of(jax.scipy.special.ndtr, jax.scipy.special.ndtri),
+    "erfinv": _inverse_of(jax.scipy.special.erf, jax.scipy.special.erfinv),
+    "psi": jax.scipy.special.digamma,
+    "log_expit": lambda x: -jnp.logaddexp(0.0, -x),
+    "_zeta": jax.scipy.special.zeta,
+    "j0": _bessel_j(0),
+    "j1": _bessel_j(1),
+}
 
 
 def replaced(xp, a, index, values):
@@ -90,8 +134,14 @@ def by_jax(programs):
         return [_forward_twice(lambda s, program=program: program(jnp, s), x)
                 for (program, _), x in zip(programs, points)]
 
-    results = jax.jit(derivatives, compiler_options=_QUICK_COMPILE)(
-        [np.asarray(x, np.float64) for _, x in programs])
+    points = [np.asarray(x, np.float64) for _, x in programs]
+    results = jax.jit(derivatives, compiler_options=_QUICK_COMPILE)(points)
+    for i, ((program, _), x) in enumerate(zip(programs, points)):
+        if any(np.isnan(a).any() for a in jax.tree_util.tree_leaves(results[i])):
+            # XLA's unoptimised build (the quick compile) gives NaN for some programs that
+            # its optimised build computes (one of scipy.special's): those once more, optimised
+            results[i] = jax.jit(lambda s, program=program: _forward_twice(
+                lambda u: program(jnp, u), s))(x)
     return [[Derivatives(*(np.asarray(a, np.float64) for a in arrays), JAX_TOLERANCE)
              for arrays in zip(*result)] for result in results]
 

@@ -12,12 +12,15 @@ from cyad._rule_table import APART, BETWEEN_STEPS, INTEGER, NONZERO
 
 # Every ufunc of the rule table (np.power and np.float_power among the binary ones), with
 # the test domain of its rule: one for a unary rule, (of a, of b) for a binary one
-UNARY_DOMAINS = {getattr(np, name): rule.domain for rule in table.UNARY_RULES
+UNARY_DOMAINS = {table.resolve(name): rule.domain for rule in table.UNARY_RULES
                  for name in rule.ufuncs}
-BINARY_DOMAINS = {getattr(np, name): rule.domain for rule in table.BINARY_RULES
+BINARY_DOMAINS = {table.resolve(name): rule.domain for rule in table.BINARY_RULES
                   for name in rule.ufuncs}
 UNARY_RULES = list(UNARY_DOMAINS)
 BINARY_RULES = list(BINARY_DOMAINS)
+# the binary ufuncs differentiable in their second operand only (the first a constant)
+ONLY_IN_B = {table.resolve(name) for rule in table.BINARY_RULES if rule.differentiable == "b"
+             for name in rule.ufuncs}
 # the rules NumPy has an in-place operator for
 IN_PLACE_OPERATORS = {np.add: operator.iadd, np.subtract: operator.isub,
                       np.multiply: operator.imul, np.true_divide: operator.itruediv,

@@ -56,6 +56,7 @@ from rule_domains import (
     BINARY_DOMAINS,
     BINARY_RULES,
     IN_PLACE_OPERATORS,
+    ONLY_IN_B,
     UNARY_DOMAINS,
     UNARY_RULES,
     binary_points,
@@ -204,6 +205,8 @@ class Pattern:
             return ("x",) if self.unary else ()
         if self.in_place_operator and rule not in IN_PLACE_OPERATORS:
             return ()
+        if rule in ONLY_IN_B:    # a constant a
+            return tuple(position for position in self.binary_positions if position == "b-const")
         return self.binary_positions
 
 

@@ -43,6 +43,7 @@ from rule_domains import (
     BINARY_DOMAINS,
     BINARY_RULES,
     IN_PLACE_OPERATORS,
+    ONLY_IN_B,
     UNARY_DOMAINS,
     UNARY_RULES,
     interval,
@@ -285,9 +286,10 @@ class Builder:
                 return None
             constants["signs"] = rng.choice([-1.0, 1.0], np.shape(self.values[i]))
             domains = (domains[0], (0.3, 0.6))
-        elif rng.uniform() < 0.25:
-            # a constant operand, shaped like the other one, in place of a or b
-            constant = rng.integers(2)
+        elif rule in ONLY_IN_B or rng.uniform() < 0.25:
+            # a constant operand, shaped like the other one, in place of a or b (of a, where
+            # the rule is differentiable in b only)
+            constant = 0 if rule in ONLY_IN_B else rng.integers(2)
             constants[f"constant{constant}"] = exact_in_float32(rng.uniform(
                 *interval(domains[constant], rng), np.shape(self.values[inputs[1 - constant]])))
             inputs[constant] = None

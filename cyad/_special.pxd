@@ -1,0 +1,38 @@
+# SciPy's special-function kernels for the rule table's scipy.special entries
+# (cyad/_special.pyx says how they are reached). Each returns what the scipy.special
+# ufunc of its name returns at a double.
+
+cdef double erf(double x) noexcept nogil
+cdef double erfc(double x) noexcept nogil
+cdef double erfinv(double x) noexcept nogil
+cdef double erfcx(double x) noexcept nogil
+cdef double ndtr(double x) noexcept nogil
+cdef double log_ndtr(double x) noexcept nogil
+cdef double ndtri(double x) noexcept nogil
+cdef double expit(double x) noexcept nogil
+cdef double logit(double x) noexcept nogil
+cdef double log_expit(double x) noexcept nogil
+cdef double gammaln(double x) noexcept nogil
+cdef double gamma(double x) noexcept nogil
+cdef double loggamma(double x) noexcept nogil
+cdef double psi(double x) noexcept nogil
+cdef double entr(double x) noexcept nogil
+cdef double i0(double x) noexcept nogil
+cdef double i0e(double x) noexcept nogil
+cdef double i1(double x) noexcept nogil
+cdef double i1e(double x) noexcept nogil
+cdef double j0(double x) noexcept nogil
+cdef double j1(double x) noexcept nogil
+cdef double betaln(double a, double b) noexcept nogil
+cdef double beta(double a, double b) noexcept nogil
+cdef double xlogy(double x, double y) noexcept nogil
+cdef double xlog1py(double x, double y) noexcept nogil
+cdef double rel_entr(double x, double y) noexcept nogil
+cdef double kl_div(double x, double y) noexcept nogil
+cdef double iv(double v, double x) noexcept nogil
+cdef double ive(double v, double x) noexcept nogil
+cdef double jv(double v, double x) noexcept nogil
+cdef double gammainc(double a, double x) noexcept nogil
+cdef double gammaincc(double a, double x) noexcept nogil
+cdef double zeta(double s, double q) noexcept nogil
+cdef double polygamma(int n, double x) noexcept nogil

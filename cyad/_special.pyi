@@ -1,0 +1,1 @@
+# cyad._special exports C functions only (cyad/_special.pxd), nothing for Python.
