@@ -265,13 +265,14 @@ def test_a_function_without_a_rule_is_named_as_scipys(engine):
             cyad.derivative(f, 1.5, engine=engine)
 
 
-def test_cyad_works_without_scipy():
+def test_cyad_works_without_scipy(tmp_path):
+    # (run outside the source folder, whose uncompiled cyad would shadow the installed one)
     code = ("import sys; sys.modules['scipy'] = None\n"
             "import numpy as np, cyad\n"
             "assert 'scipy.special' not in sys.modules\n"
             "print(cyad.gradient(lambda x: np.sum(np.sin(x)), np.zeros(2)))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True)
+                            check=True, cwd=tmp_path)
     assert result.stdout.split() == ["[1.", "1.]"]
 
 
