@@ -49,6 +49,10 @@ cdef enum:
 
 # The exception a replay left set (a python instruction raised), cleared; None if none.
 cdef object take_raised()
+# the copies of the arrays a tape captured: (array, copy) pairs, the contiguous ones in a
+# malloc'd table for memcmp without the GIL; and the check of the others
+cdef list capture(list arrays, captured_array** table, Py_ssize_t* count, bint* strided)
+cdef bint captured_strided_changed(list pairs)
 
 
 cdef class TapeEngine(Engine):

@@ -441,6 +441,35 @@ ENTRY_POINTS.value_and_pullback_f32 = value_and_pullback_f32
 
 # -- the engine object --------------------------------------------------------------------
 
+cdef list capture(list arrays, captured_array** table, Py_ssize_t* count,
+                  bint* strided):
+    """(array, copy) pairs of the arrays a tape took as constants; the C-contiguous ones
+    also in a new `table` (freed by the caller) of `count` entries, which a call compares
+    with memcmp without the GIL; `strided` when some are not (compared by
+    captured_strided_changed, with the GIL)."""
+    cdef list pairs = [(a, a.copy()) for a in arrays]
+    cdef list contiguous = [(a, c) for a, c in pairs if a.flags.c_contiguous]
+    cdef Py_ssize_t k = 0
+    strided[0] = len(contiguous) < len(pairs)
+    if contiguous:
+        table[0] = <captured_array*>malloc(len(contiguous) * sizeof(captured_array))
+        if table[0] == NULL:
+            raise MemoryError()
+        for a, c in contiguous:
+            table[0][k].data = cnp.PyArray_DATA(a)
+            table[0][k].copy = cnp.PyArray_DATA(c)
+            table[0][k].nbytes = a.nbytes
+            k += 1
+        count[0] = k
+    return pairs
+
+
+cdef bint captured_strided_changed(list pairs):
+    """Whether a captured array that is not C-contiguous differs from its copy."""
+    return any(not a.flags.c_contiguous and np.ascontiguousarray(a).tobytes() != c.tobytes()
+               for a, c in pairs)
+
+
 cdef class TapeEngine(Engine):
     """The tape engine's state of one prep: f, its derivative tape's replay, the places."""
 
@@ -589,28 +618,14 @@ cdef class TapeEngine(Engine):
 
     cdef _capture(self, list arrays):
         """Keep a copy of every array the tape took as a constant, to compare every call."""
-        cdef Py_ssize_t k = 0
         free(self.state.captured)
         self.state.captured = NULL
         self.state.n_captured = 0
-        self.captured = [(a, a.copy()) for a in arrays]
-        contiguous = [(a, c) for a, c in self.captured if a.flags.c_contiguous]
-        self.state.strided_captured = len(contiguous) < len(self.captured)
-        if not contiguous:
-            return
-        self.state.captured = <captured_array*>malloc(len(contiguous) * sizeof(captured_array))
-        if self.state.captured == NULL:
-            raise MemoryError()
-        for a, c in contiguous:
-            self.state.captured[k].data = cnp.PyArray_DATA(a)
-            self.state.captured[k].copy = cnp.PyArray_DATA(c)
-            self.state.captured[k].nbytes = a.nbytes
-            k += 1
-        self.state.n_captured = k
+        self.captured = capture(arrays, &self.state.captured, &self.state.n_captured,
+                                &self.state.strided_captured)
 
     cdef bint strided_changed(self):
-        return any(not a.flags.c_contiguous and np.ascontiguousarray(a).tobytes() != c.tobytes()
-                   for a, c in self.captured)
+        return captured_strided_changed(self.captured)
 
     def __dealloc__(self):
         free(self.state.captured)

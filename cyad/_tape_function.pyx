@@ -45,14 +45,15 @@ import threading
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport free
 from libc.string cimport memcmp, memcpy
 
 from cyad._api cimport PYTHON_ERROR
 from cyad._fused cimport real
 from cyad._layout cimport second_order_width
 from cyad._prep cimport claim, release
-from cyad._tape_engine cimport CAPTURED_CHANGED, captured_array, take_raised
+from cyad._tape_engine cimport (CAPTURED_CHANGED, capture, captured_strided_changed,
+                                take_raised)
 from cyad._tape_replay cimport Replay, replay_run, tape_replay
 from cyad._wrapper cimport FunctionWrapper, is_python_function
 from cyad._tape_engine import RECORD_LIMIT as _RECORD_LIMIT, TapeLimit
@@ -199,8 +200,7 @@ cdef class TapeRecord:
         free(self.state.captured)
 
     cdef bint strided_changed(self):
-        return any(not a.flags.c_contiguous and np.ascontiguousarray(a).tobytes() != c.tobytes()
-                   for a, c in self.captured)
+        return captured_strided_changed(self.captured)
 
 
 cdef class TapeFunction:
@@ -275,7 +275,6 @@ cdef class TapeFunction:
     cdef _record(self, object x, object y):
         """Trace f at x (and y's values) and make that record the current one."""
         cdef TapeRecord rec = TapeRecord()
-        cdef Py_ssize_t k = 0
         recording, result = trace(self.f, x, self.dtype, y)
         out = recording.var_of(result)
         if out.dtype != self.dtype:
@@ -286,19 +285,8 @@ cdef class TapeFunction:
         recording.tape.outputs = [out]
         rec.tape = recording.tape
         rec.values = [x] if y is None else [x, y]
-        rec.captured = [(a, a.copy()) for a in recording.captured]
-        contiguous = [(a, c) for a, c in rec.captured if a.flags.c_contiguous]
-        rec.state.strided_captured = len(contiguous) < len(rec.captured)
-        if contiguous:
-            rec.state.captured = <captured_array*>malloc(len(contiguous) * sizeof(captured_array))
-            if rec.state.captured == NULL:
-                raise MemoryError()
-            for a, c in contiguous:
-                rec.state.captured[k].data = cnp.PyArray_DATA(a)
-                rec.state.captured[k].copy = cnp.PyArray_DATA(c)
-                rec.state.captured[k].nbytes = a.nbytes
-                k += 1
-            rec.state.n_captured = k
+        rec.captured = capture(recording.captured, &rec.state.captured, &rec.state.n_captured,
+                               &rec.state.strided_captured)
         self.out_shape = out.shape
         self.state.n_y = int(np.prod(out.shape))
         if self.record is not None:
