@@ -1,4 +1,7 @@
-"""Nonlinear least squares with scipy.optimize.least_squares: cyad's Jacobian against
+"""Least squares: cyad's Jacobian beside finite differences
+========================================================
+
+Nonlinear least squares with scipy.optimize.least_squares: cyad's Jacobian against
 SciPy's finite differences (jac="2-point").
 
     python examples/scipy/least_squares_fit.py [--points 200] [--repeat 20] [--quick]
@@ -75,7 +78,7 @@ def table(header, rows, text):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--points", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="50 points, 2 runs each")

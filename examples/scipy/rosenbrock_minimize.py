@@ -1,4 +1,7 @@
-"""Rosenbrock's function (n = 100) minimised by trust-exact and Newton-CG, with cyad's
+"""Minimising Rosenbrock's function with cyad's derivatives
+========================================================
+
+Rosenbrock's function (n = 100) minimised by trust-exact and Newton-CG, with cyad's
 derivatives and with finite differences.
 
     python examples/scipy/rosenbrock_minimize.py [--n 100] [--repeat 3] [--quick]
@@ -91,7 +94,7 @@ def table(header, rows, text):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="n = 20, one run each")

@@ -1,4 +1,7 @@
-"""Stiff ODEs with solve_ivp (BDF, Radau, LSODA): cyad's Jacobian against SciPy's finite
+"""Stiff ODEs: cyad's Jacobian for BDF, Radau and LSODA
+====================================================
+
+Stiff ODEs with solve_ivp (BDF, Radau, LSODA): cyad's Jacobian against SciPy's finite
 differences (jac=None).
 
     python examples/scipy/stiff_kinetics.py [--n 200] [--repeat 3] [--quick]
@@ -102,7 +105,7 @@ def table(header, rows, text):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="n = 50, one run each")

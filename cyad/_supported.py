@@ -1,0 +1,87 @@
+"""The functions cyad differentiates, read off its tables: the rows of the documentation's
+supported-functions table.
+
+Nothing here is written by hand: the elementwise functions come from the rule table
+(`cyad._rule_table`), the other NumPy and SciPy functions from the primitive table
+(`cyad._primitives.TABLE`), and the array-making functions the engines implement beside the
+tables from the dual engine's registry. A function is named by its public path (the first
+module of `MODULES` that holds it), so ``numpy.linalg.eigh`` rather than NumPy's
+implementation module.
+"""
+import importlib
+from typing import NamedTuple
+
+from cyad import _rule_table
+
+# where a user reaches the functions, searched in this order
+MODULES = ("numpy", "numpy.linalg", "numpy.fft", "scipy.special", "scipy.linalg")
+
+_KINDS = {
+    "composition": "composition",
+    "linear": "linear (with its transpose)",
+    "primitive": "primitive (JVP and VJP rules)",
+    "constant": "value only",
+}
+ALL_ORDERS = "first, second, nested"
+
+
+class Row(NamedTuple):
+    module: str      # "numpy", "numpy.linalg", "scipy.special", ...
+    name: str        # the function's name in that module
+    kind: str        # how cyad describes it
+    orders: str      # the orders it is differentiated at
+    note: str        # a restriction, or ""
+
+
+def public_name(function):
+    """(module, name) through which a user calls `function`."""
+    name = function.__name__
+    for module in MODULES:
+        try:
+            found = importlib.import_module(module)
+        except ImportError:
+            continue
+        if getattr(found, name, None) is function:
+            return module, name
+    return getattr(function, "__module__", None) or "numpy", name
+
+
+def _rule_rows(rules, arity):
+    rows = []
+    for rule in rules:
+        if getattr(rule, "variant_of", None):
+            continue    # internal: served through the rule it stands for
+        note = ""
+        if getattr(rule, "differentiable", "ab") == "b":
+            note = "differentiable in its second argument only (the first is a constant)"
+        for name in rule.ufuncs:
+            module, attribute = _rule_table.module_and_name(name)
+            if attribute.startswith("_"):
+                # a private ufunc (scipy.special._ufuncs._zeta) that the public function of
+                # its name (scipy.special.zeta) calls
+                module, attribute = module.removesuffix("._ufuncs"), attribute.lstrip("_")
+            rows.append(Row(module, attribute, f"elementwise, {arity}", ALL_ORDERS, note))
+    return rows
+
+
+def supported_functions():
+    """Every function cyad differentiates, as sorted `Row`s. Importing SciPy's modules (when
+    installed) names its functions by their public paths."""
+    from cyad._dual_functions import HANDLED_FUNCTIONS
+    from cyad._primitives import TABLE
+
+    rows = _rule_rows(_rule_table.UNARY_RULES, "unary")
+    rows += _rule_rows(_rule_table.BINARY_RULES, "binary")
+    for function, entry in TABLE.items():
+        module, name = public_name(function)
+        constant = entry.kind == "constant"
+        rows.append(Row(module, name, _KINDS[entry.kind], "" if constant else ALL_ORDERS,
+                        "its result carries no derivative" if constant else ""))
+    for function in HANDLED_FUNCTIONS:
+        if function not in TABLE:
+            module, name = public_name(function)
+            rows.append(Row(module, name, "array creation and copying", ALL_ORDERS, ""))
+    unique = {(row.module, row.name): row for row in rows}
+    return sorted(unique.values(), key=lambda row: (MODULES.index(row.module)
+                                                   if row.module in MODULES else len(MODULES),
+                                                   row.module, row.name))
