@@ -52,9 +52,10 @@ from cyad._primitives._table import Constant, Primitive, is_engine_array
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
-_FORWARD = ("forward mode (engine='dual', and engine='tape' for Jacobians, pushforwards "
-            "and second derivatives)")
-_REVERSE = "reverse mode (engine='tape' for gradients, pullbacks, Hessians and HVPs)"
+_FORWARD = ("forward mode (engine='dual'; engine='tape' for pushforwards, derivatives and "
+            "Jacobians by columns)")
+_REVERSE = ("reverse mode (engine='tape' for gradients, pullbacks, Hessians, HVPs and "
+            "Jacobians by rows)")
 
 
 def _engine_array_in(values):
@@ -268,7 +269,8 @@ class CustomFunction:
     def _jvp_plain(self, primals, tangents, params):
         if self.lanes:
             out, tangent = self.jvp_rule(tuple(primals), tuple(tangents), **params)
-            self._check_tangent(out, tangent, leading=True)
+            lanes = next(np.shape(t)[0] for t in tangents if t is not None)
+            self._check_tangent(out, tangent, lanes)
             return out, tangent
         return self._jvp_per_lane(self.jvp_rule, primals, tangents, params)
 
@@ -279,7 +281,7 @@ class CustomFunction:
             ts = tuple(np.zeros_like(p) if t is None else t[lane]
                        for p, t in zip(primals, tangents, strict=True))
             out, tangent = rule(tuple(primals), ts, **params)
-            self._check_tangent(out, tangent, leading=False)
+            self._check_tangent(out, tangent, None)
             outs = out
             touts.append(tangent)
         if isinstance(outs, tuple):
@@ -287,7 +289,9 @@ class CustomFunction:
             return outs, type(outs)(*stacked) if hasattr(outs, "_fields") else stacked
         return outs, np.stack(touts)
 
-    def _check_tangent(self, out, tangent, leading):
+    def _check_tangent(self, out, tangent, lanes):
+        """A rule's tangent(s) against out: of its shape, or with lanes (not None) a leading
+        axis of that many directions and a shape that broadcasts to out's."""
         outs = out if isinstance(out, tuple) else (out,)
         tangents = tangent if isinstance(tangent, tuple) else (tangent,)
         if len(outs) != len(tangents):
@@ -297,17 +301,16 @@ class CustomFunction:
             if t is None:
                 continue
             shape, expected = np.shape(t), np.shape(o)
-            if leading:
-                shape = shape[1:]
-                ok = len(shape) <= len(expected) and np.broadcast_shapes(shape, expected) \
-                    == expected
-            else:
+            if lanes is None:
                 ok = shape == expected
+            else:
+                ok = (len(shape) >= 1 and shape[0] == lanes and len(shape) - 1 <= len(expected)
+                      and all(n in (1, m) for n, m in zip(shape[:0:-1], expected[::-1])))
             if not ok:
                 raise ValueError(f"cyad: the JVP rule of {self._name()} returned a tangent of "
-                                 f"shape {np.shape(t)} for an output of shape {expected}"
-                                 + (" (with a leading axis of directions, lanes=True)"
-                                    if leading else ""))
+                                 f"shape {shape} for an output of shape {expected}"
+                                 + ("" if lanes is None else
+                                    f" (with a leading axis of {lanes} directions, lanes=True)"))
 
     def _vjp(self, primals, cotangent, **params):
         if self.vjp_rule is None:

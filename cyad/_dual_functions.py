@@ -251,7 +251,8 @@ def _primitive_function(entry):
 def _outputs(out, tangent, make):
     """The dual results of a rule's output(s) and tangent(s) (tuples for several outputs)."""
     if isinstance(out, tuple):
-        return type(out)(*[make(v, t) for v, t in zip(out, tangent, strict=True)])
+        made = [make(v, t) for v, t in zip(out, tangent, strict=True)]
+        return type(out)(*made) if hasattr(out, "_fields") else tuple(made)
     return make(out, tangent)
 
 
