@@ -125,7 +125,26 @@ def value_only(fun):
 
 
 class CustomFunction:
-    """A function with custom derivative rules; made by `custom_derivative`."""
+    """A function with custom derivative rules; made by `custom_derivative`.
+
+    Attributes ``fun``, ``jvp_rule`` and ``vjp_rule`` hold the function and its rules,
+    ``operand_names`` the parameters that are differentiated.
+
+    Examples
+    --------
+    >>> def hypot(x, y):
+    ...     return np.hypot(np.asarray(x), np.asarray(y))
+    >>> f = cyad.CustomFunction(hypot)
+    >>> f.operand_names, f.jvp_rule is None
+    (('x', 'y'), True)
+    >>> @f.defjvp
+    ... def hypot_jvp(primals, tangents):
+    ...     (x, y), (tx, ty) = primals, tangents
+    ...     r = f(x, y)
+    ...     return r, (x * tx + y * ty) / r
+    >>> f(3.0, 4.0), cyad.derivative(lambda t: f(3.0 * t, 4.0 * t), 1.0)
+    (np.float64(5.0), 5.0)
+    """
 
     def __init__(self, fun, *, order=None, nondiff_argnames=(), lanes=False, rule_of=None):
         if not callable(fun):

@@ -37,12 +37,16 @@ def _has_engine_array(args, kwargs):
     return False
 
 
-def dispatching(original, engine_version):
-    """SciPy's `original`, calling `engine_version` on engine arrays."""
+def dispatching(original, module, name):
+    """SciPy's `original`, calling cyad's version (``SCIPY_FUNCTIONS[module][name]``) on
+    engine arrays."""
+    from cyad._primitives.scipy_functions import SCIPY_FUNCTIONS
+    versions = SCIPY_FUNCTIONS[module]
+
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
         if _has_engine_array(args, kwargs):
-            return engine_version(*args, **kwargs)
+            return versions[name](*args, **kwargs)
         return original(*args, **kwargs)
 
     wrapper.__cyad_dispatching__ = True
@@ -52,11 +56,11 @@ def dispatching(original, engine_version):
 def install(module):
     """Put the dispatching wrappers into `module` (scipy.linalg or scipy.special)."""
     from cyad._primitives.scipy_functions import SCIPY_FUNCTIONS
-    for name, engine_version in SCIPY_FUNCTIONS.get(module.__name__, {}).items():
+    for name in SCIPY_FUNCTIONS.get(module.__name__, {}):
         original = getattr(module, name, None)
         if original is None or getattr(original, "__cyad_dispatching__", False):
             continue
-        setattr(module, name, dispatching(original, engine_version))
+        setattr(module, name, dispatching(original, module.__name__, name))
 
 
 MODULES = ("scipy.linalg", "scipy.special")
