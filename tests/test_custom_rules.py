@@ -6,6 +6,10 @@ operations (every order), per direction or with the directions as a leading axis
 (lanes=True), or declared first order (order=1, plain NumPy inside). References: JAX's
 derivatives of the same mathematics, in float64.
 """
+import importlib.util
+import pathlib
+import subprocess
+import sys
 import threading
 
 import jax
@@ -109,7 +113,8 @@ def test_plain_call_is_the_function_itself():
     assert "warp" in repr(warp)
 
 
-def test_in_place_function_writing_its_output():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_in_place_function_writing_its_output(engine):
     # f(y, x) writing a custom function's result into y, which also feeds the next step
     def f(y, x):
         y[...] = warp(x, x, False)
@@ -119,7 +124,8 @@ def test_in_place_function_writing_its_output():
         w = _jax_warp(x, x, False)
         return _jax_warp(w, x, True)
 
-    _close(cyad.jacobian(f, X, y=np.zeros(4)), jax.jacfwd(reference)(X), np.float64)
+    _close(cyad.jacobian(f, X, y=np.zeros(4), engine=engine), jax.jacfwd(reference)(X),
+           np.float64)
 
 
 # -- lanes=True: every direction at once ------------------------------------------------------
@@ -406,3 +412,51 @@ def test_threads_define_and_use_their_own_functions():
         expected = 2 * k * X + jax.grad(lambda x: jnp.sum(_jax_warp(x, x, False)))(X)
         for gradient in found:
             _close(gradient, expected, np.float64)
+
+
+# -- the worked example: implicit differentiation of scipy.optimize.root ---------------------------
+
+EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "examples" / "scipy" / "implicit_root.py"
+
+
+@pytest.fixture(scope="module")
+def implicit_root():
+    spec = importlib.util.spec_from_file_location("implicit_root", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _jax_unrolled_loss(w, theta, steps=200):
+    # the fixed point by iteration (w is a contraction): JAX's derivatives of it converge to
+    # the implicit function's
+    z = jax.lax.fori_loop(0, steps, lambda _, z: jnp.tanh(w @ z + theta), jnp.zeros_like(theta))
+    return jnp.sum(z ** 2) + theta @ z
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_implicit_differentiation_of_root(implicit_root, engine):
+    theta = np.linspace(-1.0, 1.0, implicit_root.N)
+    f = jax.jit(lambda t: _jax_unrolled_loss(implicit_root.W, t))
+    _close(cyad.gradient(implicit_root.loss, theta, engine=engine), jax.grad(f)(theta),
+           np.float64)
+    _close(cyad.hessian(implicit_root.loss, theta, engine=engine), jax.hessian(f)(theta),
+           np.float64)
+
+
+def test_implicit_differentiation_of_root_nested(implicit_root):
+    theta = np.linspace(-1.0, 1.0, implicit_root.N)
+    u, v = np.cos(np.arange(6.0)), np.sin(np.arange(6.0) + 1.0)
+    hessian = jax.hessian(lambda t: _jax_unrolled_loss(implicit_root.W, t))(theta)
+
+    def inner(s):
+        return cyad.derivative(lambda t: implicit_root.loss(theta + s * u + t * v), 0.0)
+
+    _close(cyad.derivative(inner, 0.0), u @ hessian @ v, np.float64)
+
+
+def test_implicit_root_example_runs(tmp_path):
+    done = subprocess.run([sys.executable, str(EXAMPLE), "--quick"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("gradient vs the unrolled iteration") == 2
