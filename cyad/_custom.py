@@ -45,6 +45,7 @@ way: wrap the call and its derivative calls in Python functions, f and the rules
 """
 import functools
 import inspect
+import types
 
 import numpy as np
 
@@ -145,6 +146,9 @@ class CustomFunction:
     >>> f(3.0, 4.0), cyad.derivative(lambda t: f(3.0 * t, 4.0 * t), 1.0)
     (np.float64(5.0), 5.0)
     """
+
+    # CustomFunction[[params], result] in annotations, as the stubs make it generic
+    __class_getitem__ = classmethod(types.GenericAlias)
 
     def __init__(self, fun, *, order=None, nondiff_argnames=(), lanes=False, rule_of=None):
         if not callable(fun):
