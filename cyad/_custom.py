@@ -240,8 +240,8 @@ class CustomFunction:
         for name, x in zip(self._names_of(operands), operands, strict=True):
             if not (is_engine_array(x) or isinstance(x, (np.ndarray, np.generic, int, float))):
                 raise TypeError(f"cyad: argument {name!r} of {self._name()} is a "
-                                f"{type(x).__name__}, not an array: a parameter that is not "
-                                "differentiated belongs in nondiff_argnames")
+                                f"{type(x).__name__}, not an array or a number: a parameter "
+                                "that is not differentiated belongs in nondiff_argnames")
         params = {n: v for n, v in arguments.items()
                   if n not in self.operand_names and n != self._varargs}
         return operands, params

@@ -6,6 +6,8 @@ operations (every order), per direction or with the directions as a leading axis
 (lanes=True), or declared first order (order=1, plain NumPy inside). References: JAX's
 derivatives of the same mathematics, in float64.
 """
+import ctypes
+import ctypes.util
 import importlib.util
 import pathlib
 import subprocess
@@ -294,6 +296,45 @@ def test_first_order_rules_refuse_a_nested_derivative():
         cyad.derivative(inner, 0.3)
 
 
+# -- a C function and its derivative, C functions too -----------------------------------------
+
+LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+for _name in ("sin", "cos"):
+    getattr(LIBM, _name).restype = ctypes.c_double
+    getattr(LIBM, _name).argtypes = [ctypes.c_double]
+C_SIN, C_COS = np.vectorize(LIBM.sin, otypes=[float]), np.vectorize(LIBM.cos, otypes=[float])
+
+
+@cyad.custom_derivative(order=1)
+def c_sin(x):
+    return C_SIN(x)
+
+
+@c_sin.defjvp
+def _c_sin_jvp(primals, tangents):
+    return C_SIN(primals[0]), C_COS(primals[0]) * tangents[0]
+
+
+@c_sin.defvjp
+def _c_sin_vjp(primals, cotangent):
+    return (C_COS(primals[0]) * cotangent,)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_c_function_with_c_derivative(engine):
+    def f(z):
+        return np.sum(c_sin(z * z) * z)
+
+    def reference(z):
+        return jnp.sum(jnp.sin(z * z) * z)
+
+    _close(cyad.gradient(f, Z, engine=engine), jax.grad(reference)(Z), np.float64)
+    _close(cyad.jacobian(lambda z: c_sin(z) * z, Z, engine=engine),
+           jax.jacfwd(lambda z: jnp.sin(z) * z)(Z), np.float64)
+    with pytest.raises(TypeError, match="c_sin is declared first order"):
+        cyad.hessian(f, Z, engine=engine)
+
+
 # -- missing rules and wrong rules ---------------------------------------------------------------
 
 def _cube(x):
@@ -361,8 +402,9 @@ def test_wrong_number_of_cotangents():
 def test_an_operand_that_is_not_an_array():
     f = cyad.custom_derivative(lambda x, mode: np.asarray(x) * (2.0 if mode == "double" else 1))
     f.defjvp(lambda primals, tangents: (f(*primals), tangents[0]))
-    with pytest.raises(TypeError, match="argument 'mode' .* is a str, not an array: a parameter "
-                                        "that is not differentiated belongs in nondiff_argnames"):
+    with pytest.raises(TypeError, match="argument 'mode' .* is a str, not an array or a number: "
+                                        "a parameter that is not differentiated belongs in "
+                                        "nondiff_argnames"):
         cyad.gradient(lambda x: np.sum(f(x, "double")), X)
 
 
