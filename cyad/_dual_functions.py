@@ -18,6 +18,9 @@ whose partials carry a trailing axis of `width` derivative lanes:
   through this same table, gives the result's values and b lanes (from f(P)) and its
   a and c lanes (from the tangent). So every primitive works at second order.
 
+A custom function (`cyad.custom_derivative`) carries an entry of its own, outside the
+table: `custom_function` makes its implementation on its first call on dual arrays.
+
 Operands that are not dual arrays are constants (zero partials). Results take
 NumPy's promotion of the values, as float64 or float32. Array constructors shaped
 like a dual (np.zeros_like, ...) and np.copyto, which make or write arrays of this
@@ -38,8 +41,8 @@ HANDLED_FUNCTIONS = {}
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def implements(numpy_function, signature, promote=True):
-    """Register `signature`'s implementation as `numpy_function` on dual arrays.
+def implements(numpy_function, signature, promote=True, into=HANDLED_FUNCTIONS):
+    """Register `signature`'s implementation as `numpy_function` on dual arrays (in `into`).
 
     `signature` (the function called, or the entry's ``bind``) carries NumPy's names,
     in NumPy's positions, but only those supported: a call passing any other argument
@@ -52,61 +55,42 @@ def implements(numpy_function, signature, promote=True):
     operand (as in NumPy).
     """
     def register(impl):
-        HANDLED_FUNCTIONS[numpy_function] = _checked(numpy_function, signature, promote, impl)
+        parameters = inspect.signature(signature).parameters.values()
+        accepted = frozenset(p.name for p in parameters)
+        if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+            positional = sys.maxsize
+        else:
+            positional = sum(p.kind in _POSITIONAL for p in parameters)
+        numpy_parameters = inspect.signature(numpy_function).parameters
+        numpy_names = list(numpy_parameters)
+        out_position = None
+        if "out" in numpy_parameters and numpy_parameters["out"].kind in _POSITIONAL:
+            out_position = numpy_names.index("out")
+
+        @functools.wraps(signature)
+        def checked(*args, **kwargs):
+            out = None
+            if out_position is not None and len(args) > out_position:
+                # a positional out: the arguments behind it go by name
+                behind = zip(numpy_names[out_position + 1:], args[out_position + 1:], strict=False)
+                kwargs.update(behind)
+                args, out = args[:out_position], args[out_position]
+            elif "out" in kwargs:
+                out = kwargs.pop("out")
+            # one dual alone (np.sum(x), x.reshape(...)) belongs to one differentiation
+            if promote and (len(args) != 1 or type(args[0]) is not Dual):
+                if len(_tags(args)) > 1:
+                    args = _promoted(args)
+            if len(args) <= positional and accepted.issuperset(kwargs):
+                result = impl(*args, **kwargs)
+            else:
+                args, kwargs = _supported_arguments(numpy_function, accepted, args, kwargs)
+                result = impl(*args, **kwargs)
+            return result if out is None else _into(out, result)
+
+        into[numpy_function] = checked
         return impl
     return register
-
-
-def _checked(numpy_function, signature, promote, impl):
-    """impl behind `implements`' checks of a call's arguments, and its out= handling."""
-    parameters = inspect.signature(signature).parameters.values()
-    accepted = frozenset(p.name for p in parameters)
-    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
-        positional = sys.maxsize
-    else:
-        positional = sum(p.kind in _POSITIONAL for p in parameters)
-    numpy_parameters = inspect.signature(numpy_function).parameters
-    numpy_names = list(numpy_parameters)
-    out_position = None
-    if "out" in numpy_parameters and numpy_parameters["out"].kind in _POSITIONAL:
-        out_position = numpy_names.index("out")
-
-    @functools.wraps(signature)
-    def checked(*args, **kwargs):
-        out = None
-        if out_position is not None and len(args) > out_position:
-            # a positional out: the arguments behind it go by name
-            behind = zip(numpy_names[out_position + 1:], args[out_position + 1:], strict=False)
-            kwargs.update(behind)
-            args, out = args[:out_position], args[out_position]
-        elif "out" in kwargs:
-            out = kwargs.pop("out")
-        # one dual alone (np.sum(x), x.reshape(...)) belongs to one differentiation
-        if promote and (len(args) != 1 or type(args[0]) is not Dual):
-            if len(_tags(args)) > 1:
-                args = _promoted(args)
-        if len(args) <= positional and accepted.issuperset(kwargs):
-            result = impl(*args, **kwargs)
-        else:
-            args, kwargs = _supported_arguments(numpy_function, accepted, args, kwargs)
-            result = impl(*args, **kwargs)
-        return result if out is None else _into(out, result)
-
-    return checked
-
-
-def custom_function(function):
-    """The dual engine's implementation of a custom function (`cyad.custom_derivative`),
-    made on its first call and kept on its entry; None for a function of no entry."""
-    entry = getattr(function, "__cyad_entry__", None)
-    if entry is None:
-        return None
-    handler = entry.engine_handlers.get("dual")
-    if handler is None:
-        signature = entry.impl if entry.kind == "constant" else entry.bind
-        handler = entry.engine_handlers["dual"] = _checked(
-            function, signature, entry.promote, _ENGINE[entry.kind](entry))
-    return handler
 
 
 def _supported_arguments(numpy_function, accepted, args, kwargs):
@@ -323,6 +307,21 @@ _ENGINE = {"composition": lambda entry: entry.impl, "constant": _constant_functi
 for _function, _entry in TABLE.items():
     implements(_function, _entry.impl if _entry.kind in ("composition", "constant")
                else _entry.bind, _entry.promote)(_ENGINE[_entry.kind](_entry))
+
+
+def custom_function(function):
+    """The dual engine's implementation of a custom function (`cyad.custom_derivative`),
+    made on its first call and kept on the entry it carries; None for another function."""
+    entry = getattr(function, "__cyad_entry__", None)
+    if entry is None:
+        return None
+    handler = entry.engine_handlers.get("dual")
+    if handler is None:
+        made = {}
+        implements(function, entry.impl if entry.kind == "constant" else entry.bind,
+                   entry.promote, into=made)(_ENGINE[entry.kind](entry))
+        handler = entry.engine_handlers["dual"] = made[function]
+    return handler
 
 
 # -- arrays made or written by this engine ----------------------------------------------------
