@@ -734,7 +734,8 @@ def ufunc_call(rec, ufunc, inputs, name):
 # -- NumPy functions ----------------------------------------------------------------------------
 
 def function_call(rec, func, args, kwargs):
-    """A NumPy function on traced operands, through the primitive table."""
+    """A NumPy function on traced operands, through the primitive table (a custom
+    function through the entry it carries)."""
     special = _SPECIAL.get(func)
     if special is not None:
         return special(rec, *args, **kwargs)
