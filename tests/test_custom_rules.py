@@ -502,3 +502,78 @@ def test_implicit_root_example_runs(tmp_path):
                           text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("gradient vs the unrolled iteration") == 2
+
+
+# -- random programs mixing custom functions with NumPy's -------------------------------------
+
+@cyad.custom_derivative(lanes=True)
+def scaled_exp(x, a):
+    """a * exp(x / 2), with rules taking all directions at once."""
+    return np.asarray(a) * np.exp(np.asarray(x) / 2)
+
+
+@scaled_exp.defjvp
+def _scaled_exp_jvp(primals, tangents):
+    (x, a), (tx, ta) = primals, tangents
+    out, e = scaled_exp(x, a), np.exp(x / 2)
+    tangent = None if tx is None else out * tx / 2
+    if ta is not None:
+        tangent = ta * e if tangent is None else tangent + ta * e
+    return out, tangent
+
+
+@scaled_exp.defvjp
+def _scaled_exp_vjp(primals, cotangent):
+    x, a = primals
+    e = np.exp(x / 2)
+    return a * e * cotangent / 2, e * cotangent
+
+
+# (name, cyad's function, JAX's function, arity)
+RANDOM_OPERATIONS = [
+    ("warp", lambda a, b: warp(a, b, True, scale=0.7),
+     lambda a, b: _jax_warp(a, b, True, 0.7), 2),
+    ("polar", lambda a, b: polar(a, b + 2.0)[0] * polar(a, b + 2.0)[1],
+     lambda a, b: jnp.hypot(a, b + 2.0) * jnp.arctan2(b + 2.0, a), 2),
+    ("product", lambda a, b: product(a, b, a), lambda a, b: a * b * a, 2),
+    ("scaled_exp", lambda a, b: scaled_exp(np.tanh(a), b), lambda a, b: b * jnp.exp(
+        jnp.tanh(a) / 2), 2),
+    ("sin", np.sin, jnp.sin, 1),
+    ("tanh-sum", lambda a: np.tanh(a + np.sum(a) / 4), lambda a: jnp.tanh(a + jnp.sum(a) / 4), 1),
+]
+
+
+def _random_program(seed):
+    """A program of six steps, each an operation of the list on earlier results."""
+    rng = np.random.default_rng(seed)
+    steps = []
+    for k in range(6):
+        op = int(rng.integers(len(RANDOM_OPERATIONS)))
+        arity = RANDOM_OPERATIONS[op][3]
+        steps.append((op, tuple(int(i) for i in rng.integers(0, k + 2, size=arity))))
+
+    def program(z, jax_version):
+        pool = [z[:4], z[4:]]
+        for op, operands in steps:
+            function = RANDOM_OPERATIONS[op][2 if jax_version else 1]
+            pool.append(function(*(pool[i] for i in operands)))
+        total = pool[-1] + 0.5 * pool[-2]
+        return (jnp if jax_version else np).sum(total * total)
+    return program, {RANDOM_OPERATIONS[op][0] for op, _ in steps}
+
+
+def test_random_programs_use_every_operation():
+    used = set().union(*(_random_program(seed)[1] for seed in range(8)))
+    assert used == {name for name, *_ in RANDOM_OPERATIONS}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("seed", range(8))
+def test_random_programs(seed, engine):
+    program, _ = _random_program(seed)
+    reference = jax.jit(lambda z: program(z, True))
+    z = 0.5 * Z
+    _close(cyad.gradient(lambda z: program(z, False), z, engine=engine), jax.grad(reference)(z),
+           np.float64)
+    _close(cyad.hessian(lambda z: program(z, False), z, engine=engine),
+           jax.hessian(reference)(z), np.float64)
