@@ -217,9 +217,11 @@ def test_polygamma_of_an_array_of_orders(engine):
 def test_errors():
     with pytest.raises(ValueError, match="assume_a='banded' is not supported"):
         cyad.gradient(lambda x: np.sum(sl.solve(_m(x), B, assume_a="banded")), A.ravel())
-    with pytest.raises(ValueError, match="takes one matrix"):
+    with pytest.raises(ValueError, match=r"solve_triangular takes one square matrix \(2-D\)"):
         cyad.gradient(lambda x: np.sum(sl.solve_triangular(x.reshape(2, 2, 2), B[:2])),
                       np.ones(8))
+    with pytest.raises(ValueError, match=r"lu_factor takes one square matrix .* shape \(2, 3\)"):
+        cyad.gradient(lambda x: np.sum(sl.lu_factor(x.reshape(2, 3))[0]), np.ones(6))
     with pytest.raises(ValueError, match="trans must be one of"):
         cyad.gradient(lambda x: np.sum(sl.solve_triangular(_m(x), B, trans=3)), A.ravel())
     with pytest.raises(ValueError, match="order n must be integral"):

@@ -24,7 +24,8 @@ cholesky and cho_factor read one triangle (the upper by default, ``lower=True`` 
 lower one) and differentiate the symmetric matrix made from it; cho_factor's result
 holds the factor in that triangle and the input's entries in the other (SciPy leaves
 them there; their derivative is the input's); cho_solve and lu_solve read only the
-factor's triangles. The linear algebra here takes one matrix (2-D), expm a stack too.
+factor's triangles. solve_triangular, lu_factor, lu_solve and cho_solve take one square
+matrix (2-D) here.
 
 SciPy is imported when a function first runs, so cyad imports without it.
 """
@@ -204,13 +205,22 @@ def _lu_vjp(primals, cotangent, *, piv):
     return (y[np.argsort(_permutation(piv)), :],)
 
 
+def _one_square_matrix(a, function):
+    shape = np.shape(a)
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"cyad: scipy.linalg.{function} takes one square matrix (2-D) on "
+                         f"cyad's arrays, not an array of shape {shape}")
+
+
 def _scipy_lu_factor(a, overwrite_a=False, check_finite=True):
+    _one_square_matrix(a, "lu_factor")
     piv = lu_pivots(a)
     return lu_packed(a, piv=np.asarray(piv)), piv
 
 
 def _scipy_lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     lu, piv = lu_and_piv
+    _one_square_matrix(lu, "lu_solve")
     perm = _permutation(np.asarray(piv))
     trans = _trans(trans)
     if trans == 0:    # L U x = P^T b
@@ -250,6 +260,7 @@ def _scipy_cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
 
 def _scipy_cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     c, lower = c_and_lower
+    _one_square_matrix(c, "cho_solve")
     # A = L L^T (lower) or U^T U: two triangular solves with the factor's triangle
     first, second = (0, 1) if lower else (1, 0)
     y = solve_triangular(c, b, trans=first, lower=lower, unit_diagonal=False)
@@ -265,9 +276,7 @@ def _trans(trans):
 
 def _scipy_solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                             check_finite=True):
-    if np.ndim(a) != 2:
-        raise ValueError(f"cyad: scipy.linalg.solve_triangular takes one matrix (2-D) on "
-                         f"cyad's arrays, not an array of shape {np.shape(a)}")
+    _one_square_matrix(a, "solve_triangular")
     return solve_triangular(a, b, trans=_trans(trans), lower=bool(lower),
                             unit_diagonal=bool(unit_diagonal))
 
