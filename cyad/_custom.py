@@ -166,7 +166,8 @@ class CustomFunction:
         self.vjp_rule = None
         self._rule_of = rule_of   # (custom function, rule name) of a first-order rule's call
         self._signature = signature = inspect.signature(fun)
-        nondiff = set(nondiff_argnames)
+        nondiff = {nondiff_argnames} if isinstance(nondiff_argnames, str) else \
+            set(nondiff_argnames)
         unknown = nondiff.difference(signature.parameters)
         if unknown:
             raise ValueError(f"cyad.custom_derivative: {self._name()} has no parameter "

@@ -408,6 +408,11 @@ def test_an_operand_that_is_not_an_array():
         cyad.gradient(lambda x: np.sum(f(x, "double")), X)
 
 
+def test_one_name_for_nondiff_argnames():
+    f = cyad.custom_derivative(lambda x, k: np.asarray(x) * k, nondiff_argnames="k")
+    assert f.operand_names == ("x",)
+
+
 def test_bad_definitions():
     with pytest.raises(TypeError, match="must be callable"):
         cyad.custom_derivative(3)
