@@ -414,7 +414,7 @@ def custom_derivative(fun=None, *, order=None, nondiff_argnames=(), lanes=False)
         None (default): the rules are written in NumPy operations cyad differentiates, so
         they serve every order. 1: the rules run on plain values only (any code: a C call,
         an iterative solver); a second-order derivative of fun raises TypeError.
-    nondiff_argnames : tuple of str, optional
+    nondiff_argnames : str or tuple of str, optional
         Positional parameters that are not differentiated (flags, sizes, callables): the
         rules get them by name with the keyword-only parameters.
     lanes : bool, optional

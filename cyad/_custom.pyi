@@ -29,7 +29,7 @@ class CustomFunction(Generic[_P, _R]):
     vjp_rule: Callable[..., Any] | None
     operand_names: tuple[str, ...]
     def __init__(self, fun: Callable[_P, _R], *, order: int | None = None,
-                 nondiff_argnames: tuple[str, ...] = (), lanes: bool = False,
+                 nondiff_argnames: str | tuple[str, ...] = (), lanes: bool = False,
                  rule_of: tuple[CustomFunction[..., Any], str] | None = None) -> None: ...
     def defjvp(self, rule: _Rule) -> _Rule: ...
     def defvjp(self, rule: _Rule) -> _Rule: ...
@@ -38,9 +38,9 @@ class CustomFunction(Generic[_P, _R]):
 
 @overload
 def custom_derivative(fun: Callable[_P, _R], *, order: int | None = None,
-                      nondiff_argnames: tuple[str, ...] = (),
+                      nondiff_argnames: str | tuple[str, ...] = (),
                       lanes: bool = False) -> CustomFunction[_P, _R]: ...
 @overload
 def custom_derivative(fun: None = None, *, order: int | None = None,
-                      nondiff_argnames: tuple[str, ...] = (), lanes: bool = False
+                      nondiff_argnames: str | tuple[str, ...] = (), lanes: bool = False
                       ) -> Callable[[Callable[_P, _R]], CustomFunction[_P, _R]]: ...
