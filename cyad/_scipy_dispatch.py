@@ -90,6 +90,10 @@ class _Loader(importlib.abc.Loader):
         self.loader.exec_module(module)
         install(module)
 
+    def __getattr__(self, name):
+        # the rest of the loader's interface (get_source, resource readers, ...) is SciPy's
+        return getattr(self.loader, name)
+
 
 class _Finder(importlib.abc.MetaPathFinder):
     """Finds scipy.linalg and scipy.special through the other finders, with `_Loader`."""

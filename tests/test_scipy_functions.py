@@ -93,6 +93,18 @@ def test_import_orders_that_reach_cyad(order, tmp_path):
     assert float(result.stdout) == pytest.approx(np.exp(0.5), rel=1e-14)
 
 
+def test_scipy_imported_after_cyad_keeps_its_loader(tmp_path):
+    # the import hook runs SciPy's loader, then installs: the module is otherwise SciPy's
+    result = _run("""
+        import cyad, inspect, importlib.resources, scipy.linalg
+        assert scipy.linalg.expm.__cyad_dispatching__
+        assert scipy.linalg.__spec__.loader.is_package("scipy.linalg")
+        assert "def " in inspect.getsource(scipy.linalg.expm.__wrapped__)
+        assert any(importlib.resources.files("scipy.linalg").iterdir())
+        """, tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_name_bound_before_cyad_is_named_in_the_error(engine, tmp_path):
     result = _run(f"""
