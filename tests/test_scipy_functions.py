@@ -218,6 +218,22 @@ def test_logsumexp_arguments(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_logsumexp_and_softmax_at_ties_of_the_largest(engine):
+    # the shift by the largest element cancels, also where it has no derivative (ties):
+    # the gradient is softmax p and the Hessian diag(p) - p p^T
+    x = np.array([1.0, 1.0, 0.5, -0.25])
+    p = np.exp(x) / np.sum(np.exp(x))
+    hessian = np.diag(p) - np.outer(p, p)
+    np.testing.assert_allclose(cyad.gradient(sp.logsumexp, x, engine=engine), p, rtol=1e-14)
+    np.testing.assert_allclose(cyad.hessian(sp.logsumexp, x, engine=engine), hessian,
+                               rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(cyad.jacobian(sp.softmax, x, engine=engine), hessian,
+                               rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(cyad.jacobian(sp.log_softmax, x, engine=engine),
+                               np.eye(4) - p, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_polygamma_of_an_array_of_orders(engine):
     x = np.array([0.7, 1.9, 3.2, 5.0])
     n = np.array([0, 1, 2, 0])
