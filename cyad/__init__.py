@@ -5,6 +5,7 @@ The examples in the docstrings assume ``import numpy as np`` and ``import cyad``
 import importlib.resources
 import os
 
+from cyad._custom import CustomFunction, custom_derivative
 from cyad._dual import Dual
 from cyad._dual_engine import default_chunk
 from cyad._operators import (
@@ -34,9 +35,13 @@ from cyad._operators import (
     value_gradient_and_hessian,
 )
 from cyad._prep import Prep
+from cyad._scipy_dispatch import install_everywhere
 from cyad._tape_function import TapeFunction, record
 from cyad._wrapper import FunctionError, FunctionWrapper
 from cyad.profiling import Profile, allocations_per_call, profile
+
+# SciPy's functions that cyad differentiates reach it through SciPy's modules
+install_everywhere()
 
 # A prep serves its whole operator family, so value_and_* share their prepare function.
 prepare_value_and_pushforward = prepare_pushforward
@@ -72,6 +77,7 @@ def get_include() -> str:
 
 
 __all__ = [
+    "CustomFunction",
     "Dual",
     "FunctionError",
     "FunctionWrapper",
@@ -79,6 +85,7 @@ __all__ = [
     "Profile",
     "TapeFunction",
     "allocations_per_call",
+    "custom_derivative",
     "default_chunk",
     "derivative",
     "get_include",

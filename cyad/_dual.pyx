@@ -883,6 +883,17 @@ def _handled_functions():
     return _HANDLED_FUNCTIONS
 
 
+def _scipy_hint():
+    from cyad._scipy_dispatch import scipy_hint
+    return scipy_hint()
+
+
+def _custom_function(func):
+    # a custom function (cyad.custom_derivative) carries its own entry
+    from cyad._dual_functions import custom_function
+    return custom_function(func)
+
+
 cdef object _numpy(object func):
     # cyad's implementation of a NumPy function, without NumPy's dispatch in between
     return _handled_functions()[func]
@@ -994,12 +1005,14 @@ cdef class Dual:
             return sum_all(self)
         impl = _handled_functions().get(func)
         if impl is None:
+            impl = _custom_function(func)
+        if impl is None:
             raise TypeError(f"cyad: numpy.{func.__name__} is not supported on dual arrays")
         return impl(*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("cyad: a dual array cannot become a plain ndarray: that would drop its "
-                        "derivative. " + _CONVERSION_HINT)
+                        "derivative. " + _CONVERSION_HINT + _scipy_hint())
 
     def __float__(self):
         raise TypeError("cyad: a dual number cannot become a float: that would drop its "

@@ -18,6 +18,9 @@ whose partials carry a trailing axis of `width` derivative lanes:
   through this same table, gives the result's values and b lanes (from f(P)) and its
   a and c lanes (from the tangent). So every primitive works at second order.
 
+A custom function (`cyad.custom_derivative`) carries an entry of its own, outside the
+table: `custom_function` makes its implementation on its first call on dual arrays.
+
 Operands that are not dual arrays are constants (zero partials). Results take
 NumPy's promotion of the values, as float64 or float32. Array constructors shaped
 like a dual (np.zeros_like, ...) and np.copyto, which make or write arrays of this
@@ -38,8 +41,8 @@ HANDLED_FUNCTIONS = {}
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def implements(numpy_function, signature, promote=True):
-    """Register `signature`'s implementation as `numpy_function` on dual arrays.
+def implements(numpy_function, signature, promote=True, into=HANDLED_FUNCTIONS):
+    """Register `signature`'s implementation as `numpy_function` on dual arrays (in `into`).
 
     `signature` (the function called, or the entry's ``bind``) carries NumPy's names,
     in NumPy's positions, but only those supported: a call passing any other argument
@@ -85,7 +88,7 @@ def implements(numpy_function, signature, promote=True):
                 result = impl(*args, **kwargs)
             return result if out is None else _into(out, result)
 
-        HANDLED_FUNCTIONS[numpy_function] = checked
+        into[numpy_function] = checked
         return impl
     return register
 
@@ -232,7 +235,8 @@ def _primitive_function(entry):
 def _outputs(out, tangent, make):
     """The dual results of a rule's output(s) and tangent(s) (tuples for several outputs)."""
     if isinstance(out, tuple):
-        return type(out)(*[make(v, t) for v, t in zip(out, tangent, strict=True)])
+        made = [make(v, t) for v, t in zip(out, tangent, strict=True)]
+        return type(out)(*made) if hasattr(out, "_fields") else tuple(made)
     return make(out, tangent)
 
 
@@ -303,6 +307,21 @@ _ENGINE = {"composition": lambda entry: entry.impl, "constant": _constant_functi
 for _function, _entry in TABLE.items():
     implements(_function, _entry.impl if _entry.kind in ("composition", "constant")
                else _entry.bind, _entry.promote)(_ENGINE[_entry.kind](_entry))
+
+
+def custom_function(function):
+    """The dual engine's implementation of a custom function (`cyad.custom_derivative`),
+    made on its first call and kept on the entry it carries; None for another function."""
+    entry = getattr(function, "__cyad_entry__", None)
+    if entry is None:
+        return None
+    handler = entry.engine_handlers.get("dual")
+    if handler is None:
+        made = {}
+        implements(function, entry.impl if entry.kind == "constant" else entry.bind,
+                   entry.promote, into=made)(_ENGINE[entry.kind](entry))
+        handler = entry.engine_handlers["dual"] = made[function]
+    return handler
 
 
 # -- arrays made or written by this engine ----------------------------------------------------

@@ -3,8 +3,9 @@ supported-functions table.
 
 Nothing here is written by hand: the elementwise functions come from the rule table
 (`cyad._rule_table`), the other NumPy and SciPy functions from the primitive table
-(`cyad._primitives.TABLE`), and the array-making functions the engines implement beside the
-tables from the dual engine's registry. A function is named by its public path (the first
+(`cyad._primitives.TABLE`), SciPy's functions outside NumPy's dispatch from their registry
+(`cyad._primitives.scipy_functions`), and the array-making functions the engines implement
+beside the tables from the dual engine's registry. A function is named by its public path (the first
 module of `MODULES` that holds it), so ``numpy.linalg.eigh`` rather than NumPy's
 implementation module.
 """
@@ -69,6 +70,7 @@ def supported_functions():
     installed) names its functions by their public paths."""
     from cyad._dual_functions import HANDLED_FUNCTIONS
     from cyad._primitives import TABLE
+    from cyad._primitives.scipy_functions import SCIPY_FUNCTIONS
 
     rows = _rule_rows(_rule_table.UNARY_RULES, "unary")
     rows += _rule_rows(_rule_table.BINARY_RULES, "binary")
@@ -77,6 +79,10 @@ def supported_functions():
         constant = entry.kind == "constant"
         rows.append(Row(module, name, _KINDS[entry.kind], "" if constant else ALL_ORDERS,
                         "its result carries no derivative" if constant else ""))
+    for module, functions in SCIPY_FUNCTIONS.items():
+        for name in functions:
+            rows.append(Row(module, name, "outside NumPy's dispatch: cyad's wrapper in SciPy's "
+                            "module", ALL_ORDERS, ""))
     for function in HANDLED_FUNCTIONS:
         if function not in TABLE:
             module, name = public_name(function)

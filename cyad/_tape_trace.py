@@ -49,6 +49,8 @@ import numpy as np
 from cyad import _rule_table
 from cyad._dual import Dual
 from cyad._primitives import TABLE
+from cyad._primitives._table import entry_of
+from cyad._scipy_dispatch import scipy_hint
 from cyad._stacked import stacked
 from cyad._tape import COMPARISONS, Instr, Tape, Var, evaluate
 from cyad._wrapper import constant_result
@@ -472,7 +474,7 @@ class Tracer:
         raise TypeError("cyad: a traced array cannot become a plain ndarray: that would drop "
                         "its derivative. Keep the computation in NumPy operations on the arrays "
                         "cyad passes in (np.zeros_like(x), np.stack, ...). A cyad operator "
-                        "called inside f meets it so: " + _NO_NESTING)
+                        "called inside f meets it so: " + _NO_NESTING + scipy_hint())
 
     # -- NumPy protocols --------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -732,11 +734,12 @@ def ufunc_call(rec, ufunc, inputs, name):
 # -- NumPy functions ----------------------------------------------------------------------------
 
 def function_call(rec, func, args, kwargs):
-    """A NumPy function on traced operands, through the primitive table."""
+    """A NumPy function on traced operands, through the primitive table (a custom
+    function through the entry it carries)."""
     special = _SPECIAL.get(func)
     if special is not None:
         return special(rec, *args, **kwargs)
-    entry = TABLE.get(func)
+    entry = entry_of(func)
     if entry is None:
         raise TypeError(f"cyad: numpy.{func.__name__} is not supported by engine='tape'")
     if entry.kind == "composition":
@@ -755,7 +758,8 @@ def function_call(rec, func, args, kwargs):
         return _linear(rec, entry, operands, params)
     if entry.name == "matmul":
         return rec.matmul(*operands)
-    return rec.python(entry, operands, params, f"numpy.{func.__name__}")
+    return rec.python(entry, operands, params,
+                      f"numpy.{func.__name__}" if func in TABLE else entry.name)
 
 
 def _constant(rec, entry, args, kwargs):

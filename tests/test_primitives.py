@@ -13,6 +13,7 @@ import functools
 
 import numpy as np
 import pytest
+import scipy_programs
 from derivative_references import assert_matches, exact_in_float32, references, seeded
 from scenarios import ENGINES, TRACING_ENGINES
 
@@ -224,6 +225,17 @@ SCENARIOS = [
     Scenario("gaussian-log-likelihood", [np.linalg.solve, np.linalg.slogdet], 12, _gaussian),
     Scenario("gaussian-log-likelihood-cholesky", [np.linalg.cholesky, np.linalg.solve], 12,
              _gaussian_by_cholesky),
+    # custom rules: SciPy's functions outside NumPy's dispatch (their coverage is held by
+    # tests/test_scipy_functions.py, as they are not NumPy functions)
+    Scenario("scipy-expm", [], 9, scipy_programs.expm, scale=0.7),
+    Scenario("scipy-solve_triangular", [], 12, scipy_programs.solve_triangular),
+    Scenario("scipy-lu_factor-lu_solve", [], 12, scipy_programs.lu),
+    Scenario("scipy-cho_factor-cho_solve", [], 12, scipy_programs.cho),
+    Scenario("scipy-solve", [], 12, scipy_programs.solve),
+    Scenario("scipy-inv-det-cholesky", [], 9, scipy_programs.inv_det_cholesky),
+    Scenario("scipy-logsumexp", [], 12, scipy_programs.logsumexp),
+    Scenario("scipy-softmax-log_softmax", [], 12, scipy_programs.softmax),
+    Scenario("scipy-polygamma", [], 4, scipy_programs.polygamma),
 ]
 
 

@@ -48,3 +48,11 @@ def test_every_rule_ufunc_is_listed(rule):
         assert rows, name
         if getattr(rule, "differentiable", "ab") == "b":
             assert all("second argument only" in row.note for row in rows)
+
+
+def test_scipy_functions_outside_numpy_dispatch_are_listed():
+    from cyad._primitives.scipy_functions import SCIPY_FUNCTIONS
+    for module, functions in SCIPY_FUNCTIONS.items():
+        for name in functions:
+            assert [row for row in ROWS if (row.module, row.name) == (module, name)
+                    and row.orders], f"{module}.{name}"

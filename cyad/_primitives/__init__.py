@@ -5,7 +5,9 @@ kinds: composition, constant, linear with its transpose, primitive with its JVP
 and VJP). The entries live by responsibility: `structural` (linear and structural
 functions, shape queries), `reductions`, `products`, `linalg`, `compositions`.
 An engine interprets the table (the dual arrays: `cyad._dual_functions`); adding
-a NumPy function is adding its entry here.
+a NumPy function is adding its entry here. SciPy's functions outside NumPy's dispatch
+are in `scipy_functions`, as compositions and custom functions (`cyad._custom`, whose
+entries an engine finds with `_table.entry_of`); it is imported when SciPy is.
 """
 from cyad._primitives import compositions, linalg, products, reductions, structural  # noqa: F401
 from cyad._primitives._table import TABLE, Composition, Constant, Linear, Primitive

@@ -24,7 +24,9 @@ An entry describes one NumPy function for every engine. It is one of
   ``vjp(primals, cotangent, **params)`` returns one cotangent per operand. A
   function of several outputs takes and returns tuples of them.
 
-Engines walk ``TABLE`` (NumPy function -> entry); ``entry.kind`` names the kind.
+Engines walk ``TABLE`` (NumPy function -> entry); ``entry.kind`` names the kind. A
+custom function (`cyad._custom`) carries a primitive entry of its own, outside the
+table: an engine finds an entry with `entry_of`.
 """
 import numpy as np
 
@@ -125,6 +127,13 @@ def axes_of(axis, ndim):
 
 def axis_of(axis, ndim):
     return normalize_axis_index(axis, ndim)
+
+
+def entry_of(function):
+    """The table entry of a NumPy function, or the entry a custom function carries
+    (`cyad.custom_derivative`); None for any other function."""
+    entry = TABLE.get(function)
+    return entry if entry is not None else getattr(function, "__cyad_entry__", None)
 
 
 def is_engine_array(x):

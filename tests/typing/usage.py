@@ -99,6 +99,31 @@ allocations: float = cyad.allocations_per_call(lambda: cyad.jacobian(residual, x
 include: str = cyad.get_include()
 
 
+# custom derivative rules
+@cyad.custom_derivative
+def cube(v: Buffer) -> Buffer:
+    return np.asarray(v) ** 3
+
+
+@cube.defjvp
+def cube_jvp(primals: tuple[Buffer], tangents: tuple[Buffer]) -> tuple[Buffer, Buffer]:
+    return cube(primals[0]), 3 * primals[0] ** 2 * tangents[0]
+
+
+custom: cyad.CustomFunction[[Buffer], Buffer] = cube
+assert_type(cube(x), Buffer)
+assert_type(cube_jvp((x,), (x,)), tuple[Buffer, Buffer])
+assert_type(cyad.gradient(lambda v: np.sum(cube(v)), x, engine="dual"), Floats)
+
+
+@cyad.custom_derivative(order=1, nondiff_argnames=("k",))
+def power(v: Buffer, k: int) -> Buffer:
+    return np.asarray(v) ** k
+
+
+assert_type(power(x, 2), Buffer)
+
+
 
 def rejected(d: cyad.Dual) -> None:
     """What the stubs reject (each line raises TypeError or ValueError at run time)."""
