@@ -19,13 +19,15 @@ order:
   indices apply in turn, as NumPy's unbuffered ``at``: the indices are split into rounds
   in which each position appears once (the k-th occurrences of every position in round
   k), each round a gather, the ufunc, and a scatter. The second operand is read in full
-  first (it may alias the first).
+  first (it may alias the first). Indices and masks read off the values are constants (a
+  tape checks them on every replay).
 
 ``reduceat`` and the methods of ufuncs outside the rule table are refused.
 """
 import numpy as np
 
 from cyad import _rule_table
+from cyad._dual import primal
 from cyad._primitives._table import axis_of, is_engine_array, ndim_of, shape_of
 from cyad._primitives.statistics import scan
 
@@ -119,13 +121,21 @@ def _rounds(positions):
     return [np.flatnonzero(occurrence == k) for k in range(int(occurrence.max(initial=-1)) + 1)]
 
 
+def _index(name, index):
+    # an index (or mask) read off an engine's values is read (a tape guards it)
+    if not is_engine_array(index):
+        return index
+    if index.dtype.kind == "f":
+        raise TypeError(f"cyad: {name} takes indices, not differentiated arrays")
+    return primal(index)
+
+
 def _at(ufunc, name, a, indices, b=None):
     if not is_engine_array(a):
         raise TypeError(f"cyad: {name} into a plain ndarray would lose the derivative; "
                         "apply it to a dual or traced array (np.zeros_like(x))")
-    if is_engine_array(indices) or (isinstance(indices, tuple)
-                                    and any(is_engine_array(i) for i in indices)):
-        raise TypeError(f"cyad: {name} takes indices, not differentiated arrays")
+    indices = tuple(_index(name, i) for i in indices) if isinstance(indices, tuple) \
+        else _index(name, indices)
     if (b is None) != (ufunc.nin == 1):
         raise ValueError(f"{name} takes {ufunc.nin + 1} operands")
     shape = shape_of(a)
