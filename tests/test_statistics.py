@@ -14,11 +14,6 @@ import cyad
 RNG = np.random.default_rng(20)
 
 
-def _jacobians(f, x):
-    """f's Jacobian on every engine, at float64."""
-    return [cyad.jacobian(f, x, engine=engine) for engine in ENGINES]
-
-
 # -- cumulative products: exact at zeros -----------------------------------------------------------
 
 def _cumprod_jacobian(x):
@@ -52,7 +47,7 @@ def test_cumprod_is_exact_at_zeros(x, engine):
         _cumprod_hessian(x, w))
 
 
-# -- NaNs: ignored, with a zero derivative -------------------------------------------------------------
+# -- NaNs: ignored, with a zero derivative ----------------------------------------------------
 
 NAN_FUNCTIONS = [np.nansum, np.nanprod, np.nanmean, np.nanvar, np.nanstd, np.nanmax, np.nanmin,
                  np.nanmedian, np.nancumsum, np.nancumprod,
@@ -113,13 +108,13 @@ def test_derivatives_at_ties(function, x, expected, engine):
                                rtol=1e-15, atol=1e-15)
 
 
-def test_nearest_rounds_half_to_even_as_numpy():
+@pytest.mark.parametrize("q", [0.5, 1.0 / 6.0, 2.5 / 3.0])
+def test_nearest_rounds_half_to_even_as_numpy(q):
     # at a position half way (1.5), NumPy takes the even one (2); JAX differs there
     x = np.array([3.0, 1.0, 4.0, 2.0])
-    for q in (0.5, 1.0 / 6.0, 2.5 / 3.0):
-        value, grad = cyad.value_and_gradient(lambda x: np.quantile(x, q, method="nearest"), x)
-        assert value == np.quantile(x, q, method="nearest")
-        np.testing.assert_array_equal(grad, x == value)
+    value, grad = cyad.value_and_gradient(lambda x: np.quantile(x, q, method="nearest"), x)
+    assert value == np.quantile(x, q, method="nearest")
+    np.testing.assert_array_equal(grad, x == value)
 
 
 SHAPED = [np.median, np.nanmedian, np.ptp, np.nanmax, np.nanmean, np.nanvar, np.average,
@@ -146,51 +141,52 @@ def test_every_axis_and_keepdims_gives_numpys_values(function, axis, keepdims):
         np.testing.assert_allclose(value, expected, rtol=1e-13, atol=1e-14)
 
 
-def test_average_returns_the_sum_of_the_weights():
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("i", [0, 1], ids=["average", "sum-of-weights"])
+@pytest.mark.parametrize("weights", [None, RNG.uniform(0.5, 1.5, 4)], ids=["equal", "weights"])
+def test_average_returns_the_sum_of_the_weights(weights, i, engine):
     x = RNG.standard_normal((3, 4))
-    w = RNG.uniform(0.5, 1.5, 4)
-    for engine in ENGINES:
-        for weights in (None, w):
-            expected = np.average(x, axis=1, weights=weights, returned=True)
-            for i in range(2):
-                value = cyad.value_and_jacobian(
-                    lambda x: np.average(x, axis=1, weights=weights, returned=True)[i], x,
-                    engine=engine)[0]
-                np.testing.assert_allclose(value, expected[i], rtol=1e-14)
+    expected = np.average(x, axis=1, weights=weights, returned=True)[i]
+    value = cyad.value_and_jacobian(
+        lambda x: np.average(x, axis=1, weights=weights, returned=True)[i], x, engine=engine)[0]
+    np.testing.assert_allclose(value, expected, rtol=1e-14)
 
 
-# -- convolutions: NumPy's modes and lengths ---------------------------------------------------------
+# -- convolutions: NumPy's modes and lengths ----------------------------------------------------
 
-@pytest.mark.parametrize("function", [np.convolve, np.correlate])
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("n, m", [(n, m) for n in range(1, 6) for m in range(1, 6)])
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
-def test_convolutions_match_numpy_for_every_pair_of_lengths(function, mode):
+@pytest.mark.parametrize("function", [np.convolve, np.correlate])
+def test_convolutions_match_numpy_for_every_pair_of_lengths(function, mode, n, m, engine):
     # bilinear: the Jacobian in a is the function of unit vectors and v (and so in v)
-    for n, m in itertools.product(range(1, 6), repeat=2):
-        a, v = RNG.standard_normal(n), RNG.standard_normal(m)
-        x = np.concatenate([a, v])
-        for engine in ENGINES:
-            value, jac = cyad.value_and_jacobian(lambda x: function(x[:n], x[n:], mode), x,
-                                                 engine=engine)
-            np.testing.assert_allclose(value, function(a, v, mode), rtol=1e-13, atol=1e-15)
-            by_a = np.stack([function(e, v, mode) for e in np.eye(n)], axis=-1)
-            by_v = np.stack([function(a, e, mode) for e in np.eye(m)], axis=-1)
-            np.testing.assert_allclose(jac, np.concatenate([by_a, by_v], axis=-1), rtol=1e-13,
-                                       atol=1e-15)
+    a, v = RNG.standard_normal(n), RNG.standard_normal(m)
+    value, jac = cyad.value_and_jacobian(lambda x: function(x[:n], x[n:], mode),
+                                         np.concatenate([a, v]), engine=engine)
+    np.testing.assert_allclose(value, function(a, v, mode), rtol=1e-13, atol=1e-15)
+    by_a = np.stack([function(e, v, mode) for e in np.eye(n)], axis=-1)
+    by_v = np.stack([function(a, e, mode) for e in np.eye(m)], axis=-1)
+    np.testing.assert_allclose(jac, np.concatenate([by_a, by_v], axis=-1), rtol=1e-13,
+                               atol=1e-15)
 
 
-def test_gradient_matches_numpy_with_its_spacings():
+COORDINATES = np.array([0.0, 0.2, 1.0, 1.1, 2.5])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("spacing, axis, edge_order", [
+    ((), None, 1), ((0.3,), 0, 2), ((COORDINATES,), 1, 1), ((COORDINATES,), 1, 2),
+    ((0.5, COORDINATES), None, 2)], ids=["unit", "step", "coordinates", "coordinates-2",
+                                         "both"])
+def test_gradient_matches_numpy_with_its_spacings(spacing, axis, edge_order, engine):
     f = RNG.standard_normal((4, 5))
-    coordinates = np.array([0.0, 0.2, 1.0, 1.1, 2.5])
-    for spacing, axis, edge_order in [((), None, 1), ((0.3,), 0, 2), ((coordinates,), 1, 1),
-                                      ((coordinates,), 1, 2), ((0.5, coordinates), None, 2)]:
-        expected = np.gradient(f, *spacing, axis=axis, edge_order=edge_order)
-        for engine in ENGINES:
-            value = cyad.value_and_jacobian(
-                lambda x: np.stack(np.gradient(x, *spacing, axis=axis, edge_order=edge_order))
-                if axis is None else np.gradient(x, *spacing, axis=axis, edge_order=edge_order),
-                f, engine=engine)[0]
-            np.testing.assert_allclose(value, np.stack(expected) if axis is None else expected,
-                                       rtol=1e-12, atol=1e-13)
+
+    def gradient(f):
+        g = np.gradient(f, *spacing, axis=axis, edge_order=edge_order)
+        return np.stack(g) if axis is None else g
+
+    value = cyad.value_and_jacobian(gradient, f, engine=engine)[0]
+    np.testing.assert_allclose(value, gradient(f), rtol=1e-12, atol=1e-13)
 
 
 def test_results_keep_the_float32_dtype():
@@ -202,7 +198,7 @@ def test_results_keep_the_float32_dtype():
         assert value.dtype == np.float32 and jac.dtype == np.float32
 
 
-# -- errors ------------------------------------------------------------------------------------------
+# -- errors -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call, error, match", [
     (lambda x: np.quantile(x, x[0] * 0.0 + 0.5), TypeError, "differentiable in a, not in q"),
