@@ -14,8 +14,8 @@ binary instructions; NumPy functions go through the primitive table (cyad/_primi
   is returned as it is, a value-dependent array becomes a "python" instruction;
 - a linear entry that only selects elements (reshape, transpose, indexing, concatenate,
   flip, where with a fixed condition, ...) becomes gathers, found by running its impl on
-  element codes once; np.sum becomes sum_inner; any other is a "python" instruction
-  whose derivatives are the entry's impl and transpose;
+  element codes once; np.sum (without initial=) becomes sum_inner; any other is a
+  "python" instruction whose derivatives are the entry's impl and transpose;
 - a primitive becomes a "python" instruction (matmul: a matmul instruction) whose
   derivatives are the entry's jvp and vjp (cyad/_tape_transform.py).
 

@@ -31,16 +31,20 @@ def _at_program(xp, x):
 
 
 def _fold_program(xp, x):
-    # np.power and np.arctan2 do not reorder: NumPy folds them from the left
+    # np.power and np.arctan2 do not reorder: NumPy folds them from the left (np.hypot too,
+    # from the first element as it is, negative or not)
     a = x.reshape(2, 4) * 0.5 + 1.5
     if xp is np:
         return np.concatenate([np.power.reduce(a, axis=1), np.arctan2.accumulate(a, axis=1)
-                               .ravel()])
+                               .ravel(), np.hypot.accumulate(x)])
     power = ((a[:, 0] ** a[:, 1]) ** a[:, 2]) ** a[:, 3]
     steps = [a[:, 0]]
     for i in range(1, 4):
         steps.append(xp.arctan2(steps[-1], a[:, i]))
-    return xp.concatenate([power, xp.stack(steps, axis=1).ravel()])
+    hypot = [x[0]]
+    for i in range(1, 8):
+        hypot.append(xp.hypot(hypot[-1], x[i]))
+    return xp.concatenate([power, xp.stack(steps, axis=1).ravel(), xp.stack(hypot)])
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -11,8 +11,8 @@ order:
   rule table folds from the left, one call per element along a single axis (NumPy's
   order of operations).
 - ``accumulate``: np.add and np.multiply as np.cumsum and np.cumprod; the associative
-  ufuncs np.maximum, np.minimum, np.fmax, np.fmin, np.logaddexp, np.logaddexp2 and
-  np.hypot as a scan by doubling (log2(n) calls; at ties each call splits the derivative
+  ufuncs np.maximum, np.minimum, np.fmax, np.fmin, np.logaddexp and np.logaddexp2 as a
+  scan by doubling (log2(n) calls; at ties each call splits the derivative
   as the ufunc does); any other binary ufunc folds from the left (one call per element).
 - ``outer``: the ufunc of the operands with axes added to broadcast them.
 - ``at``: in place on its first operand, which must be an engine's array. Repeated
@@ -33,8 +33,10 @@ from cyad._primitives.statistics import scan
 
 _REDUCTIONS = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min}
 _NAN_REDUCTIONS = {np.fmax: np.nanmax, np.fmin: np.nanmin}
+# the associative ufuncs and their identities (ufunc(x, identity) is x itself: not np.hypot's
+# 0, as hypot(x, 0) is |x| where NumPy's accumulate starts from x)
 _SCANS = {np.maximum: -np.inf, np.minimum: np.inf, np.fmax: np.nan, np.fmin: np.nan,
-          np.logaddexp: -np.inf, np.logaddexp2: -np.inf, np.hypot: 0.0}
+          np.logaddexp: -np.inf, np.logaddexp2: -np.inf}
 
 
 def call(ufunc, method, inputs, kwargs):
