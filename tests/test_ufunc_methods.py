@@ -136,3 +136,26 @@ def test_at_with_a_mask_read_off_the_values(engine):
         expected = np.eye(4)
         expected[:, 0] += np.where(mask, 2 * x[0], 0.0)
         np.testing.assert_allclose(jac, expected, rtol=1e-15)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("ufunc, sign", [(np.maximum, 1.0), (np.minimum, -1.0)],
+                         ids=["maximum", "minimum"])
+@pytest.mark.parametrize("x", [[1.0, 1.0, 1.0, 1.0], [2.0, 1.0, 2.0, 0.5, 2.0, 3.0, 3.0],
+                               [0.5, -1.0, 0.5, np.inf, 2.0, np.inf]],
+                         ids=["equal", "ties", "infinite"])
+def test_running_extremes_at_ties_take_the_fold_of_the_rule(x, ufunc, sign, engine):
+    # r_i = maximum(r_{i-1}, x_i) in turn, half to each side of a tie (JAX's too): the
+    # weight of x_j in r_i is (1 - s_j) times the s_k after it, s_k = 1, 1/2 or 0 as r_{k-1}
+    # is beyond, equal to or short of x_k
+    y = sign * np.array(x)
+    running = ufunc.accumulate(y)
+    before = np.r_[-sign * np.inf, running[:-1]]
+    beyond = before > y if sign > 0 else before < y
+    s = np.where(before == y, 0.5, np.where(beyond, 1.0, 0.0))
+    expected = np.array([[(1.0 - s[j]) * np.prod(s[j + 1:i + 1]) if j <= i else 0.0
+                          for j in range(len(y))] for i in range(len(y))])
+    value, jac = cyad.value_and_jacobian(lambda y: ufunc.accumulate(y * 1.0), y,
+                                         engine=engine)
+    np.testing.assert_array_equal(value, running)
+    np.testing.assert_array_equal(jac, expected)

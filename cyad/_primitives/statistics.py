@@ -25,6 +25,7 @@ from cyad._primitives._table import (
     axes_of,
     axis_of,
     composition,
+    float_dtype_of,
     is_engine_array,
     ndim_of,
     shape_of,
@@ -35,11 +36,6 @@ from cyad._primitives._table import (
 @composition(np.ptp)
 def _ptp(a, axis=None, *, keepdims=False):
     return np.max(a, axis, keepdims=keepdims) - np.min(a, axis, keepdims=keepdims)
-
-
-def _dtype_of(*arrays):
-    dtypes = [x.dtype for x in arrays if hasattr(x, "dtype") and x.dtype.kind == "f"]
-    return np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
 
 
 def _weights_along(weights, shape, axes):
@@ -58,7 +54,7 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     shape = shape_of(a)
     if weights is None:
         average = np.mean(a, axis, keepdims=keepdims)
-        total = np.zeros(shape_of(average), _dtype_of(a)) + np.size(a) / max(
+        total = np.zeros(shape_of(average), float_dtype_of(a)) + np.size(a) / max(
             np.size(average), 1)
     else:
         if tuple(shape_of(weights)) != tuple(shape):
@@ -89,7 +85,7 @@ def scan(ufunc, x, axis, identity):
         pad = list(shape_of(x))
         pad[axis] = shift
         before = x[(slice(None),) * axis + (slice(0, n - shift),)]
-        x = ufunc(x, np.concatenate([np.full(pad, identity, _dtype_of(x)), before], axis))
+        x = ufunc(x, np.concatenate([np.full(pad, identity, float_dtype_of(x)), before], axis))
         shift *= 2
     return x
 
@@ -116,7 +112,7 @@ def _cumulative(accumulate, identity, x, axis, include_initial):
         return result
     edge = list(shape_of(x))
     edge[axis] = 1
-    return np.concatenate([np.full(edge, identity, _dtype_of(x)), result], axis)
+    return np.concatenate([np.full(edge, identity, float_dtype_of(x)), result], axis)
 
 
 @composition(np.cumulative_sum)
@@ -251,7 +247,7 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, function):
         values = np.reshape(values, positions.shape)
         return np.moveaxis(values, tuple(range(-q.ndim, 0)), tuple(range(q.ndim)))
 
-    dtype = _dtype_of(a)
+    dtype = float_dtype_of(a)
     weight = np.asarray(np.broadcast_to(weight, rest), dtype)
     result = taken(below) * (1.0 - weight) + taken(above) * weight
     if ignore_nan and np.any(count == 0):   # a slice of NaNs alone
@@ -333,7 +329,7 @@ def _cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=
         average, total = np.mean(x, axis=1), n
         fact = n - ddof
     else:
-        w = w.astype(_dtype_of(x))
+        w = w.astype(float_dtype_of(x))
         total = float(np.sum(w))
         average = np.sum(x * w, axis=1) / total
         if ddof == 0:

@@ -15,7 +15,14 @@
 """
 import numpy as np
 
-from cyad._primitives._table import axes_of, composition, is_engine_array, ndim_of, shape_of
+from cyad._primitives._table import (
+    axes_of,
+    composition,
+    float_dtype_of,
+    is_engine_array,
+    ndim_of,
+    shape_of,
+)
 
 # -- convolutions -------------------------------------------------------------------------
 
@@ -30,15 +37,10 @@ def _correlation(longer, shorter, mode):
     n, m = shape_of(longer)[0], shape_of(shorter)[0]
     left = _LEFT[mode](m)
     length = {"full": n + m - 1, "same": n, "valid": n - m + 1}[mode]
-    zeros = np.zeros(m, _dtype_of(longer, shorter))
+    zeros = np.zeros(m, float_dtype_of(longer, shorter))
     padded = np.concatenate([zeros, longer, zeros])
     windows = padded[(np.arange(length)[:, None] + np.arange(m) + (m - left))]
     return np.matmul(windows, shorter)
-
-
-def _dtype_of(*arrays):
-    dtypes = [x.dtype for x in arrays if hasattr(x, "dtype") and x.dtype.kind == "f"]
-    return np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
 
 
 def _vectors(a, v):
@@ -108,7 +110,7 @@ def _gradient_along(f, axis, spacing, edge_order):
     if n < edge_order + 1:
         raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
                          "(edge_order + 1) elements are required.")
-    dtype = _dtype_of(f)
+    dtype = float_dtype_of(f)
 
     def part(start, stop):
         return _along(f, axis, ndim, start, stop)
@@ -187,7 +189,7 @@ def _polyval(p, x):
     """Horner's rule: y = y * x + p[i], from the leading coefficient."""
     if not is_engine_array(p):
         p = np.asarray(p)
-    y = np.zeros_like(x) if is_engine_array(x) else np.zeros_like(np.asarray(x, _dtype_of(p)))
+    y = np.zeros_like(x) if is_engine_array(x) else np.zeros_like(np.asarray(x, float_dtype_of(p)))
     for i in range(shape_of(p)[0]):
         y = y * x + p[i]
     return y

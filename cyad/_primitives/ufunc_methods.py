@@ -10,10 +10,12 @@ order:
   element less (over) the sum (product) of the others; any other binary ufunc of the
   rule table folds from the left, one call per element along a single axis (NumPy's
   order of operations).
-- ``accumulate``: np.add and np.multiply as np.cumsum and np.cumprod; the associative
-  ufuncs np.maximum, np.minimum, np.fmax, np.fmin, np.logaddexp and np.logaddexp2 as a
-  scan by doubling (log2(n) calls; at ties each call splits the derivative
-  as the ufunc does); any other binary ufunc folds from the left (one call per element).
+- ``accumulate``: np.add and np.multiply as np.cumsum and np.cumprod; np.maximum and
+  np.minimum as a linear recurrence scanned by doubling, whose tangent is that of NumPy's
+  fold at ties too (JAX's); the associative ufuncs np.fmax, np.fmin, np.logaddexp and
+  np.logaddexp2 as a scan by doubling (log2(n) calls; at ties each call splits the
+  derivative as the ufunc does); any other binary ufunc folds from the left (one call per
+  element).
 - ``outer``: the ufunc of the operands with axes added to broadcast them.
 - ``at``: in place on its first operand, which must be an engine's array. Repeated
   indices apply in turn, as NumPy's unbuffered ``at``: the indices are split into rounds
@@ -28,7 +30,13 @@ import numpy as np
 
 from cyad import _rule_table
 from cyad._dual import primal
-from cyad._primitives._table import axis_of, is_engine_array, ndim_of, shape_of
+from cyad._primitives._table import (
+    axis_of,
+    float_dtype_of,
+    is_engine_array,
+    ndim_of,
+    shape_of,
+)
 from cyad._primitives.statistics import scan
 
 _REDUCTIONS = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min}
@@ -99,12 +107,54 @@ def _accumulate(ufunc, name, array, axis=0):
         return np.cumsum(array, axis)
     if ufunc is np.multiply:
         return np.cumprod(array, axis)
+    if ufunc in _RUNNING:
+        return _running_extreme(ufunc, array, axis)
     if ufunc in _SCANS:
         return scan(ufunc, array, axis, _SCANS[ufunc])
     results = [array[(slice(None),) * axis + (0,)]]
     for i in range(1, shape_of(array)[axis]):
         results.append(ufunc(results[-1], array[(slice(None),) * axis + (i,)]))
     return np.stack(results, axis)
+
+
+_RUNNING = {np.maximum: (np.greater, -np.inf), np.minimum: (np.less, np.inf)}
+
+
+def _shifted(x, axis, fill):
+    # x moved one place on along `axis`, `fill` first
+    n = shape_of(x)[axis]
+    edge = list(shape_of(x))
+    edge[axis] = 1
+    before = x[(slice(None),) * axis + (slice(0, n - 1),)]
+    return np.concatenate([np.full(edge, fill, float_dtype_of(x)), before], axis)
+
+
+def _running_extreme(ufunc, x, axis):
+    """np.maximum.accumulate (np.minimum's): the running extreme r_i = ufunc(r_{i-1}, x_i)
+    with the tangent of that fold under the rule table's ufunc (half to each side at a tie,
+    as JAX's), in log2(n) steps: r_i = s_i r_{i-1} + (1 - s_i) x_i, with s_i 1, 1/2 or 0 as
+    r_{i-1} is beyond, equal to or short of x_i, a linear recurrence scanned by doubling
+    (the affine maps' compositions); its weights are powers of two, so that r is exact."""
+    beyond, identity = _RUNNING[ufunc]
+    dtype = float_dtype_of(x)
+    one, half, zero = (np.full((), v, dtype) for v in (1.0, 0.5, 0.0))
+    previous = _shifted(scan(ufunc, x, axis, identity), axis, identity)
+    a = np.where(previous == x, half, np.where(beyond(previous, x), one, zero))
+    b = np.where(a == 1.0, zero, x) * (1.0 - a)   # (an infinite x where its weight is 0: 0)
+    n = shape_of(x)[axis]
+    shift = 1
+    while shift < n:
+        # (a, b) of the window of 2 shift elements: composed with the window before
+        b_before = b[(slice(None),) * axis + (slice(0, n - shift),)]
+        a_before = a[(slice(None),) * axis + (slice(0, n - shift),)]
+        pad = list(shape_of(x))
+        pad[axis] = shift
+        b_before = np.concatenate([np.zeros(pad, dtype), b_before], axis)
+        a_before = np.concatenate([np.ones(pad, dtype), a_before], axis)
+        b = b + np.where(a == 0.0, zero, a * b_before)
+        a = a * a_before
+        shift *= 2
+    return b
 
 
 def _outer(ufunc, name, a, b):
