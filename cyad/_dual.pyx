@@ -3,7 +3,8 @@
 A `Dual` holds a values array of shape S and a partials array of shape S + (width,)
 of the same dtype (float64 or float32). It behaves like an ndarray: arithmetic,
 broadcasting, indexing and assignment, NumPy ufuncs through `__array_ufunc__`
-(each one a rule of `_rules.pxd` run by the chunk loops of `_kernels.pyx`) and
+(each one a rule of `_rules.pxd` run by the chunk loops of `_kernels.pyx`; their
+methods reduce, accumulate, outer and at in `_primitives/ufunc_methods.py`) and
 NumPy functions through `__array_function__` (`_dual_functions.py`).
 
 Nested differentiation: every dual carries the `Tag` of its differentiation. When

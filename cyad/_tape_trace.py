@@ -7,7 +7,9 @@ values of the instructions it depends on. Nothing else is evaluated while
 recording: the compiled replay computes the values of f and of its derivatives (most
 tapes are never evaluated in NumPy at all). Tracers interpret the same tables as
 the dual arrays: NumPy ufuncs of the rule table (cyad/_rule_table.py) become unary and
-binary instructions; NumPy functions go through the primitive table (cyad/_primitives):
+binary instructions (their methods reduce, accumulate, outer and at are written with
+them: cyad/_primitives/ufunc_methods.py); NumPy functions go through the primitive table
+(cyad/_primitives):
 
 - a composition runs as it is, on tracers;
 - a constant (shape queries, rounding) runs on the values: a static result (a shape)

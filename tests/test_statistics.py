@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+from derivative_references import assert_matches, references
 from scenarios import ENGINES
 
 import cyad
@@ -218,3 +219,24 @@ def test_results_keep_the_float32_dtype():
 def test_bad_input_is_a_clear_error(call, error, match, engine):
     with pytest.raises(error, match=match):
         cyad.jacobian(call, RNG.standard_normal(6), engine=engine)
+
+
+def _reordered(xp, x):
+    y = xp.where(x > 1.5, xp.nan, x)
+    return (xp.nanmedian(y) + xp.percentile(x, 30.0) + xp.nanmax(y)
+            + xp.sum(xp.maximum.accumulate(x) * x))
+
+
+POINTS = [np.array([0.3, 2.0, -1.0, 0.7, 1.1]), np.array([1.0, -0.5, 1.9, 0.2, 0.4]),
+          np.array([1.1, 0.7, -1.0, 2.0, 0.3])]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_prepared_gradient_follows_the_order_of_new_values(engine):
+    # the sort, the NaN count and the extremes read the values: a tape checks them on every
+    # call (and records f anew where they changed)
+    found = references([(lambda xp, x: [_reordered(xp, x)], x) for x in POINTS])
+    prep = cyad.prepare_gradient(lambda x: _reordered(np, x), POINTS[0], engine=engine)
+    for x, (reference,) in zip(POINTS, found, strict=True):
+        assert_matches(cyad.gradient(lambda x: _reordered(np, x), x, prep=prep),
+                       reference.first, what="gradient", rtol=1e-12, atol=1e-13)
