@@ -240,3 +240,16 @@ def test_a_prepared_gradient_follows_the_order_of_new_values(engine):
     for x, (reference,) in zip(POINTS, found, strict=True):
         assert_matches(cyad.gradient(lambda x: _reordered(np, x), x, prep=prep),
                        reference.first, what="gradient", rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("function", [np.median, lambda a, axis: np.quantile(a, 0.1, axis)],
+                         ids=["median", "quantile"])
+def test_order_statistics_of_a_slice_with_a_nan_are_nan(function, engine):
+    x = np.array([0.5, np.nan, 2.0, 1.0, 3.0, -1.0])   # rows: with a NaN, without
+    value, jac = cyad.value_and_jacobian(lambda x: function(x.reshape(2, 3), axis=1), x,
+                                         engine=engine)
+    np.testing.assert_array_equal(value, function(x.reshape(2, 3), axis=1))
+    assert np.isnan(value[0]) and not np.isnan(value[1])
+    np.testing.assert_allclose(jac[1], cyad.jacobian(lambda y: function(y, axis=0), x[3:])
+                               @ np.eye(3, 6, 3))

@@ -249,9 +249,14 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, function):
 
     dtype = float_dtype_of(a)
     weight = np.asarray(np.broadcast_to(weight, rest), dtype)
-    result = taken(below) * (1.0 - weight) + taken(above) * weight
-    if ignore_nan and np.any(count == 0):   # a slice of NaNs alone
-        result = np.where(np.broadcast_to(count == 0, rest), np.nan, result)
+    # NumPy's interpolation, to the last bit: from the nearer of the two
+    low, high = taken(below), taken(above)
+    step = high - low
+    result = np.where(weight >= 0.5, high - step * (1.0 - weight), low + step * weight)
+    # NaN: a slice of NaNs alone (nan*), any slice holding a NaN (the others, as NumPy's)
+    undefined = count == 0 if ignore_nan else np.any(np.isnan(x), -1).reshape(count.shape)
+    if np.any(undefined):
+        result = np.where(np.broadcast_to(undefined, rest), np.nan, result)
     if keepdims:
         full = [1 if i in axes else n for i, n in enumerate(shape)]
         result = np.reshape(result, q.shape + tuple(full))
