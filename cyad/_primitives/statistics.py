@@ -115,14 +115,17 @@ def _cumulative(accumulate, identity, x, axis, include_initial):
     return np.concatenate([np.full(edge, identity, float_dtype_of(x)), result], axis)
 
 
-@composition(np.cumulative_sum)
 def _cumulative_sum(x, /, *, axis=None, include_initial=False):
     return _cumulative(np.cumsum, 0.0, x, axis, include_initial)
 
 
-@composition(np.cumulative_prod)
 def _cumulative_prod(x, /, *, axis=None, include_initial=False):
     return _cumulative(np.cumprod, 1.0, x, axis, include_initial)
+
+
+if hasattr(np, "cumulative_sum"):   # NumPy 2.1 and later
+    composition(np.cumulative_sum)(_cumulative_sum)
+    composition(np.cumulative_prod)(_cumulative_prod)
 
 
 # -- ignoring NaNs --------------------------------------------------------------------------------

@@ -166,7 +166,7 @@ def _gradient(f, *varargs, axis=None, edge_order=1):
     return results[0] if len(results) == 1 else tuple(results)
 
 
-@composition(np.trapezoid)
+@composition(np.trapezoid if hasattr(np, "trapezoid") else np.trapz)   # (NumPy 1's name)
 def _trapezoid(y, x=None, dx=1.0, axis=-1):
     ndim = ndim_of(y)
     axis = axes_of(axis, ndim)[0]
