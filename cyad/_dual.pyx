@@ -3,7 +3,8 @@
 A `Dual` holds a values array of shape S and a partials array of shape S + (width,)
 of the same dtype (float64 or float32). It behaves like an ndarray: arithmetic,
 broadcasting, indexing and assignment, NumPy ufuncs through `__array_ufunc__`
-(each one a rule of `_rules.pxd` run by the chunk loops of `_kernels.pyx`) and
+(each one a rule of `_rules.pxd` run by the chunk loops of `_kernels.pyx`; their
+methods reduce, accumulate, outer and at in `_primitives/ufunc_methods.py`) and
 NumPy functions through `__array_function__` (`_dual_functions.py`).
 
 Nested differentiation: every dual carries the `Tag` of its differentiation. When
@@ -973,9 +974,12 @@ cdef class Dual:
                 return matmul(inputs[0], inputs[1])
         if _refresh_ufuncs():
             return self.__array_ufunc__(ufunc, method, *inputs, **kwargs)
+        if method != "__call__":   # reduce, accumulate, outer, at: in the primitive table's terms
+            from cyad._primitives import ufunc_methods
+            return ufunc_methods.call(ufunc, method, inputs, kwargs)
         out = _as_dual_out(kwargs.pop("out", None))
-        name = _rule_table.ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
-        if method != "__call__" or kwargs.get("where", True) is not True or (
+        name = _rule_table.ufunc_name(ufunc)
+        if kwargs.get("where", True) is not True or (
                 set(kwargs) - {"where", "casting", "order", "subok"}):
             raise TypeError(f"cyad: {name} with these arguments is not supported on dual arrays")
         if ufunc in _VALUE_UFUNCS:
@@ -1197,16 +1201,17 @@ cdef class Dual:
     def copy(self):
         return new_dual(self.values.copy(), self.partials.copy(), self.width, self.tag)
 
-    def sum(self, axis=None, keepdims=False):
-        if axis is None and not keepdims and _contiguous(self):
+    def sum(self, axis=None, keepdims=False, initial=None, where=True):
+        if axis is None and not keepdims and initial is None and where is True and \
+                _contiguous(self):
             return sum_all(self)
-        return _numpy(np.sum)(self, axis=axis, keepdims=keepdims)
+        return _numpy(np.sum)(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
 
-    def prod(self, axis=None, keepdims=False):
-        return _numpy(np.prod)(self, axis=axis, keepdims=keepdims)
+    def prod(self, axis=None, keepdims=False, initial=None, where=True):
+        return _numpy(np.prod)(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
 
-    def mean(self, axis=None, keepdims=False):
-        return _numpy(np.mean)(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, keepdims=False, where=True):
+        return _numpy(np.mean)(self, axis=axis, keepdims=keepdims, where=where)
 
     def var(self, axis=None, ddof=0, keepdims=False):
         return _numpy(np.var)(self, axis=axis, ddof=ddof, keepdims=keepdims)
@@ -1217,6 +1222,9 @@ cdef class Dual:
     def cumsum(self, axis=None):
         return _numpy(np.cumsum)(self, axis=axis)
 
+    def cumprod(self, axis=None):
+        return _numpy(np.cumprod)(self, axis=axis)
+
     def dot(self, other):
         return _numpy(np.dot)(self, other)
 
@@ -1226,11 +1234,11 @@ cdef class Dual:
     def trace(self, offset=0, axis1=0, axis2=1):
         return _numpy(np.trace)(self, offset, axis1, axis2)
 
-    def max(self, axis=None, keepdims=False):
-        return _numpy(np.max)(self, axis=axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False, initial=None, where=True):
+        return _numpy(np.max)(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
 
-    def min(self, axis=None, keepdims=False):
-        return _numpy(np.min)(self, axis=axis, keepdims=keepdims)
+    def min(self, axis=None, keepdims=False, initial=None, where=True):
+        return _numpy(np.min)(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
 
     def round(self, decimals=0):
         return _numpy(np.round)(self, decimals)

@@ -7,15 +7,17 @@ values of the instructions it depends on. Nothing else is evaluated while
 recording: the compiled replay computes the values of f and of its derivatives (most
 tapes are never evaluated in NumPy at all). Tracers interpret the same tables as
 the dual arrays: NumPy ufuncs of the rule table (cyad/_rule_table.py) become unary and
-binary instructions; NumPy functions go through the primitive table (cyad/_primitives):
+binary instructions (their methods reduce, accumulate, outer and at are written with
+them: cyad/_primitives/ufunc_methods.py); NumPy functions go through the primitive table
+(cyad/_primitives):
 
 - a composition runs as it is, on tracers;
 - a constant (shape queries, rounding) runs on the values: a static result (a shape)
   is returned as it is, a value-dependent array becomes a "python" instruction;
 - a linear entry that only selects elements (reshape, transpose, indexing, concatenate,
   flip, where with a fixed condition, ...) becomes gathers, found by running its impl on
-  element codes once; np.sum becomes sum_inner; any other is a "python" instruction
-  whose derivatives are the entry's impl and transpose;
+  element codes once; np.sum (without initial=) becomes sum_inner; any other is a
+  "python" instruction whose derivatives are the entry's impl and transpose;
 - a primitive becomes a "python" instruction (matmul: a matmul instruction) whose
   derivatives are the entry's jvp and vjp (cyad/_tape_transform.py).
 
@@ -48,7 +50,7 @@ import numpy as np
 
 from cyad import _rule_table
 from cyad._dual import Dual
-from cyad._primitives import TABLE
+from cyad._primitives import TABLE, ufunc_methods
 from cyad._primitives._table import entry_of
 from cyad._scipy_dispatch import scipy_hint
 from cyad._stacked import stacked
@@ -478,9 +480,11 @@ class Tracer:
 
     # -- NumPy protocols --------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__":   # reduce, accumulate, outer, at: in the primitive table's terms
+            return ufunc_methods.call(ufunc, method, inputs, kwargs)
         out = kwargs.pop("out", None)
-        name = _rule_table.ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
-        if method != "__call__" or (set(kwargs) - {"casting", "order", "subok"}):
+        name = _rule_table.ufunc_name(ufunc)
+        if set(kwargs) - {"casting", "order", "subok"}:
             raise TypeError(f"cyad: {name} with these arguments is not supported by "
                             "engine='tape'")
         result = ufunc_call(self.recording, ufunc, inputs, name)
@@ -627,14 +631,14 @@ class Tracer:
     def copy(self):
         return np.copy(self)
 
-    def sum(self, axis=None, keepdims=False):
-        return np.sum(self, axis=axis, keepdims=keepdims)
+    def sum(self, axis=None, keepdims=False, initial=None, where=True):
+        return np.sum(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
 
-    def prod(self, axis=None, keepdims=False):
-        return np.prod(self, axis=axis, keepdims=keepdims)
+    def prod(self, axis=None, keepdims=False, initial=None, where=True):
+        return np.prod(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
 
-    def mean(self, axis=None, keepdims=False):
-        return np.mean(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, keepdims=False, where=True):
+        return np.mean(self, axis=axis, keepdims=keepdims, where=where)
 
     def var(self, axis=None, ddof=0, keepdims=False):
         return np.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
@@ -645,6 +649,9 @@ class Tracer:
     def cumsum(self, axis=None):
         return np.cumsum(self, axis=axis)
 
+    def cumprod(self, axis=None):
+        return np.cumprod(self, axis=axis)
+
     def dot(self, other):
         return np.dot(self, other)
 
@@ -654,11 +661,11 @@ class Tracer:
     def trace(self, offset=0, axis1=0, axis2=1):
         return np.trace(self, offset, axis1, axis2)
 
-    def max(self, axis=None, keepdims=False):
-        return np.max(self, axis=axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False, initial=None, where=True):
+        return np.max(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
 
-    def min(self, axis=None, keepdims=False):
-        return np.min(self, axis=axis, keepdims=keepdims)
+    def min(self, axis=None, keepdims=False, initial=None, where=True):
+        return np.min(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
 
     def round(self, decimals=0):
         return np.round(self, decimals)
@@ -806,7 +813,7 @@ def _numpy_gives_a_view(entry, tracer, params):
 
 def _linear(rec, entry, operands, params):
     vars_ = [rec.var_of(x) for x in operands]
-    if entry.name == "sum":
+    if entry.name == "sum" and len(vars_) == 1:
         return rec.sum(vars_[0], params["axes"], params["keepdims"])
     selection = _selection(entry, vars_, params)
     if selection is None:

@@ -476,6 +476,44 @@ def _(k, y, z):
     return y
 
 
+# the statistics: the reductions into a row of their operand, the cumulative ones into it
+def _statistic_into_row(function, arguments, row, domain=_any):
+    def twin(xp, k, y, z):
+        return replaced(xp, _matrix(y, 3), row, getattr(xp, function.__name__)(
+            _matrix(y, 3), *arguments, axis=0))
+
+    def body(k, y, z):
+        m = _matrix(y, 3)
+        function(m, *arguments, axis=0, out=m[row])
+        return m
+    program(f"{function.__name__}-into-row", 9, twin, out_of=[function], domain=domain)(body)
+
+
+for _function, _arguments in [(np.nansum, ()), (np.nanprod, ()), (np.nanmean, ()),
+                              (np.nanvar, ()), (np.nanstd, ()), (np.median, ()),
+                              (np.nanmedian, ()), (np.quantile, (0.3,)),
+                              (np.nanquantile, (0.8,)), (np.percentile, (40.0,)),
+                              (np.nanpercentile, (65.0,))]:
+    _statistic_into_row(_function, _arguments, 1)
+for _function in (np.ptp, np.nanmax, np.nanmin):
+    _statistic_into_row(_function, (), 2, _apart)
+
+
+def _cumulative_into_input(function, kwargs):
+    def twin(xp, k, y, z):
+        return getattr(xp, function.__name__)(y[::-1], **kwargs)
+
+    def body(k, y, z):
+        function(y[::-1], out=y, **kwargs)
+        return y
+    program(f"{function.__name__}-into-input", 5, twin, out_of=[function])(body)
+
+
+for _function, _kwargs in [(np.cumprod, {}), (np.nancumsum, {}), (np.nancumprod, {}),
+                           (np.cumulative_sum, {"axis": 0}), (np.cumulative_prod, {"axis": 0})]:
+    _cumulative_into_input(_function, _kwargs)
+
+
 @program("trace-into-element", 9, lambda xp, k, y, z: replaced(
     xp, _matrix(y, 3), (0, 0), xp.trace(_matrix(y, 3))), out_of=[np.trace])
 def _(k, y, z):
@@ -736,6 +774,14 @@ CANNOT_ALIAS = {
     np.interp: "returns a new array (no out=)",
     np.kron: "returns a new array (no out=)",
     np.tensordot: "returns a new array (no out=)",
+    np.average: "returns new arrays (no out=)",
+    np.cov: "returns a new array (no out=)",
+    np.corrcoef: "returns a new array (no out=)",
+    np.convolve: "returns a new array (no out=)",
+    np.correlate: "returns a new array (no out=)",
+    np.gradient: "returns new arrays (no out=)",
+    np.trapezoid: "returns a new array (no out=)",
+    np.polyval: "returns a new array (no out=)",
 }
 
 CASES = RULE_CASES + FUNCTION_CASES

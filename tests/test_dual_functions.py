@@ -463,8 +463,8 @@ def test_full_like_with_a_dual_fill_and_integer_dtype_raises():
 
 # -- errors ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("func", [np.fft.fft, np.cumprod, np.ptp, np.linalg.svd,
-                                  np.median, np.cross])
+@pytest.mark.parametrize("func", [np.fft.fft, np.unwrap, np.histogram, np.linalg.svd,
+                                  np.cross])
 def test_unsupported_function_raises_naming_it(func):
     with pytest.raises(TypeError, match=func.__name__):
         cyad.jacobian(lambda x: func(x, x) if func is np.cross else func(x), random(3, 3))
@@ -472,10 +472,10 @@ def test_unsupported_function_raises_naming_it(func):
 
 @pytest.mark.parametrize("call, function, argument", [
     (lambda x: np.sum(x, 0, np.float32), "numpy.sum", "dtype"),
-    (lambda x: np.mean(x, where=x > 0), "numpy.mean", "where"),
-    (lambda x: np.prod(x, initial=2.0), "numpy.prod", "initial"),
+    (lambda x: np.var(x, where=x > 0), "numpy.var", "where"),
+    (lambda x: np.nansum(x, initial=2.0), "numpy.nansum", "initial"),
     (lambda x: np.cumsum(x, dtype=np.float64), "numpy.cumsum", "dtype"),
-    (lambda x: np.max(x, initial=0.0), "numpy.max", "initial"),
+    (lambda x: np.quantile(x, 0.5, weights=np.ones(3)), "numpy.quantile", "weights"),
     (lambda x: np.concatenate([x, x], dtype=np.float64), "numpy.concatenate", "dtype"),
     (lambda x: np.clip(x, 0, 1, casting="unsafe"), "numpy.clip", "casting"),
     (lambda x: np.reshape(x, -1, copy=True), "numpy.reshape", "copy"),

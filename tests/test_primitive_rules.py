@@ -27,6 +27,8 @@ def spd(n, stack=()):
 CASES = [
     ("sum", np.sum, (r(3, 4, 2),), {"axis": (0, 2)}),
     ("sum-keepdims", np.sum, (r(3, 4),), {"axis": -1, "keepdims": True}),
+    ("sum-initial-where", np.sum, (r(3, 4),), {"axis": 0, "initial": np.array(0.5),
+                                               "where": r(4) > 0}),
     ("cumsum", np.cumsum, (r(3, 4),), {"axis": 1}),
     ("cumsum-flat", np.cumsum, (r(3, 4),), {}),
     ("diff", np.diff, (r(3, 5),), {"n": 2, "axis": 1}),
@@ -49,10 +51,15 @@ CASES = [
     ("copy", np.copy, (r(3, 4),), {}),
     ("prod", np.prod, (r(3, 4, 2),), {"axis": (0, 2)}),
     ("prod-with-a-zero", np.prod, (np.array([[1.5, 0.0, 2.0], [0.5, 3.0, -1.0]]),), {"axis": 1}),
+    ("prod-initial", np.prod, (r(3, 4),), {"axis": 1, "initial": np.array(1.5)}),
     ("max", np.max, (r(3, 4),), {"axis": 0}),
     ("amax", np.amax, (r(3, 4),), {}),
     ("min", np.min, (r(3, 4),), {"axis": 1, "keepdims": True}),
     ("amin", np.amin, (np.array([1.0, -2.0, 3.0, -2.0]),), {}),   # a tie
+    ("max-initial", np.max, (np.array([[1.0, 2.0], [0.5, -1.0]]),), {"axis": 1,
+                                                                      "initial": 0.5}),  # a tie
+    ("min-initial-where", np.min, (r(3, 4),), {"axis": 0, "initial": 0.25,
+                                               "where": r(3, 1) > 0}),
     ("matmul", np.matmul, (r(2, 3, 4), r(4, 5)), {}),
     ("matmul-vectors", np.matmul, (r(4), r(3, 4, 2)), {}),
     ("matmul-matrix-vector", np.matmul, (r(3, 4), r(4)), {}),

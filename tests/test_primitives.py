@@ -106,6 +106,99 @@ def _gaussian_by_cholesky(xp, x):
                                    else np.log(np.abs(np.diag(low))))
 
 
+# -- statistics, ufunc methods and stencils ------------------------------------------------------
+
+NAN_AT = np.arange(12) % 5 == 1   # one NaN in each row of a 3 x 4 reshape
+ZERO_AT = np.arange(12) % 7 == 3  # an exact zero in a cumulative product
+COORDINATES = np.array([0.0, 0.5, 1.5, 1.75])
+
+
+def flat(xp, *arrays):
+    return xp.concatenate([xp.ravel(a) for a in arrays])
+
+
+def method(xp, a, name):
+    """a.name: the array's method on NumPy's side, the function on JAX's (whose methods drop
+    some arguments, such as initial= of .sum)."""
+    return getattr(a, name) if xp is np else functools.partial(getattr(xp, name), a)
+
+
+def _with_nans(xp, x):
+    return xp.where(NAN_AT, xp.nan, x).reshape(3, 4)
+
+
+def _gradient_second_order_edges(xp, f, dx):
+    # np.gradient(f, dx, axis=1, edge_order=2), written out (jax.numpy has edge order 1)
+    first = (-1.5 * f[:, :1] + 2.0 * f[:, 1:2] - 0.5 * f[:, 2:3]) / dx
+    last = (0.5 * f[:, -3:-2] - 2.0 * f[:, -2:-1] + 1.5 * f[:, -1:]) / dx
+    return xp.concatenate([first, (f[:, 2:] - f[:, :-2]) / (2.0 * dx), last], axis=1)
+
+
+def _gradients(xp, x):
+    f = xp.sin(x).reshape(3, 4) * x[:4]
+    coordinates = c(xp, x, COORDINATES)
+    uniform = xp.gradient(f, 0.5, coordinates)
+    along = xp.gradient(f * f, coordinates * x[5] ** 2, axis=1)
+    second = (xp.gradient(f, 0.25, axis=1, edge_order=2) if xp is np
+              else _gradient_second_order_edges(xp, f, 0.25))
+    return flat(xp, *uniform, along, second, xp.gradient(x[:5] ** 3))
+
+
+def _convolutions(xp, x):
+    long, short = x[:8] * x[8], x[8:] ** 2
+    return flat(xp, *[f(a, b, mode=m) for f in (xp.convolve, xp.correlate)
+                      for a, b in ((long, short), (short, long), (x[:4], x[4:8]))
+                      for m in ("full", "same", "valid")])
+
+
+def _reduce(xp, x):
+    a = x.reshape(3, 4)
+    if xp is np:
+        divided = np.divide.reduce(a + 3.0, axis=1)
+        hypot = np.hypot.reduce(a, axis=0)
+    else:
+        divided = (a[:, 0] + 3.0) / xp.prod(a[:, 1:] + 3.0, axis=1)
+        hypot = xp.sqrt(xp.sum(a * a, axis=0))
+    return flat(xp, xp.add.reduce(a ** 2, axis=1), xp.multiply.reduce(a, axis=0),
+                xp.maximum.reduce(x), xp.minimum.reduce(a, axis=1, keepdims=True),
+                xp.add.reduce(a, axis=None), xp.subtract.reduce(a, axis=1), divided,
+                xp.logaddexp.reduce(a, axis=1), hypot)
+
+
+def _accumulate(xp, x):
+    a = x.reshape(3, 4)
+    if xp is np:
+        logaddexp = np.logaddexp.accumulate(a, axis=1)
+        subtract = np.subtract.accumulate(a, axis=1)
+    else:
+        logaddexp = xp.log(xp.cumsum(xp.exp(a), axis=1))
+        subtract = xp.concatenate([a[:, :1], a[:, :1] - xp.cumsum(a[:, 1:], axis=1)], axis=1)
+    return flat(xp, xp.add.accumulate(a, axis=1), xp.multiply.accumulate(a * 1.5, axis=0),
+                xp.maximum.accumulate(a ** 3, axis=1), xp.minimum.accumulate(x),
+                logaddexp, subtract)
+
+
+def _ufunc_at(xp, x):
+    index = np.array([0, 2, 2, 4, 0, 2])
+    if xp is np:
+        a = x[:5] * 1.0
+        np.add.at(a, index, x[5:11] ** 2)
+        np.multiply.at(a, [1, 3, 1], x[:3])
+        np.maximum.at(a, [4, 4], x[9:11] * 2.0)
+        np.negative.at(a, [1])
+        m = x.reshape(3, 4) * 1.0
+        np.subtract.at(m, (np.array([0, 2, 0]), np.array([1, 1, 1])), x[[3, 7, 8]])
+        return flat(np, a, m)
+    a = x[:5] * 1.0
+    a = a.at[index].add(x[5:11] ** 2)
+    for i, j in zip([1, 3, 1], range(3)):   # (JAX differentiates no repeated products)
+        a = a.at[i].multiply(x[j])
+    a = a.at[np.array([4, 4])].max(x[9:11] * 2.0)
+    a = a.at[1].multiply(-1.0)
+    m = x.reshape(3, 4).at[np.array([0, 2, 0]), np.array([1, 1, 1])].add(-x[np.array([3, 7, 8])])
+    return flat(xp, a, m)
+
+
 SCENARIOS = [
     # reductions
     Scenario("sum", [np.sum], 12, lambda xp, x: xp.sum(x.reshape(3, 4) ** 2 * c(xp, x, K34),
@@ -236,6 +329,103 @@ SCENARIOS = [
     Scenario("scipy-logsumexp", [], 12, scipy_programs.logsumexp),
     Scenario("scipy-softmax-log_softmax", [], 12, scipy_programs.softmax),
     Scenario("scipy-polygamma", [], 4, scipy_programs.polygamma),
+    # statistics, ufunc methods and stencils
+    Scenario("ptp-average", [np.ptp, np.average], 12,
+             lambda xp, x: flat(xp, xp.ptp(x.reshape(3, 4) ** 3, axis=1),
+                                xp.average(x.reshape(3, 4), axis=1, weights=x[:4] ** 2 + 1.0),
+                                xp.average(xp.sin(x)),
+                                xp.average(x.reshape(2, 3, 2), axis=(0, 2), keepdims=True,
+                                           weights=c(xp, x, [[1.0, 2.0], [0.5, 3.0]])),
+                                *xp.average(x.reshape(3, 4), axis=0, returned=True,
+                                            weights=x[4:7] ** 2 + 0.5))),
+    Scenario("cumprod", [np.cumprod, np.cumulative_prod], 12,
+             lambda xp, x: flat(xp, xp.cumprod(xp.where(ZERO_AT, 0.0, x).reshape(3, 4), axis=1),
+                                xp.cumprod(x * 1.5), x.reshape(3, 4).cumprod(axis=0),
+                                xp.cumulative_prod(x[:5] * 2.0, include_initial=True))),
+    Scenario("cumulative-sum", [np.cumulative_sum], 12,
+             lambda xp, x: flat(xp, xp.cumulative_sum(x.reshape(3, 4) ** 2, axis=1,
+                                                      include_initial=True),
+                                xp.cumulative_sum(x * x[0]))),
+    Scenario("nan-sums", [np.nansum, np.nanprod, np.nancumsum, np.nancumprod], 12,
+             lambda xp, x: flat(xp, xp.nansum(_with_nans(xp, x) ** 2, axis=0),
+                                xp.nansum(_with_nans(xp, x) * x[0]),
+                                xp.nanprod(_with_nans(xp, x), axis=1, keepdims=True),
+                                xp.nancumsum(_with_nans(xp, x), axis=1),
+                                xp.nancumprod(_with_nans(xp, x) * 1.5, axis=1))),
+    Scenario("nan-moments", [np.nanmean, np.nanvar, np.nanstd], 12,
+             lambda xp, x: flat(xp, xp.nanmean(_with_nans(xp, x) ** 2, axis=1),
+                                xp.nanvar(_with_nans(xp, x), axis=1, ddof=1),
+                                xp.nanstd(_with_nans(xp, x) ** 3, axis=0, keepdims=True),
+                                xp.nanmean(_with_nans(xp, x)))),
+    Scenario("nan-extremes", [np.nanmax, np.nanmin], 12,
+             lambda xp, x: flat(xp, xp.nanmax(_with_nans(xp, x) ** 3, axis=1),
+                                xp.nanmin(_with_nans(xp, x) * x[0], axis=0),
+                                xp.nanmax(_with_nans(xp, x)))),
+    Scenario("median", [np.median], 12,
+             lambda xp, x: flat(xp, xp.median(x.reshape(3, 4) ** 3, axis=1),
+                                xp.median(x[:5] * x[5]), xp.median(x),
+                                xp.median(x.reshape(2, 3, 2), axis=(0, 2), keepdims=True))),
+    Scenario("quantile-percentile", [np.quantile, np.percentile], 12,
+             lambda xp, x: flat(xp, xp.quantile(x.reshape(3, 4) ** 2, c(xp, x, [0.1, 0.5, 0.95]),
+                                                axis=1),
+                                xp.quantile(x, 0.3), xp.quantile(x.reshape(3, 4), 1.0, axis=0),
+                                xp.percentile(x.reshape(3, 4), 62.5, axis=0, keepdims=True),
+                                xp.percentile(x * x[0], c(xp, x, [0.0, 20.0, 75.0, 100.0])))),
+    Scenario("quantile-methods", [np.quantile, np.percentile], 12,
+             lambda xp, x: flat(xp, *[xp.quantile(x.reshape(3, 4), c(xp, x, [0.2, 0.45]),
+                                                  axis=1, method=m)
+                                      for m in ("lower", "higher", "midpoint", "nearest")],
+                                xp.percentile(x, 40.0, method="midpoint"))),
+    Scenario("nan-order-statistics", [np.nanmedian, np.nanquantile, np.nanpercentile], 12,
+             lambda xp, x: flat(xp, xp.nanmedian(_with_nans(xp, x) ** 3, axis=1),
+                                xp.nanmedian(_with_nans(xp, x)),
+                                xp.nanquantile(_with_nans(xp, x), c(xp, x, [0.25, 0.9]), axis=1),
+                                xp.nanpercentile(_with_nans(xp, x), 60.0, axis=0))),
+    Scenario("cov", [np.cov], 12,
+             lambda xp, x: flat(xp, xp.cov(x.reshape(3, 4) ** 2),
+                                xp.cov(x.reshape(4, 3), x[:8].reshape(4, 2) * x[0], rowvar=False,
+                                       ddof=0),
+                                xp.cov(x.reshape(3, 4), fweights=np.array([1, 2, 1, 3]),
+                                       aweights=np.array([0.5, 1.0, 2.0, 1.5])),
+                                xp.cov(x[:6], bias=True))),
+    Scenario("corrcoef", [np.corrcoef], 12,
+             lambda xp, x: flat(xp, xp.corrcoef(x.reshape(3, 4) ** 3),
+                                xp.corrcoef(x[:6], x[6:] * x[0]))),
+    Scenario("convolve-correlate", [np.convolve, np.correlate], 12, _convolutions),
+    Scenario("gradient", [np.gradient], 12, _gradients),
+    Scenario("trapezoid-polyval", [np.trapezoid, np.polyval], 12,
+             lambda xp, x: flat(xp, xp.trapezoid(x.reshape(3, 4) ** 2, axis=1),
+                                xp.trapezoid(x.reshape(3, 4), x=c(xp, x, COORDINATES)),
+                                xp.trapezoid(x.reshape(3, 4), dx=x[0] ** 2, axis=0),
+                                xp.trapezoid(x[:6] ** 2, x=xp.cumsum(x[6:] ** 2)),
+                                xp.polyval(x[:4], x[4:] * 0.5), xp.polyval(c(xp, x, K3), x[0]))),
+    Scenario("sum-prod-where-initial", [np.sum, np.prod], 12,
+             lambda xp, x: flat(xp, xp.sum(x.reshape(3, 4) ** 2, axis=1,
+                                           where=np.array([True, False, True, True])),
+                                xp.sum(x, initial=2.5),
+                                method(xp, x.reshape(3, 4), "sum")(axis=0, initial=-1.0,
+                                                                   where=x[:4] > 0),
+                                xp.prod(x.reshape(3, 4), axis=1, initial=1.5,
+                                        where=np.array([True, False, True, True])),
+                                xp.prod(x[:4], initial=x[5]),
+                                method(xp, x.reshape(3, 4), "prod")(
+                                    axis=0, where=np.array([[True], [False], [True]])))),
+    Scenario("max-min-mean-where-initial", [np.max, np.min, np.mean], 12,
+             lambda xp, x: flat(xp, xp.max(x.reshape(3, 4), axis=1, initial=-0.2,
+                                           where=np.array([True, False, True, True])),
+                                xp.min(x.reshape(3, 4) ** 3, axis=0, initial=0.1),
+                                method(xp, x.reshape(3, 4), "max")(axis=0, initial=0.0),
+                                xp.mean(x.reshape(3, 4) ** 2, axis=1,
+                                        where=np.array([True, False, True, True])),
+                                method(xp, x.reshape(3, 4), "mean")(
+                                    axis=0, keepdims=True,
+                                    where=x.reshape(3, 4) > xp.min(x.reshape(3, 4), axis=0)))),
+    Scenario("ufunc-reduce", [], 12, _reduce),
+    Scenario("ufunc-accumulate", [np.cumsum, np.cumprod], 12, _accumulate),
+    Scenario("ufunc-outer", [], 12,
+             lambda xp, x: flat(xp, xp.multiply.outer(x[:3], x[3:7]),
+                                xp.subtract.outer(x[:3] ** 2, x[7:9].reshape(2, 1)))),
+    Scenario("ufunc-at", [], 12, _ufunc_at),
 ]
 
 

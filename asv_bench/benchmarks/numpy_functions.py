@@ -6,8 +6,13 @@ Functions (the `function` parameter):
 - "gaussian": the log-likelihood -r S^-1 r / 2 - log det S / 2 of a 3 x 3 S built from x and
   r = x[9:12], by solve and slogdet, and by cholesky: its Hessian (second order, every
   primitive's JVP rule run on duals); n is 12 whatever the size
+- "survival" and "quantile" (statistics, both engines): the sum of a survival curve
+  cumprod(1 - h) (a scan of log2(n) products) and a quantile of x**2 (a sort and an
+  interpolation), their gradients at n = 100 and 1000
 """
 import numpy as np
+
+import cyad
 
 from .common import CALLS, Operator, skip
 
@@ -57,3 +62,24 @@ class GaussianHessian(Operator):
             skip("the prepared call measures the same rules")
         f = gaussian if function == "solve and slogdet" else gaussian_by_cholesky
         self.operator_call(call, f, np.linspace(-0.5, 0.7, 12))
+
+
+def survival(x):
+    return np.sum(np.cumprod(1.0 - 0.5 * x))
+
+
+def upper_quantile(x):
+    return np.quantile(x * x, 0.9) + np.median(x)
+
+
+class StatisticsGradient(Operator):
+    operator = "gradient"
+    params = [["survival", "quantile"], [100, 1_000], ["dual", "tape"]]
+    param_names = ["function", "n", "engine"]
+
+    def setup(self, function, n, engine):
+        f = survival if function == "survival" else upper_quantile
+        x = np.random.default_rng(n).uniform(0.0, 1.0, n)
+        prep = cyad.prepare_gradient(f, x, engine=engine)
+        out = np.empty(n)
+        self.call = lambda: cyad.gradient(f, x, prep=prep, out=out)

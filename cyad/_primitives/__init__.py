@@ -3,13 +3,25 @@
 ``TABLE`` maps each supported NumPy function to its entry (`_table` describes the
 kinds: composition, constant, linear with its transpose, primitive with its JVP
 and VJP). The entries live by responsibility: `structural` (linear and structural
-functions, shape queries), `reductions`, `products`, `linalg`, `compositions`.
+functions, shape queries), `reductions`, `products`, `linalg`, `compositions`,
+`statistics` (nan*, order statistics, cumulative products, cov), `stencils`
+(convolutions, np.gradient, np.trapezoid, np.polyval); `ufunc_methods` gives the
+ufuncs' reduce, accumulate, outer and at on an engine's arrays.
 An engine interprets the table (the dual arrays: `cyad._dual_functions`); adding
 a NumPy function is adding its entry here. SciPy's functions outside NumPy's dispatch
 are in `scipy_functions`, as compositions and custom functions (`cyad._custom`, whose
 entries an engine finds with `_table.entry_of`); it is imported when SciPy is.
 """
-from cyad._primitives import compositions, linalg, products, reductions, structural  # noqa: F401
+from cyad._primitives import (  # noqa: F401
+    compositions,
+    linalg,
+    products,
+    reductions,
+    statistics,
+    stencils,
+    structural,
+    ufunc_methods,
+)
 from cyad._primitives._table import TABLE, Composition, Constant, Linear, Primitive
 
 __all__ = ["TABLE", "Composition", "Constant", "Linear", "Primitive"]

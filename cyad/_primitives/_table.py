@@ -142,6 +142,12 @@ def is_engine_array(x):
     return hasattr(type(x), "__array_function__") and not isinstance(x, np.ndarray)
 
 
+def float_dtype_of(*arrays):
+    """The float dtype of a result of `arrays` (their floats promoted; float64 if none)."""
+    dtypes = [x.dtype for x in arrays if hasattr(x, "dtype") and x.dtype.kind == "f"]
+    return np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
+
+
 def shape_of(x):
     return x.shape if hasattr(x, "shape") else np.shape(x)
 

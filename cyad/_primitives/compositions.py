@@ -104,8 +104,14 @@ def _count(a, axis):
 
 
 @composition(np.mean)
-def _mean(a, axis=None, *, keepdims=False):
-    return np.sum(a, axis, keepdims=keepdims) / _count(a, axis)
+def _mean(a, axis=None, *, keepdims=False, where=True):
+    if where is True:
+        return np.sum(a, axis, keepdims=keepdims) / _count(a, axis)
+    shape = shape_of(a)
+    selected = where if shape_of(where) == shape else np.broadcast_to(where, shape)
+    count = np.count_nonzero(selected, axis, keepdims=keepdims)
+    with np.errstate(invalid="ignore", divide="ignore"):   # NaN where none is selected
+        return np.sum(a, axis, keepdims=keepdims, where=where) / count
 
 
 @composition(np.var)

@@ -88,18 +88,24 @@ def _all(a, axis=None, *, keepdims=False):
 
 @linear(np.sum)
 class _sum:
-    def bind(a, axis=None, *, keepdims=False):
-        return (a,), {"axes": axes_of(axis, ndim_of(a)), "keepdims": keepdims}
+    """The sum, of the elements `where` selects (the others as zeros), plus `initial` (an
+    operand of its own when given)."""
 
-    def impl(x, *, axes, keepdims, extra=0):
+    def bind(a, axis=None, *, keepdims=False, initial=None, where=True):
+        axes = axes_of(axis, ndim_of(a))
+        if where is not True:
+            a = np.where(where, a, 0.0)
+        return (a,) if initial is None else (a, initial), {"axes": axes, "keepdims": keepdims}
+
+    def impl(x, *initial, axes, keepdims, extra=0):
         # the ufunc's reduce itself: np.sum's Python-level wrapper costs as much as the sum
-        return np.add.reduce(x, axes, keepdims=keepdims)
+        total = np.add.reduce(x, axes, keepdims=keepdims)
+        return total + initial[0] if initial else total
 
     def transpose(ct, shapes, *, axes, keepdims):
         shape = shapes[0]
-        if not keepdims:
-            ct = np.expand_dims(ct, axes)
-        return (np.broadcast_to(ct, shape),)
+        spread = np.broadcast_to(ct if keepdims else np.expand_dims(ct, axes), shape)
+        return (spread,) if len(shapes) == 1 else (spread, np.reshape(np.sum(ct), shapes[1]))
 
 
 @linear(np.cumsum)
