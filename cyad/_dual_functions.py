@@ -230,10 +230,17 @@ def _primitive_function(entry):
 
 
 def _outputs(out, tangent, make):
-    """The dual results of a rule's output(s) and tangent(s) (tuples for several outputs)."""
+    """The dual results of a rule's output(s) and tangent(s) (tuples for several outputs);
+    an integer output (lstsq's rank) is a count, returned as it is."""
     if isinstance(out, tuple):
-        return type(out)(*[make(v, t) for v, t in zip(out, tangent, strict=True)])
+        results = [v if _is_count(v) else make(v, t) for v, t in zip(out, tangent, strict=True)]
+        return type(out)(*results) if hasattr(out, "_fields") else tuple(results)
     return make(out, tangent)
+
+
+def _is_count(value):
+    return isinstance(value, (int, np.integer)) or (
+        isinstance(value, np.ndarray) and value.dtype.kind in "iu")
 
 
 def _lanes_first(partials):

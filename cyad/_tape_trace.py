@@ -327,7 +327,17 @@ class Recording:
         results = result if isinstance(result, tuple) else (result,)
         for out, value in zip(outs if isinstance(result, tuple) else (outs,), results):
             self.values[out.node] = np.asarray(value, out.dtype).reshape(out.shape)
-        return outs
+        if not isinstance(result, tuple):
+            return outs
+        # an integer output (lstsq's rank) is a count, checked by a guard on every replay;
+        # a named tuple (eigh's, svd's) keeps its type
+        kept = []
+        for out, value in zip(outs, result, strict=True):
+            if isinstance(value, (int, np.integer)):
+                self.guard(out.node, where)
+                out = value
+            kept.append(out)
+        return type(result)(*kept) if hasattr(result, "_fields") else tuple(kept)
 
 
 class Tracer:
