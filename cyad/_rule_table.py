@@ -299,6 +299,14 @@ BINARY_RULES = (
     Binary("zeta", ("scipy.special._ufuncs._zeta",), "sc.zeta(a, b)", "NAN",
            "-a * sc.zeta(a + 1.0, b)", "NAN", "NAN", "a * (a + 1.0) * sc.zeta(a + 2.0, b)",
            (ZETA_ORDER, POSITIVE), differentiable="b"),
+    # Box-Cox transforms of x (of 1 + x) with parameter lmbda: their partials in lmbda by
+    # series near lmbda log(x) = 0 (cyad/_rule_helpers.pxd), exact at lmbda = 0 too
+    Binary("boxcox", ("scipy.special.boxcox",), "sc.boxcox(a, b)", "pow(a, b - 1.0)",
+           "_boxcox_dl(log(a), b)", "(b - 1.0) * da / a", "da * log(a)",
+           "_boxcox_dll(log(a), b)", (POSITIVE, EXPONENT)),
+    Binary("boxcox1p", ("scipy.special.boxcox1p",), "sc.boxcox1p(a, b)",
+           "pow(1.0 + a, b - 1.0)", "_boxcox_dl(log1p(a), b)", "(b - 1.0) * da / (1.0 + a)",
+           "da * log1p(a)", "_boxcox_dll(log1p(a), b)", ((-0.9, 4.0), EXPONENT)),
 )
 
 

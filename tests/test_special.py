@@ -231,6 +231,30 @@ def test_gammainc_at_x_zero(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("func,log", [(sc.boxcox, np.log), (sc.boxcox1p, np.log1p)],
+                         ids=["boxcox", "boxcox1p"])
+def test_boxcox_in_lmbda_at_and_near_zero(func, log, engine):
+    # boxcox(x, lmbda) = (x**lmbda - 1) / lmbda is the sum over k >= 1 of lmbda**(k-1)
+    # log(x)**k / k!: at lmbda = 0 its partials in lmbda are log(x)**2 / 2 and log(x)**3 / 3,
+    # and near 0 the first terms of the series (the closed form cancels there)
+    x = np.array([0.3, 0.9, 2.5, 4.0])
+    lg = log(x)
+    for lmbda in (0.0, 1e-7, -3e-5):
+        d = lg ** 2 / 2 + lmbda * lg ** 3 / 3 + lmbda ** 2 * lg ** 4 / 8
+        d2 = lg ** 3 / 3 + lmbda * lg ** 4 / 4 + lmbda ** 2 * lg ** 5 / 10
+        jacobian = cyad.jacobian(lambda v, x=x: func(x, v), np.full(4, lmbda), engine=engine)
+        assert_allclose(np.diagonal(jacobian), d, rtol=1e-14)
+        hessian = cyad.hessian(lambda v, x=x: np.sum(func(x, v)), np.full(4, lmbda),
+                               engine=engine)
+        assert_allclose(np.diagonal(hessian), d2, rtol=1e-14)
+        # in x: (1 + x)**(lmbda - 1) for boxcox1p, x**(lmbda - 1) for boxcox
+        base = x + (1.0 if func is sc.boxcox1p else 0.0)
+        mixed = cyad.hessian(lambda v: np.sum(func(v[:4], v[4:])),
+                             np.concatenate([x, np.full(4, lmbda)]), engine=engine)
+        assert_allclose(np.diagonal(mixed[:4, 4:]), base ** (lmbda - 1.0) * lg, rtol=1e-14)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_zeta_in_q_and_the_polygamma_it_gives(engine):
     # d/dq zeta(s, q) = -s zeta(s + 1, q); psi^(n)(x) = (-1)**(n+1) n! zeta(n + 1, x)
     q = np.array([0.3, 1.0, 2.5, 40.0])
