@@ -19,7 +19,9 @@ whose partials carry a trailing axis of `width` derivative lanes:
   a and c lanes (from the tangent). So every primitive works at second order.
 
 Operands that are not dual arrays are constants (zero partials). Results take
-NumPy's promotion of the values, as float64 or float32. Array constructors shaped
+NumPy's promotion of the values, as float64 or float32. Other modules' ufuncs of the
+table (scipy.special.betainc: ``NAMED``) are in ``NAMED_FUNCTIONS`` by name, for the dual
+arrays' `__array_ufunc__`. Array constructors shaped
 like a dual (np.zeros_like, ...) and np.copyto, which make or write arrays of this
 engine, are here too.
 """
@@ -31,7 +33,7 @@ import numpy as np
 
 from cyad._dual import Dual, Tag, float_dtype, make_dual, primal, promote, tagged_dual
 from cyad._layout import NestedLanes, padded_width
-from cyad._primitives import TABLE
+from cyad._primitives import NAMED, TABLE
 
 HANDLED_FUNCTIONS = {}
 
@@ -310,6 +312,22 @@ _ENGINE = {"composition": lambda entry: entry.impl, "constant": _constant_functi
 for _function, _entry in TABLE.items():
     implements(_function, _entry.impl if _entry.kind in ("composition", "constant")
                else _entry.bind, _entry.promote)(_ENGINE[_entry.kind](_entry))
+
+
+def _named_function(entry):
+    run = _ENGINE[entry.kind](entry)
+
+    def call(*args, out=None):
+        if len(_tags(args)) > 1:
+            args = _promoted(args)
+        return _into(out, run(*args))
+
+    return call
+
+
+# other modules' ufuncs of the table (scipy.special's), by name: the dual arrays'
+# __array_ufunc__ looks them up
+NAMED_FUNCTIONS = {_name: _named_function(_entry) for _name, _entry in NAMED.items()}
 
 
 # -- arrays made or written by this engine ----------------------------------------------------

@@ -48,7 +48,7 @@ import numpy as np
 
 from cyad import _rule_table
 from cyad._dual import Dual
-from cyad._primitives import TABLE
+from cyad._primitives import NAMED, TABLE
 from cyad._stacked import stacked
 from cyad._tape import COMPARISONS, Instr, Tape, Var, evaluate
 from cyad._wrapper import constant_result
@@ -733,8 +733,10 @@ def ufunc_call(rec, ufunc, inputs, name):
             raise TypeError(f"cyad: {name} is differentiable in its second argument only; its "
                             "first must be a constant, not a traced array")
         return rec.elementwise("binary", inputs, op=op)
-    if ufunc is np.matmul:
-        return function_call(rec, np.matmul, inputs, {})
+    if ufunc in TABLE:   # a ufunc of the primitive table: np.matmul, np.vecdot, ...
+        return function_call(rec, ufunc, inputs, {})
+    if name in NAMED:    # scipy.special.betainc, ...
+        return table_call(rec, NAMED[name], ufunc, inputs, {})
     raise TypeError(f"cyad: {name} is not supported by engine='tape' (its derivative is not "
                     "in cyad's rule table)")
 
@@ -749,6 +751,11 @@ def function_call(rec, func, args, kwargs):
     entry = TABLE.get(func)
     if entry is None:
         raise TypeError(f"cyad: numpy.{func.__name__} is not supported by engine='tape'")
+    return table_call(rec, entry, func, args, kwargs)
+
+
+def table_call(rec, entry, func, args, kwargs):
+    """func, an entry of the primitive table, on traced operands."""
     if entry.kind == "composition":
         return entry.impl(*args, **kwargs)
     if entry.kind == "constant":

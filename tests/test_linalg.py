@@ -51,6 +51,18 @@ def test_vector_norms_at_zero_entries_and_ties(engine):
             gradient, rtol=1e-15, atol=1e-16, err_msg=str(order))
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_invalid_norm_orders_raise_as_numpy(engine):
+    x = _random(9)
+    for call, match in [(lambda x: np.linalg.norm(x, "fro"), "Invalid norm order 'fro'"),
+                        (lambda x: np.linalg.norm(x.reshape(3, 3), 3),
+                         "Invalid norm order for matrices")]:
+        with pytest.raises(ValueError, match=match):
+            call(x)
+        with pytest.raises(ValueError, match=match):
+            cyad.jacobian(call, x, engine=engine)
+
+
 # -- refused where no derivative exists ----------------------------------------------------------
 
 def _refused(function, x, match):

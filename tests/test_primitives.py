@@ -300,6 +300,10 @@ SCENARIOS = [
              lambda xp, x: xp.vdot(x.reshape(3, 4), x.reshape(3, 4) ** 2)
              * xp.linalg.vecdot(x.reshape(3, 4), c(xp, x, K34), axis=0)
              + xp.linalg.outer(x[:2], x[2:6]).sum(axis=0)),
+    Scenario("vecdot-matvec-vecmat", [np.vecdot, np.matvec, np.vecmat], 12,
+             lambda xp, x: xp.vecdot(x.reshape(3, 4), x[:4] ** 2)
+             * xp.matvec(x.reshape(3, 4), c(xp, x, K4) * x[4:8])
+             + xp.vecmat(x[:3], x.reshape(3, 4))[:3] * xp.vecdot(x[:3], x[3:6])),
     Scenario("linalg-names", [np.linalg.matmul, np.linalg.tensordot, np.linalg.trace,
                               np.matrix_transpose, np.linalg.matrix_transpose], 12,
              lambda xp, x: xp.linalg.matmul(x.reshape(3, 4), xp.matrix_transpose(

@@ -25,6 +25,9 @@ An entry describes one NumPy function for every engine. It is one of
   function of several outputs takes and returns tuples of them.
 
 Engines walk ``TABLE`` (NumPy function -> entry); ``entry.kind`` names the kind.
+``NAMED`` holds the entries of other modules' ufuncs by their public names
+("scipy.special.betainc"): cyad does not import SciPy, so an engine looks such a ufunc
+up by name (`cyad._rule_table.ufunc_name`) when one reaches it.
 """
 import numpy as np
 
@@ -35,6 +38,7 @@ except ImportError:  # NumPy 1.x
     from numpy.core.numeric import normalize_axis_tuple
 
 TABLE = {}
+NAMED = {}
 
 
 class Entry:
@@ -114,6 +118,14 @@ def linear(*numpy_functions):
 
 def primitive(*numpy_functions):
     return _register(Primitive, numpy_functions)
+
+
+def named_primitive(name):
+    """A primitive of another module's ufunc, by its public name (see NAMED)."""
+    def register(definition):
+        NAMED[name] = Primitive(name.rpartition(".")[2], vars(definition))
+        return definition
+    return register
 
 
 # -- helpers ----------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """Linear algebra written with other table functions: no derivative code of their own.
 
-Products (np.cross, np.vdot, np.linalg.multi_dot, np.linalg.matrix_power and the
-NumPy 2 names of np.linalg: matmul, outer, tensordot, trace, cross, vecdot,
-matrix_transpose), norms (np.linalg.norm, vector_norm, matrix_norm) and the tensor
-solvers (np.linalg.tensorsolve, tensorinv). Each one calls NumPy functions on its
-arguments, which dispatch back to the engine for its arrays.
+Products (np.cross, np.vdot, np.vecdot, np.matvec, np.vecmat, np.linalg.multi_dot,
+np.linalg.matrix_power and the NumPy 2 names of np.linalg: matmul, outer, tensordot,
+trace, cross, vecdot, matrix_transpose), norms (np.linalg.norm, vector_norm,
+matrix_norm) and the tensor solvers (np.linalg.tensorsolve, tensorinv). Each one calls
+NumPy functions on its arguments, which dispatch back to the engine for its arrays.
 
 Norms at their kinks take the conventions of the functions they are made of: abs
 has slope 0 at 0, and the ties of np.max and np.min share the derivative (the mean
@@ -291,3 +291,20 @@ def _matrix_norm(x, ord, axes, keepdims):
         shape[axes[0]] = shape[axes[1]] = 1
         result = np.reshape(result, tuple(shape))
     return result
+
+
+# -- NumPy 2's ufuncs of vectors and matrices (real operands) ------------------------------------
+
+@composition(np.vecdot)
+def _vecdot(x1, x2, /):
+    return np.sum(x1 * x2, axis=-1)
+
+
+if hasattr(np, "matvec"):   # NumPy >= 2.2
+    @composition(np.matvec)
+    def _matvec(x1, x2, /):
+        return np.matmul(x1, np.expand_dims(x2, -1))[..., 0]
+
+    @composition(np.vecmat)
+    def _vecmat(x1, x2, /):
+        return np.matmul(np.expand_dims(x1, -2), x2)[..., 0, :]
