@@ -97,6 +97,28 @@ def test_pinv_and_lstsq_of_rank_deficient_matrices_raise(function, match):
     _refused(lambda x: function(x.reshape(4, 3)), a.ravel(), match)
 
 
+@pytest.mark.parametrize("function", [lambda a: np.linalg.eigvals(a),
+                                      lambda a: np.linalg.eig(a)[1] ** 2])
+def test_eig_at_repeated_eigenvalues_raises(function):
+    a = np.array([[2.0, 1.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.5, 3.0]])   # 2 twice
+    _refused(lambda x: function(x.reshape(3, 3)), a.ravel(), "at repeated eigenvalues")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("function", [lambda a: np.linalg.eigvals(a),
+                                      lambda a: np.linalg.eig(a)[0]])
+def test_eig_with_complex_eigenvalues_is_refused(function, engine):
+    rotation = np.array([1.0, -2.0, 2.0, 1.0])   # eigenvalues 1 +- 2i
+    with pytest.raises(TypeError, match="eig.* of a matrix with complex eigenvalues"):
+        cyad.jacobian(lambda x: function(x.reshape(2, 2)), rotation, engine=engine)
+    # a prep (a tape) made where the eigenvalues are real refuses complex ones later
+    real = np.array([1.0, 2.0, 0.5, 1.0])
+    prep = cyad.prepare_jacobian(lambda x: function(x.reshape(2, 2)), real, engine=engine)
+    cyad.jacobian(lambda x: function(x.reshape(2, 2)), real, prep=prep)
+    with pytest.raises(TypeError, match="complex eigenvalues"):
+        cyad.jacobian(lambda x: function(x.reshape(2, 2)), rotation, prep=prep)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_non_unique_columns_are_refused(engine):
     x = _random(12)

@@ -1,8 +1,10 @@
-"""Decompositions and least squares: qr, svd, svdvals, pinv, lstsq, and matrix_rank.
+"""Decompositions and least squares: qr, svd, svdvals, eig, eigvals, pinv, lstsq, and
+matrix_rank.
 
 The JVP rules are JAX's (jax/_src/lax/linalg.py: qr_jvp_rule, svd_jvp_rule), the VJP
 rules their adjoints (for the SVD, Townsend's "Differentiating the singular value
-decomposition"); pinv's is Golub and Pereyra's derivative of the pseudo-inverse.
+decomposition"); eig's is the classical one (Magnus, 1985), the eigenvectors kept at
+unit norm; pinv's is Golub and Pereyra's derivative of the pseudo-inverse.
 Tangents have their lanes leading, as everywhere in the table, and every rule is
 written in table operations, so that it composes to any order.
 
@@ -16,6 +18,8 @@ number:
   singular values not differentiable), within the floating-point resolution of the
   largest one; full_matrices=True of a non-square matrix is refused (the extra
   singular vectors are not unique).
+- eig, eigvals: at repeated eigenvalues; complex ones (a dual array holds real numbers)
+  raise TypeError. The eigenvectors' derivatives keep their unit norm, as NumPy's.
 - pinv, lstsq: of a rank-deficient matrix (at the cutoff that NumPy's own call uses),
   where the pseudo-inverse jumps. lstsq's rank is a constant; its singular values
   carry NaN derivatives where they repeat (the solution is differentiable there, the
@@ -235,6 +239,99 @@ class _svdvals:
 
     def vjp(primals, ct):
         return (_svd_cotangent(primals[0], None, ct, None),)
+
+
+# -- eigenvalues of a general matrix ------------------------------------------------------------
+
+_EIG = type(np.linalg.eig(np.eye(1)))
+
+
+def _real(result, name):
+    # (checked where NumPy computes it, so that an engine replaying the call checks too)
+    if any(r.dtype.kind == "c" for r in (result if isinstance(result, tuple) else (result,))):
+        raise TypeError(f"cyad: numpy.linalg.{name} of a matrix with complex eigenvalues is not "
+                        "supported: dual arrays hold real numbers (a symmetric matrix has real "
+                        "ones: numpy.linalg.eigh)")
+    return result
+
+
+def _real_eig(a, name):
+    """w, V of np.linalg.eig(a); TypeError where they are complex (a dual array holds real
+    numbers), LinAlgError at repeated eigenvalues; with F_ij = 1 / (w_j - w_i), 0 on the
+    diagonal."""
+    w, v = _real(np.linalg.eig(a), name)
+    n = shape_of(w)[-1]
+    eye = np.eye(n, dtype=bool)
+    diff = w[..., None, :] - w[..., :, None]
+    if n > 1 and np.min(np.abs(diff[..., ~eye])) <= (
+            n * np.finfo(w.dtype).eps * np.max(np.abs(w))):
+        raise np.linalg.LinAlgError(
+            f"cyad: numpy.linalg.{name} at repeated eigenvalues: the eigenvectors are not "
+            "unique and the eigenvalues not differentiable there")
+    return w, v, np.where(eye, 0.0, 1.0 / np.where(eye, 1.0, diff))
+
+
+def _eig_tangents(a, t, name, vectors):
+    # M = V^-1 dA V: dw = diag(M); dV = V (F o M), less each column's part along itself
+    # (NumPy's eigenvectors have unit norm)
+    w, v, f = _real_eig(a, name)
+    m = _solve_lanes(v, np.matmul(t, v))
+    n = shape_of(w)[-1]
+    dw = np.sum(m * _eye(n, w.dtype), axis=-1)
+    if not vectors:
+        return w, v, dw, None
+    dv = np.matmul(v, f * m)
+    return w, v, dw, dv - v * np.sum(v * dv, axis=-2, keepdims=True)
+
+
+def _eig_cotangent(a, wb, vb, name):
+    # the adjoint of _eig_tangents: A's cotangent V^-T G V^T, G = diag(wb) + F o (V^T vb
+    # - V^T V diag(V^T vb))
+    w, v, f = _real_eig(a, name)
+    n = shape_of(w)[-1]
+    eye = _eye(n, w.dtype)
+    g = np.expand_dims(wb, -1) * eye
+    if vb is not None:
+        vt = matrix_transpose(v)
+        vtvb = np.matmul(vt, vb)
+        g = g + f * (vtvb - np.matmul(np.matmul(vt, v), vtvb * eye))
+    return np.linalg.solve(matrix_transpose(v), np.matmul(g, matrix_transpose(v)))
+
+
+@primitive(np.linalg.eig)
+class _eig:
+    """Real eigenvalues only (complex ones are refused), distinct (repeated ones raise
+    LinAlgError); the eigenvectors of unit norm, as NumPy's."""
+
+    def bind(a):
+        return (a,), {}
+
+    def impl(a):
+        return _real(np.linalg.eig(a), "eig")
+
+    def jvp(primals, tangents):
+        w, v, dw, dv = _eig_tangents(primals[0], tangents[0], "eig", vectors=True)
+        return _EIG(w, v), _EIG(dw, dv)
+
+    def vjp(primals, ct):
+        wb, vb = ct
+        return (_eig_cotangent(primals[0], wb, vb, "eig"),)
+
+
+@primitive(np.linalg.eigvals)
+class _eigvals:
+    def bind(a):
+        return (a,), {}
+
+    def impl(a):
+        return _real(np.linalg.eigvals(a), "eigvals")
+
+    def jvp(primals, tangents):
+        w, _, dw, _ = _eig_tangents(primals[0], tangents[0], "eigvals", vectors=False)
+        return w, dw
+
+    def vjp(primals, ct):
+        return (_eig_cotangent(primals[0], ct, None, "eigvals"),)
 
 
 # -- pseudo-inverse and least squares ------------------------------------------------------------
