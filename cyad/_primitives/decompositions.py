@@ -439,16 +439,12 @@ class _lstsq:
 
     def jvp(primals, tangents, *, rcond):
         (a, b), (ta, tb) = primals, tangents
-        x, residuals, rank, s = np.linalg.lstsq(a, b, rcond)
+        result = x, residuals, _, s = _full_rank_lstsq(a, b, rcond)
         m, n = shape_of(a)
-        if rank < min(m, n):
-            raise np.linalg.LinAlgError(
-                "cyad: numpy.linalg.lstsq of a rank-deficient matrix is not differentiable: "
-                "the least-squares solution jumps where the rank changes")
         p = np.linalg.pinv(a, rcond)
         xc = _as_columns(x)
-        # the lanes of the right-hand side's tangent (lanes, m, k)
-        rhs = 0.0 if tb is None else _as_columns_lanes(tb, b)
+        # the right-hand side's tangent with a columns axis (lanes, m, k)
+        rhs = 0.0 if tb is None else (tb[..., None] if b.ndim == 1 else tb)
         if ta is not None:
             rhs = rhs - np.matmul(ta, xc)
         dx = np.matmul(p, rhs)
@@ -465,18 +461,13 @@ class _lstsq:
             dx = dx + w - np.matmul(p, np.matmul(a, w))
         if b.ndim == 1:
             dx = dx[..., 0]
-        ds = _lstsq_singular_value_tangents(a, s, ta)
-        return (x, residuals, rank, s), (dx, dres, None, ds)
+        return result, (dx, dres, None, _lstsq_singular_value_tangents(a, s, ta))
 
     def vjp(primals, ct, *, rcond):
         a, b = primals
         xb, resb, _, sb = ct
-        x, _, rank, s = np.linalg.lstsq(a, b, rcond)
+        x, _, _, s = _full_rank_lstsq(a, b, rcond)
         m, n = shape_of(a)
-        if rank < min(m, n):
-            raise np.linalg.LinAlgError(
-                "cyad: numpy.linalg.lstsq of a rank-deficient matrix is not differentiable: "
-                "the least-squares solution jumps where the rank changes")
         p = np.linalg.pinv(a, rcond)
         xc, xbc = _as_columns(x), _as_columns(xb)
         # the cotangent of rhs = db - dA x (the first term), and of dA through the others
@@ -494,9 +485,13 @@ class _lstsq:
         return ga + _lstsq_singular_value_cotangent(a, s, sb), (gr[..., 0] if b.ndim == 1 else gr)
 
 
-def _as_columns_lanes(tb, b):
-    # a tangent of b (lanes leading) with b's columns axis: (lanes, m, k)
-    return tb[..., None] if b.ndim == 1 else tb
+def _full_rank_lstsq(a, b, rcond):
+    result = np.linalg.lstsq(a, b, rcond)
+    if result[2] < min(shape_of(a)):
+        raise np.linalg.LinAlgError(
+            "cyad: numpy.linalg.lstsq of a rank-deficient matrix is not differentiable: the "
+            "least-squares solution jumps where the rank changes")
+    return result
 
 
 def _lstsq_singular_value_tangents(a, s, ta):
