@@ -221,3 +221,24 @@ def test_lstsq_rank_is_an_integer(engine):
     reference = cyad.jacobian(lambda x: np.linalg.lstsq(x.reshape(4, 3), np.ones(4))[0], x,
                               engine=engine)
     np.testing.assert_allclose(jacobian, 3 * reference, rtol=1e-14)
+
+
+@needs_jax
+@pytest.mark.parametrize("engine", ENGINES)
+def test_pinv_hermitian_reads_the_lower_triangle(engine):
+    # hermitian=True: NumPy's pinv through eigh, of the symmetric matrix of the lower triangle
+    x = _random(9, 5) + 3.0 * np.eye(3).ravel()
+
+    def reference(x):
+        a = x.reshape(3, 3)
+        low = jnp.tril(a)
+        return jnp.sum(jnp.linalg.pinv(low + jnp.tril(a, -1).T) * np.arange(9.0).reshape(3, 3))
+
+    def f(x):
+        return np.sum(np.linalg.pinv(x.reshape(3, 3), hermitian=True)
+                      * np.arange(9.0).reshape(3, 3))
+
+    np.testing.assert_allclose(cyad.gradient(f, x, engine=engine),
+                               np.asarray(jax.grad(reference)(x)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(cyad.hessian(f, x, engine=engine),
+                               np.asarray(jax.hessian(reference)(x)), rtol=1e-9, atol=1e-11)
