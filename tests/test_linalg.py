@@ -242,3 +242,11 @@ def test_pinv_hermitian_reads_the_lower_triangle(engine):
                                np.asarray(jax.grad(reference)(x)), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(cyad.hessian(f, x, engine=engine),
                                np.asarray(jax.hessian(reference)(x)), rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_cross_of_2_vectors_warns_as_numpy(engine):
+    x = _random(4, 6)
+    with pytest.warns(DeprecationWarning, match="2-dimensional vectors are deprecated"):
+        gradient = cyad.gradient(lambda x: np.cross(x[:2], x[2:]), x, engine=engine)
+    np.testing.assert_array_equal(gradient, [x[3], -x[2], -x[1], x[0]])

@@ -86,6 +86,8 @@ def _register(kind, numpy_functions, promote=True):
         entry = kind(definition.__name__.strip("_"), namespace)
         entry.promote = promote
         for f in numpy_functions:
+            if f is None:   # a function this NumPy lacks (`numpy_function`)
+                continue
             if f in TABLE:
                 raise ValueError(f"{f} is in the table twice")
             TABLE[f] = entry
@@ -129,6 +131,15 @@ def named_primitive(name):
 
 
 # -- helpers ----------------------------------------------------------------------
+
+def numpy_function(name):
+    """NumPy's function of a dotted name ("linalg.svdvals"), None where this NumPy lacks it
+    (the NumPy 2 names on NumPy 1.x): the table leaves it out."""
+    value = np
+    for part in name.split("."):
+        value = getattr(value, part, None)
+    return value
+
 
 def axes_of(axis, ndim):
     """`axis` of a NumPy call (None: all) as a tuple of non-negative axes."""

@@ -34,6 +34,7 @@ import numpy as np
 from cyad._primitives._table import (
     constant,
     matrix_transpose,
+    numpy_function,
     primitive,
     shape_of,
 )
@@ -41,7 +42,10 @@ from cyad._primitives.linalg import _solve_lanes, _symmetrised, _symmetrised_adj
 
 _QR = type(np.linalg.qr(np.eye(1)))
 _SVD = type(np.linalg.svd(np.eye(1)))
-_NO_VALUE = inspect.signature(np.linalg.pinv).parameters["rtol"].default
+# pinv's and matrix_rank's rtol (NumPy 2): pinv's default, and whether matrix_rank takes it
+_PINV_RTOL = inspect.signature(np.linalg.pinv).parameters.get("rtol")
+_NO_VALUE = None if _PINV_RTOL is None else _PINV_RTOL.default
+_RANK_RTOL = "rtol" in inspect.signature(np.linalg.matrix_rank).parameters
 
 
 def _eye(n, dtype):
@@ -225,13 +229,13 @@ class _svd:
         return (_svd_cotangent(primals[0], ub, sb, vhb),)
 
 
-@primitive(np.linalg.svdvals)
+@primitive(numpy_function("linalg.svdvals"))
 class _svdvals:
     def bind(x, /):
         return (x,), {}
 
     def impl(a):
-        return np.linalg.svdvals(a)
+        return np.linalg.svd(a, compute_uv=False)
 
     def jvp(primals, tangents):
         _, s, _, ds, _, _ = _svd_tangents(primals[0], tangents[0], vectors=False)
@@ -338,7 +342,7 @@ class _eigvals:
 
 @constant(np.linalg.matrix_rank)
 def _matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
-    return np.linalg.matrix_rank(A, tol, hermitian, rtol=rtol)
+    return np.linalg.matrix_rank(A, tol, hermitian, **({"rtol": rtol} if rtol is not None else {}))
 
 
 def _pinv_rcond(a, rcond, rtol):
@@ -351,8 +355,10 @@ def _pinv_rcond(a, rcond, rtol):
 
 
 def _check_full_rank(a, rcond, name):
+    # (NumPy 1.x's matrix_rank has no relative cutoff: its own default then)
     m, n = shape_of(a)[-2:]
-    if np.min(np.linalg.matrix_rank(a, rtol=rcond)) < min(m, n):
+    rank = np.linalg.matrix_rank(a, rtol=rcond) if _RANK_RTOL else np.linalg.matrix_rank(a)
+    if np.min(rank) < min(m, n):
         raise np.linalg.LinAlgError(
             f"cyad: numpy.linalg.{name} of a rank-deficient matrix is not differentiable: "
             "the pseudo-inverse jumps where the rank changes")

@@ -23,6 +23,7 @@ from cyad._primitives._table import (
     composition,
     matrix_transpose,
     ndim_of,
+    numpy_function,
     shape_of,
 )
 
@@ -65,7 +66,7 @@ def _cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return np.moveaxis(result, -1, axis_of(axisc, ndim_of(result)))
 
 
-@composition(np.linalg.cross)
+@composition(numpy_function("linalg.cross"))
 def _linalg_cross(x1, x2, /, *, axis=-1):
     if shape_of(x1)[axis] != 3 or shape_of(x2)[axis] != 3:
         raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
@@ -80,12 +81,12 @@ def _vdot(a, b, /):
     return np.dot(np.ravel(a), np.ravel(b))
 
 
-@composition(np.linalg.vecdot)
+@composition(numpy_function("linalg.vecdot"))
 def _linalg_vecdot(x1, x2, /, *, axis=-1):
     return np.sum(x1 * x2, axis=axis)
 
 
-@composition(np.linalg.outer)
+@composition(numpy_function("linalg.outer"))
 def _linalg_outer(x1, x2, /):
     if ndim_of(x1) != 1 or ndim_of(x2) != 1:
         raise ValueError("Input arrays must be one-dimensional, but they are "
@@ -93,22 +94,22 @@ def _linalg_outer(x1, x2, /):
     return np.outer(x1, x2)
 
 
-@composition(np.linalg.matmul)
+@composition(numpy_function("linalg.matmul"))
 def _linalg_matmul(x1, x2, /):
     return np.matmul(x1, x2)
 
 
-@composition(np.linalg.tensordot)
+@composition(numpy_function("linalg.tensordot"))
 def _linalg_tensordot(x1, x2, /, *, axes=2):
     return np.tensordot(x1, x2, axes)
 
 
-@composition(np.linalg.trace)
+@composition(numpy_function("linalg.trace"))
 def _linalg_trace(x, /, *, offset=0):
     return np.trace(x, offset, -2, -1)
 
 
-@composition(np.matrix_transpose, np.linalg.matrix_transpose)
+@composition(numpy_function("matrix_transpose"), numpy_function("linalg.matrix_transpose"))
 def _matrix_transpose(x, /):
     if ndim_of(x) < 2:
         raise ValueError("Input array must be at least 2-dimensional, but it is "
@@ -233,12 +234,12 @@ def _norm(x, ord=None, axis=None, keepdims=False):
     raise ValueError("Improper number of dimensions to norm.")
 
 
-@composition(np.linalg.vector_norm)
+@composition(numpy_function("linalg.vector_norm"))
 def _linalg_vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     return _vector_norm(x, ord, axes_of(axis, ndim_of(x)), keepdims)
 
 
-@composition(np.linalg.matrix_norm)
+@composition(numpy_function("linalg.matrix_norm"))
 def _linalg_matrix_norm(x, /, *, keepdims=False, ord="fro"):
     if ndim_of(x) < 2:
         raise ValueError("The input array must be at least 2-dimensional, but it is "
@@ -295,16 +296,16 @@ def _matrix_norm(x, ord, axes, keepdims):
 
 # -- NumPy 2's ufuncs of vectors and matrices (real operands) ------------------------------------
 
-@composition(np.vecdot)
+@composition(numpy_function("vecdot"))
 def _vecdot(x1, x2, /):
     return np.sum(x1 * x2, axis=-1)
 
 
-if hasattr(np, "matvec"):   # NumPy >= 2.2
-    @composition(np.matvec)
-    def _matvec(x1, x2, /):
-        return np.matmul(x1, np.expand_dims(x2, -1))[..., 0]
+@composition(numpy_function("matvec"))
+def _matvec(x1, x2, /):
+    return np.matmul(x1, np.expand_dims(x2, -1))[..., 0]
 
-    @composition(np.vecmat)
-    def _vecmat(x1, x2, /):
-        return np.matmul(np.expand_dims(x1, -2), x2)[..., 0, :]
+
+@composition(numpy_function("vecmat"))
+def _vecmat(x1, x2, /):
+    return np.matmul(np.expand_dims(x1, -2), x2)[..., 0, :]
