@@ -86,7 +86,8 @@ expm1' = exp (not expm1 + 1), tanh' = 1/cosh^2 (not 1 - tanh^2), and 1 - x^2 is
 computed as (1 - x)(1 + x) for arcsin, arccos and arctanh near |x| = 1; log_ndtr' = phi/Phi
 as sqrt(2/pi) / erfcx(-x/sqrt(2)) (no underflow in the lower tail); expit' = expit(x)
 expit(-x) (not v(1 - v)); the Bessel functions' derivatives through the recurrences
-(I1' = (I0 + I2)/2, not I0 - I1/x).
+(I1' = (I0 + I2)/2, not I0 - I1/x); boxcox's partials in lmbda by their series where
+lmbda log(x) is small (exact at lmbda = 0, where the closed form is 0/0).
 
 Test domains: where the tests draw a rule's points, inside the function's real domain
 and away from the places where it is not differentiable (the jumps of sign, floor, ceil,
