@@ -250,3 +250,25 @@ def test_cross_of_2_vectors_warns_as_numpy(engine):
     with pytest.warns(DeprecationWarning, match="2-dimensional vectors are deprecated"):
         gradient = cyad.gradient(lambda x: np.cross(x[:2], x[2:]), x, engine=engine)
     np.testing.assert_array_equal(gradient, [x[3], -x[2], -x[1], x[0]])
+
+
+@pytest.mark.parametrize("operator", ["gradient", "hessian"])
+def test_a_tape_replays_the_decompositions_at_another_point(operator):
+    # the rules are recorded, not their numbers: a prep made at x0 differentiates at x1
+    def f(x):
+        a = x[:12].reshape(4, 3)
+        q, r = np.linalg.qr(a)
+        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        solution, residual, rank, singular = np.linalg.lstsq(a, x[12:16])
+        w, v = np.linalg.eig(0.2 * x[:9].reshape(3, 3) + np.diag([1.0, 2.5, 4.0]))
+        return (np.sum(q[:, :1] * r[:1, :]) + np.sum(s ** 2) + np.sum(u[:, :1] * vh[:1, :])
+                + np.sum(solution * rank) + np.sum(residual) + np.sum(singular)
+                + np.sum(np.linalg.pinv(a) ** 2) + np.sum(w ** 2)
+                + np.sum(v ** 2 * np.arange(9.0).reshape(3, 3)))
+
+    x0, x1 = _random(16, 6), _random(16, 7)
+    prep = getattr(cyad, f"prepare_{operator}")(f, x0, engine="tape")
+    getattr(cyad, operator)(f, x0, prep=prep)
+    np.testing.assert_allclose(getattr(cyad, operator)(f, x1, prep=prep),
+                               getattr(cyad, operator)(f, x1, engine="dual"),
+                               rtol=1e-12, atol=1e-12)
