@@ -895,6 +895,11 @@ def _custom_function(func):
     return custom_function(func)
 
 
+def _named_functions():
+    from cyad._dual_functions import NAMED_FUNCTIONS
+    return NAMED_FUNCTIONS
+
+
 cdef object _numpy(object func):
     # cyad's implementation of a NumPy function, without NumPy's dispatch in between
     return _handled_functions()[func]
@@ -998,8 +1003,10 @@ cdef class Dual:
             return power(inputs[0], inputs[1], out)
         if ufunc is np.float_power:
             return power(_float64(inputs[0]), _float64(inputs[1]), out)
-        if ufunc is np.matmul:
-            return _handled_functions()[np.matmul](inputs[0], inputs[1], out=out)
+        # a ufunc of the primitive table: np.matmul, np.vecdot, ..., scipy.special.betainc
+        impl = _handled_functions().get(ufunc) or _named_functions().get(name)
+        if impl is not None:
+            return impl(*inputs, out=out)
         raise TypeError(f"cyad: {name} is not supported on dual arrays (its derivative is not "
                         "in cyad's rule table)")
 

@@ -22,7 +22,9 @@ A custom function (`cyad.custom_derivative`) carries an entry of its own, outsid
 table: `custom_function` makes its implementation on its first call on dual arrays.
 
 Operands that are not dual arrays are constants (zero partials). Results take
-NumPy's promotion of the values, as float64 or float32. Array constructors shaped
+NumPy's promotion of the values, as float64 or float32. Other modules' ufuncs of the
+table (scipy.special.betainc: ``NAMED``) are in ``NAMED_FUNCTIONS`` by name, for the dual
+arrays' `__array_ufunc__`. Array constructors shaped
 like a dual (np.zeros_like, ...) and np.copyto, which make or write arrays of this
 engine, are here too.
 """
@@ -34,7 +36,7 @@ import numpy as np
 
 from cyad._dual import Dual, Tag, float_dtype, make_dual, primal, promote, tagged_dual
 from cyad._layout import NestedLanes, padded_width
-from cyad._primitives import TABLE
+from cyad._primitives import NAMED, TABLE
 
 HANDLED_FUNCTIONS = {}
 
@@ -233,11 +235,17 @@ def _primitive_function(entry):
 
 
 def _outputs(out, tangent, make):
-    """The dual results of a rule's output(s) and tangent(s) (tuples for several outputs)."""
+    """The dual results of a rule's output(s) and tangent(s) (tuples for several outputs);
+    an integer output (lstsq's rank) is a count, returned as it is."""
     if isinstance(out, tuple):
-        made = [make(v, t) for v, t in zip(out, tangent, strict=True)]
-        return type(out)(*made) if hasattr(out, "_fields") else tuple(made)
+        results = [v if _is_count(v) else make(v, t) for v, t in zip(out, tangent, strict=True)]
+        return type(out)(*results) if hasattr(out, "_fields") else tuple(results)
     return make(out, tangent)
+
+
+def _is_count(value):
+    return isinstance(value, (int, np.integer)) or (
+        isinstance(value, np.ndarray) and value.dtype.kind in "iu")
 
 
 def _lanes_first(partials):
@@ -322,6 +330,22 @@ def custom_function(function):
                    entry.promote, into=made)(_ENGINE[entry.kind](entry))
         handler = entry.engine_handlers["dual"] = made[function]
     return handler
+
+
+def _named_function(entry):
+    run = _ENGINE[entry.kind](entry)
+
+    def call(*args, out=None):
+        if len(_tags(args)) > 1:
+            args = _promoted(args)
+        return _into(out, run(*args))
+
+    return call
+
+
+# other modules' ufuncs of the table (scipy.special's), by name: the dual arrays'
+# __array_ufunc__ looks them up
+NAMED_FUNCTIONS = {_name: _named_function(_entry) for _name, _entry in NAMED.items()}
 
 
 # -- arrays made or written by this engine ----------------------------------------------------

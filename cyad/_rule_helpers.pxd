@@ -7,8 +7,8 @@
 # Inline functions are compiled into every module that cimports them; the directive
 # keeps their divisions plain C divisions (IEEE inf and nan) whatever that module's.
 
-from libc.math cimport (exp, exp2, log, log1p, pow, fabs, isnan, INFINITY, M_LN2, M_SQRT1_2,
-                        M_2_SQRTPI)
+from libc.math cimport (exp, exp2, expm1, log, log1p, pow, fabs, isnan, INFINITY, M_LN2,
+                        M_SQRT1_2, M_2_SQRTPI)
 
 from cyad cimport _special as sc
 
@@ -103,3 +103,30 @@ cdef inline double _gammainc_dx(double a, double x) noexcept nogil:
     if x == 0.0:
         return 1.0 if a == 1.0 else (0.0 if a > 1.0 else INFINITY)
     return exp((a - 1.0) * log(x) - x - sc.gammaln(a))
+
+cdef inline double _boxcox_dl(double l, double lmbda) noexcept nogil:
+    # d/dlmbda of boxcox = (e**t - 1) / lmbda, t = lmbda l (l = log x): l**2 phi(t) with
+    # phi(t) = (t e**t - (e**t - 1)) / t**2 = sum over k >= 2 of (k - 1) t**(k-2) / k!; by
+    # the series where the closed form cancels (exact at lmbda = 0: l**2 / 2)
+    cdef double t = lmbda * l, term = 0.5, total = 0.0
+    cdef int k
+    if fabs(t) >= 2.0:
+        return l * l * (t * exp(t) - expm1(t)) / (t * t)
+    for k in range(2, 40):
+        # term = t**(k-2) / k!
+        total += (k - 1) * term
+        term *= t / (k + 1)
+    return l * l * total
+
+cdef inline double _boxcox_dll(double l, double lmbda) noexcept nogil:
+    # d2/dlmbda2 of boxcox: l**3 psi(t), psi(t) = (t (t - 2) e**t + 2 (e**t - 1)) / t**3
+    # = sum over k >= 3 of (k - 1)(k - 2) t**(k-3) / k! (1/3 at lmbda = 0)
+    cdef double t = lmbda * l, term = 1.0 / 6.0, total = 0.0
+    cdef int k
+    if fabs(t) >= 2.0:
+        return l * l * l * (t * (t - 2.0) * exp(t) + 2.0 * expm1(t)) / (t * t * t)
+    for k in range(3, 40):
+        # term = t**(k-3) / k!
+        total += (k - 1) * (k - 2) * term
+        term *= t / (k + 1)
+    return l * l * l * total

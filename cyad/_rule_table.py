@@ -86,7 +86,8 @@ expm1' = exp (not expm1 + 1), tanh' = 1/cosh^2 (not 1 - tanh^2), and 1 - x^2 is
 computed as (1 - x)(1 + x) for arcsin, arccos and arctanh near |x| = 1; log_ndtr' = phi/Phi
 as sqrt(2/pi) / erfcx(-x/sqrt(2)) (no underflow in the lower tail); expit' = expit(x)
 expit(-x) (not v(1 - v)); the Bessel functions' derivatives through the recurrences
-(I1' = (I0 + I2)/2, not I0 - I1/x).
+(I1' = (I0 + I2)/2, not I0 - I1/x); boxcox's partials in lmbda by their series where
+lmbda log(x) is small (exact at lmbda = 0, where the closed form is 0/0).
 
 Test domains: where the tests draw a rule's points, inside the function's real domain
 and away from the places where it is not differentiable (the jumps of sign, floor, ceil,
@@ -299,6 +300,14 @@ BINARY_RULES = (
     Binary("zeta", ("scipy.special._ufuncs._zeta",), "sc.zeta(a, b)", "NAN",
            "-a * sc.zeta(a + 1.0, b)", "NAN", "NAN", "a * (a + 1.0) * sc.zeta(a + 2.0, b)",
            (ZETA_ORDER, POSITIVE), differentiable="b"),
+    # Box-Cox transforms of x (of 1 + x) with parameter lmbda: their partials in lmbda by
+    # series near lmbda log(x) = 0 (cyad/_rule_helpers.pxd), exact at lmbda = 0 too
+    Binary("boxcox", ("scipy.special.boxcox",), "sc.boxcox(a, b)", "pow(a, b - 1.0)",
+           "_boxcox_dl(log(a), b)", "(b - 1.0) * da / a", "da * log(a)",
+           "_boxcox_dll(log(a), b)", (POSITIVE, EXPONENT)),
+    Binary("boxcox1p", ("scipy.special.boxcox1p",), "sc.boxcox1p(a, b)",
+           "pow(1.0 + a, b - 1.0)", "_boxcox_dl(log1p(a), b)", "(b - 1.0) * da / (1.0 + a)",
+           "da * log1p(a)", "_boxcox_dll(log1p(a), b)", ((-0.9, 4.0), EXPONENT)),
 )
 
 

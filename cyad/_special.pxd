@@ -34,5 +34,7 @@ cdef double ive(double v, double x) noexcept nogil
 cdef double jv(double v, double x) noexcept nogil
 cdef double gammainc(double a, double x) noexcept nogil
 cdef double gammaincc(double a, double x) noexcept nogil
+cdef double boxcox(double x, double lmbda) noexcept nogil
+cdef double boxcox1p(double x, double lmbda) noexcept nogil
 cdef double zeta(double s, double q) noexcept nogil
 cdef double polygamma(int n, double x) noexcept nogil

@@ -27,12 +27,12 @@ _UNARY = ("erf", "erfc", "erfinv", "erfcx", "ndtr", "log_ndtr", "ndtri", "expit"
           "log_expit", "gammaln", "gamma", "loggamma", "psi", "entr", "i0", "i0e", "i1", "i1e",
           "j0", "j1")
 _BINARY = ("betaln", "beta", "xlogy", "xlog1py", "rel_entr", "kl_div", "iv", "ive", "jv",
-           "gammainc", "gammaincc")
+           "gammainc", "gammaincc", "boxcox", "boxcox1p")
 _SIGNATURE1 = b"double (double, int __pyx_skip_dispatch)"
 _SIGNATURE2 = b"double (double, double, int __pyx_skip_dispatch)"
 
 cdef kernel1 _kernels1[21]
-cdef kernel2 _kernels2[11]
+cdef kernel2 _kernels2[13]
 cdef bint _loaded = False
 
 
@@ -108,6 +108,8 @@ cdef double ive(double v, double x) noexcept nogil: return _call2(7, v, x)
 cdef double jv(double v, double x) noexcept nogil: return _call2(8, v, x)
 cdef double gammainc(double a, double x) noexcept nogil: return _call2(9, a, x)
 cdef double gammaincc(double a, double x) noexcept nogil: return _call2(10, a, x)
+cdef double boxcox(double x, double lmbda) noexcept nogil: return _call2(11, x, lmbda)
+cdef double boxcox1p(double x, double lmbda) noexcept nogil: return _call2(12, x, lmbda)
 
 
 # Euler-Maclaurin's coefficients: (2k)! / B_2k

@@ -69,7 +69,7 @@ def supported_functions():
     """Every function cyad differentiates, as sorted `Row`s. Importing SciPy's modules (when
     installed) names its functions by their public paths."""
     from cyad._dual_functions import HANDLED_FUNCTIONS
-    from cyad._primitives import TABLE
+    from cyad._primitives import NAMED, TABLE
     from cyad._primitives.scipy_functions import SCIPY_FUNCTIONS
 
     rows = _rule_rows(_rule_table.UNARY_RULES, "unary")
@@ -78,7 +78,10 @@ def supported_functions():
         module, name = public_name(function)
         constant = entry.kind == "constant"
         rows.append(Row(module, name, _KINDS[entry.kind], "" if constant else ALL_ORDERS,
-                        "its result carries no derivative" if constant else ""))
+                        "its result carries no derivative" if constant else entry.note))
+    for public, entry in NAMED.items():    # other modules' ufuncs, by name
+        module, name = _rule_table.module_and_name(public)
+        rows.append(Row(module, name, _KINDS[entry.kind], ALL_ORDERS, entry.note))
     for module, functions in SCIPY_FUNCTIONS.items():
         for name in functions:
             rows.append(Row(module, name, "outside NumPy's dispatch: cyad's wrapper in SciPy's "

@@ -50,7 +50,7 @@ import numpy as np
 
 from cyad import _rule_table
 from cyad._dual import Dual
-from cyad._primitives import TABLE, ufunc_methods
+from cyad._primitives import NAMED, TABLE, ufunc_methods
 from cyad._primitives._table import entry_of
 from cyad._scipy_dispatch import scipy_hint
 from cyad._stacked import stacked
@@ -331,7 +331,17 @@ class Recording:
         results = result if isinstance(result, tuple) else (result,)
         for out, value in zip(outs if isinstance(result, tuple) else (outs,), results):
             self.values[out.node] = np.asarray(value, out.dtype).reshape(out.shape)
-        return outs
+        if not isinstance(result, tuple):
+            return outs
+        # an integer output (lstsq's rank) is a count, checked by a guard on every replay;
+        # a named tuple (eigh's, svd's) keeps its type
+        kept = []
+        for out, value in zip(outs, result, strict=True):
+            if isinstance(value, (int, np.integer)):
+                self.guard(out.node, where)
+                out = value
+            kept.append(out)
+        return type(result)(*kept) if hasattr(result, "_fields") else tuple(kept)
 
 
 class Tracer:
@@ -732,8 +742,10 @@ def ufunc_call(rec, ufunc, inputs, name):
             raise TypeError(f"cyad: {name} is differentiable in its second argument only; its "
                             "first must be a constant, not a traced array")
         return rec.elementwise("binary", inputs, op=op)
-    if ufunc is np.matmul:
-        return function_call(rec, np.matmul, inputs, {})
+    if ufunc in TABLE:   # a ufunc of the primitive table: np.matmul, np.vecdot, ...
+        return function_call(rec, ufunc, inputs, {})
+    if name in NAMED:    # scipy.special.betainc, ...
+        return table_call(rec, NAMED[name], ufunc, inputs, {})
     raise TypeError(f"cyad: {name} is not supported by engine='tape' (its derivative is not "
                     "in cyad's rule table)")
 
@@ -749,6 +761,11 @@ def function_call(rec, func, args, kwargs):
     entry = entry_of(func)
     if entry is None:
         raise TypeError(f"cyad: numpy.{func.__name__} is not supported by engine='tape'")
+    return table_call(rec, entry, func, args, kwargs)
+
+
+def table_call(rec, entry, func, args, kwargs):
+    """func, an entry of the primitive table, on traced operands."""
     if entry.kind == "composition":
         return entry.impl(*args, **kwargs)
     if entry.kind == "constant":

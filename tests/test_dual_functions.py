@@ -463,11 +463,11 @@ def test_full_like_with_a_dual_fill_and_integer_dtype_raises():
 
 # -- errors ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("func", [np.fft.fft, np.unwrap, np.histogram, np.linalg.svd,
-                                  np.cross])
+@pytest.mark.parametrize("func", [np.fft.fft, np.unwrap, np.histogram, np.linalg.cond,
+                                  np.fft.rfft])
 def test_unsupported_function_raises_naming_it(func):
     with pytest.raises(TypeError, match=func.__name__):
-        cyad.jacobian(lambda x: func(x, x) if func is np.cross else func(x), random(3, 3))
+        cyad.jacobian(lambda x: func(x), random(3, 3))
 
 
 @pytest.mark.parametrize("call, function, argument", [
@@ -546,10 +546,6 @@ def test_unsupported_arguments_at_their_default_are_accepted(call):
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda x: np.linalg.norm(x, "nuc"), "ord='nuc'"),
-    (lambda x: np.linalg.norm(x, 2), "ord=2"),
-    (lambda x: np.linalg.norm(x, -np.inf), "ord=-inf"),
-    (lambda x: np.linalg.norm(x[0], "fro"), "ord='fro'"),
     (lambda x: np.reshape(x, -1, order="A"), "order 'C' and 'F', not 'A'"),
     (lambda x: np.ravel(x, order="K"), "order 'C' and 'F', not 'K'"),
 ])

@@ -82,6 +82,23 @@ CASES = [
     ("eigh", np.linalg.eigh, (spd(3),), {}),
     ("eigh-upper", np.linalg.eigh, (spd(3) + np.tril(r(3, 3), -1),), {"UPLO": "U"}),
     ("eigvalsh", np.linalg.eigvalsh, (spd(3, (2,)),), {}),
+    # decompositions and least squares
+    ("qr-tall", np.linalg.qr, (r(2, 4, 3),), {}),
+    ("qr-wide", np.linalg.qr, (r(3, 5) + np.eye(3, 5),), {}),
+    ("qr-r", np.linalg.qr, (r(4, 3),), {"mode": "r"}),
+    ("qr-complete-square", np.linalg.qr, (r(3, 3),), {"mode": "complete"}),
+    ("svd-tall", np.linalg.svd, (r(2, 4, 3),), {"full_matrices": False}),
+    ("svd-wide", np.linalg.svd, (r(3, 5),), {"full_matrices": False}),
+    ("svd-values", np.linalg.svd, (r(4, 3),), {"compute_uv": False}),
+    ("svdvals", np.linalg.svdvals, (r(3, 5),), {}),
+    ("eig", np.linalg.eig, (np.diag([1.0, 2.5, 4.0]) + 0.2 * r(3, 3),), {}),
+    ("eigvals", np.linalg.eigvals, (np.diag([1.0, 2.5, 4.0]) + 0.2 * r(2, 3, 3),), {}),
+    ("pinv-tall", np.linalg.pinv, (r(2, 4, 3),), {}),
+    ("pinv-wide", np.linalg.pinv, (r(3, 5),), {}),
+    ("pinv-hermitian", np.linalg.pinv, (spd(3) + np.triu(r(3, 3), 1),), {"hermitian": True}),
+    ("lstsq-tall", np.linalg.lstsq, (r(5, 3), r(5, 2)), {}),
+    ("lstsq-vector", np.linalg.lstsq, (r(5, 3), r(5)), {}),
+    ("lstsq-wide", np.linalg.lstsq, (r(3, 5), r(3)), {}),
 ]
 
 

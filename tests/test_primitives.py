@@ -10,11 +10,12 @@ holds every supported NumPy function to one, and `test_scenarios_call_what_they_
 checks that each scenario calls the functions it names.
 """
 import functools
+import warnings
 
 import numpy as np
 import pytest
 import scipy_programs
-from derivative_references import assert_matches, exact_in_float32, references, seeded
+from derivative_references import assert_matches, exact_in_float32, jax, references, seeded
 from scenarios import ENGINES, TRACING_ENGINES
 
 import cyad
@@ -197,6 +198,112 @@ def _ufunc_at(xp, x):
     a = a.at[1].multiply(-1.0)
     m = x.reshape(3, 4).at[np.array([0, 2, 0]), np.array([1, 1, 1])].add(-x[np.array([3, 7, 8])])
     return flat(xp, a, m)
+
+
+def _qr(xp, x):
+    # products of a column of Q and a row of R keep their signs, which LAPACK chooses
+    tall, wide = x[:12].reshape(4, 3), x[12:24].reshape(3, 4) + 2.0 * c(xp, x, np.eye(3, 4))
+    q, r = xp.linalg.qr(tall)
+    qw, rw = xp.linalg.qr(wide)
+    qc, rc = xp.linalg.qr(wide[:, :3], mode="complete")
+    return flat(xp, *[q * q, r * r, q[:, 1:2] * r[1:2, :], qw[:, :1] * rw[:1, :],
+                     qc[:, 2:] * rc[2:, :], xp.linalg.qr(tall, mode="r") ** 2])
+
+
+def _svd(xp, x):
+    # singular values, and products of the singular vectors that keep their signs
+    tall, wide = x[:12].reshape(4, 3), x[12:24].reshape(3, 4)
+    u, s, vh = xp.linalg.svd(tall, full_matrices=False)
+    uw, sw, vhw = xp.linalg.svd(wide, full_matrices=False)
+    us, ss, vhs = xp.linalg.svd(wide[:, :3])
+    return flat(xp, *[s, u * u, vh * vh, u[:, :1] * vh[:1, :], sw, uw[:, 2:] * vhw[2:, :],
+                     ss * us[0, 0] * vhs[0, 0], xp.linalg.svd(tall, compute_uv=False),
+                     xp.linalg.svdvals(wide) ** 2])
+
+
+def _nonsymmetric(xp, x):
+    # eigenvalues real and apart: 1, 2.5, 4 moved a little
+    return 0.2 * m33(xp, x) + c(xp, x, np.diag([1.0, 2.5, 4.0]))
+
+
+def _eigenpairs_by_newton(a):
+    """JAX's eigenpairs of a real matrix with real eigenvalues, differentiable to any order:
+    Newton's method on (A - w I) v = 0, |v|**2 = 1 from JAX's eig taken as a constant (JAX
+    does not differentiate its non-symmetric eig twice). From the exact pairs, each step
+    doubles the order of the derivatives that are exact: three steps give the second."""
+    import jax.numpy as jnp
+
+    n = a.shape[-1]
+    w, v = (jnp.real(r) for r in jnp.linalg.eig(jax.lax.stop_gradient(a)))
+    for _ in range(3):
+        columns = []
+        for i in range(n):
+            jacobian = jnp.block([[a - w[i] * jnp.eye(n), -v[:, i:i + 1]],
+                                  [v[:, i][None, :], jnp.zeros((1, 1))]])
+            residual = jnp.concatenate([a @ v[:, i] - w[i] * v[:, i],
+                                        0.5 * (v[:, i] @ v[:, i] - 1.0)[None]])
+            columns.append(jnp.concatenate([v[:, i], w[i][None]])
+                           - jnp.linalg.solve(jacobian, residual))
+        pairs = jnp.stack(columns, axis=1)
+        v, w = pairs[:n], pairs[n]
+    return w, v
+
+
+def _eig(xp, x):
+    a = _nonsymmetric(xp, x)
+    if xp is np:
+        w, v = np.linalg.eig(a)
+        values = np.linalg.eigvals(a.T * x[0])
+    else:
+        w, v = _eigenpairs_by_newton(a)
+        values = _eigenpairs_by_newton(a.T * x[0])[0]
+    return flat(xp, *[w, v * v, values ** 2])
+
+
+def _lstsq(xp, x):
+    tall, wide = x[:12].reshape(4, 3), x[12:24].reshape(3, 4)
+    b = x[12:20].reshape(4, 2) ** 2
+    x_tall, residuals, rank, s = xp.linalg.lstsq(tall, b)
+    x_vector, residual, _, _ = xp.linalg.lstsq(tall, x[20:24])
+    x_wide, _, _, s_wide = xp.linalg.lstsq(wide, x[:3] * x[3:6])
+    if xp is not np:   # NumPy's residuals (JAX's numpy_resid does not trace)
+        residuals = xp.sum((b - tall @ x_tall) ** 2, axis=0)
+        residual = xp.sum((x[20:24] - tall @ x_vector) ** 2, keepdims=True)
+    return flat(xp, *[x_tall * rank, residuals, s, x_vector, residual, x_wide, s_wide ** 2])
+
+
+def _norms(xp, x):
+    a = x[:12].reshape(3, 4)
+    b = x[:24].reshape(2, 3, 4)
+    orders = (1, -1, np.inf, -np.inf, 2, -2, "nuc", "fro")
+    return flat(xp, *[xp.stack([xp.linalg.norm(a, order) for order in orders]),
+                     xp.linalg.norm(b, 1, axis=(2, 1)),
+                     xp.linalg.norm(b, np.inf, axis=(0, 2), keepdims=True),
+                     xp.linalg.norm(x[:5], -1.5) + xp.linalg.norm(x[:5], 0.5)
+                     + xp.linalg.norm(x[:5], 0),
+                     xp.linalg.vector_norm(b, axis=(0, 2), ord=3),
+                     xp.linalg.vector_norm(a, ord=-np.inf, keepdims=True),
+                     xp.linalg.matrix_norm(b, ord="nuc"), xp.linalg.matrix_norm(b, keepdims=True),
+                     xp.linalg.matrix_norm(a, ord=-1)])
+
+
+def _cross(xp, x):
+    # 3-vectors along any axis; 2-vectors (deprecated by NumPy 2, still computed)
+    a, b = x[:12].reshape(4, 3), x[12:24].reshape(4, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        two = [xp.cross(a[:, :2], b[:, :2]), xp.cross(a[:, :2], b), xp.cross(a, b[:, :2])]
+    return flat(xp, *[xp.cross(a, b), xp.cross(a.T, b, axisa=0),
+                     xp.cross(a, b.T, axisb=0, axisc=0), xp.cross(a.T, b.T, axis=0),
+                     xp.linalg.cross(a, b * b)] + two)
+
+
+def _tensor_solvers(xp, x):
+    a = (x[:16].reshape(4, 4) + 4.0 * xp.eye(4, dtype=x.dtype)).reshape(2, 2, 4)
+    b = x[:4].reshape(2, 2) ** 2
+    return flat(xp, *[xp.linalg.tensorsolve(a, b),
+                     xp.linalg.tensorsolve(xp.moveaxis(a, 2, 0), b, axes=(0,)),
+                     xp.linalg.tensorinv(a, ind=2)])
 
 
 SCENARIOS = [
@@ -426,6 +533,46 @@ SCENARIOS = [
              lambda xp, x: flat(xp, xp.multiply.outer(x[:3], x[3:7]),
                                 xp.subtract.outer(x[:3] ** 2, x[7:9].reshape(2, 1)))),
     Scenario("ufunc-at", [], 12, _ufunc_at),
+    # linear algebra: products, norms, decompositions, least squares
+    Scenario("cross", [np.cross, np.linalg.cross], 24, _cross),
+    Scenario("vdot-vecdot-outer", [np.vdot, np.linalg.vecdot, np.linalg.outer], 12,
+             lambda xp, x: xp.vdot(x.reshape(3, 4), x.reshape(3, 4) ** 2)
+             * xp.linalg.vecdot(x.reshape(3, 4), c(xp, x, K34), axis=0)
+             + xp.linalg.outer(x[:2], x[2:6]).sum(axis=0)),
+    Scenario("vecdot-matvec-vecmat", [np.vecdot, np.matvec, np.vecmat], 12,
+             lambda xp, x: xp.vecdot(x.reshape(3, 4), x[:4] ** 2)
+             * xp.matvec(x.reshape(3, 4), c(xp, x, K4) * x[4:8])
+             + xp.vecmat(x[:3], x.reshape(3, 4))[:3] * xp.vecdot(x[:3], x[3:6])),
+    Scenario("linalg-names", [np.linalg.matmul, np.linalg.tensordot, np.linalg.trace,
+                              np.matrix_transpose, np.linalg.matrix_transpose], 12,
+             lambda xp, x: xp.linalg.matmul(x.reshape(3, 4), xp.matrix_transpose(
+                 x.reshape(3, 4) ** 2)) * xp.linalg.trace(x[:8].reshape(2, 2, 2), offset=1)[0]
+             + xp.linalg.tensordot(x.reshape(3, 4), c(xp, x, K43), axes=1)
+             + xp.linalg.matrix_transpose(c(xp, x, K33) * x[:3])),
+    Scenario("multi-dot", [np.linalg.multi_dot], 12,
+             lambda xp, x: xp.linalg.multi_dot([x[:3], x[:12].reshape(3, 4),
+                                                c(xp, x, K43), x[3:6].reshape(3, 1) ** 2])
+             + xp.linalg.multi_dot([x.reshape(4, 3), c(xp, x, K34), x.reshape(4, 3)]).sum()),
+    Scenario("matrix-power", [np.linalg.matrix_power], 9,
+             lambda xp, x: xp.linalg.matrix_power(m33(xp, x), 5) * 0.1
+             + xp.linalg.matrix_power(m33(xp, x, 3.0), -2)
+             + xp.linalg.matrix_power(m33(xp, x), 0) * x[0]
+             + xp.linalg.matrix_power(m33(xp, x), 3)),
+    Scenario("norms", [np.linalg.norm, np.linalg.vector_norm, np.linalg.matrix_norm], 24,
+             _norms),
+    Scenario("tensorsolve-tensorinv", [np.linalg.tensorsolve, np.linalg.tensorinv], 16,
+             _tensor_solvers),
+    Scenario("qr", [np.linalg.qr], 24, _qr),
+    Scenario("svd", [np.linalg.svd, np.linalg.svdvals], 24, _svd),
+    Scenario("eig-eigvals", [np.linalg.eig, np.linalg.eigvals], 9, _eig),
+    Scenario("pinv", [np.linalg.pinv], 24,
+             lambda xp, x: flat(xp, *[xp.linalg.pinv(x[:12].reshape(4, 3)),
+                                     xp.linalg.pinv(x[12:24].reshape(3, 4), rtol=1e-12),
+                                     xp.linalg.pinv(m33(xp, x, 3.0)) * x[:3]])),
+    Scenario("lstsq", [np.linalg.lstsq], 24, _lstsq),
+    Scenario("matrix-rank", [np.linalg.matrix_rank], 12,
+             lambda xp, x: x * xp.linalg.matrix_rank(x.reshape(3, 4)) ** 2
+             + x * x * xp.linalg.matrix_rank(xp.outer(x[:3], x[3:6]))),
 ]
 
 

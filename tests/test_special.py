@@ -231,6 +231,30 @@ def test_gammainc_at_x_zero(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("func,log", [(sc.boxcox, np.log), (sc.boxcox1p, np.log1p)],
+                         ids=["boxcox", "boxcox1p"])
+def test_boxcox_in_lmbda_at_and_near_zero(func, log, engine):
+    # boxcox(x, lmbda) = (x**lmbda - 1) / lmbda is the sum over k >= 1 of lmbda**(k-1)
+    # log(x)**k / k!: at lmbda = 0 its partials in lmbda are log(x)**2 / 2 and log(x)**3 / 3,
+    # and near 0 the first terms of the series (the closed form cancels there)
+    x = np.array([0.3, 0.9, 2.5, 4.0])
+    lg = log(x)
+    for lmbda in (0.0, 1e-7, -3e-5):
+        d = lg ** 2 / 2 + lmbda * lg ** 3 / 3 + lmbda ** 2 * lg ** 4 / 8
+        d2 = lg ** 3 / 3 + lmbda * lg ** 4 / 4 + lmbda ** 2 * lg ** 5 / 10
+        jacobian = cyad.jacobian(lambda v, x=x: func(x, v), np.full(4, lmbda), engine=engine)
+        assert_allclose(np.diagonal(jacobian), d, rtol=1e-14)
+        hessian = cyad.hessian(lambda v, x=x: np.sum(func(x, v)), np.full(4, lmbda),
+                               engine=engine)
+        assert_allclose(np.diagonal(hessian), d2, rtol=1e-14)
+        # in x: (1 + x)**(lmbda - 1) for boxcox1p, x**(lmbda - 1) for boxcox
+        base = x + (1.0 if func is sc.boxcox1p else 0.0)
+        mixed = cyad.hessian(lambda v: np.sum(func(v[:4], v[4:])),
+                             np.concatenate([x, np.full(4, lmbda)]), engine=engine)
+        assert_allclose(np.diagonal(mixed[:4, 4:]), base ** (lmbda - 1.0) * lg, rtol=1e-14)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_zeta_in_q_and_the_polygamma_it_gives(engine):
     # d/dq zeta(s, q) = -s zeta(s + 1, q); psi^(n)(x) = (-1)**(n+1) n! zeta(n + 1, x)
     q = np.array([0.3, 1.0, 2.5, 40.0])
@@ -240,6 +264,67 @@ def test_zeta_in_q_and_the_polygamma_it_gives(engine):
                     sc.polygamma(1, q), rtol=1e-15)
     assert_allclose(np.diagonal(cyad.hessian(lambda t: np.sum(sc.digamma(t)), q,
                                              engine=engine)), sc.polygamma(2, q), rtol=1e-15)
+
+
+# -- betainc and betaincc: three operands, differentiable in x -----------------------------------
+
+BETA_A = np.array([0.5, 1.0, 2.0, 3.5, 0.8, 1.5])
+BETA_B = np.array([2.0, 0.7, 1.0, 4.0, 0.6, 2.5])
+BETA_X = np.array([0.15, 0.3, 0.45, 0.6, 0.75, 0.9])
+
+
+@needs_jax
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["betainc", "betaincc"])
+def test_betainc_in_x(name, dtype, engine):
+    f = getattr(sc, name)
+    x = BETA_X.astype(dtype)
+    value, jacobian = cyad.value_and_jacobian(lambda t: f(BETA_A, BETA_B, t), x, engine=engine)
+    assert_array_equal(value, f(BETA_A, BETA_B, x).astype(dtype))   # SciPy's, in x's dtype
+    sign = 1.0 if name == "betainc" else -1.0
+    # JAX's elementwise derivatives, one operand triple at a time
+    d = np.array([jax.grad(lambda t, a=a, b=b: sign * jax.scipy.special.betainc(a, b, t))(
+        float(t)) for a, b, t in zip(BETA_A, BETA_B, x)])
+    d2 = np.array([jax.grad(jax.grad(lambda t, a=a, b=b: sign * jax.scipy.special.betainc(
+        a, b, t)))(float(t)) for a, b, t in zip(BETA_A, BETA_B, x)])
+    assert_diagonal(jacobian, d, dtype)
+    hessian = cyad.hessian(lambda t: np.sum(f(BETA_A, BETA_B, t)), x, engine=engine)
+    assert_diagonal(hessian, d2, dtype)
+    if engine == "dual":   # nested: d/ds d/dt f(x + s + t) = f''(x)
+        nested = cyad.derivative(lambda s: cyad.derivative(
+            lambda t: np.sum(f(BETA_A, BETA_B, x + s + t)), dtype(0.0)), dtype(0.0))
+        assert_allclose(nested, np.sum(d2), **TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_betainc_broadcasts_its_constant_parameters(engine):
+    # a of shape (3, 1) against x of shape (4,): the derivative x**(a-1) (1-x)**(b-1) / B(a, b)
+    a, b, x = np.array([[0.5], [1.0], [2.5]]), 1.5, np.array([0.2, 0.4, 0.6, 0.8])
+    jacobian = cyad.jacobian(lambda t: sc.betainc(a, b, t), x, engine=engine)
+    expected = x ** (a - 1.0) * (1.0 - x) ** (b - 1.0) / sc.beta(a, b)
+    assert_allclose(jacobian, expected[:, :, None] * np.eye(4), rtol=1e-13, atol=1e-300)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_betainc_at_x_zero_and_one(engine):
+    # x**(a-1) (1-x)**(b-1) / B(a, b) at 0: +inf (a < 1), b (a = 1), 0 (a > 1); at 1 by b
+    for a, expected in [(0.5, np.inf), (1.0, 2.5), (3.0, 0.0)]:
+        assert cyad.derivative(lambda t, a=a: sc.betainc(a, 2.5, t), 0.0,
+                               engine=engine) == pytest.approx(expected, rel=1e-14)
+        assert cyad.derivative(lambda t, a=a: sc.betainc(2.5, a, t), 1.0,
+                               engine=engine) == pytest.approx(expected, rel=1e-14)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", ["betainc", "betaincc"])
+def test_betainc_in_a_or_b_is_refused(name, engine):
+    f = getattr(sc, name)
+    with pytest.raises(TypeError, match=rf"scipy\.special\.{name} is differentiable in x"):
+        cyad.derivative(lambda a: f(a, 2.0, 0.5), 1.5, engine=engine)
+    with pytest.raises(TypeError, match=rf"scipy\.special\.{name} is differentiable in x"):
+        cyad.gradient(lambda v: np.sum(f(2.0, v, v * 0.1)), np.array([1.5, 2.5]),
+                      engine=engine)
 
 
 # -- operands that are not differentiable, functions without a rule ------------------------------

@@ -56,3 +56,13 @@ def test_scipy_functions_outside_numpy_dispatch_are_listed():
         for name in functions:
             assert [row for row in ROWS if (row.module, row.name) == (module, name)
                     and row.orders], f"{module}.{name}"
+
+
+def test_other_modules_ufuncs_of_the_primitive_table_are_listed_with_their_restriction():
+    from cyad._primitives import NAMED
+    for public, entry in NAMED.items():
+        module, _, name = public.rpartition(".")
+        (row,) = [row for row in ROWS if (row.module, row.name) == (module, name)]
+        assert _resolve(row) is _rule_table.resolve(public)
+        assert row.note == entry.note
+    assert "x only" in next(row.note for row in ROWS if row.name == "betainc")

@@ -3,10 +3,11 @@
 ``TABLE`` maps each supported NumPy function to its entry (`_table` describes the
 kinds: composition, constant, linear with its transpose, primitive with its JVP
 and VJP). The entries live by responsibility: `structural` (linear and structural
-functions, shape queries), `reductions`, `products`, `linalg`, `compositions`,
-`statistics` (nan*, order statistics, cumulative products, cov), `stencils`
-(convolutions, np.gradient, np.trapezoid, np.polyval); `ufunc_methods` gives the
-ufuncs' reduce, accumulate, outer and at on an engine's arrays.
+functions, shape queries), `reductions`, `products`, `linalg`, `decompositions`,
+`linalg_compositions`, `compositions`, `statistics` (nan*, order statistics, cumulative
+products, cov), `stencils` (convolutions, np.gradient, np.trapezoid, np.polyval), `special`
+(scipy.special's ufuncs of three operands, in ``NAMED``); `ufunc_methods` gives the ufuncs'
+reduce, accumulate, outer and at on an engine's arrays.
 An engine interprets the table (the dual arrays: `cyad._dual_functions`); adding
 a NumPy function is adding its entry here. SciPy's functions outside NumPy's dispatch
 are in `scipy_functions`, as compositions and custom functions (`cyad._custom`, whose
@@ -14,14 +15,17 @@ entries an engine finds with `_table.entry_of`); it is imported when SciPy is.
 """
 from cyad._primitives import (  # noqa: F401
     compositions,
+    decompositions,
     linalg,
+    linalg_compositions,
     products,
     reductions,
+    special,
     statistics,
     stencils,
     structural,
     ufunc_methods,
 )
-from cyad._primitives._table import TABLE, Composition, Constant, Linear, Primitive
+from cyad._primitives._table import NAMED, TABLE, Composition, Constant, Linear, Primitive
 
-__all__ = ["TABLE", "Composition", "Constant", "Linear", "Primitive"]
+__all__ = ["NAMED", "TABLE", "Composition", "Constant", "Linear", "Primitive"]

@@ -27,6 +27,9 @@ An entry describes one NumPy function for every engine. It is one of
 Engines walk ``TABLE`` (NumPy function -> entry); ``entry.kind`` names the kind. A
 custom function (`cyad._custom`) carries a primitive entry of its own, outside the
 table: an engine finds an entry with `entry_of`.
+``NAMED`` holds the entries of other modules' ufuncs by their public names
+("scipy.special.betainc"): cyad does not import SciPy, so an engine looks such a ufunc
+up by name (`cyad._rule_table.ufunc_name`) when one reaches it.
 """
 import numpy as np
 
@@ -37,6 +40,7 @@ except ImportError:  # NumPy 1.x
     from numpy.core.numeric import normalize_axis_tuple
 
 TABLE = {}
+NAMED = {}
 
 
 class Entry:
@@ -51,6 +55,8 @@ class Entry:
         self.name = name
         for field in self.fields:
             setattr(self, field, namespace[field])
+        # a restriction users should know of, shown in the documentation's table
+        self.note = namespace.get("note", "")
 
     def __repr__(self):
         return f"<{self.kind} {self.name}>"
@@ -84,6 +90,8 @@ def _register(kind, numpy_functions, promote=True):
         entry = kind(definition.__name__.strip("_"), namespace)
         entry.promote = promote
         for f in numpy_functions:
+            if f is None:   # a function this NumPy lacks (`numpy_function`)
+                continue
             if f in TABLE:
                 raise ValueError(f"{f} is in the table twice")
             TABLE[f] = entry
@@ -118,7 +126,24 @@ def primitive(*numpy_functions):
     return _register(Primitive, numpy_functions)
 
 
+def named_primitive(name):
+    """A primitive of another module's ufunc, by its public name (see NAMED)."""
+    def register(definition):
+        NAMED[name] = Primitive(name.rpartition(".")[2], vars(definition))
+        return definition
+    return register
+
+
 # -- helpers ----------------------------------------------------------------------
+
+def numpy_function(name):
+    """NumPy's function of a dotted name ("linalg.svdvals"), None where this NumPy lacks it
+    (the NumPy 2 names on NumPy 1.x): the table leaves it out."""
+    value = np
+    for part in name.split("."):
+        value = getattr(value, part, None)
+    return value
+
 
 def axes_of(axis, ndim):
     """`axis` of a NumPy call (None: all) as a tuple of non-negative axes."""
