@@ -8,7 +8,7 @@
 # keeps their divisions plain C divisions (IEEE inf and nan) whatever that module's.
 
 from libc.math cimport (exp, exp2, log, log1p, pow, fabs, isnan, INFINITY, M_LN2, M_SQRT1_2,
-                        M_2_SQRTPI)
+                        M_2_SQRTPI, floor, fmod, copysign)
 
 from cyad cimport _special as sc
 
@@ -103,3 +103,36 @@ cdef inline double _gammainc_dx(double a, double x) noexcept nogil:
     if x == 0.0:
         return 1.0 if a == 1.0 else (0.0 if a > 1.0 else INFINITY)
     return exp((a - 1.0) * log(x) - x - sc.gammaln(a))
+
+
+cdef inline double _floor_divide(double a, double b) noexcept nogil:
+    # NumPy's npy_floor_divide (npy_divmod's quotient): floor((a - fmod(a, b)) / b),
+    # corrected where the remainder takes the divisor's sign, rounded to the nearest
+    # integer where the division is inexact
+    cdef double mod, div, q
+    if b == 0.0:
+        return a / b
+    mod = fmod(a, b)
+    div = (a - mod) / b
+    if mod != 0.0 and (b < 0.0) != (mod < 0.0):
+        div -= 1.0
+    if div == 0.0:
+        return copysign(0.0, a / b)
+    q = floor(div)
+    return q + 1.0 if div - q > 0.5 else q
+
+
+cdef inline double _remainder(double a, double b) noexcept nogil:
+    # NumPy's npy_divmod's remainder: fmod(a, b) moved to the divisor's sign
+    cdef double mod = fmod(a, b)
+    if b == 0.0:
+        return mod
+    if mod != 0.0:
+        return mod + b if (b < 0.0) != (mod < 0.0) else mod
+    return copysign(0.0, b)
+
+
+cdef inline double _heaviside(double x, double h0) noexcept nogil:
+    if isnan(x):
+        return x
+    return h0 if x == 0.0 else (0.0 if x < 0.0 else 1.0)

@@ -46,7 +46,7 @@ import operator
 
 import numpy as np
 
-from cyad import _rule_table
+from cyad import _hints, _rule_table
 from cyad._dual import Dual
 from cyad._primitives import TABLE
 from cyad._stacked import stacked
@@ -491,7 +491,7 @@ class Tracer:
         kwargs = dict(kwargs)
         out = kwargs.pop("out")
         return _into(self.recording, out, function_call(self.recording, func, args, kwargs),
-                     f"numpy.{func.__name__}")
+                     _hints.function_name(func))
 
     # -- indexing ----------------------------------------------------------------------------
     def __getitem__(self, key):
@@ -556,6 +556,30 @@ class Tracer:
 
     def __abs__(self):
         return np.absolute(self)
+
+    # piecewise: // is constant between its jumps, % has derivative 1 in the dividend
+    def __floordiv__(self, other):
+        return np.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return np.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return np.remainder(self, other)
+
+    def __rmod__(self, other):
+        return np.remainder(other, self)
+
+    def __divmod__(self, other):
+        return np.floor_divide(self, other), np.remainder(self, other)
+
+    def __rdivmod__(self, other):
+        return np.floor_divide(other, self), np.remainder(other, self)
+
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            raise _hints.round_refused("a traced array")
+        return np.round(self, ndigits)
 
     def _inplace(self, result):
         self._write(self.recording.var_of(result))
@@ -679,11 +703,40 @@ class Tracer:
     def all(self, axis=None):
         return np.all(self, axis)
 
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def take(self, indices, axis=None, mode="raise"):
+        return np.take(self, indices, axis, mode=mode)
+
+    def repeat(self, repeats, axis=None):
+        return np.repeat(self, repeats, axis)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        """To a float dtype: the array (the tape computes in x's dtype). To an integer or
+        bool dtype: the values converted (guarded: a constant, as int() is)."""
+        dtype = np.dtype(dtype)
+        if dtype == bool:
+            return np.not_equal(self, 0)
+        if dtype.kind in "iu":
+            whole = self if self.dtype == bool else np.trunc(self)
+            return whole.__cyad_value__("astype() of a traced value to an integer "
+                                        "type").astype(dtype)
+        if dtype not in (np.float32, np.float64):
+            raise TypeError(f"cyad: traced arrays hold float64 or float32, not {dtype}")
+        return np.copy(self) if copy else self
+
     def item(self):
         return self._number("item()").item()
 
     def tolist(self):
         return self._number("tolist()").tolist()
+
+    def __getattr__(self, name):
+        # an ndarray method cyad lacks: say so, rather than Python's error
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            raise _hints.missing_method(name, "traced arrays")
+        raise AttributeError(f"'Tracer' object has no attribute {name!r}")
 
 
 def _into(rec, out, result, name):
@@ -738,7 +791,8 @@ def function_call(rec, func, args, kwargs):
         return special(rec, *args, **kwargs)
     entry = TABLE.get(func)
     if entry is None:
-        raise TypeError(f"cyad: numpy.{func.__name__} is not supported by engine='tape'")
+        raise TypeError(f"cyad: {_hints.function_name(func)} is not supported by "
+                        "engine='tape'")
     if entry.kind == "composition":
         return entry.impl(*args, **kwargs)
     if entry.kind == "constant":
@@ -755,7 +809,7 @@ def function_call(rec, func, args, kwargs):
         return _linear(rec, entry, operands, params)
     if entry.name == "matmul":
         return rec.matmul(*operands)
-    return rec.python(entry, operands, params, f"numpy.{func.__name__}")
+    return rec.python(entry, operands, params, _hints.function_name(func))
 
 
 def _constant(rec, entry, args, kwargs):

@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from cyad import _rule_table as table
-from cyad._rule_table import APART, BETWEEN_STEPS, INTEGER, NONZERO
+from cyad._rule_table import APART, BETWEEN_STEPS, DIVISOR, INTEGER, NONZERO
 
 # Every ufunc of the rule table (np.power and np.float_power among the binary ones), with
 # the test domain of its rule: one for a unary rule, (of a, of b) for a binary one
@@ -77,6 +77,10 @@ def same_operand_points(a_domain, b_domain, rng, n):
     """
     if b_domain == APART:
         return spread(a_domain, rng, n)
+    if b_domain == DIVISOR:
+        # a dividend and a divisor do not meet: the dividends, whose ratios jump only at
+        # ratios that are integers (each element against itself, where the rule is exact)
+        return points(a_domain, rng, n)
     found = np.empty(0)
     while len(found) < n:
         candidates = points(a_domain, rng, 4 * n)
