@@ -716,7 +716,7 @@ class Tracer:
         """To a float dtype: the array (the tape computes in x's dtype). To an integer or
         bool dtype: the values converted (guarded: a constant, as int() is)."""
         dtype = np.dtype(dtype)
-        if dtype == bool:
+        if dtype.kind == "b":
             return np.not_equal(self, 0)
         if dtype.kind in "iu":
             whole = self if self.dtype == bool else np.trunc(self)

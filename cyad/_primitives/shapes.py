@@ -92,21 +92,22 @@ def _moved(a, positions, fill=None):
 
 
 @composition(np.pad)
-def _pad(array, pad_width, mode="constant", **kwargs):
+def _pad(array, pad_width, mode="constant", *, constant_values=0, reflect_type="even"):
     """The modes that only place x's elements (constant, edge, reflect, symmetric, wrap);
     the constants of the constant mode are not differentiated."""
     if mode not in ("constant", "edge", "reflect", "symmetric", "wrap"):
         raise TypeError(f"cyad: numpy.pad with mode={mode!r} is not supported on cyad's arrays "
                         "(its result is not a placement of the elements: constant, edge, "
                         "reflect, symmetric and wrap are)")
-    positions = np.pad(_positions(array), pad_width, mode, **kwargs if mode != "constant" else {})
+    if is_engine_array(constant_values):
+        raise TypeError("cyad: numpy.pad's constant_values is not differentiated; pass a "
+                        "constant")
+    options = {"reflect_type": reflect_type} if mode in ("reflect", "symmetric") else {}
+    positions = np.pad(_positions(array), pad_width, mode, **options)
     fill = None
-    if mode == "constant" and np.any(np.asarray(kwargs.get("constant_values", 0)) != 0):
-        if is_engine_array(kwargs["constant_values"]):
-            raise TypeError("cyad: numpy.pad's constant_values is not differentiated; "
-                            "pass a constant")
+    if mode == "constant" and np.any(np.asarray(constant_values) != 0):
         fill = np.pad(np.zeros(shape_of(array), getattr(array, "dtype", float)), pad_width,
-                      mode, **kwargs)
+                      mode, constant_values=constant_values)
     return _moved(array, positions, fill)
 
 
