@@ -1159,6 +1159,12 @@ cdef class Dual:
     def __rmod__(self, other):
         return np.remainder(other, self)
 
+    def __ifloordiv__(self, other):
+        return np.floor_divide(self, other, out=self)
+
+    def __imod__(self, other):
+        return np.remainder(self, other, out=self)
+
     def __divmod__(self, other):
         return np.floor_divide(self, other), np.remainder(self, other)
 

@@ -600,6 +600,12 @@ class Tracer:
     def __ipow__(self, other):  # type: ignore[misc]
         return self._inplace(np.power(self, other))
 
+    def __ifloordiv__(self, other):
+        return self._inplace(np.floor_divide(self, other))
+
+    def __imod__(self, other):
+        return self._inplace(np.remainder(self, other))
+
     # comparisons: boolean tracers (masks recomputed on every replay)
     def __lt__(self, other):
         return np.less(self, other)

@@ -21,10 +21,14 @@ BINARY_RULES = list(BINARY_DOMAINS)
 # the binary ufuncs differentiable in their second operand only (the first a constant)
 ONLY_IN_B = {table.resolve(name) for rule in table.BINARY_RULES if rule.differentiable == "b"
              for name in rule.ufuncs}
+# the rules of a quotient's steps (//, %, fmod): y op y divides y by itself, a jump, where
+# no reference is sure (XLA's x * (1 / y) may round below 1); their domains do not meet
+QUOTIENTS = {func for func, (_, b_domain) in BINARY_DOMAINS.items() if b_domain == DIVISOR}
 # the rules NumPy has an in-place operator for
 IN_PLACE_OPERATORS = {np.add: operator.iadd, np.subtract: operator.isub,
                       np.multiply: operator.imul, np.true_divide: operator.itruediv,
-                      np.power: operator.ipow}
+                      np.power: operator.ipow, np.floor_divide: operator.ifloordiv,
+                      np.remainder: operator.imod}
 
 def points(domain, rng, n):
     """n points of a one-operand domain."""
@@ -77,10 +81,6 @@ def same_operand_points(a_domain, b_domain, rng, n):
     """
     if b_domain == APART:
         return spread(a_domain, rng, n)
-    if b_domain == DIVISOR:
-        # a dividend and a divisor do not meet: the dividends, whose ratios jump only at
-        # ratios that are integers (each element against itself, where the rule is exact)
-        return points(a_domain, rng, n)
     found = np.empty(0)
     while len(found) < n:
         candidates = points(a_domain, rng, 4 * n)

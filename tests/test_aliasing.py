@@ -57,6 +57,7 @@ from rule_domains import (
     BINARY_RULES,
     IN_PLACE_OPERATORS,
     ONLY_IN_B,
+    QUOTIENTS,
     UNARY_DOMAINS,
     UNARY_RULES,
     binary_points,
@@ -207,6 +208,8 @@ class Pattern:
             return ()
         if rule in ONLY_IN_B:    # a constant a
             return tuple(position for position in self.binary_positions if position == "b-const")
+        if rule in QUOTIENTS:    # not y op y (rule_domains.QUOTIENTS)
+            return tuple(position for position in self.binary_positions if position != "both")
         return self.binary_positions
 
 
