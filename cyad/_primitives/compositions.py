@@ -181,12 +181,10 @@ def _sort(a, axis=-1, kind=None, *, stable=None):
 
 @composition(np.interp)
 def _interp(x, xp, fp, left=None, right=None):
-    """Linear interpolation, differentiable in x, fp, left and right (not in xp). At a knot
-    the derivative in x is the slope on its right (on the last interval at the last knot).
-    The result takes the operands' dtype (NumPy's computes in float64)."""
-    if is_engine_array(xp):
-        raise TypeError("cyad: numpy.interp is differentiable in x and fp, not in xp")
-    xp = np.asarray(xp)
+    """Linear interpolation, differentiable in x, xp, fp, left and right. At a knot the
+    derivatives are those of the interval on its right (of the last interval at the last
+    knot), as JAX's. The result takes the operands' dtype (NumPy's computes in float64)."""
+    xp = xp if is_engine_array(xp) else np.asarray(xp)
     fp = fp if is_engine_array(fp) else np.asarray(fp)
     i = np.clip(np.searchsorted(xp, x, side="right"), 1, len(xp) - 1)
     f0, f1 = fp[i - 1], fp[i]
