@@ -102,7 +102,10 @@ def _supported_arguments(numpy_function, accepted, args, kwargs):
             positional = value
             continue
         if name in accepted:
-            supported[name] = value
+            if parameter.kind is parameter.VAR_KEYWORD:   # NumPy's **kwargs, passed on
+                supported.update(value)
+            else:
+                supported[name] = value
             continue
         if parameter.kind is parameter.VAR_KEYWORD:
             name = next(iter(value))

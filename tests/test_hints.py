@@ -88,3 +88,10 @@ def test_floor_divide_and_mod_differentiate(engine):
     # // is piecewise constant, % has derivative 1 in its dividend
     grad = cyad.gradient(lambda x: np.sum((x // 0.4) * x + x % 0.4), X, engine=engine)
     np.testing.assert_allclose(grad, X // 0.4 + 1.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_unsupported_scipy_ufunc_is_named_by_scipys_path(engine):
+    special = pytest.importorskip("scipy.special")
+    with pytest.raises(TypeError, match=r"cyad: scipy\.special\.ellipk is not supported"):
+        cyad.gradient(lambda x: np.sum(special.ellipk(x * 0.1)), X, engine=engine)

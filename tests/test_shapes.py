@@ -162,6 +162,17 @@ def test_pad_modes_that_compute_are_refused(mode, engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_pad_odd_reflection_is_refused(engine):
+    with pytest.raises(TypeError, match="reflect_type='odd' is not supported"):
+        cyad.gradient(lambda t: np.sum(np.pad(t, 2, "reflect", reflect_type="odd")),
+                      np.arange(1.0, 4.0), engine=engine)
+    # NumPy's own check of another mode's options
+    with pytest.raises(ValueError, match="unsupported keyword arguments"):
+        cyad.gradient(lambda t: np.sum(np.pad(t, 2, stat_length=1)), np.arange(1.0, 4.0),
+                      engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_pad_constant_values_are_not_differentiated(engine):
     with pytest.raises(TypeError, match="constant_values is not differentiated"):
         cyad.gradient(lambda t: np.sum(np.pad(t, 1, constant_values=t[0])), np.ones(3),

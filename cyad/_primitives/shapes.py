@@ -39,7 +39,7 @@ class _take:
     """Elements at positions along an axis (of the flattened array for axis=None); the
     positions are constants, wrapped, clipped or checked as `mode` says."""
 
-    def bind(a, indices, axis=None, mode="raise"):
+    def bind(a, indices, axis=None, *, mode="raise"):
         indices = np.asarray(primal(indices))
         if indices.dtype.kind not in "iu":
             raise IndexError("arrays used as indices must be of integer type")
@@ -92,17 +92,24 @@ def _moved(a, positions, fill=None):
 
 
 @composition(np.pad)
-def _pad(array, pad_width, mode="constant", *, constant_values=0, reflect_type="even"):
+def _pad(array, pad_width, mode="constant", **kwargs):
     """The modes that only place x's elements (constant, edge, reflect, symmetric, wrap);
     the constants of the constant mode are not differentiated."""
+    constant_values = kwargs.get("constant_values", 0)
     if mode not in ("constant", "edge", "reflect", "symmetric", "wrap"):
         raise TypeError(f"cyad: numpy.pad with mode={mode!r} is not supported on cyad's arrays "
                         "(its result is not a placement of the elements: constant, edge, "
                         "reflect, symmetric and wrap are)")
+    if kwargs.get("reflect_type", "even") != "even":
+        raise TypeError("cyad: numpy.pad with reflect_type='odd' is not supported on cyad's "
+                        "arrays (it extrapolates, 2 * edge - reflection, rather than placing "
+                        "elements: 2 * np.pad(x, w, 'edge') - np.pad(x, w, mode) gives it "
+                        "for one axis)")
     if is_engine_array(constant_values):
         raise TypeError("cyad: numpy.pad's constant_values is not differentiated; pass a "
                         "constant")
-    options = {"reflect_type": reflect_type} if mode in ("reflect", "symmetric") else {}
+    # (NumPy checks the options: those of another mode are refused)
+    options = {name: value for name, value in kwargs.items() if name != "constant_values"}
     positions = np.pad(_positions(array), pad_width, mode, **options)
     fill = None
     if mode == "constant" and np.any(np.asarray(constant_values) != 0):
