@@ -3,6 +3,7 @@ than the scenarios of tests/test_primitives.py: at their kinks and jumps, with t
 options and their errors, on every engine (JAX the reference).
 """
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -261,3 +262,16 @@ def test_astype_to_float32_on_the_dual_engine():
     np.testing.assert_allclose(grad, [1.0, 3.0])
     with pytest.raises(TypeError, match="float64 or float32, not float16"):
         cyad.gradient(lambda t: np.sum(t.astype(np.float16)), np.ones(2))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_row_stack(engine):
+    # NumPy's deprecated alias of vstack, which passes dtype= and casting= on
+    x = np.array([1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        grad = cyad.gradient(lambda t: np.sum(np.row_stack([t, t ** 2]) * 3.0), x,
+                             engine=engine)
+    np.testing.assert_array_equal(grad, 3.0 + 6.0 * x)
+    with pytest.raises(TypeError, match="dtype= is not supported"):
+        cyad.gradient(lambda t: np.sum(np.vstack([t, t], dtype=np.float32)), x, engine=engine)

@@ -85,14 +85,23 @@ def _atleast_2d(*arys):
     return results[0] if len(results) == 1 else tuple(results)
 
 
+def _check_no_dtype(function, dtype):
+    # (np.row_stack passes dtype=None on to vstack)
+    if dtype is not None:
+        raise TypeError(f"cyad: numpy.{function}'s dtype= is not supported on cyad's arrays "
+                        "(.astype() the result)")
+
+
 @composition(np.hstack)
-def _hstack(tup):
+def _hstack(tup, *, dtype=None, casting="same_kind"):
+    _check_no_dtype("hstack", dtype)
     arrays = [np.atleast_1d(x) for x in tup]
     return np.concatenate(arrays, 0 if arrays[0].ndim == 1 else 1)
 
 
 @composition(np.vstack)
-def _vstack(tup):
+def _vstack(tup, *, dtype=None, casting="same_kind"):
+    _check_no_dtype("vstack", dtype)
     return np.concatenate([np.atleast_2d(x) for x in tup], 0)
 
 
