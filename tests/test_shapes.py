@@ -275,3 +275,38 @@ def test_row_stack(engine):
     np.testing.assert_array_equal(grad, 3.0 + 6.0 * x)
     with pytest.raises(TypeError, match="dtype= is not supported"):
         cyad.gradient(lambda t: np.sum(np.vstack([t, t], dtype=np.float32)), x, engine=engine)
+
+
+SPELLINGS = {
+    "insert-slice": lambda xp, x: xp.insert(x, slice(1, 5, 2), 9.0),
+    "insert-columns": lambda xp, x: xp.insert(x.reshape(3, 4), xp.array([0, 2]),
+                                              x[:3].reshape(3, 1) ** 2, axis=1),
+    "delete-slice": lambda xp, x: xp.delete(x.reshape(3, 4), slice(0, 4, 2), axis=1),
+    "array-split-bounds": lambda xp, x: xp.concatenate(xp.array_split(x ** 2, [2, 5, 9])),
+    "block-of-numbers": lambda xp, x: xp.block([[x[0], x[1]], [x[2] ** 2, 1.0]]),
+    "repeat-rows": lambda xp, x: xp.repeat(x.reshape(3, 4), xp.array([2, 0, 1]), axis=0),
+    "pad-wide-wrap": lambda xp, x: xp.pad(x[:3] ** 2, (7, 8), mode="wrap"),
+    "pad-wide-reflect": lambda xp, x: xp.pad(x[:3] ** 2, (7, 8), mode="reflect"),
+    "pad-symmetric-2d": lambda xp, x: xp.pad(x.reshape(3, 4), ((4, 1), (5, 6)),
+                                             mode="symmetric"),
+    "pad-constant-pairs": lambda xp, x: xp.pad(x.reshape(3, 4) ** 2, 1,
+                                               constant_values=((1.0, 2.0), (3.0, 4.0))),
+    "take-clip": lambda xp, x: xp.take(x.reshape(3, 4), xp.array([[-5, 1], [9, 2]]), axis=1,
+                                       mode="clip"),
+    "roll-axes": lambda xp, x: xp.roll(x.reshape(2, 3, 2) ** 2, (-1, 4), axis=(2, 1)),
+    "divmod": lambda xp, x: xp.stack(divmod(x * x, -0.7)),
+    "interp-sorted-xp": lambda xp, x: xp.interp(0.3, xp.sort(x), x ** 2),
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", SPELLINGS)
+def test_more_spellings_against_jax(name, engine):
+    program = SPELLINGS[name]
+    x = np.linspace(-1.3, 2.1, 12)
+    value, jacobian = cyad.value_and_jacobian(lambda t: program(np, t), x, engine=engine)
+    np.testing.assert_allclose(value, program(np, x), rtol=1e-15)
+    np.testing.assert_allclose(jacobian, jax.jacfwd(lambda t: program(jnp, t))(jnp.asarray(x)),
+                               rtol=1e-13, atol=1e-13)
+    w = np.cos(np.arange(np.size(value))).reshape(np.shape(value))
+    _check_against_jax(lambda xp, t: xp.sum(program(xp, t) * w), x, engine)

@@ -173,15 +173,14 @@ def _tril(m, k=0):
 
 @composition(np.delete)
 def _delete(arr, obj, axis=None):
-    return _moved(arr, np.delete(_positions(arr), np.asarray(primal(obj)), axis))
+    return _moved(arr, np.delete(_positions(arr), primal(obj), axis))
 
 
 @composition(np.insert)
 def _insert(arr, obj, values, axis=None):
     """arr's elements where NumPy keeps them, values' (broadcast as NumPy does) where it
     inserts them."""
-    positions = np.insert(_positions(arr), np.asarray(primal(obj)),
-                          -_positions(values), axis)
+    positions = np.insert(_positions(arr), primal(obj), -_positions(values), axis)
     if not is_engine_array(values):
         values = np.asarray(values, getattr(arr, "dtype", float))
     from_arr = _moved(arr, np.maximum(positions, 0))
