@@ -926,8 +926,11 @@ cdef class Dual:
     Raises
     ------
     TypeError
-        From ``float()``, ``int()``, ``np.asarray()``, assignment into a plain ndarray,
-        and NumPy functions or ufuncs without a derivative rule.
+        From ``float()``, ``int()``, ``round()`` (without digits), ``.item()``,
+        ``.tolist()``, ``np.asarray()``, assignment into a plain ndarray, and NumPy
+        functions or ufuncs without a derivative rule (named by their public path).
+    AttributeError
+        From an ndarray method dual arrays lack, naming it.
 
     Examples
     --------

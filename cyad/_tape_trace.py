@@ -21,13 +21,15 @@ binary instructions; NumPy functions go through the primitive table (cyad/_primi
 
 What depends on x's values is never frozen silently. Masks of `where`, maximum,
 minimum, abs and clip are instructions, recomputed on every replay. Anything else that
-reads a traced value - `bool()` of a comparison (Python `if` and `while`), `int()`,
-`float()` or `.item()` of a bool, an index made of traced values (a boolean mask), the
-orders and positions of argsort, argmax and their kin, a table rule's `primal()` -
-records a guard: the replay checks that the value is what it was when f was traced, and
-the tape is recorded anew when it is not. `float()`, `complex()`, `.item()` and
-`.tolist()` of a float value are refused (TypeError), as on the dual engine: the Python
-number would carry on without its derivative.
+reads a traced value - `bool()` of a comparison (Python `if` and `while`), `int()` and
+`.astype()` to an integer dtype, `float()` or `.item()` of a bool, an index made of traced
+values (a boolean mask, np.piecewise's conditions), the orders and positions of argsort,
+argpartition, argmax and their kin, a table rule's `primal()` - records a guard: the
+replay checks that the value is what it was when f was traced, and the tape is recorded
+anew when it is not. `float()`, `complex()`, `.item()` and `.tolist()` of a float value
+are refused (TypeError), as on the dual engine: the Python number would carry on without
+its derivative; so is `round()` without digits, and an ndarray method tracers lack raises
+an AttributeError naming it (`cyad._hints` holds the texts).
 
 A tape freezes what f reads that is not x: arrays f closes over and Python state are
 captured as constants when f is traced (`Recording.captured` lists the arrays, which the
