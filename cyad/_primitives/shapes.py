@@ -11,8 +11,9 @@ linear in their operands. They are compositions of a few table functions:
   one ravel and one gather (and a where for a fill) whatever the size;
 - the joining functions are concatenations of reshaped operands, the splitting ones
   slices, triu and tril a where with a fixed mask;
-- np.select and np.piecewise are wheres and masked writes: where the conditions are
-  read off x's values, they are constants (the tape checks them on every replay).
+- np.select is nested wheres (on the tape its conditions are recomputed on every
+  replay), np.piecewise masked writes into np.zeros_like(x), as NumPy's (on the tape its
+  masks are guards, checked on every replay).
 
 np.take is the one new linear entry: positions along an axis, with its transpose.
 np.partition takes the elements in the order np.argpartition gives (a constant, as
