@@ -1176,8 +1176,17 @@ cdef class Dual:
 
     def __round__(self, ndigits=None):
         if ndigits is None:
-            raise _hints.round_refused("a dual array")
+            raise _hints.integer_refused("round", "a dual array")
         return _numpy(np.round)(self, ndigits)
+
+    def __floor__(self):
+        raise _hints.integer_refused("math.floor", "a dual array")
+
+    def __ceil__(self):
+        raise _hints.integer_refused("math.ceil", "a dual array")
+
+    def __trunc__(self):
+        raise _hints.integer_refused("math.trunc", "a dual array")
 
     # -- comparisons read the values, so control flow works --------------------------
     def __lt__(self, other):

@@ -16,10 +16,13 @@ def missing_method(name, where):
     return AttributeError(f"cyad: ndarray.{name} is not supported on {where} ({advice})")
 
 
-def round_refused(where):
-    return TypeError(f"cyad: round() of {where} would give a Python int without its "
-                     "derivative; use np.round(x) (rounded values, derivative 0), "
-                     "np.floor(x) or np.rint(x), which stay arrays")
+def integer_refused(function, where):
+    """round(x), math.floor(x), math.ceil(x), math.trunc(x): a Python int (the tape
+    guards one; the dual engine refuses it, as int())."""
+    numpy = {"round": "round", "math.floor": "floor", "math.ceil": "ceil",
+             "math.trunc": "trunc"}[function]
+    return TypeError(f"cyad: {function}() of {where} would give a Python int without its "
+                     f"derivative; use np.{numpy}(x) (derivative 0), which stays an array")
 
 
 def number_refused(method):

@@ -28,8 +28,9 @@ argpartition, argmax and their kin, a table rule's `primal()` - records a guard:
 replay checks that the value is what it was when f was traced, and the tape is recorded
 anew when it is not. `float()`, `complex()`, `.item()` and `.tolist()` of a float value
 are refused (TypeError), as on the dual engine: the Python number would carry on without
-its derivative; so is `round()` without digits, and an ndarray method tracers lack raises
-an AttributeError naming it (`cyad._hints` holds the texts).
+its derivative. `round()`, `math.floor()`, `math.ceil()` and `math.trunc()` give guarded
+ints, as `int()`. An ndarray method tracers lack raises an AttributeError naming it
+(`cyad._hints` holds the texts).
 
 A tape freezes what f reads that is not x: arrays f closes over and Python state are
 captured as constants when f is traced (`Recording.captured` lists the arrays, which the
@@ -578,10 +579,20 @@ class Tracer:
     def __rdivmod__(self, other):
         return np.floor_divide(other, self), np.remainder(other, self)
 
+    # Python ints, piecewise constant: guarded, as int() is
     def __round__(self, ndigits=None):
         if ndigits is None:
-            raise _hints.round_refused("a traced array")
+            return int(np.rint(self))
         return np.round(self, ndigits)
+
+    def __floor__(self):
+        return int(np.floor(self))
+
+    def __ceil__(self):
+        return int(np.ceil(self))
+
+    def __trunc__(self):
+        return int(self)
 
     def _inplace(self, result):
         self._write(self.recording.var_of(result))

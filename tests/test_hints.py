@@ -1,6 +1,8 @@
 """What f is told when it asks cyad's arrays for something they refuse, on every engine:
 the function named by its public path, and what to use instead.
 """
+import math
+
 import numpy as np
 import pytest
 from scenarios import ENGINES
@@ -30,11 +32,24 @@ def test_an_unsupported_function_in_a_submodule_is_named_by_its_path(function, n
         cyad.gradient(lambda x: np.sum(np.abs(function(x))), X, engine=engine)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_round_without_digits_says_what_to_use(engine):
-    with pytest.raises(TypeError, match=r"round\(\) of a (dual|traced) array would give a "
-                                        r"Python int.*np\.round\(x\)"):
-        cyad.gradient(lambda x: round(x[0]) * x[1], X, engine=engine)
+@pytest.mark.parametrize("function, numpy", [(round, "round"), (math.floor, "floor"),
+                                             (math.ceil, "ceil"), (math.trunc, "trunc")])
+def test_python_ints_of_a_dual_say_what_to_use(function, numpy):
+    name = "round" if function is round else f"math.{numpy}"
+    with pytest.raises(TypeError, match=rf"{name}\(\) of a dual array would give a Python int "
+                                        rf".*np\.{numpy}\(x\)"):
+        cyad.gradient(lambda x: function(x[0]) * x[1], X)
+
+
+@pytest.mark.parametrize("function", [round, math.floor, math.ceil, math.trunc])
+def test_python_ints_of_a_traced_value_are_guarded(function):
+    # piecewise constant, as int(): the factor's derivative is 0, and a replay where it
+    # changes records anew
+    f = lambda x: function(x[0] * 2.0) * x[1]  # noqa: E731
+    prep = cyad.prepare_gradient(f, X, engine="tape")
+    for point in (X, X + np.array([0.4, 0.0, 0.0]), X):
+        grad = cyad.gradient(f, point, prep=prep)
+        np.testing.assert_array_equal(grad, [0.0, function(point[0] * 2.0), 0.0])
 
 
 @pytest.mark.parametrize("engine", ENGINES)
