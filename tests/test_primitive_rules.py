@@ -75,6 +75,9 @@ CASES = [
     ("eigh", np.linalg.eigh, (spd(3),), {}),
     ("eigh-upper", np.linalg.eigh, (spd(3) + np.tril(r(3, 3), -1),), {"UPLO": "U"}),
     ("eigvalsh", np.linalg.eigvalsh, (spd(3, (2,)),), {}),
+    # shapes
+    ("take", np.take, (r(3, 4, 2), np.array([[3, 0], [3, -1]])), {"axis": 1}),
+    ("take-flat-wrap", np.take, (r(3, 4), np.array([13, -2, 0, 13])), {"mode": "wrap"}),
 ]
 
 

@@ -180,18 +180,6 @@ def test_pad_constant_values_are_not_differentiated(engine):
                       engine=engine)
 
 
-def test_take_transpose_sums_repeated_positions():
-    # the adjoint of a take: cotangents of one position added up
-    from cyad._primitives import TABLE
-    entry = TABLE[np.take]
-    (a,), params = entry.bind(np.zeros((3, 2)), np.array([[2, 0], [2, 2]]), axis=0)
-    ct = np.arange(8.0).reshape(2, 2, 2)
-    (back,) = entry.transpose(ct, [(3, 2)], **params)
-    # <take(a), ct> == <a, transpose(ct)> for a random a
-    a = np.random.default_rng(0).standard_normal((3, 2))
-    np.testing.assert_allclose(np.sum(entry.impl(a, **params) * ct), np.sum(a * back))
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_partition_at_ties_gives_each_element_its_own_derivative(engine):
     x = np.array([3.0, 1.0, 2.0, 1.0, 5.0])
