@@ -38,7 +38,7 @@ from cyad._fused cimport real
 from cyad._kernels cimport unary_chunks, binary_chunks, unary_nested, binary_nested
 from cyad._layout cimport second_order_width, outer_lane, inner_lane
 from cyad._rules cimport UnaryOp, BinaryOp
-from cyad import _rule_table
+from cyad import _hints, _rule_table
 from cyad._stacked import stacked
 
 cnp.import_array()
@@ -943,8 +943,11 @@ cdef class Dual:
     Raises
     ------
     TypeError
-        From ``float()``, ``int()``, ``np.asarray()``, assignment into a plain ndarray,
-        and NumPy functions or ufuncs without a derivative rule.
+        From ``float()``, ``int()``, ``round()`` (without digits), ``.item()``,
+        ``.tolist()``, ``np.asarray()``, assignment into a plain ndarray, and NumPy
+        functions or ufuncs without a derivative rule (named by their public path).
+    AttributeError
+        From an ndarray method dual arrays lack, naming it.
 
     Examples
     --------
@@ -1018,7 +1021,7 @@ cdef class Dual:
         if impl is None:
             impl = _custom_function(func)
         if impl is None:
-            raise TypeError(f"cyad: numpy.{func.__name__} is not supported on dual arrays")
+            raise TypeError(f"cyad: {_hints.function_name(func)} is not supported on dual arrays")
         return impl(*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
@@ -1170,6 +1173,45 @@ cdef class Dual:
     def __abs__(self):
         return unary(UnaryOp.ABSOLUTE, self)
 
+    # piecewise: // is constant between its jumps, % has derivative 1 in the dividend
+    def __floordiv__(self, other):
+        return np.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return np.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return np.remainder(self, other)
+
+    def __rmod__(self, other):
+        return np.remainder(other, self)
+
+    def __ifloordiv__(self, other):
+        return np.floor_divide(self, other, out=self)
+
+    def __imod__(self, other):
+        return np.remainder(self, other, out=self)
+
+    def __divmod__(self, other):
+        return np.floor_divide(self, other), np.remainder(self, other)
+
+    def __rdivmod__(self, other):
+        return np.floor_divide(other, self), np.remainder(other, self)
+
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            raise _hints.integer_refused("round", "a dual array")
+        return _numpy(np.round)(self, ndigits)
+
+    def __floor__(self):
+        raise _hints.integer_refused("math.floor", "a dual array")
+
+    def __ceil__(self):
+        raise _hints.integer_refused("math.ceil", "a dual array")
+
+    def __trunc__(self):
+        raise _hints.integer_refused("math.trunc", "a dual array")
+
     # -- comparisons read the values, so control flow works --------------------------
     def __lt__(self, other):
         return self.values < primal(other)
@@ -1252,6 +1294,55 @@ cdef class Dual:
 
     def swapaxes(self, axis1, axis2):
         return _numpy(np.swapaxes)(self, axis1, axis2)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return _numpy(np.diagonal)(self, offset, axis1, axis2)
+
+    def take(self, indices, axis=None, mode="raise"):
+        return _numpy(np.take)(self, indices, axis, mode=mode)
+
+    def repeat(self, repeats, axis=None):
+        return _numpy(np.repeat)(self, repeats, axis)
+
+    def argmax(self, axis=None):
+        return np.argmax(self.values, axis)
+
+    def argmin(self, axis=None):
+        return np.argmin(self.values, axis)
+
+    def argsort(self, axis=-1, kind=None):
+        return np.argsort(self.values, axis, kind)
+
+    def any(self, axis=None):
+        return np.any(self.values, axis)
+
+    def all(self, axis=None):
+        return np.all(self.values, axis)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        """To float32 or float64: the dual in that precision. To an integer or bool
+        dtype: the values converted, a plain array (a constant: it reads the values)."""
+        dtype = np.dtype(dtype)
+        if dtype.kind in "biu":
+            return self.values.astype(dtype, order, casting)
+        if dtype not in (np.float32, np.float64):
+            raise TypeError(f"cyad: dual arrays hold float64 or float32, not {dtype}")
+        if dtype == self.values.dtype and not copy:
+            return self
+        return new_dual(self.values.astype(dtype, order, casting),
+                        self.partials.astype(dtype, order, casting), self.width, self.tag)
+
+    def item(self, *args):
+        raise _hints.number_refused("item")
+
+    def tolist(self):
+        raise _hints.number_refused("tolist")
+
+    def __getattr__(self, name):
+        # an ndarray method cyad lacks: say so, rather than the extension type's error
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            raise _hints.missing_method(name, "dual arrays")
+        raise AttributeError(f"'cyad._dual.Dual' object has no attribute {name!r}")
 
 
 # Cython gives a class with __getitem__ the sequence item slot too, and NumPy takes an

@@ -34,6 +34,7 @@ import sys
 
 import numpy as np
 
+from cyad._hints import function_name
 from cyad._dual import Dual, Tag, float_dtype, make_dual, primal, promote, tagged_dual
 from cyad._layout import NestedLanes, padded_width
 from cyad._primitives import NAMED, TABLE
@@ -106,20 +107,18 @@ def _supported_arguments(numpy_function, accepted, args, kwargs):
             positional = value
             continue
         if name in accepted:
-            supported[name] = value
+            if parameter.kind is parameter.VAR_KEYWORD:   # NumPy's **kwargs, passed on
+                supported.update(value)
+            else:
+                supported[name] = value
             continue
         if parameter.kind is parameter.VAR_KEYWORD:
             name = next(iter(value))
         elif value is parameter.default:
             continue
-        raise TypeError(f"cyad: {_name(numpy_function)} does not support the "
+        raise TypeError(f"cyad: {function_name(numpy_function)} does not support the "
                         f"argument {name!r} on dual arrays")
     return positional, supported
-
-
-def _name(numpy_function):
-    module = getattr(numpy_function, "__module__", None) or "numpy"
-    return f"{module}.{numpy_function.__name__}"
 
 
 def _tags(args):

@@ -8,7 +8,7 @@
 # keeps their divisions plain C divisions (IEEE inf and nan) whatever that module's.
 
 from libc.math cimport (exp, exp2, expm1, log, log1p, pow, fabs, isnan, INFINITY, M_LN2,
-                        M_SQRT1_2, M_2_SQRTPI)
+                        M_SQRT1_2, M_2_SQRTPI, floor, fmod, copysign)
 
 from cyad cimport _special as sc
 
@@ -130,3 +130,35 @@ cdef inline double _boxcox_dll(double l, double lmbda) noexcept nogil:
         total += (k - 1) * (k - 2) * term
         term *= t / (k + 1)
     return l * l * l * total
+
+cdef inline double _floor_divide(double a, double b) noexcept nogil:
+    # NumPy's npy_floor_divide (npy_divmod's quotient): floor((a - fmod(a, b)) / b),
+    # corrected where the remainder takes the divisor's sign, rounded to the nearest
+    # integer where the division is inexact
+    cdef double mod, div, q
+    if b == 0.0:
+        return a / b
+    mod = fmod(a, b)
+    div = (a - mod) / b
+    if mod != 0.0 and (b < 0.0) != (mod < 0.0):
+        div -= 1.0
+    if div == 0.0:
+        return copysign(0.0, a / b)
+    q = floor(div)
+    return q + 1.0 if div - q > 0.5 else q
+
+
+cdef inline double _remainder(double a, double b) noexcept nogil:
+    # NumPy's npy_divmod's remainder: fmod(a, b) moved to the divisor's sign
+    cdef double mod = fmod(a, b)
+    if b == 0.0:
+        return mod
+    if mod != 0.0:
+        return mod + b if (b < 0.0) != (mod < 0.0) else mod
+    return copysign(0.0, b)
+
+
+cdef inline double _heaviside(double x, double h0) noexcept nogil:
+    if isnan(x):
+        return x
+    return h0 if x == 0.0 else (0.0 if x < 0.0 else 1.0)

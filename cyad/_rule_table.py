@@ -73,7 +73,11 @@ Conventions where a function is not differentiable:
                           is real only at integer y.
   arctan2 at (0, 0)       both partials nan: the angle jumps there.
   sign, floor, ceil,      derivative 0 everywhere (also at their jumps).
-  rint, trunc
+  rint, trunc, //
+  a % b, fmod(a, b)       d/da = 1, d/db = -q for the quotient q (floor(a / b), trunc(a / b))
+                          the value gives: at a jump, that of the side NumPy's value takes.
+  copysign(a, b)          d/da = sign(a) sign(b) (0 at a = 0, as abs), d/db = 0.
+  heaviside(x, h0)        d/dx = 0 (also at 0); d/dh0 = 1 where x == 0, else 0.
   xlogy(x, y) at x = 0    SciPy defines it 0 for every y >= 0: d/dy = 0 (also at y = 0),
                           d/dx = log(y); likewise xlog1py. kl_div(0, y) = y: d/dy = 1.
   entr, rel_entr at x = 0 d/dx = +inf (the one-sided limit), d/dy of rel_entr 0.
@@ -118,6 +122,9 @@ BETWEEN_STEPS = "between-steps"
 # a second operand of maximum and minimum: every b at least 0.1 from every a, and the
 # a at least 0.2 from each other, so that no comparison of any two operand elements ties
 APART = "apart"
+# a divisor of the steps' dividends: (0.99, 1.0) moves a BETWEEN_STEPS dividend by less than
+# 0.03, so a / b stays at least 0.07 from every integer (the jumps of //, % and fmod)
+DIVISOR = (0.99, 1.0)
 
 Domain = tuple[float, float] | str
 
@@ -308,6 +315,19 @@ BINARY_RULES = (
     Binary("boxcox1p", ("scipy.special.boxcox1p",), "sc.boxcox1p(a, b)",
            "pow(1.0 + a, b - 1.0)", "_boxcox_dl(log1p(a), b)", "(b - 1.0) * da / (1.0 + a)",
            "da * log1p(a)", "_boxcox_dll(log1p(a), b)", ((-0.9, 4.0), EXPONENT)),
+    # piecewise: between their jumps (a / b an integer) a - b * q with q constant, q the
+    # floor (remainder, floor_divide) or truncated (fmod) quotient, read off the value
+    Binary("floor_divide", ("floor_divide",), "_floor_divide(a, b)", "0.0", "0.0",
+           "0.0", "0.0", "0.0", (BETWEEN_STEPS, DIVISOR)),
+    Binary("remainder", ("remainder",), "_remainder(a, b)", "1.0", "-rint((a - v) / b)",
+           "0.0", "0.0", "0.0", (BETWEEN_STEPS, DIVISOR)),
+    Binary("fmod", ("fmod",), "fmod(a, b)", "1.0", "-rint((a - v) / b)",
+           "0.0", "0.0", "0.0", (BETWEEN_STEPS, DIVISOR)),
+    Binary("copysign", ("copysign",), "copysign(a, b)", "_sign(a) * copysign(1.0, b)", "0.0",
+           "0.0", "0.0", "0.0", (NONZERO, NONZERO)),
+    # heaviside(x, h0) is h0 where x == 0: its derivative in h0 is 1 there, 0 elsewhere
+    Binary("heaviside", ("heaviside",), "_heaviside(a, b)", "0.0",
+           "1.0 if a == 0.0 else 0.0", "0.0", "0.0", "0.0", (NONZERO, ANY)),
 )
 
 

@@ -23,13 +23,16 @@ them: cyad/_primitives/ufunc_methods.py); NumPy functions go through the primiti
 
 What depends on x's values is never frozen silently. Masks of `where`, maximum,
 minimum, abs and clip are instructions, recomputed on every replay. Anything else that
-reads a traced value - `bool()` of a comparison (Python `if` and `while`), `int()`,
-`float()` or `.item()` of a bool, an index made of traced values (a boolean mask), the
-orders and positions of argsort, argmax and their kin, a table rule's `primal()` -
-records a guard: the replay checks that the value is what it was when f was traced, and
-the tape is recorded anew when it is not. `float()`, `complex()`, `.item()` and
-`.tolist()` of a float value are refused (TypeError), as on the dual engine: the Python
-number would carry on without its derivative.
+reads a traced value - `bool()` of a comparison (Python `if` and `while`), `int()` and
+`.astype()` to an integer dtype, `float()` or `.item()` of a bool, an index made of traced
+values (a boolean mask, np.piecewise's conditions), the orders and positions of argsort,
+argpartition, argmax and their kin, a table rule's `primal()` - records a guard: the
+replay checks that the value is what it was when f was traced, and the tape is recorded
+anew when it is not. `float()`, `complex()`, `.item()` and `.tolist()` of a float value
+are refused (TypeError), as on the dual engine: the Python number would carry on without
+its derivative. `round()`, `math.floor()`, `math.ceil()` and `math.trunc()` give guarded
+ints, as `int()`. An ndarray method tracers lack raises an AttributeError naming it
+(`cyad._hints` holds the texts).
 
 A tape freezes what f reads that is not x: arrays f closes over and Python state are
 captured as constants when f is traced (`Recording.captured` lists the arrays, which the
@@ -48,7 +51,7 @@ import operator
 
 import numpy as np
 
-from cyad import _rule_table
+from cyad import _hints, _rule_table
 from cyad._dual import Dual
 from cyad._primitives import NAMED, TABLE, ufunc_methods
 from cyad._primitives._table import entry_of
@@ -507,7 +510,7 @@ class Tracer:
         kwargs = dict(kwargs)
         out = kwargs.pop("out")
         return _into(self.recording, out, function_call(self.recording, func, args, kwargs),
-                     f"numpy.{func.__name__}")
+                     _hints.function_name(func))
 
     # -- indexing ----------------------------------------------------------------------------
     def __getitem__(self, key):
@@ -573,6 +576,40 @@ class Tracer:
     def __abs__(self):
         return np.absolute(self)
 
+    # piecewise: // is constant between its jumps, % has derivative 1 in the dividend
+    def __floordiv__(self, other):
+        return np.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return np.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return np.remainder(self, other)
+
+    def __rmod__(self, other):
+        return np.remainder(other, self)
+
+    def __divmod__(self, other):
+        return np.floor_divide(self, other), np.remainder(self, other)
+
+    def __rdivmod__(self, other):
+        return np.floor_divide(other, self), np.remainder(other, self)
+
+    # Python ints, piecewise constant: guarded, as int() is
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            return int(np.rint(self))
+        return np.round(self, ndigits)
+
+    def __floor__(self):
+        return int(np.floor(self))
+
+    def __ceil__(self):
+        return int(np.ceil(self))
+
+    def __trunc__(self):
+        return int(self)
+
     def _inplace(self, result):
         self._write(self.recording.var_of(result))
         return self
@@ -591,6 +628,12 @@ class Tracer:
 
     def __ipow__(self, other):  # type: ignore[misc]
         return self._inplace(np.power(self, other))
+
+    def __ifloordiv__(self, other):
+        return self._inplace(np.floor_divide(self, other))
+
+    def __imod__(self, other):
+        return self._inplace(np.remainder(self, other))
 
     # comparisons: boolean tracers (masks recomputed on every replay)
     def __lt__(self, other):
@@ -698,11 +741,40 @@ class Tracer:
     def all(self, axis=None):
         return np.all(self, axis)
 
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def take(self, indices, axis=None, mode="raise"):
+        return np.take(self, indices, axis, mode=mode)
+
+    def repeat(self, repeats, axis=None):
+        return np.repeat(self, repeats, axis)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        """To a float dtype: the array (the tape computes in x's dtype). To an integer or
+        bool dtype: the values converted (guarded: a constant, as int() is)."""
+        dtype = np.dtype(dtype)
+        if dtype.kind == "b":
+            return np.not_equal(self, 0)
+        if dtype.kind in "iu":
+            whole = self if self.dtype == bool else np.trunc(self)
+            return whole.__cyad_value__("astype() of a traced value to an integer "
+                                        "type").astype(dtype)
+        if dtype not in (np.float32, np.float64):
+            raise TypeError(f"cyad: traced arrays hold float64 or float32, not {dtype}")
+        return np.copy(self) if copy else self
+
     def item(self):
         return self._number("item()").item()
 
     def tolist(self):
         return self._number("tolist()").tolist()
+
+    def __getattr__(self, name):
+        # an ndarray method cyad lacks: say so, rather than Python's error
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            raise _hints.missing_method(name, "traced arrays")
+        raise AttributeError(f"'Tracer' object has no attribute {name!r}")
 
 
 def _into(rec, out, result, name):
@@ -760,7 +832,8 @@ def function_call(rec, func, args, kwargs):
         return special(rec, *args, **kwargs)
     entry = entry_of(func)
     if entry is None:
-        raise TypeError(f"cyad: numpy.{func.__name__} is not supported by engine='tape'")
+        raise TypeError(f"cyad: {_hints.function_name(func)} is not supported by "
+                        "engine='tape'")
     return table_call(rec, entry, func, args, kwargs)
 
 
@@ -783,7 +856,7 @@ def table_call(rec, entry, func, args, kwargs):
     if entry.name == "matmul":
         return rec.matmul(*operands)
     return rec.python(entry, operands, params,
-                      f"numpy.{func.__name__}" if func in TABLE else entry.name)
+                      _hints.function_name(func) if func in TABLE else entry.name)
 
 
 def _constant(rec, entry, args, kwargs):

@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from cyad import _rule_table as table
-from cyad._rule_table import APART, BETWEEN_STEPS, INTEGER, NONZERO
+from cyad._rule_table import APART, BETWEEN_STEPS, DIVISOR, INTEGER, NONZERO
 
 # Every ufunc of the rule table (np.power and np.float_power among the binary ones), with
 # the test domain of its rule: one for a unary rule, (of a, of b) for a binary one
@@ -21,10 +21,14 @@ BINARY_RULES = list(BINARY_DOMAINS)
 # the binary ufuncs differentiable in their second operand only (the first a constant)
 ONLY_IN_B = {table.resolve(name) for rule in table.BINARY_RULES if rule.differentiable == "b"
              for name in rule.ufuncs}
+# the rules of a quotient's steps (//, %, fmod): y op y divides y by itself, a jump, where
+# no reference is sure (XLA's x * (1 / y) may round below 1); their domains do not meet
+QUOTIENTS = {func for func, (_, b_domain) in BINARY_DOMAINS.items() if b_domain == DIVISOR}
 # the rules NumPy has an in-place operator for
 IN_PLACE_OPERATORS = {np.add: operator.iadd, np.subtract: operator.isub,
                       np.multiply: operator.imul, np.true_divide: operator.itruediv,
-                      np.power: operator.ipow}
+                      np.power: operator.ipow, np.floor_divide: operator.ifloordiv,
+                      np.remainder: operator.imod}
 
 def points(domain, rng, n):
     """n points of a one-operand domain."""

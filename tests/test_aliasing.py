@@ -57,6 +57,7 @@ from rule_domains import (
     BINARY_RULES,
     IN_PLACE_OPERATORS,
     ONLY_IN_B,
+    QUOTIENTS,
     UNARY_DOMAINS,
     UNARY_RULES,
     binary_points,
@@ -207,6 +208,8 @@ class Pattern:
             return ()
         if rule in ONLY_IN_B:    # a constant a
             return tuple(position for position in self.binary_positions if position == "b-const")
+        if rule in QUOTIENTS:    # not y op y (rule_domains.QUOTIENTS)
+            return tuple(position for position in self.binary_positions if position != "both")
         return self.binary_positions
 
 
@@ -461,6 +464,29 @@ def _(k, y, z):
     m = _matrix(y, 2)
     np.amin(m, axis=0, out=m[1])
     return m
+
+
+@program("take-into-input", 5, lambda xp, k, y, z: xp.take(y, xp.array([4, 0, 2, 2, 1])),
+         out_of=[np.take])
+def _(k, y, z):
+    np.take(y, [4, 0, 2, 2, 1], out=y)
+    return y
+
+
+@program("take-of-reversed-into-input", 5,
+         lambda xp, k, y, z: xp.take(y[::-1], xp.array([1, 1, 3, 0, 4])), out_of=[np.take])
+def _(k, y, z):
+    np.take(y[::-1], [1, 1, 3, 0, 4], out=y)
+    return y
+
+
+@program("nan-to-num-in-place", 5,
+         lambda xp, k, y, z: xp.where(xp.arange(5) == 1, 2.0, y * y), covers=[np.nan_to_num])
+def _(k, y, z):
+    y *= y
+    y[1] = np.inf
+    np.nan_to_num(y, copy=False, posinf=2.0)
+    return y
 
 
 @program("cumsum-into-input", 5, lambda xp, k, y, z: xp.cumsum(y), out_of=[np.cumsum])
@@ -782,7 +808,17 @@ CANNOT_ALIAS = {
     np.gradient: "returns new arrays (no out=)",
     np.trapezoid: "returns a new array (no out=)",
     np.polyval: "returns a new array (no out=)",
+    np.sinc: "returns a new array (no out=)",
+    np.argpartition: "returns positions (ints) read off the values",
 }
+# the shape functions without out=: each returns a new array (or new views, for the splits,
+# broadcast_arrays and meshgrid(copy=False), which NumPy makes read-only or which no
+# function writes through)
+CANNOT_ALIAS.update({f: "returns a new array (no out=)" for f in (
+    np.pad, np.roll, np.tile, np.repeat, np.fliplr, np.flipud, np.rot90, np.diagonal,
+    np.diagflat, np.triu, np.tril, np.delete, np.insert, np.append, np.array_split, np.split,
+    np.hsplit, np.vsplit, np.dsplit, np.column_stack, np.dstack, np.block, np.meshgrid,
+    np.broadcast_arrays, np.select, np.piecewise, np.partition)})
 
 CASES = RULE_CASES + FUNCTION_CASES
 

@@ -50,6 +50,12 @@ WARNING = [
     pytest.param(_log_in_place, [-1.0, 3.0], id="log-in-place"),
     pytest.param(_overflow_in_place, [BIG, 1.0], id="overflow-in-place"),
     pytest.param(_large_in_place, [-1.0, 3.0], id="log-in-place-large"),
+    pytest.param(lambda x: np.sum(x // (x[1] - 1.0)), [1.0, 1.0], id="floor-divide-by-0"),
+    pytest.param(lambda x: np.sum(x % (x - 1.0)), [1.0, 3.0], id="remainder-by-0"),
+    pytest.param(lambda x: np.sum(np.fmod(x, x - 1.0)), [1.0, 3.0], id="fmod-by-0"),
+    pytest.param(lambda x: np.sum(np.log(np.pad(x, 1, mode="reflect") - 2.0)), [1.0, 3.0],
+                 id="log-of-pad"),
+    pytest.param(lambda x: np.sum(np.take(x, [1, 0]) * 1e300), [1e10, 2.0], id="take"),
 ]
 
 # functions with a singular derivative where NumPy computes the value without a warning
@@ -123,3 +129,29 @@ def test_the_values_are_those_numpy_warned_about():
         value, gradient = cyad.value_and_gradient(_log_in_place, x)
     assert np.isnan(value)
     np.testing.assert_array_equal(gradient, 1.0 / x)
+
+
+# functions NumPy computes without a warning at these points, whose compositions in cyad
+# must not warn either (sinc's series at 0 and far out, nan_to_num's masks)
+SILENT = [
+    pytest.param(lambda x: np.sum(np.sinc(x)), [0.0, 1e200], id="sinc"),
+    pytest.param(lambda x: np.sum(np.nan_to_num(x * x) * x), [np.inf, np.nan], id="nan_to_num"),
+    pytest.param(lambda x: np.sum(np.heaviside(x, 0.5) * x), [0.0, -2.0], id="heaviside"),
+    pytest.param(lambda x: np.sum(np.copysign(x, -1.0) ** 2), [0.0, 1.0], id="copysign"),
+]
+
+
+@pytest.mark.parametrize("engine", ["dual", "tape"])
+@pytest.mark.parametrize("operator", ["gradient", "hessian", "hvp"])
+@pytest.mark.parametrize("f, point", SILENT)
+def test_no_warning_where_numpy_gives_none(f, point, operator, engine):
+    x = np.array(point)
+    with np.errstate(all="raise"):
+        f(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="raise"):
+            if operator == "hvp":
+                cyad.hvp(f, x, np.ones_like(x), engine=engine)
+            else:
+                OPERATORS[operator](f, x, engine=engine)

@@ -99,6 +99,9 @@ CASES = [
     ("lstsq-tall", np.linalg.lstsq, (r(5, 3), r(5, 2)), {}),
     ("lstsq-vector", np.linalg.lstsq, (r(5, 3), r(5)), {}),
     ("lstsq-wide", np.linalg.lstsq, (r(3, 5), r(3)), {}),
+    # shapes
+    ("take", np.take, (r(3, 4, 2), np.array([[3, 0], [3, -1]])), {"axis": 1}),
+    ("take-flat-wrap", np.take, (r(3, 4), np.array([13, -2, 0, 13])), {"mode": "wrap"}),
 ]
 
 

@@ -3,7 +3,8 @@
 Each program is a seeded straight line of steps on a pool of values that starts from
 x (n = 5): elementwise rules from cyad's tables (their operands mapped affinely into
 the rule's domain, away from its jumps), reductions, a product with a constant matrix,
-slices, reversal, gathers, concatenation, shifts, where and dot. The program's value
+slices, reversal, gathers, concatenation, shifts, where, dot, and the shape functions
+that place elements (pad in its modes, roll, repeat, tile, take). The program's value
 is s (1 + s / 10), where s is the weighted sum of every value no later step uses.
 
 Every program runs in three variants through cyad:
@@ -168,6 +169,22 @@ def _slice(xp, step, pool, in_place, dtype):
     return pool[i][slice(*step.options["slice"])]
 
 
+def _place(xp, step, pool, in_place, dtype):
+    # the shape functions that place elements: padded, rolled, repeated, tiled, taken
+    (i,) = step.inputs
+    v = pool[i]
+    how, k = step.options["how"], step.options["k"]
+    if how in ("constant", "edge", "reflect", "symmetric", "wrap"):
+        return xp.pad(v, (k, 1), mode=how)
+    if how == "roll":
+        return xp.roll(v, k)
+    if how == "repeat":
+        return xp.repeat(v, k)
+    if how == "tile":
+        return xp.tile(v, k)
+    return xp.take(v, step.constants["index"], mode="wrap")
+
+
 STEPS = {
     "rule": _rule,
     "matmul": _matmul,
@@ -184,6 +201,7 @@ STEPS = {
                                                           pool[step.inputs[1]]),
     "concatenate": lambda xp, step, pool, in_place, dtype: xp.concatenate(
         [pool[i] for i in step.inputs]),
+    "place": _place,
 }
 
 
@@ -310,7 +328,7 @@ class Builder:
     def other_step(self):
         rng = self.rng
         kind = ["sum", "mean", "max", "min", "cumsum", "dot", "matmul", "slice", "gather",
-                "concatenate", "shift", "where"][rng.integers(12)]
+                "concatenate", "shift", "where", "place"][rng.integers(13)]
         i = self.pick(vector=True)
         v = self.values[i]
         if kind in ("max", "min"):
@@ -337,6 +355,16 @@ class Builder:
             return Step(kind, (i, j)) if len(v) + len(self.values[j]) <= MAX_LENGTH else None
         if kind == "shift":
             return Step(kind, (i,)) if len(v) >= 2 else None
+        if kind == "place":
+            how = ["constant", "edge", "reflect", "symmetric", "wrap", "roll", "repeat", "tile",
+                   "take"][rng.integers(9)]
+            k = int(rng.integers(1, 3))
+            index = rng.integers(-2 * len(v), 2 * len(v), rng.integers(1, 7))
+            length = {"roll": len(v), "repeat": k * len(v), "tile": k * len(v),
+                      "take": len(index)}.get(how, len(v) + k + 1)
+            if length > MAX_LENGTH or (how == "reflect" and len(v) < 2):
+                return None
+            return Step(kind, (i,), constants={"index": index}, options={"how": how, "k": k})
         if kind == "where":
             j = self.pick(vector=True, shape=v.shape)
             if np.shape(self.values[j]) != v.shape:

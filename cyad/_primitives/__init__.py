@@ -3,11 +3,13 @@
 ``TABLE`` maps each supported NumPy function to its entry (`_table` describes the
 kinds: composition, constant, linear with its transpose, primitive with its JVP
 and VJP). The entries live by responsibility: `structural` (linear and structural
-functions, shape queries), `reductions`, `products`, `linalg`, `decompositions`,
-`linalg_compositions`, `compositions`, `statistics` (nan*, order statistics, cumulative
-products, cov), `stencils` (convolutions, np.gradient, np.trapezoid, np.polyval), `special`
-(scipy.special's ufuncs of three operands, in ``NAMED``); `ufunc_methods` gives the ufuncs'
-reduce, accumulate, outer and at on an engine's arrays.
+functions, shape queries), `shapes` (padding, tiling, splitting, joining, selecting by
+conditions), `elementwise` (NumPy's elementwise functions that are not ufuncs),
+`reductions`, `products`, `linalg`, `decompositions`, `linalg_compositions`,
+`compositions`, `statistics` (nan*, order statistics, cumulative products, cov), `stencils`
+(convolutions, np.gradient, np.trapezoid, np.polyval), `special` (scipy.special's ufuncs of
+three operands, in ``NAMED``); `ufunc_methods` gives the ufuncs' reduce, accumulate, outer
+and at on an engine's arrays.
 An engine interprets the table (the dual arrays: `cyad._dual_functions`); adding
 a NumPy function is adding its entry here. SciPy's functions outside NumPy's dispatch
 are in `scipy_functions`, as compositions and custom functions (`cyad._custom`, whose
@@ -16,10 +18,12 @@ entries an engine finds with `_table.entry_of`); it is imported when SciPy is.
 from cyad._primitives import (  # noqa: F401
     compositions,
     decompositions,
+    elementwise,
     linalg,
     linalg_compositions,
     products,
     reductions,
+    shapes,
     special,
     statistics,
     stencils,

@@ -85,14 +85,23 @@ def _atleast_2d(*arys):
     return results[0] if len(results) == 1 else tuple(results)
 
 
+def _check_no_dtype(function, dtype):
+    # (np.row_stack passes dtype=None on to vstack)
+    if dtype is not None:
+        raise TypeError(f"cyad: numpy.{function}'s dtype= is not supported on cyad's arrays "
+                        "(.astype() the result)")
+
+
 @composition(np.hstack)
-def _hstack(tup):
+def _hstack(tup, *, dtype=None, casting="same_kind"):
+    _check_no_dtype("hstack", dtype)
     arrays = [np.atleast_1d(x) for x in tup]
     return np.concatenate(arrays, 0 if arrays[0].ndim == 1 else 1)
 
 
 @composition(np.vstack)
-def _vstack(tup):
+def _vstack(tup, *, dtype=None, casting="same_kind"):
+    _check_no_dtype("vstack", dtype)
     return np.concatenate([np.atleast_2d(x) for x in tup], 0)
 
 
@@ -187,12 +196,10 @@ def _sort(a, axis=-1, kind=None, *, stable=None):
 
 @composition(np.interp)
 def _interp(x, xp, fp, left=None, right=None):
-    """Linear interpolation, differentiable in x, fp, left and right (not in xp). At a knot
-    the derivative in x is the slope on its right (on the last interval at the last knot).
-    The result takes the operands' dtype (NumPy's computes in float64)."""
-    if is_engine_array(xp):
-        raise TypeError("cyad: numpy.interp is differentiable in x and fp, not in xp")
-    xp = np.asarray(xp)
+    """Linear interpolation, differentiable in x, xp, fp, left and right. At a knot the
+    derivatives are those of the interval on its right (of the last interval at the last
+    knot), as JAX's. The result takes the operands' dtype (NumPy's computes in float64)."""
+    xp = xp if is_engine_array(xp) else np.asarray(xp)
     fp = fp if is_engine_array(fp) else np.asarray(fp)
     i = np.clip(np.searchsorted(xp, x, side="right"), 1, len(xp) - 1)
     f0, f1 = fp[i - 1], fp[i]

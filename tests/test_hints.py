@@ -1,0 +1,112 @@
+"""What f is told when it asks cyad's arrays for something they refuse, on every engine:
+the function named by its public path, and what to use instead.
+"""
+import math
+
+import numpy as np
+import pytest
+from scenarios import ENGINES
+
+import cyad
+from cyad._hints import function_name
+
+X = np.array([0.5, 1.5, 2.5])
+
+WHERE = {"dual": "dual arrays", "tape": "engine='tape'"}
+
+
+def test_functions_are_named_by_their_public_module():
+    assert function_name(np.linalg.qr) == "numpy.linalg.qr"
+    assert function_name(np.fft.fft) == "numpy.fft.fft"
+    assert function_name(np.sum) == "numpy.sum"
+    special = pytest.importorskip("scipy.special")
+    assert function_name(special.logsumexp) == "scipy.special.logsumexp"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("function, name", [(np.fft.fft, "numpy.fft.fft"),
+                                            (np.fft.irfft, "numpy.fft.irfft")])
+def test_an_unsupported_function_in_a_submodule_is_named_by_its_path(function, name, engine):
+    with pytest.raises(TypeError, match=rf"cyad: {name} is not supported by {WHERE[engine]}"
+                       if engine == "tape" else rf"cyad: {name} is not supported on dual arrays"):
+        cyad.gradient(lambda x: np.sum(np.abs(function(x))), X, engine=engine)
+
+
+@pytest.mark.parametrize("function, numpy", [(round, "round"), (math.floor, "floor"),
+                                             (math.ceil, "ceil"), (math.trunc, "trunc")])
+def test_python_ints_of_a_dual_say_what_to_use(function, numpy):
+    name = "round" if function is round else f"math.{numpy}"
+    with pytest.raises(TypeError, match=rf"{name}\(\) of a dual array would give a Python int "
+                                        rf".*np\.{numpy}\(x\)"):
+        cyad.gradient(lambda x: function(x[0]) * x[1], X)
+
+
+@pytest.mark.parametrize("function", [round, math.floor, math.ceil, math.trunc])
+def test_python_ints_of_a_traced_value_are_guarded(function):
+    # piecewise constant, as int(): the factor's derivative is 0, and a replay where it
+    # changes records anew
+    f = lambda x: function(x[0] * 2.0) * x[1]  # noqa: E731
+    prep = cyad.prepare_gradient(f, X, engine="tape")
+    for point in (X, X + np.array([0.4, 0.0, 0.0]), X):
+        grad = cyad.gradient(f, point, prep=prep)
+        np.testing.assert_array_equal(grad, [0.0, function(point[0] * 2.0), 0.0])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_round_with_digits_rounds(engine):
+    # rounded values, derivative 0: only x[1]'s factor remains
+    grad = cyad.gradient(lambda x: np.sum(round(x * 3.3, 1) * x[1]), X, engine=engine)
+    np.testing.assert_allclose(grad, [0.0, np.sum(np.round(X * 3.3, 1)), 0.0])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("method", ["item", "tolist"])
+def test_item_and_tolist_say_the_derivative_would_be_lost(method, engine):
+    match = (rf"{method}\(\) of a dual array gives Python floats.*index the array"
+             if engine == "dual" else rf"{method}\(\) of a traced float value would drop")
+    with pytest.raises(TypeError, match=match):
+        cyad.gradient(lambda x: getattr(x[:1], method)() * x[1], X, engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_float_and_int_say_the_derivative_would_be_lost(engine):
+    with pytest.raises(TypeError, match="float"):
+        cyad.gradient(lambda x: float(x[0]) * x[1], X, engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("method, advice", [
+    ("partition", r"call np\.partition\(x, \.\.\.\), which cyad supports"),
+    ("byteswap", "cyad has no derivative rule for it"),
+])
+def test_a_missing_ndarray_method_is_named(method, advice, engine):
+    where = "dual arrays" if engine == "dual" else "traced arrays"
+
+    def f(x):
+        assert not hasattr(x, method)    # an AttributeError: hasattr still answers
+        getattr(x, method)
+        return np.sum(x)
+
+    with pytest.raises(AttributeError, match=rf"cyad: ndarray\.{method} is not supported on "
+                                             rf"{where} \({advice}\)"):
+        cyad.gradient(f, X, engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_attribute_ndarrays_lack_gets_pythons_error(engine):
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_thing'"):
+        cyad.gradient(lambda x: x.no_such_thing, X, engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_floor_divide_and_mod_differentiate(engine):
+    # // is piecewise constant, % has derivative 1 in its dividend
+    grad = cyad.gradient(lambda x: np.sum((x // 0.4) * x + x % 0.4), X, engine=engine)
+    np.testing.assert_allclose(grad, X // 0.4 + 1.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_unsupported_scipy_ufunc_is_named_by_scipys_path(engine):
+    special = pytest.importorskip("scipy.special")
+    with pytest.raises(TypeError, match=r"cyad: scipy\.special\.ellipk is not supported"):
+        cyad.gradient(lambda x: np.sum(special.ellipk(x * 0.1)), X, engine=engine)
