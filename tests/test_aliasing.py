@@ -26,13 +26,11 @@ later is covered (or, lacking a classification, fails a test here):
   written through (reshape, flip, ...), a view read while its base is written
   (broadcast_to, diag); np.copyto and overlapping assignment.
 
-Size (as of this writing): 37 unary rules x 5 programs + 14 binary rules x 22 + 5 rules
-with an in-place operator x 11 = 548 rule programs, and 38 NumPy function programs; each
-x 3 variants (float64 with the default chunk, float64 with chunk 2 over n = 5, which
-leaves a remainder of 1 at both levels of a Hessian, float32 with chunk 2) x 2 orders =
-3513 tests (prod has no second order on nested duals: its refusal is tested instead),
-plus 103 checks of the central-difference fallback against JAX and 2 of what the cases
-cover: 3619.
+Size: per unary rule 5 programs, per binary rule 22 (plus 11 for one with an in-place
+operator), and one or a few programs per NumPy function that can alias; each x 3 variants
+(float64 with the default chunk, float64 with chunk 2 over n = 5, which leaves a remainder
+of 1 at both levels of a Hessian, float32 with chunk 2) x 2 orders, plus the checks of the
+central-difference fallback against JAX and of what the cases cover.
 """
 import dataclasses
 import inspect
@@ -502,6 +500,37 @@ def _(k, y, z):
     return y
 
 
+# linear algebra with out=: multi_dot and the vector-matrix gufuncs into an operand
+
+@program("multi-dot-into-operand", 9,
+         lambda xp, k, y, z: xp.ravel(_matrix(y, 3) @ _matrix(z, 3) @ _matrix(y, 3)),
+         out_of=[np.linalg.multi_dot])
+def _(k, y, z):
+    m = _matrix(y, 3)
+    np.linalg.multi_dot([m, _matrix(z, 3), m], out=m)
+    return y
+
+
+@program("vecdot-into-operand", 9,
+         lambda xp, k, y, z: xp.concatenate([xp.sum(_matrix(y, 3) * _matrix(z, 3), axis=-1),
+                                             y[3:]]),
+         out_of=[np.vecdot])
+def _(k, y, z):
+    np.vecdot(_matrix(y, 3), _matrix(z, 3), out=y[:3])
+    return y
+
+
+@program("matvec-vecmat-into-operand", 9,
+         lambda xp, k, y, z: xp.concatenate([_matrix(y, 3) @ y[:3], y[3:6],
+                                             (_matrix(y, 3) @ y[:3]) @ _matrix(y, 3)]),
+         out_of=[np.matvec, np.vecmat])
+def _(k, y, z):
+    m = _matrix(y, 3).copy()
+    np.matvec(m, y[:3], out=y[:3])
+    np.vecmat(y[:3], m, out=y[6:9])
+    return y
+
+
 # the statistics: the reductions into a row of their operand, the cumulative ones into it
 def _statistic_into_row(function, arguments, row, domain=_any):
     def twin(xp, k, y, z):
@@ -769,6 +798,9 @@ def _(k, y, z):
 CANNOT_ALIAS = {
     np.shape: "returns a tuple of ints, not an array",
     np.argsort: "returns positions (ints) read off the values, carrying no derivative",
+    np.linalg.matrix_rank: "returns a count (an int) read off the values",
+    np.matrix_transpose: "returns a view",
+    np.linalg.matrix_transpose: "returns a view",
     np.argmax: "returns a position (an int) read off the values",
     np.argmin: "returns a position (an int) read off the values",
     np.searchsorted: "returns positions (ints) read off the values",
@@ -815,9 +847,13 @@ CANNOT_ALIAS = {
 # broadcast_arrays and meshgrid(copy=False), which NumPy makes read-only or which no
 # function writes through)
 CANNOT_ALIAS.update({f: "returns a new array (no out=)" for f in (
-    np.pad, np.roll, np.tile, np.repeat, np.fliplr, np.flipud, np.rot90, np.diagonal,
-    np.diagflat, np.triu, np.tril, np.delete, np.insert, np.append, np.array_split, np.split,
-    np.hsplit, np.vsplit, np.dsplit, np.column_stack, np.dstack, np.block, np.meshgrid,
+    np.linalg.qr, np.linalg.svd, np.linalg.svdvals, np.linalg.eig, np.linalg.eigvals,
+    np.linalg.pinv, np.linalg.lstsq, np.cross, np.linalg.cross, np.vdot, np.linalg.vecdot,
+    np.linalg.outer, np.linalg.matmul, np.linalg.tensordot, np.linalg.trace,
+    np.linalg.matrix_power, np.linalg.tensorinv, np.linalg.tensorsolve, np.linalg.vector_norm,
+    np.linalg.matrix_norm, np.pad, np.roll, np.tile, np.repeat, np.fliplr, np.flipud, np.rot90,
+    np.diagonal, np.diagflat, np.triu, np.tril, np.delete, np.insert, np.append, np.array_split,
+    np.split, np.hsplit, np.vsplit, np.dsplit, np.column_stack, np.dstack, np.block, np.meshgrid,
     np.broadcast_arrays, np.select, np.piecewise, np.partition)})
 
 CASES = RULE_CASES + FUNCTION_CASES
