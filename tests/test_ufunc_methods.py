@@ -114,7 +114,7 @@ def test_reduce_and_accumulate_into_out(engine):
     (lambda x: np.hypot.reduce(x, initial=1.0), TypeError, "initial= or where="),
     (lambda x: np.add.at(np.zeros(3), [0, 1], x[:2]), TypeError, "into a plain ndarray"),
     (lambda x: np.add.at(x * 1.0, x[:2], 1.0), TypeError, "not differentiated arrays"),
-    (lambda x: np.remainder.accumulate(x), TypeError, r"numpy\.remainder"),
+    (lambda x: np.nextafter.accumulate(x), TypeError, r"numpy\.nextafter"),
 ], ids=["reduceat", "fold-all-axes", "dtype", "fold-initial", "at-plain", "at-float-index",
         "no-rule"])
 def test_what_is_refused_says_why(call, error, match, engine):
