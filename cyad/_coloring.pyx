@@ -550,6 +550,11 @@ cdef class Decompression:
         self.indptr = indptr
         self.indices = indices
         self._source_owner = np.ascontiguousarray(source, dtype=np.intp)
+        if self._source_owner.shape != np.shape(indices) or (
+                self._source_owner.size and not (
+                    0 <= self._source_owner.min()
+                    and self._source_owner.max() < np.prod(self.compressed_shape))):
+            raise ValueError("every nonzero has one source inside the compressed product")
         self._source = self._source_owner
         self._nnz = self._source.shape[0]
         self._rows, self._cols = self.compressed_shape

@@ -5,6 +5,8 @@ differ; a star coloring is proper and 2-colors no path on four vertices), every
 decompression against the matrix it came from (random values on random patterns), and
 the color counts against the known optima of structured patterns and SciPy's grouping.
 """
+import itertools
+
 import numpy as np
 import pytest
 
@@ -170,6 +172,9 @@ def test_empty_patterns():
         a = np.zeros(shape)
         assert np.array_equal(column_coloring(a), np.zeros(shape[1], dtype=np.intp))
         assert np.array_equal(row_coloring(a), np.zeros(shape[0], dtype=np.intp))
+        colors = column_coloring(a)
+        decompress = column_decompression(a, colors)
+        assert decompress(a @ seed_matrix(colors)).shape == (0,)
     assert star_coloring(np.zeros((0, 0))).shape == (0,)
     assert np.array_equal(star_coloring(np.eye(4)), np.zeros(4, dtype=np.intp))
 
@@ -195,6 +200,11 @@ def test_bad_input():
     # proper, but the path 0-1-2-3 takes two colors: H[1, 2] cannot be recovered
     with pytest.raises(ValueError, match="not a star coloring"):
         star_decompression(path, [0, 1, 0, 1])
+    from cyad._coloring import Decompression
+    with pytest.raises(ValueError, match="one source inside"):
+        Decompression((2, 2), (2, 1), np.array([0, 1, 2]), np.array([0, 1]), [0, 2])
+    with pytest.raises(ValueError, match="one source inside"):
+        Decompression((2, 2), (2, 1), np.array([0, 1, 2]), np.array([0, 1]), [0])
     decompress = column_decompression(np.eye(3), [0, 0, 0])
     with pytest.raises(ValueError, match="shape"):
         decompress(np.ones((3, 2)))
@@ -302,6 +312,29 @@ def test_banded_patterns_are_colored_optimally(order):
         assert n_colors(column_coloring(banded(n, 1), order=order)) == 3
         assert n_colors(column_coloring(banded(n, 2), order=order)) == 5
         assert n_colors(row_coloring(banded(n, 2), order=order)) == 5
+
+
+def test_rectangular_banded_patterns_are_colored_optimally():
+    """Lower and upper bandwidths l, u: as many colors as the longest row (or column)."""
+    for m, n in [(10, 20), (20, 10), (40, 40)]:
+        for lower, upper in itertools.product(range(6), repeat=2):
+            i, j = np.indices((m, n))
+            a = (-lower <= j - i) & (j - i <= upper)
+            colors = column_coloring(a, order="natural")
+            assert_column_coloring(a, colors)
+            assert n_colors(colors) == a.sum(axis=1).max()
+            assert n_colors(row_coloring(a, order="natural")) == a.sum(axis=0).max()
+
+
+@pytest.mark.parametrize("order", ["natural", "largest_first", "smallest_last",
+                                   "incidence_degree"])
+def test_symmetric_banded_star_coloring(order):
+    """A symmetric band of half-width b takes 2b + 1 star colors (SparseMatrixColorings.jl's
+    test/theory.jl, after Gebremedhin et al.)."""
+    for n in (100, 5000):
+        for half_width in (1, 5, 10):
+            assert n_colors(star_coloring(banded(n, half_width), order=order)) == (
+                2 * half_width + 1)
 
 
 @pytest.mark.parametrize("order", ["natural", "largest_first", "incidence_degree"])
