@@ -77,13 +77,14 @@ def _pattern_csr(pattern):
 
 
 def _transpose(shape, indptr, indices):
-    """CSR index arrays of the transposed pattern (each row's columns still sorted)."""
+    """CSR index arrays of the transposed pattern (each row's columns still sorted), and
+    the CSR position of each of its entries."""
     m, n = shape
     rows = np.repeat(np.arange(m, dtype=np.intp), np.diff(indptr))
-    order = np.argsort(indices, kind="stable")
+    order = np.argsort(indices, kind="stable").astype(np.intp)
     t_indptr = np.zeros(n + 1, dtype=np.intp)
     np.cumsum(np.bincount(indices, minlength=n), out=t_indptr[1:])
-    return t_indptr, rows[order]
+    return t_indptr, rows[order], order
 
 
 def _intersection_graph(Py_ssize_t n, const Py_ssize_t[::1] by_vertex_ptr,
@@ -133,7 +134,7 @@ def _adjacency_graph(shape, indptr, indices):
     m, n = shape
     if m != n:
         raise ValueError(f"a symmetric pattern is square, not {m} x {n}")
-    t_indptr, t_indices = _transpose(shape, indptr, indices)
+    t_indptr, t_indices, _ = _transpose(shape, indptr, indices)
     if not (np.array_equal(t_indptr, indptr) and np.array_equal(t_indices, indices)):
         raise ValueError("the pattern is not symmetric")
     rows = np.repeat(np.arange(n, dtype=np.intp), np.diff(indptr))
@@ -396,7 +397,7 @@ def column_coloring(pattern, order="largest_first"):
     array([0, 1, 2, 0, 1, 2])
     """
     shape, indptr, indices = _pattern_csr(pattern)
-    csc_ptr, csc = _transpose(shape, indptr, indices)
+    csc_ptr, csc, _ = _transpose(shape, indptr, indices)
     ptr, adj = _intersection_graph(shape[1], csc_ptr, csc, indptr, indices)
     return _greedy(ptr, adj, _order(ptr, adj, order))
 
@@ -428,7 +429,7 @@ def row_coloring(pattern, order="largest_first"):
     array([1, 1, 1, 1, 0])
     """
     shape, indptr, indices = _pattern_csr(pattern)
-    csc_ptr, csc = _transpose(shape, indptr, indices)
+    csc_ptr, csc, _ = _transpose(shape, indptr, indices)
     ptr, adj = _intersection_graph(shape[0], indptr, indices, csc_ptr, csc)
     return _greedy(ptr, adj, _order(ptr, adj, order))
 
@@ -657,7 +658,7 @@ def column_decompression(pattern, colors):
     colors = _checked_colors(colors, shape[1])
     k = _n_colors(colors)
     rows = np.repeat(np.arange(shape[0], dtype=np.intp), np.diff(indptr))
-    _check_distinct(indptr, colors[indices], k)
+    _check_alone(_alone(indptr, indices, colors, k), "column", "row")
     return Decompression(shape, (shape[0], k), indptr, indices, rows * k + colors[indices])
 
 
@@ -695,8 +696,8 @@ def row_decompression(pattern, colors):
     colors = _checked_colors(colors, shape[0])
     k = _n_colors(colors)
     rows = np.repeat(np.arange(shape[0], dtype=np.intp), np.diff(indptr))
-    t_indptr, t_indices = _transpose(shape, indptr, indices)
-    _check_distinct(t_indptr, colors[t_indices], k)
+    t_indptr, t_indices, _ = _transpose(shape, indptr, indices)
+    _check_alone(_alone(t_indptr, t_indices, colors, k), "row", "column")
     return Decompression(shape, (k, shape[1]), indptr, indices, colors[rows] * shape[1] + indices)
 
 
@@ -737,73 +738,39 @@ def star_decompression(pattern, colors):
     _adjacency_graph(shape, indptr, indices)        # checks the pattern is symmetric
     colors = _checked_colors(colors, shape[0])
     k = _n_colors(colors)
-    cdef Py_ssize_t[::1] source = np.empty(indices.shape[0], dtype=np.intp)
-    _star_sources(indptr, indices, colors, k, source)
+    rows = np.repeat(np.arange(shape[0], dtype=np.intp), np.diff(indptr))
+    # the pattern is its own transpose: entry order[p] is entry p's mirror
+    _, _, order = _transpose(shape, indptr, indices)
+    alone = _alone(indptr, indices, colors, k)
+    mirror_alone = alone[order]
+    lost = ~(alone | mirror_alone)
+    if lost.any():
+        p = np.flatnonzero(lost)[0]
+        raise ValueError(f"the colors are not a star coloring of the pattern: the entry "
+                         f"({rows[p]}, {indices[p]}) cannot be recovered")
+    source = np.where(alone, rows * k + colors[indices], indices * k + colors[rows])
     return Decompression(shape, (shape[0], k), indptr, indices, source)
 
 
-def _star_sources(const Py_ssize_t[::1] indptr, const Py_ssize_t[::1] indices,
-                  const Py_ssize_t[::1] colors, Py_ssize_t k, Py_ssize_t[::1] source):
-    """The flat index into H @ S of every nonzero of H, by the direct symmetric rule."""
-    cdef Py_ssize_t n = indptr.shape[0] - 1
-    # the count of each color in each row, as a CSR array beside the pattern
-    cdef Py_ssize_t[::1] count = np.zeros(indices.shape[0], dtype=np.intp)
+def _alone(const Py_ssize_t[::1] indptr, const Py_ssize_t[::1] indices,
+           const Py_ssize_t[::1] colors, Py_ssize_t k):
+    """For every entry of a CSR pattern: whether its column is the only one of its color in
+    its row, so that the row's entry of that color in the compressed product is it alone."""
     cdef Py_ssize_t[::1] tally = np.zeros(k, dtype=np.intp)
-    cdef Py_ssize_t i, j, p, q, bad = -1
-    with nogil:
-        for i in range(n):
-            for p in range(indptr[i], indptr[i + 1]):
-                tally[colors[indices[p]]] += 1
-            for p in range(indptr[i], indptr[i + 1]):
-                count[p] = tally[colors[indices[p]]]
-            for p in range(indptr[i], indptr[i + 1]):
-                tally[colors[indices[p]]] = 0
-        for i in range(n):
-            for p in range(indptr[i], indptr[i + 1]):
-                j = indices[p]
-                if count[p] == 1:               # j alone of its color in row i
-                    source[p] = i * k + colors[j]
-                    continue
-                # the mirror entry (j, i), found by bisection in row j
-                q = _find(indices, indptr[j], indptr[j + 1], i)
-                if count[q] == 1:               # i alone of its color in row j
-                    source[p] = j * k + colors[i]
-                elif bad < 0:
-                    bad = p
-    if bad >= 0:
-        raise ValueError("the colors are not a star coloring of the pattern: the entry "
-                         f"({np.searchsorted(np.asarray(indptr), bad, side='right') - 1}, "
-                         f"{indices[bad]}) cannot be recovered")
-
-
-cdef inline Py_ssize_t _find(const Py_ssize_t[::1] indices, Py_ssize_t lo, Py_ssize_t hi,
-                             Py_ssize_t value) noexcept nogil:
-    """The position of value among the sorted indices[lo:hi] (present by symmetry)."""
-    cdef Py_ssize_t mid
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if indices[mid] <= value:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _check_distinct(const Py_ssize_t[::1] indptr, const Py_ssize_t[::1] colors_of_entries,
-                    Py_ssize_t k):
-    """Raise unless every CSR row's entries have distinct colors."""
-    cdef Py_ssize_t[::1] seen = np.full(k, -1, dtype=np.intp)
-    cdef Py_ssize_t i, p, c, bad = -1
+    cdef cnp.uint8_t[::1] alone = np.zeros(indices.shape[0], dtype=np.uint8)
+    cdef Py_ssize_t i, p
     with nogil:
         for i in range(indptr.shape[0] - 1):
             for p in range(indptr[i], indptr[i + 1]):
-                c = colors_of_entries[p]
-                if seen[c] == i:
-                    bad = i
-                    break
-                seen[c] = i
-            if bad >= 0:
-                break
-    if bad >= 0:
-        raise ValueError(f"the colors are not a valid coloring: two of one color meet in "
-                         f"line {bad} of the pattern")
+                tally[colors[indices[p]]] += 1
+            for p in range(indptr[i], indptr[i + 1]):
+                alone[p] = tally[colors[indices[p]]] == 1
+            for p in range(indptr[i], indptr[i + 1]):
+                tally[colors[indices[p]]] = 0
+    return np.asarray(alone).view(bool)
+
+
+def _check_alone(alone, kind, other):
+    if not alone.all():
+        raise ValueError(f"the colors are not a valid {kind} coloring: two {kind}s of one "
+                         f"color share a {other}")

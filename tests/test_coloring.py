@@ -188,9 +188,9 @@ def test_bad_input():
         star_coloring(np.ones((2, 3)))
     with pytest.raises(ValueError, match="two-dimensional"):
         column_coloring(np.ones(3))
-    with pytest.raises(ValueError, match="not a valid coloring"):
+    with pytest.raises(ValueError, match="not a valid column coloring"):
         column_decompression(np.ones((2, 2)), [0, 0])
-    with pytest.raises(ValueError, match="not a valid coloring"):
+    with pytest.raises(ValueError, match="not a valid row coloring"):
         row_decompression(np.ones((2, 2)), [0, 0])
     with pytest.raises(ValueError, match="needs 3 colors"):
         column_decompression(np.eye(3), [0, 1])
