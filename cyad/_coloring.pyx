@@ -10,7 +10,9 @@ uses at least three colors) of its adjacency graph, every H[i, j] is read direct
 B = H @ S, either as B[i, c[j]] (when j is the only one of its color among the nonzeros of
 row i) or as B[j, c[i]]; the star property guarantees one of the two (Gebremedhin, Manne,
 Pothen 2005, "What color is your Jacobian? Graph coloring for computing derivatives",
-section 4, direct recovery).
+section 4, direct recovery). A bidirectional coloring sends the dense rows to reverse
+mode: they are row-colored among themselves, the columns colored on the other rows, and
+each nonzero read from whichever of the two products holds it alone.
 
 Design:
 
@@ -20,18 +22,21 @@ Design:
 - Every coloring is a distance-1 coloring of a plain graph in CSR form: a column coloring
   colors the column intersection graph (columns adjacent when they share a row), a row
   coloring the row intersection graph, a star coloring the adjacency graph of the symmetric
-  pattern (its diagonal left out). The orders ("natural", "largest_first", "smallest_last",
-  "incidence_degree", "dynamic_largest_first") are computed on that graph, the dynamic ones
-  with bucket queues in linear time (ColPack's and SparseMatrixColorings.jl's orders).
+  pattern (its diagonal left out); a row of r nonzeros gives the column graph r^2 edges, so
+  a dense row costs time and memory quadratic in its length. The orders ("natural",
+  "largest_first", "smallest_last", "incidence_degree", "dynamic_largest_first") are
+  computed on that graph, the dynamic ones with bucket queues in linear time (ColPack's
+  and SparseMatrixColorings.jl's orders).
 - Greedy coloring gives each vertex, in order, the smallest color none of its neighbors
   has. Star coloring is algorithm 4.1 of Gebremedhin, Tarafdar, Manne, Pothen 2007, "New
   acyclic and star coloring algorithms with application to computing Hessians", as
   SparseMatrixColorings.jl writes it: the 2-colored stars and their hubs are kept while
   coloring, and forbid the colors that would make a 2-colored path on four vertices.
 - A decompression is prepared once per pattern and coloring: one index into the flattened
-  compressed matrix for every nonzero of the pattern (in CSR order). Preparing it checks the
-  coloring (a coloring that cannot recover every nonzero is an error, never a wrong
-  number); a call is one gather loop into ``out=`` and allocates nothing.
+  compressed matrix for every nonzero of the pattern (in CSR order; a bidirectional one is
+  a pair, each writing its share of the nonzeros). Preparing it checks the coloring (a
+  coloring that cannot recover every nonzero is an error, never a wrong number); a call
+  is one gather loop into ``out=`` and allocates nothing.
 """
 import numpy as np
 
@@ -396,7 +401,11 @@ def column_coloring(pattern, order="largest_first"):
     >>> column_coloring(tridiagonal, order="natural")
     array([0, 1, 2, 0, 1, 2])
     """
-    shape, indptr, indices = _pattern_csr(pattern)
+    return _column_colors(*_pattern_csr(pattern), order)
+
+
+def _column_colors(shape, indptr, indices, order):
+    """A column coloring of the CSR pattern (row coloring: give it the transpose)."""
     csc_ptr, csc, _ = _transpose(shape, indptr, indices)
     ptr, adj = _intersection_graph(shape[1], csc_ptr, csc, indptr, indices)
     return _greedy(ptr, adj, _order(ptr, adj, order))
@@ -430,8 +439,7 @@ def row_coloring(pattern, order="largest_first"):
     """
     shape, indptr, indices = _pattern_csr(pattern)
     csc_ptr, csc, _ = _transpose(shape, indptr, indices)
-    ptr, adj = _intersection_graph(shape[0], indptr, indices, csc_ptr, csc)
-    return _greedy(ptr, adj, _order(ptr, adj, order))
+    return _column_colors(shape[::-1], csc_ptr, csc, order)
 
 
 def star_coloring(pattern, order="largest_first"):
@@ -469,13 +477,82 @@ def star_coloring(pattern, order="largest_first"):
     return _star(ptr, adj, edge, n_edges, _order(ptr, adj, order))
 
 
+def bidirectional_coloring(pattern, order="largest_first"):
+    """Color columns for forward and rows for reverse products that together hold A.
+
+    The dense rows of A go to reverse mode: rows with at least t nonzeros are row-colored
+    among themselves and their nonzeros recovered from ``Sr.T @ A``; the columns are
+    colored on the other rows only, whose nonzeros ``A @ Sc`` recovers. The threshold t
+    is chosen among the rows' lengths for the fewest products (t above every row: a plain
+    column coloring; t = 0: a plain row coloring). A dense row then costs one reverse
+    product rather than a forward product per nonzero (the threshold partition of Coleman
+    and Verma 1998, "The efficient computation of sparse Jacobian matrices using automatic
+    differentiation", and Hossain and Steihaug 1998).
+
+    Parameters
+    ----------
+    pattern : sparse matrix or array_like
+        The pattern (m x n), as for `column_coloring`.
+    order : str, optional
+        The order of the columns and of the rows, as for `column_coloring`.
+
+    Returns
+    -------
+    column_colors : ndarray of intp
+        For every column its color among the forward seeds, or -1 when no forward
+        product needs it.
+    row_colors : ndarray of intp
+        For every row its color among the reverse seeds, or -1.
+
+    Examples
+    --------
+    >>> from cyad._coloring import bidirectional_coloring
+    >>> arrowhead = np.eye(5)
+    >>> arrowhead[0] = arrowhead[:, 0] = 1
+    >>> bidirectional_coloring(arrowhead)
+    (array([0, 1, 1, 1, 1]), array([ 0, -1, -1, -1, -1]))
+    """
+    shape, indptr, indices = _pattern_csr(pattern)
+    m, n = shape
+    lengths = np.diff(indptr)
+    best = None
+    # t = n + 1 sends no row to reverse mode, t = 0 every row; between them the longest
+    # distinct lengths (a bounded number of colorings)
+    distinct = sorted(set(lengths.tolist()) - {0}, reverse=True)
+    for threshold in [n + 1] + distinct[:16] + [0]:
+        dense = lengths >= threshold
+        kept = np.repeat(~dense, lengths)
+        sparse_ptr = np.zeros(m + 1, dtype=np.intp)
+        np.cumsum(np.where(dense, 0, lengths), out=sparse_ptr[1:])
+        columns = _column_colors(shape, sparse_ptr, indices[kept], order)
+        columns[np.bincount(indices[kept], minlength=n) == 0] = -1
+        dense_ptr = np.zeros(m + 1, dtype=np.intp)
+        np.cumsum(np.where(dense, lengths, 0), out=dense_ptr[1:])
+        csc_ptr, csc, _ = _transpose(shape, dense_ptr, indices[~kept])
+        rows = _column_colors((n, m), csc_ptr, csc, order)
+        rows[~dense | (lengths == 0)] = -1
+        columns, rows = _compact(columns), _compact(rows)
+        products = _n_colors(columns) + _n_colors(rows)
+        if best is None or products < best[0]:
+            best = (products, (columns, rows))
+    return best[1]
+
+
+def _compact(colors):
+    """The colors in use renumbered 0..k-1, in order (-1 stays)."""
+    present = np.zeros(_n_colors(colors) + 1, dtype=bool)
+    present[colors[colors >= 0]] = True
+    return np.where(colors >= 0, (np.cumsum(present) - 1)[colors], -1).astype(np.intp)
+
+
 def seed_matrix(colors, dtype=np.float64):
     """The n x k 0/1 seed matrix of a coloring: column c marks the vertices of color c.
 
     Parameters
     ----------
     colors : array_like of int
-        A coloring, colors from 0 to k - 1.
+        A coloring, colors from 0 to k - 1; -1 (from `bidirectional_coloring`) leaves a
+        vertex out of every seed.
     dtype : dtype, optional
         The seed's dtype (float64 by default).
 
@@ -493,25 +570,28 @@ def seed_matrix(colors, dtype=np.float64):
            [0., 1.],
            [1., 0.]])
     """
-    colors = _checked_colors(colors, None)
+    colors = _checked_colors(colors, None, uncolored=True)
     seed = np.zeros((colors.shape[0], _n_colors(colors)), dtype=dtype)
-    seed[np.arange(colors.shape[0]), colors] = 1
+    seeded = np.flatnonzero(colors >= 0)
+    seed[seeded, colors[seeded]] = 1
     return seed
 
 
-def _checked_colors(colors, n):
+def _checked_colors(colors, n, uncolored=False):
+    """colors as an intp array, checked; uncolored: -1 (in no seed) allowed."""
     colors = np.asarray(colors)
     if colors.ndim != 1 or (colors.size and not np.issubdtype(colors.dtype, np.integer)):
         raise ValueError("colors are a one-dimensional array of integers")
     if n is not None and colors.shape[0] != n:
         raise ValueError(f"the pattern needs {n} colors, not {colors.shape[0]}")
-    if colors.size and colors.min() < 0:
-        raise ValueError("colors are not negative")
+    if colors.size and colors.min() < (-1 if uncolored else 0):
+        raise ValueError("colors are -1 (in no seed) or more" if uncolored
+                         else "colors are not negative")
     return colors.astype(np.intp)
 
 
 def _n_colors(colors):
-    return int(colors.max()) + 1 if colors.size else 0
+    return max(int(colors.max()) + 1, 0) if colors.size else 0
 
 
 # ---------------------------------------------------------------- decompression
@@ -520,9 +600,11 @@ def _n_colors(colors):
 cdef class Decompression:
     """A prepared decompression: the nonzeros of a pattern from a compressed product.
 
-    Made by `column_decompression`, `row_decompression` or `star_decompression`. A call
-    gathers, for every nonzero of the pattern in CSR order, its entry of the compressed
-    product, through indices computed once.
+    Made by `column_decompression`, `row_decompression`, `star_decompression` or (one of
+    a pair) `bidirectional_decompression`. A call gathers, for every nonzero of the
+    pattern in CSR order, its entry of the compressed product, through indices computed
+    once. A partial decompression writes only the nonzeros its product holds, so that a
+    pair of them fills one ``out``.
 
     Attributes
     ----------
@@ -532,33 +614,51 @@ cdef class Decompression:
         The shape the compressed product must have.
     indptr, indices : ndarray of intp
         The CSR structure of the pattern: the result's ``data`` goes with these.
+    partial : bool
+        Whether only some nonzeros come from this product.
     """
 
     cdef readonly tuple shape
     cdef readonly tuple compressed_shape
     cdef readonly object indptr
     cdef readonly object indices
+    cdef readonly bint partial
     cdef object _source_owner
+    cdef object _target_owner
     cdef const Py_ssize_t[::1] _source
+    cdef const Py_ssize_t[::1] _target
     cdef Py_ssize_t _nnz
+    cdef Py_ssize_t _count
     cdef Py_ssize_t _rows
     cdef Py_ssize_t _cols
 
-    def __init__(self, shape, compressed_shape, indptr, indices, source):
-        """Made by the decompression functions; source: the flat index of every nonzero."""
+    def __init__(self, shape, compressed_shape, indptr, indices, source, target=None):
+        """Made by the decompression functions.
+
+        source: the flat index into the compressed product of every nonzero recovered;
+        target: their positions among the pattern's nonzeros (None: all, in order).
+        """
         self.shape = tuple(shape)
         self.compressed_shape = tuple(compressed_shape)
         self.indptr = indptr
         self.indices = indices
+        self._nnz = np.shape(indices)[0]
+        self._rows, self._cols = self.compressed_shape
+        self.partial = target is not None
         self._source_owner = np.ascontiguousarray(source, dtype=np.intp)
-        if self._source_owner.shape != np.shape(indices) or (
-                self._source_owner.size and not (
-                    0 <= self._source_owner.min()
-                    and self._source_owner.max() < np.prod(self.compressed_shape))):
+        self._target_owner = np.ascontiguousarray(
+            np.arange(self._nnz) if target is None else target, dtype=np.intp)
+        count = self._source_owner.size
+        if (self._source_owner.ndim != 1 or self._target_owner.shape != (count,)
+                or (target is None and count != self._nnz)
+                or count and not (0 <= self._source_owner.min()
+                                  and self._source_owner.max() < self._rows * self._cols
+                                  and 0 <= self._target_owner.min()
+                                  and self._target_owner.max() < self._nnz)):
             raise ValueError("every nonzero has one source inside the compressed product")
         self._source = self._source_owner
-        self._nnz = self._source.shape[0]
-        self._rows, self._cols = self.compressed_shape
+        self._target = self._target_owner
+        self._count = count
 
     @property
     def nnz(self):
@@ -575,8 +675,9 @@ cdef class Decompression:
             `compressed_shape`.
         out : ndarray, optional
             Where to write the nonzeros: one-dimensional, contiguous, of length `nnz` and
-            of compressed's dtype. A call with ``out=`` allocates nothing (unless out
-            overlaps compressed, which is then copied first).
+            of compressed's dtype; required by a partial decompression. A call with
+            ``out=`` allocates nothing (unless out overlaps compressed, which is then
+            copied first).
 
         Returns
         -------
@@ -600,6 +701,9 @@ cdef class Decompression:
         if not cnp.PyArray_IS_C_CONTIGUOUS(compressed):
             raise ValueError("the compressed product is C-contiguous")
         if out is None:
+            if self.partial:
+                raise ValueError("a partial decompression writes into out=, which its "
+                                 "partner fills as well")
             out = np.empty(self._nnz, dtype=compressed.dtype)
         elif (cnp.PyArray_NDIM(out) != 1 or cnp.PyArray_DIM(out, 0) != self._nnz
                 or cnp.PyArray_TYPE(out) != typenum or not cnp.PyArray_IS_C_CONTIGUOUS(out)
@@ -608,7 +712,7 @@ cdef class Decompression:
                              f"{compressed.dtype} values")
         src = <char *>cnp.PyArray_DATA(compressed)
         dst = <char *>cnp.PyArray_DATA(out)
-        if (self._nnz and cnp.PyArray_NBYTES(compressed)
+        if (self._count and cnp.PyArray_NBYTES(compressed)
                 and dst < src + cnp.PyArray_NBYTES(compressed)
                 and src < dst + cnp.PyArray_NBYTES(out)):
             # a gather into its own source would read entries it already overwrote
@@ -616,11 +720,11 @@ cdef class Decompression:
             src = <char *>cnp.PyArray_DATA(compressed)
         with nogil:
             if typenum == cnp.NPY_DOUBLE:
-                for p in range(self._nnz):
-                    (<double *>dst)[p] = (<double *>src)[self._source[p]]
+                for p in range(self._count):
+                    (<double *>dst)[self._target[p]] = (<double *>src)[self._source[p]]
             else:
-                for p in range(self._nnz):
-                    (<float *>dst)[p] = (<float *>src)[self._source[p]]
+                for p in range(self._count):
+                    (<float *>dst)[self._target[p]] = (<float *>src)[self._source[p]]
         return out
 
 
@@ -752,21 +856,87 @@ def star_decompression(pattern, colors):
     return Decompression(shape, (shape[0], k), indptr, indices, source)
 
 
+def bidirectional_decompression(pattern, column_colors, row_colors):
+    """Prepare the recovery of a Jacobian's nonzeros from a forward and a reverse product.
+
+    Parameters
+    ----------
+    pattern : sparse matrix or array_like
+        The Jacobian's pattern (m x n), as for `column_coloring`.
+    column_colors, row_colors : array_like of int
+        The colors of a bidirectional coloring (-1: in no seed), such as
+        `bidirectional_coloring` gives.
+
+    Returns
+    -------
+    forward, reverse : Decompression
+        Two partial decompressions that fill one ``out``: forward from the m x kc product
+        ``A @ seed_matrix(column_colors)`` (the nonzeros it holds alone), reverse from the
+        kr x n product ``seed_matrix(row_colors).T @ A`` (the others).
+
+    Raises
+    ------
+    ValueError
+        If some nonzero is held alone by neither product.
+
+    Examples
+    --------
+    >>> from cyad._coloring import (bidirectional_coloring, bidirectional_decompression,
+    ...                             seed_matrix)
+    >>> a = np.diag([1., 2., 3.])
+    >>> a[0] = a[:, 0] = 4
+    >>> column_colors, row_colors = bidirectional_coloring(a)
+    >>> forward, reverse = bidirectional_decompression(a, column_colors, row_colors)
+    >>> out = np.empty(forward.nnz)
+    >>> _ = forward(a @ seed_matrix(column_colors), out=out)
+    >>> reverse(seed_matrix(row_colors).T @ a, out=out)
+    array([4., 4., 4., 4., 2., 4., 3.])
+    """
+    shape, indptr, indices = _pattern_csr(pattern)
+    m, n = shape
+    column_colors = _checked_colors(column_colors, n, uncolored=True)
+    row_colors = _checked_colors(row_colors, m, uncolored=True)
+    kc, kr = _n_colors(column_colors), _n_colors(row_colors)
+    csc_ptr, csc_rows, order = _transpose(shape, indptr, indices)
+    forward = _alone(indptr, indices, column_colors, kc)
+    reverse = np.empty_like(forward)
+    reverse[order] = _alone(csc_ptr, csc_rows, row_colors, kr)
+    lost = ~(forward | reverse)
+    rows = np.repeat(np.arange(m, dtype=np.intp), np.diff(indptr))
+    if lost.any():
+        p = np.flatnonzero(lost)[0]
+        raise ValueError(f"the colors are not a bidirectional coloring of the pattern: the "
+                         f"entry ({rows[p]}, {indices[p]}) cannot be recovered")
+    ahead, back = np.flatnonzero(forward), np.flatnonzero(~forward)
+    return (
+        Decompression(shape, (m, kc), indptr, indices,
+                      rows[ahead] * kc + column_colors[indices[ahead]], ahead),
+        Decompression(shape, (kr, n), indptr, indices,
+                      row_colors[rows[back]] * n + indices[back], back),
+    )
+
+
 def _alone(const Py_ssize_t[::1] indptr, const Py_ssize_t[::1] indices,
            const Py_ssize_t[::1] colors, Py_ssize_t k):
     """For every entry of a CSR pattern: whether its column is the only one of its color in
-    its row, so that the row's entry of that color in the compressed product is it alone."""
+    its row, so that the row's entry of that color in the compressed product is it alone
+    (an uncolored column, -1, is in no product: never alone, and never in the way)."""
     cdef Py_ssize_t[::1] tally = np.zeros(k, dtype=np.intp)
     cdef cnp.uint8_t[::1] alone = np.zeros(indices.shape[0], dtype=np.uint8)
-    cdef Py_ssize_t i, p
+    cdef Py_ssize_t i, p, c
     with nogil:
         for i in range(indptr.shape[0] - 1):
             for p in range(indptr[i], indptr[i + 1]):
-                tally[colors[indices[p]]] += 1
+                c = colors[indices[p]]
+                if c >= 0:
+                    tally[c] += 1
             for p in range(indptr[i], indptr[i + 1]):
-                alone[p] = tally[colors[indices[p]]] == 1
+                c = colors[indices[p]]
+                alone[p] = c >= 0 and tally[c] == 1
             for p in range(indptr[i], indptr[i + 1]):
-                tally[colors[indices[p]]] = 0
+                c = colors[indices[p]]
+                if c >= 0:
+                    tally[c] = 0
     return np.asarray(alone).view(bool)
 
 

@@ -13,6 +13,8 @@ import pytest
 import cyad
 from cyad._coloring import (
     ORDERS,
+    bidirectional_coloring,
+    bidirectional_decompression,
     column_coloring,
     column_decompression,
     row_coloring,
@@ -216,6 +218,13 @@ def test_bad_input():
         decompress(np.ones((3, 1)), out=np.empty(4))
     with pytest.raises(ValueError, match="out is"):
         decompress(np.ones((3, 1)), out=np.empty(3, dtype=np.float32))
+    forward, _ = bidirectional_decompression(np.eye(2), [0, 0], [-1, -1])
+    with pytest.raises(ValueError, match="partial decompression writes into out"):
+        forward(np.ones((2, 1)))
+    with pytest.raises(ValueError, match="not a bidirectional coloring"):
+        bidirectional_decompression(np.ones((2, 2)), [0, -1], [-1, -1])
+    with pytest.raises(ValueError, match="-1"):
+        bidirectional_decompression(np.ones((2, 2)), [0, -2], [0, 1])
 
 
 # ---------------------------------------------------------------- decompression
@@ -265,6 +274,45 @@ def test_star_decompression_is_exact(order, dtype):
         np.testing.assert_array_equal(decompress(compressed), csr_data(h))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("order", ["natural", "largest_first", "smallest_last"])
+def test_bidirectional_decompression_is_exact(order, dtype):
+    rng = np.random.default_rng(18)
+    for pattern in random_patterns(seed=19):
+        a = values_on(pattern, rng, dtype)
+        column_colors, row_colors = bidirectional_coloring(pattern, order=order)
+        assert column_colors.shape == (a.shape[1],) and row_colors.shape == (a.shape[0],)
+        # never more products than either direction alone
+        assert products((column_colors, row_colors)) <= min(
+            n_colors(column_coloring(pattern, order=order)) if a.shape[1] else 0,
+            n_colors(row_coloring(pattern, order=order)) if a.shape[0] else 0)
+        forward, reverse = bidirectional_decompression(sparse.coo_matrix(pattern),
+                                                       column_colors, row_colors)
+        assert forward.partial and reverse.partial
+        out = np.full(forward.nnz, np.nan, dtype=dtype)
+        forward(a @ seed_matrix(column_colors, dtype=dtype), out=out)
+        reverse(seed_matrix(row_colors, dtype=dtype).T @ a, out=out)
+        np.testing.assert_array_equal(out, csr_data(a))
+
+
+def test_bidirectional_with_dense_rows():
+    """Dense rows go to reverse mode: products stay few where forward needs n."""
+    rng = np.random.default_rng(20)
+    for _ in range(10):
+        pattern = random_pattern(rng, 60, 80, 0.02, dense_rows=3)
+        column_colors, row_colors = bidirectional_coloring(pattern)
+        assert products((column_colors, row_colors)) < 20 <= n_colors(
+            column_coloring(pattern))
+        a = values_on(pattern, rng)
+        forward, reverse = bidirectional_decompression(pattern, column_colors, row_colors)
+        out = np.empty(forward.nnz)
+        forward(a @ seed_matrix(column_colors), out=out)
+        reverse(seed_matrix(row_colors).T @ a, out=out)
+        np.testing.assert_array_equal(out, csr_data(a))
+    compressed = seed_matrix(row_colors).T @ a
+    assert cyad.allocations_per_call(lambda: reverse(compressed, out=out)) == 0
+
+
 def test_decompression_with_aliasing_output():
     """out overlapping the compressed product: the result is still right."""
     rng = np.random.default_rng(12)
@@ -303,6 +351,11 @@ def test_prepared_decompression_allocates_nothing():
 
 def n_colors(colors):
     return int(colors.max()) + 1
+
+
+def products(bicoloring):
+    """The forward and reverse products a bidirectional coloring needs."""
+    return sum(max(int(colors.max()) + 1, 0) for colors in bicoloring if colors.size)
 
 
 @pytest.mark.parametrize("order", ["natural", "largest_first", "smallest_last"])
@@ -361,12 +414,14 @@ def test_arrowheads():
     half[-1] = 1
     assert n_colors(column_coloring(half)) == n
     assert n_colors(row_coloring(half)) == 2
-    # the symmetric arrowhead: n colors either way for a Jacobian (a bidirectional
-    # coloring would need 3), but 2 for its Hessian, a single star around vertex 0
+    assert products(bidirectional_coloring(half)) == 2
+    # the symmetric arrowhead: n colors either way for a Jacobian, 3 products (2 forward,
+    # 1 reverse) bidirectionally, and 2 colors for its Hessian, one star around vertex 0
     full = np.eye(n)
     full[0] = full[:, 0] = 1
     assert n_colors(column_coloring(full)) == n
     assert n_colors(row_coloring(full)) == n
+    assert products(bidirectional_coloring(full)) == 3
     colors = star_coloring(full)
     assert_star_coloring(full, colors)
     assert n_colors(colors) == 2
@@ -404,3 +459,22 @@ def test_large_pattern():
     b = a @ seed_matrix(colors)
     np.testing.assert_array_equal(decompress(np.ascontiguousarray(b)), a.data)
 
+
+
+def test_docstring_examples():
+    """The module is not public yet, so test_docstrings does not reach its examples."""
+    import doctest
+
+    import cyad._coloring as module
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    tested = 0
+    for name in dir(module):
+        obj = getattr(module, name)
+        if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+            continue
+        for test in finder.find(obj, name, globs={"np": np}):
+            runner.run(test)
+            tested += bool(test.examples)
+    assert tested >= 8
+    assert runner.summarize(verbose=False).failed == 0
