@@ -719,9 +719,16 @@ cdef class Decompression:
             compressed = compressed.copy()
             src = <char *>cnp.PyArray_DATA(compressed)
         with nogil:
-            if typenum == cnp.NPY_DOUBLE:
+            # a whole decompression writes in order, without the targets' indirection
+            if typenum == cnp.NPY_DOUBLE and not self.partial:
+                for p in range(self._count):
+                    (<double *>dst)[p] = (<double *>src)[self._source[p]]
+            elif typenum == cnp.NPY_DOUBLE:
                 for p in range(self._count):
                     (<double *>dst)[self._target[p]] = (<double *>src)[self._source[p]]
+            elif not self.partial:
+                for p in range(self._count):
+                    (<float *>dst)[p] = (<float *>src)[self._source[p]]
             else:
                 for p in range(self._count):
                     (<float *>dst)[self._target[p]] = (<float *>src)[self._source[p]]
