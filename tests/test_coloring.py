@@ -113,6 +113,18 @@ def banded(n, half_width):
 # ---------------------------------------------------------------- validity
 
 
+def test_the_checks_reject_invalid_colorings():
+    path = (np.eye(4) + np.eye(4, k=1) + np.eye(4, k=-1)) != 0
+    with pytest.raises(AssertionError):
+        assert_star_coloring(path, np.array([0, 1, 0, 1]))     # 2-colored path
+    with pytest.raises(AssertionError):
+        assert_star_coloring(path, np.array([0, 0, 1, 2]))     # not proper
+    assert_star_coloring(path, np.array([0, 1, 2, 0]))
+    with pytest.raises(AssertionError):
+        assert_column_coloring(path, np.array([0, 1, 0, 1]))
+    assert_column_coloring(path, np.array([0, 1, 2, 0]))
+
+
 @pytest.mark.parametrize("order", ORDERS)
 def test_column_and_row_colorings_are_valid(order):
     for a in random_patterns(seed=1):
@@ -124,6 +136,11 @@ def test_column_and_row_colorings_are_valid(order):
 def test_star_colorings_are_valid(order):
     for a in random_patterns(seed=2, symmetric=True):
         assert_star_coloring(a, star_coloring(a, order=order))
+    rng = np.random.default_rng(22)
+    for n, density in [(150, 0.01), (150, 0.03), (100, 0.08)]:
+        a = random_pattern(rng, n, n, density, dense_rows=1)
+        a = a | a.T
+        assert_star_coloring(a, star_coloring(sparse.csr_matrix(a), order=order))
 
 
 @pytest.mark.parametrize("order", ORDERS)
@@ -153,6 +170,27 @@ def test_smallest_last_is_a_degeneracy_order():
             degeneracy = max(degeneracy, degrees.min())
             alive[np.flatnonzero(alive)[np.argmin(degrees)]] = False
         assert max(earlier, default=0) <= degeneracy
+
+
+@pytest.mark.parametrize("order", ["smallest_last", "dynamic_largest_first",
+                                   "incidence_degree"])
+def test_dynamic_orders_pick_by_their_key(order):
+    """Replayed step by step: every pick has the best key among the vertices left."""
+    from cyad._coloring import _order, _pattern_csr, _adjacency_graph
+    for a in random_patterns(count=30, seed=21, symmetric=True):
+        ptr, adj, _, _ = _adjacency_graph(*_pattern_csr(a))
+        graph = (a | a.T) & ~np.eye(a.shape[0], dtype=bool)
+        perm = _order(ptr, adj, order)
+        picks = perm[::-1] if order == "smallest_last" else perm
+        left = np.ones(a.shape[0], dtype=bool)
+        for v in picks:
+            if order == "incidence_degree":      # most neighbors already picked
+                keys = graph[:, ~left].sum(axis=1)
+            else:                                # degree among the vertices left
+                keys = graph[:, left].sum(axis=1)
+            best = keys[left].min() if order == "smallest_last" else keys[left].max()
+            assert keys[v] == best
+            left[v] = False
 
 
 def test_pattern_formats_agree():
@@ -427,11 +465,13 @@ def test_arrowheads():
     assert n_colors(colors) == 2
 
 
-@pytest.mark.parametrize("order", ["largest_first", "smallest_last"])
-def test_never_more_colors_than_scipy_grouping(order):
-    """SciPy's group_columns is a greedy column coloring in a random order."""
+def test_never_more_colors_than_scipy_grouping():
+    """SciPy's group_columns is a greedy column coloring in a random order; largest_first
+    (the default) is at least as good on random patterns. (Not on every pattern: the 4 x 4
+    grid Laplacian takes 6 colors where SciPy's random order happens to find 5.)"""
+    order = "largest_first"
     rng = np.random.default_rng(14)
-    for _ in range(60):
+    for _ in range(200):
         m, n = (int(v) for v in rng.integers(5, 120, size=2))
         density = float(rng.choice([0.01, 0.03, 0.1, 0.3]))
         a = random_pattern(rng, m, n, density)
