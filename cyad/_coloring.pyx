@@ -515,11 +515,19 @@ def bidirectional_coloring(pattern, order="largest_first"):
     shape, indptr, indices = _pattern_csr(pattern)
     m, n = shape
     lengths = np.diff(indptr)
-    best = None
     # t = n + 1 sends no row to reverse mode, t = 0 every row; between them the longest
     # distinct lengths (a bounded number of colorings)
     distinct = sorted(set(lengths.tolist()) - {0}, reverse=True)
-    for threshold in [n + 1] + distinct[:16] + [0]:
+    thresholds = [n + 1] + distinct[:16] + [0]
+    # The two intersection graphs of a threshold have at most this many edges (a line of
+    # r nonzeros gives r^2): a threshold far costlier than the cheapest is not tried, so
+    # that a dense row (or column) is never put in a graph it would fill.
+    costs = [_graph_bound(lengths, indices, n, lengths >= t) for t in thresholds]
+    affordable = 64 * min(costs) + 10 ** 6
+    best = None
+    for threshold, cost in zip(thresholds, costs):
+        if cost > affordable:
+            continue
         dense = lengths >= threshold
         kept = np.repeat(~dense, lengths)
         sparse_ptr = np.zeros(m + 1, dtype=np.intp)
@@ -536,6 +544,13 @@ def bidirectional_coloring(pattern, order="largest_first"):
         if best is None or products < best[0]:
             best = (products, (columns, rows))
     return best[1]
+
+
+def _graph_bound(lengths, indices, n, dense):
+    """The edges, at most, of the column graph of the rows not dense and of the row graph
+    of the dense ones."""
+    in_dense = np.bincount(indices[np.repeat(dense, lengths)], minlength=n)
+    return int(np.sum(np.where(dense, 0, lengths) ** 2) + np.sum(in_dense ** 2))
 
 
 def _compact(colors):

@@ -351,6 +351,32 @@ def test_bidirectional_with_dense_rows():
     assert cyad.allocations_per_call(lambda: reverse(compressed, out=out)) == 0
 
 
+def test_bidirectional_never_builds_the_graph_of_a_dense_row():
+    """A row of all n columns would give the column graph n^2 edges (200 MB here): the
+    threshold that keeps it is not tried, and the coloring stays small and exact."""
+    import tracemalloc
+    n = 5000
+    rng = np.random.default_rng(23)
+    rows = np.r_[np.repeat(np.arange(n), 3), np.zeros(n, dtype=int)]
+    cols = np.r_[rng.integers(0, n, size=3 * n), np.arange(n)]
+    a = sparse.csr_matrix((rng.uniform(1, 2, rows.size), (rows, cols)), shape=(n, n))
+    a.sum_duplicates()
+    tracemalloc.start()
+    try:
+        column_colors, row_colors = bidirectional_coloring(a)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2 ** 20
+    assert row_colors.max() == 0 and row_colors[0] == 0     # the dense row, in reverse
+    assert products((column_colors, row_colors)) <= 12
+    forward, reverse = bidirectional_decompression(a, column_colors, row_colors)
+    out = np.empty(forward.nnz)
+    forward(np.ascontiguousarray(a @ seed_matrix(column_colors)), out=out)
+    reverse(np.ascontiguousarray((a.T @ seed_matrix(row_colors)).T), out=out)
+    np.testing.assert_array_equal(out, a.data)
+
+
 def test_decompression_with_aliasing_output():
     """out overlapping the compressed product: the result is still right."""
     rng = np.random.default_rng(12)
