@@ -57,7 +57,7 @@ def _pattern_csr(pattern):
         csr = pattern.tocsr()
         m, n = csr.shape
         indptr = np.asarray(csr.indptr, dtype=np.intp)
-        cols = np.asarray(csr.indices, dtype=np.intp)
+        cols = np.asarray(csr.indices[:indptr[-1]], dtype=np.intp)
         rows = np.repeat(np.arange(m, dtype=np.intp), np.diff(indptr))
     else:
         dense = np.asarray(pattern)
