@@ -422,9 +422,11 @@ def products(bicoloring):
     return sum(max(int(colors.max()) + 1, 0) for colors in bicoloring if colors.size)
 
 
-@pytest.mark.parametrize("order", ["natural", "largest_first", "smallest_last"])
+@pytest.mark.parametrize("order", ["natural", "largest_first", "smallest_last",
+                                   "incidence_degree"])
 def test_banded_patterns_are_colored_optimally(order):
-    """A band of half-width w has 2w + 1 nonzeros in a row: that many colors, no more."""
+    """A band of half-width w has 2w + 1 nonzeros in a row: that many colors, no more.
+    (dynamic_largest_first takes 6 on the pentadiagonal pattern.)"""
     for n in (10, 101, 1000):
         assert n_colors(column_coloring(banded(n, 1), order=order)) == 3
         assert n_colors(column_coloring(banded(n, 2), order=order)) == 5
