@@ -1,0 +1,447 @@
+"""Sparsity detection: which Jacobian and Hessian entries can be nonzero, read off a tape.
+
+f is recorded once at x on tracer arrays (cyad/_tape_trace.py, the tape engine's recording,
+guards included); nothing is replayed. Every element of every Var of the tape gets the
+set of x's (flat) indices it depends on: a Var's sets are the rows of a boolean
+`scipy.sparse.csr_array` of shape (var.size, x.size) (None: it depends on nothing - a
+constant, a comparison, a mask). Each instruction is read as a list of dependencies,
+one per operand its output depends on, each a boolean selection matrix S of shape
+(out.size, operand.size) (None for the identity): S[i, j] when output element i depends
+on operand element j. The output's sets are then the union of S @ sets (a boolean
+sparse product is a union of rows), as SparseConnectivityTracer.jl's gradient tracers
+propagate index sets, a whole array per instruction:
+
+    unary, binary      element i on operand element i % |a| (modular broadcasting), for
+                       each operand whose first partial in the rule table
+                       (cyad/_rule_table.py) is not identically "0.0" (floor, sign,
+                       heaviside's x and the comparisons depend on nothing)
+    scale, select      both values (select's condition is a mask: no dependency)
+    copy, gather,      the index maps the tape holds; sum_inner: the union over the summed
+    scatter_add,       axis; matmul: out[p, i, j] on a[p, i, t] and b[p, t, j] for every t,
+    sum_inner, matmul  and only for the t where the other operand, a constant, is nonzero
+    python             a table entry run by NumPy: all-to-all (every output element on
+                       every element of every operand), but nothing for a constant
+                       entry (np.round, np.sign: derivative zero); the entries' own
+                       structure is not used
+    compare, zeros     nothing; guard: no output
+
+Hessian patterns (of a scalar f) use the same dependencies twice. Backwards, a boolean
+mask per Var marks the elements the output depends on (reach = S.T @ reach); forwards,
+each nonlinear instruction contributes, at its reached elements, the pairs of its
+operands' sets that its second partials couple: unary f with f'' not "0.0": the set
+squared; binary: a x a where d2/da2 is not "0.0", b x b likewise, a x b where d2/dadb
+is not "0.0" (a * b: the cross term only; a * constant and the linear rules: none);
+matmul of two variable operands: the cross terms, conservatively per inner index t
+(the union over the reached rows and columns); a python primitive entry: the union of
+its operands' sets, squared (a linear entry: none). The union over the rows of a matrix
+M of row x row is the pattern of M.T @ M; the result is symmetrised. This equals
+SparseConnectivityTracer.jl's Hessian tracers (first-order sets, second-order pair
+sets) propagated to the output, without storing pair sets per element.
+
+Patterns are global for the recorded branch: every rule is classified by whether a
+partial is identically zero, never by its value at x, so the pattern contains the
+nonzeros of the derivative at every x where the recorded guards hold (f's Python
+control flow, the indices it read from values, argsort's orders, ... take the branch
+they took at x). `maximum`, `minimum`, `where` and `clip` are instructions, not guards:
+their patterns are the union of both branches. Constants (arrays f closes over) are
+frozen in the tape, so their zeros count (a constant sparse matrix's pattern). Local
+patterns (at x alone, pruning the branch `maximum` did not take) are not computed.
+"""
+import numpy as np
+
+from cyad import _rule_table
+from cyad._tape_trace import Tracer, trace
+
+_UNARY = _rule_table.UNARY_RULES
+_BINARY = _rule_table.BINARY_RULES
+_ZERO = "0.0"
+
+
+def _scipy_sparse():
+    try:
+        import scipy.sparse
+    except ImportError as error:   # pragma: no cover - SciPy is in the test extras
+        raise ImportError("cyad: sparsity patterns are scipy.sparse arrays; install SciPy "
+                          "(pip install scipy)") from error
+    return scipy.sparse
+
+
+def _selection(sparse, rows, columns, shape):
+    """The boolean (shape) matrix with True at (rows, columns)."""
+    return sparse.csr_array((np.ones(len(rows), bool), (rows, columns)), shape=shape)
+
+
+def _modular(sparse, size, operand):
+    """The dependency of an elementwise output of `size` on an operand read at i % |a|."""
+    if operand.size == size:
+        return None
+    rows = np.arange(size)
+    return _selection(sparse, rows, rows % max(operand.size, 1), (size, operand.size))
+
+
+def _gather(sparse, instr):
+    (a,), (out,) = instr.args, instr.outs
+    index = instr.params["index"]
+    m = index.size
+    if m == 0 or out.size == 0:
+        return _selection(sparse, [], [], (out.size, a.size))
+    count = out.size // m
+    r = a.size // count
+    source = (np.arange(count)[:, None] * r + index[None, :]).ravel()
+    rows = np.arange(out.size)
+    keep = np.tile(index >= 0, count)
+    return _selection(sparse, rows[keep], source[keep], (out.size, a.size))
+
+
+def _sum_inner(sparse, instr):
+    (a,), (out,) = instr.args, instr.outs
+    k = instr.params["k"]
+    columns = np.arange(out.size * k)
+    return _selection(sparse, columns // max(k, 1), columns, (out.size, a.size))
+
+
+def _nonzero_mask(tape, var, count, shape):
+    """Where a matmul operand can be nonzero: a constant's own nonzeros, else everywhere;
+    as (count, *shape) (a single matrix repeated)."""
+    value = tape.consts.get(var)
+    mask = np.ones(shape, bool) if value is None else np.reshape(value != 0, (-1,) + shape)
+    return np.broadcast_to(mask, (count,) + shape)
+
+
+def _matmul(sparse, tape, instr):
+    """out[p, i, j] on a[p, i, t] where b[p, t, j] can be nonzero, and on b[p, t, j] where
+    a[p, i, t] can be (the other operand a constant with zeros: its pattern)."""
+    a, b = instr.args
+    out = instr.outs[0]
+    m, k, n = (instr.params[name] for name in "mkn")
+    count = out.size // max(m * n, 1)
+    a_count, b_count = a.size // max(m * k, 1), b.size // max(k * n, 1)
+    # a: for every (p, t, j) where b can be nonzero, every i
+    p, t, j = np.nonzero(_nonzero_mask(tape, b, count, (k, n)))
+    i = np.arange(m)[:, None]
+    rows = ((p * m + i) * n + j).ravel()
+    columns = (((p if a_count > 1 else 0 * p) * m + i) * k + t).ravel()
+    on_a = _selection(sparse, rows, columns, (out.size, a.size))
+    # b: for every (p, i, t) where a can be nonzero, every j
+    p, i, t = np.nonzero(_nonzero_mask(tape, a, count, (m, k)))
+    j = np.arange(n)[:, None]
+    rows = ((p * m + i) * n + j).ravel()
+    columns = (((p if b_count > 1 else 0 * p) * k + t) * n + j).ravel()
+    on_b = _selection(sparse, rows, columns, (out.size, b.size))
+    return [(0, on_a), (1, on_b)]
+
+
+def _elementwise(sparse, instr, operands):
+    size = instr.outs[0].size
+    return [(position, _modular(sparse, size, instr.args[position])) for position in operands]
+
+
+def _dependencies(sparse, tape, instr):
+    """[(operand position, S)]: output element i of instr depends on element j of the
+    operand where S[i, j] (S None: the identity; "all": every element on every one)."""
+    kind = instr.kind
+    if kind == "unary":
+        return _elementwise(sparse, instr, [0] if _UNARY[instr.params["op"]].d != _ZERO else [])
+    if kind == "binary":
+        rule = _BINARY[instr.params["op"]]
+        return _elementwise(sparse, instr, [position for position, partial
+                                            in enumerate((rule.da, rule.db)) if partial != _ZERO])
+    if kind in ("unary_d", "unary_d2", "binary_da", "binary_db", "binary_daa", "binary_dab",
+                "binary_dbb", "scale", "copy"):
+        return _elementwise(sparse, instr, range(len(instr.args)))
+    if kind == "select":
+        return _elementwise(sparse, instr, [1, 2])
+    if kind == "gather":
+        return [(0, _gather(sparse, instr))]
+    if kind == "scatter_add":
+        (a,), (out,) = instr.args, instr.outs
+        flipped = type(instr)("gather", (out,), (a,), instr.params)
+        return [(0, _gather(sparse, flipped).T.tocsr())]
+    if kind == "sum_inner":
+        return [(0, _sum_inner(sparse, instr))]
+    if kind == "matmul":
+        return _matmul(sparse, tape, instr)
+    if kind == "python":
+        if instr.params["entry"].kind == "constant":
+            return []
+        return [(position, "all") for position in range(len(instr.args))]
+    if kind in ("compare", "zeros", "guard"):
+        return []
+    raise ValueError(f"cyad: sparsity of the instruction kind {kind!r} is not known")
+
+
+def _union(a, b):
+    return b if a is None else a if b is None else a + b
+
+
+def _all_rows(sparse, sets, size, n):
+    """Every one of `size` rows the union of the rows of the matrices `sets`."""
+    union = None
+    for s in sets:
+        if s is not None:
+            union = _union(union, sparse.csr_array(s.sum(axis=0, dtype=bool)[None, :]))
+    if union is None or size == 0:
+        return None
+    columns = union.indices
+    indptr = np.arange(size + 1) * columns.size
+    return sparse.csr_array((np.ones(size * columns.size, bool), np.tile(columns, size), indptr),
+                            shape=(size, n))
+
+
+class _Propagation:
+    """A recorded tape, each instruction's dependencies, and each Var's index sets."""
+
+    def __init__(self, f, x, y):
+        self.sparse = _scipy_sparse()
+        x = np.asarray(x)
+        if x.dtype.kind not in "biuf":
+            raise TypeError(f"cyad: x must be real numbers, not {x.dtype}")
+        dtype = np.float32 if x.dtype == np.float32 else np.float64
+        recording, result = trace(f, x, dtype, y)
+        self.tape = tape = recording.tape
+        self.n = n = x.size
+        self.output = recording.var_of(result) if isinstance(result, Tracer) else None
+        self.result_shape = np.shape(result) if self.output is None else self.output.shape
+        self.sets = {tape.inputs[0]: self.sparse.eye_array(n, dtype=bool, format="csr")}
+        self.deps = []
+        for instr in tape.instrs:
+            deps = _dependencies(self.sparse, tape, instr)
+            self.deps.append(deps)
+            if not instr.outs:
+                continue
+            if any(isinstance(s, str) for _, s in deps):     # "all"
+                operands = [self.sets.get(instr.args[p]) for p, _ in deps]
+                for var in instr.outs:
+                    self.sets[var] = _all_rows(self.sparse, operands, var.size, n)
+                continue
+            out = None
+            for position, s in deps:
+                operand = self.sets.get(instr.args[position])
+                if operand is not None:
+                    out = _union(out, operand if s is None else s @ operand)
+            self.sets[instr.outs[0]] = out
+
+    def pattern(self, matrix, shape):
+        if matrix is None:
+            matrix = self.sparse.csr_array(shape, dtype=bool)
+        matrix = matrix.tocsr()
+        matrix.sum_duplicates()
+        matrix.eliminate_zeros()
+        return self.sparse.csr_array((np.ones(matrix.nnz, np.int8), matrix.indices,
+                                      matrix.indptr), shape=shape)
+
+    def jacobian(self):
+        size = int(np.prod(self.result_shape))
+        sets = None if self.output is None else self.sets.get(self.output)
+        return self.pattern(sets, (size, self.n))
+
+    def hessian(self):
+        if int(np.prod(self.result_shape)) != 1:
+            raise ValueError(f"cyad: hessian_sparsity needs f to return a scalar, not shape "
+                             f"{self.result_shape}")
+        pairs = None
+        if self.output is not None:
+            reach = {self.output: np.ones(1, bool)}
+            for instr, deps in zip(reversed(self.tape.instrs), reversed(self.deps)):
+                reached = [reach.get(var) for var in instr.outs]
+                if not any(r is not None and r.any() for r in reached):
+                    continue
+                for term in self._second_order(instr, reached):
+                    pairs = _union(pairs, term)
+                self._reach_back(instr, deps, reached, reach)
+        if pairs is not None:
+            pairs = pairs + pairs.T
+        return self.pattern(pairs, (self.n, self.n))
+
+    def _reach_back(self, instr, deps, reached, reach):
+        for position, s in deps:
+            operand = instr.args[position]
+            if isinstance(s, str):
+                mask = np.ones(operand.size, bool)
+            elif s is None:
+                mask = reached[0]
+            else:
+                mask = (s.T @ reached[0].astype(np.int32)) > 0
+            known = reach.get(operand)
+            reach[operand] = mask if known is None else known | mask
+
+    def _rows(self, var, size, reached):
+        """var's sets at the reached elements of an elementwise output of `size`."""
+        sets = self.sets.get(var)
+        if sets is None:
+            return None
+        index = np.flatnonzero(reached)
+        return sets[index % var.size] if var.size != size or index.size != size else sets
+
+    def _second_order(self, instr, reached):
+        """The pair sets (as M.T @ M' products) instr's second partials add at its
+        reached elements."""
+        kind = instr.kind
+        if kind == "unary":
+            rule = _UNARY[instr.params["op"]]
+            if rule.d == _ZERO or rule.d2 == _ZERO:
+                return []
+            rows = self._rows(instr.args[0], instr.outs[0].size, reached[0])
+            return [] if rows is None else [rows.T @ rows]
+        if kind in ("binary", "scale", "unary_d", "unary_d2", "binary_da", "binary_db",
+                    "binary_daa", "binary_dab", "binary_dbb"):
+            size = instr.outs[0].size
+            rows = [self._rows(var, size, reached[0]) for var in instr.args]
+            if kind == "binary":
+                rule = _BINARY[instr.params["op"]]
+                second = {(0, 0): rule.daa, (0, 1): rule.dab, (1, 1): rule.dbb}
+            elif kind == "scale":
+                second = {(0, 0): _ZERO, (0, 1): "1.0", (1, 1): _ZERO}
+            else:       # derivative instructions: conservatively nonlinear in everything
+                second = {(p, q): "?" for p in range(len(rows)) for q in range(p, len(rows))}
+            return [rows[p].T @ rows[q] for (p, q), d2 in second.items()
+                    if d2 != _ZERO and rows[p] is not None and rows[q] is not None]
+        if kind == "matmul":
+            return self._matmul_pairs(instr, reached[0])
+        if kind == "python" and instr.params["entry"].kind == "primitive":
+            union = _all_rows(self.sparse, [self.sets.get(var) for var in instr.args], 1,
+                              self.n)
+            return [] if union is None else [union.T @ union]
+        return []
+
+    def _matmul_pairs(self, instr, reached):
+        """a[p, i, t] * b[p, t, j], both variable: per (p, t), the union over the reached
+        rows i of a's sets times the union over the reached columns j of b's."""
+        a, b = instr.args
+        sets_a, sets_b = self.sets.get(a), self.sets.get(b)
+        if sets_a is None or sets_b is None:
+            return []
+        m, k, n = (instr.params[name] for name in "mkn")
+        count = instr.outs[0].size // max(m * n, 1)
+        r = reached.reshape(count, m, n)
+        sparse = self.sparse
+        # U_a[(p, t)] = union over i with a reached (p, i, j) of a[p, i, t]
+        p, i = np.nonzero(r.any(axis=2))
+        t = np.arange(k)[:, None]
+        a_p = p if a.size // max(m * k, 1) > 1 else 0 * p
+        union_a = _selection(sparse, (p * k + t).ravel(), ((a_p * m + i) * k + t).ravel(),
+                             (count * k, a.size)) @ sets_a
+        p, j = np.nonzero(r.any(axis=1))
+        b_p = p if b.size // max(k * n, 1) > 1 else 0 * p
+        union_b = _selection(sparse, (p * k + t).ravel(), ((b_p * k + t) * n + j).ravel(),
+                             (count * k, b.size)) @ sets_b
+        return [union_a.T @ union_b]
+
+
+def _python_function(f):
+    """The Python callable to trace: f itself, or the one a wrapper or a recorded
+    function holds; a C function has no tape to read."""
+    from cyad._tape_function import TapeFunction
+    from cyad._wrapper import FunctionWrapper
+
+    if isinstance(f, TapeFunction):
+        return f.f
+    if isinstance(f, FunctionWrapper):
+        if f.tape is not None:
+            return f.tape.f
+        if f.callable is None or not f.is_python:
+            raise TypeError("cyad: the sparsity of a C function cannot be detected (it "
+                            "cannot be traced); give its pattern where it is needed")
+        return f.callable
+    if not callable(f):
+        raise TypeError(f"cyad: f must be callable, not {type(f).__name__}")
+    return f
+
+
+def jacobian_sparsity(f, x, *, y=None):
+    """The sparsity pattern of f's Jacobian: which entries can be nonzero.
+
+    f is recorded once at `x` (as the tape engine records it) and every element's
+    dependencies on the elements of x are propagated through the recorded
+    instructions. The pattern is global for the recorded branch: it contains every
+    nonzero of the Jacobian at every x where f takes the same Python branches
+    (``if`` on values, indices read from values) as at this `x`. ``np.maximum``,
+    ``np.minimum``, ``np.where`` and ``np.clip`` are not branches: their pattern is
+    the union of both sides.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x)`` returning an array, or ``f(y, x)`` writing into `y` when `y` is given.
+        A C function cannot be traced (TypeError).
+    x : array_like
+        The point at which f is recorded. float32 records in float32, anything else in
+        float64.
+    y : ndarray, optional
+        For ``f(y, x)``: the output array (its incoming values are constants).
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Shape ``(f(x).size, x.size)``, int8 ones at the entries that can be nonzero
+        (flat indices of the output and of x).
+
+    Raises
+    ------
+    ImportError
+        When SciPy is not installed.
+
+    See Also
+    --------
+    hessian_sparsity : the pattern of a scalar function's Hessian.
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     return x[1:] * x[:-1] + np.sin(x[1:])
+    >>> cyad.jacobian_sparsity(f, np.ones(4)).toarray()
+    array([[1, 1, 0, 0],
+           [0, 1, 1, 0],
+           [0, 0, 1, 1]], dtype=int8)
+    """
+    return _Propagation(_python_function(f), x, y).jacobian()
+
+
+def hessian_sparsity(f, x):
+    """The sparsity pattern of a scalar function's Hessian: which entries can be nonzero.
+
+    f is recorded once at `x`; each element's first-order dependencies are propagated
+    through the recorded instructions, and every nonlinear instruction the output
+    depends on adds the pairs its second derivatives couple (``a * b`` the pairs of
+    a's and b's indices, ``np.sin(a)`` the pairs within a's; ``a + b`` and a product
+    with a constant none). The pattern is global for the recorded branch, as
+    :func:`jacobian_sparsity`'s: it contains every nonzero of the Hessian at every x
+    where f takes the same Python branches as at this `x`.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x)`` returning a scalar.
+    x : array_like
+        The point at which f is recorded (float32 records in float32).
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Shape ``(x.size, x.size)``, symmetric, int8 ones at the entries that can be
+        nonzero.
+
+    Raises
+    ------
+    ValueError
+        When f does not return a scalar.
+    ImportError
+        When SciPy is not installed.
+
+    See Also
+    --------
+    jacobian_sparsity : the pattern of a Jacobian.
+
+    Examples
+    --------
+    Rosenbrock's function couples neighbours only:
+
+    >>> def rosenbrock(x):
+    ...     return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    >>> cyad.hessian_sparsity(rosenbrock, np.zeros(4)).toarray()
+    array([[1, 1, 0, 0],
+           [1, 1, 1, 0],
+           [0, 1, 1, 1],
+           [0, 0, 1, 1]], dtype=int8)
+    """
+    return _Propagation(_python_function(f), x, None).hessian()
