@@ -47,9 +47,12 @@ their patterns are the union of both branches. Constants (arrays f closes over) 
 frozen in the tape, so their zeros count (a constant sparse matrix's pattern). Local
 patterns (at x alone, pruning the branch `maximum` did not take) are not computed.
 """
+import functools
+
 import numpy as np
 
 from cyad import _rule_table
+from cyad._index_sets import gather_rows, union_rows
 from cyad._tape_trace import Tracer, trace
 
 _UNARY = _rule_table.UNARY_RULES
@@ -66,31 +69,47 @@ def _scipy_sparse():
     return scipy.sparse
 
 
+# -- dependencies of each instruction kind ---------------------------------------------------
+
 def _selection(sparse, rows, columns, shape):
     """The boolean (shape) matrix with True at (rows, columns)."""
     return sparse.csr_array((np.ones(len(rows), bool), (rows, columns)), shape=shape)
 
 
-def _modular(sparse, size, operand):
-    """The dependency of an elementwise output of `size` on an operand read at i % |a|."""
-    if operand.size == size:
-        return None
-    rows = np.arange(size)
-    return _selection(sparse, rows, rows % max(operand.size, 1), (size, operand.size))
+def _modular(size, operand):
+    """An elementwise output of `size` on an operand read at i % |a|: None (the identity)
+    or the source row of each output element."""
+    return None if operand.size == size else _modular_source(size, operand.size)
 
 
-def _gather(sparse, instr):
-    (a,), (out,) = instr.args, instr.outs
+@functools.lru_cache(maxsize=32)
+def _modular_source(size, operand_size):
+    # (a scalar constant meets most instructions: its source is made once)
+    source = np.arange(size, dtype=np.int64) % max(operand_size, 1)
+    source.flags.writeable = False
+    return source
+
+
+def _gather_source(instr):
+    """A gather's source element of each output element (-1: none, a zero)."""
+    out = instr.outs[0]
     index = instr.params["index"]
-    m = index.size
-    if m == 0 or out.size == 0:
-        return _selection(sparse, [], [], (out.size, a.size))
-    count = out.size // m
-    r = a.size // count
-    source = (np.arange(count)[:, None] * r + index[None, :]).ravel()
-    rows = np.arange(out.size)
-    keep = np.tile(index >= 0, count)
-    return _selection(sparse, rows[keep], source[keep], (out.size, a.size))
+    if index.size == 0 or out.size == 0:
+        return np.full(out.size, -1, np.int64)
+    count = out.size // index.size
+    if count == 1:
+        return np.ascontiguousarray(index)   # (negative where the gather writes a zero)
+    r = instr.args[0].size // count
+    source = (np.arange(count, dtype=np.int64)[:, None] * r + index[None, :]).ravel()
+    return np.where(np.tile(index >= 0, count), source, -1)
+
+
+def _scatter_add(sparse, instr):
+    (a,), (out,) = instr.args, instr.outs
+    flipped = type(instr)("gather", (out,), (a,), instr.params)    # its transpose
+    source = _gather_source(flipped)
+    kept = np.flatnonzero(source >= 0)
+    return _selection(sparse, source[kept], kept, (out.size, a.size))
 
 
 def _sum_inner(sparse, instr):
@@ -131,32 +150,33 @@ def _matmul(sparse, tape, instr):
     return [(0, on_a), (1, on_b)]
 
 
-def _elementwise(sparse, instr, operands):
+def _elementwise(instr, operands):
     size = instr.outs[0].size
-    return [(position, _modular(sparse, size, instr.args[position])) for position in operands]
+    return [(position, _modular(size, instr.args[position])) for position in operands]
 
 
 def _dependencies(sparse, tape, instr):
-    """[(operand position, S)]: output element i of instr depends on element j of the
-    operand where S[i, j] (S None: the identity; "all": every element on every one)."""
+    """[(operand position, dependency)]: what each element of instr's output depends
+    on in that operand. A dependency is None (element i on element i), an int64 array
+    (element i on element source[i], none where it is negative), a boolean sparse
+    matrix S (element i on the elements j of S[i, j]), or "all" (every element on
+    every one)."""
     kind = instr.kind
     if kind == "unary":
-        return _elementwise(sparse, instr, [0] if _UNARY[instr.params["op"]].d != _ZERO else [])
+        return _elementwise(instr, [0] if _UNARY[instr.params["op"]].d != _ZERO else [])
     if kind == "binary":
         rule = _BINARY[instr.params["op"]]
-        return _elementwise(sparse, instr, [position for position, partial
-                                            in enumerate((rule.da, rule.db)) if partial != _ZERO])
+        return _elementwise(instr, [position for position, partial
+                                    in enumerate((rule.da, rule.db)) if partial != _ZERO])
     if kind in ("unary_d", "unary_d2", "binary_da", "binary_db", "binary_daa", "binary_dab",
                 "binary_dbb", "scale", "copy"):
-        return _elementwise(sparse, instr, range(len(instr.args)))
+        return _elementwise(instr, range(len(instr.args)))
     if kind == "select":
-        return _elementwise(sparse, instr, [1, 2])
+        return _elementwise(instr, [1, 2])
     if kind == "gather":
-        return [(0, _gather(sparse, instr))]
+        return [(0, _gather_source(instr))]
     if kind == "scatter_add":
-        (a,), (out,) = instr.args, instr.outs
-        flipped = type(instr)("gather", (out,), (a,), instr.params)
-        return [(0, _gather(sparse, flipped).T.tocsr())]
+        return [(0, _scatter_add(sparse, instr))]
     if kind == "sum_inner":
         return [(0, _sum_inner(sparse, instr))]
     if kind == "matmul":
@@ -170,22 +190,27 @@ def _dependencies(sparse, tape, instr):
     raise ValueError(f"cyad: sparsity of the instruction kind {kind!r} is not known")
 
 
-def _union(a, b):
-    return b if a is None else a if b is None else a + b
+# -- index sets: (indptr, indices) of a CSR pattern, rows sorted and distinct ---------------
+
+def _as_matrix(sparse, sets, n):
+    indptr, indices = sets
+    return sparse.csr_array((np.ones(indices.size, bool), indices, indptr),
+                            shape=(indptr.size - 1, n))
 
 
-def _all_rows(sparse, sets, size, n):
-    """Every one of `size` rows the union of the rows of the matrices `sets`."""
-    union = None
-    for s in sets:
-        if s is not None:
-            union = _union(union, sparse.csr_array(s.sum(axis=0, dtype=bool)[None, :]))
-    if union is None or size == 0:
+def _of_matrix(matrix):
+    matrix = matrix.tocsr()
+    matrix.sum_duplicates()     # (sorts each row's indices, and merges repeats)
+    return matrix.indptr.astype(np.int64), matrix.indices.astype(np.int64)
+
+
+def _all_rows(sets, size):
+    """`size` rows, each the union of every row of every pattern in `sets`."""
+    present = [s[1] for s in sets if s is not None]
+    if not present or size == 0:
         return None
-    columns = union.indices
-    indptr = np.arange(size + 1) * columns.size
-    return sparse.csr_array((np.ones(size * columns.size, bool), np.tile(columns, size), indptr),
-                            shape=(size, n))
+    union = np.unique(np.concatenate(present))
+    return np.arange(size + 1, dtype=np.int64) * union.size, np.tile(union, size)
 
 
 class _Propagation:
@@ -202,33 +227,37 @@ class _Propagation:
         self.n = n = x.size
         self.output = recording.var_of(result) if isinstance(result, Tracer) else None
         self.result_shape = np.shape(result) if self.output is None else self.output.shape
-        self.sets = {tape.inputs[0]: self.sparse.eye_array(n, dtype=bool, format="csr")}
+        self.sets = {tape.inputs[0]: (np.arange(n + 1, dtype=np.int64),
+                                      np.arange(n, dtype=np.int64))}
         self.deps = []
         for instr in tape.instrs:
             deps = _dependencies(self.sparse, tape, instr)
             self.deps.append(deps)
-            if not instr.outs:
-                continue
-            if any(isinstance(s, str) for _, s in deps):     # "all"
+            if any(isinstance(d, str) for _, d in deps):     # "all"
                 operands = [self.sets.get(instr.args[p]) for p, _ in deps]
                 for var in instr.outs:
-                    self.sets[var] = _all_rows(self.sparse, operands, var.size, n)
-                continue
-            out = None
-            for position, s in deps:
-                operand = self.sets.get(instr.args[position])
-                if operand is not None:
-                    out = _union(out, operand if s is None else s @ operand)
-            self.sets[instr.outs[0]] = out
+                    self.sets[var] = _all_rows(operands, var.size)
+            elif instr.outs:
+                self.sets[instr.outs[0]] = self._forward(instr, deps)
 
-    def pattern(self, matrix, shape):
-        if matrix is None:
-            matrix = self.sparse.csr_array(shape, dtype=bool)
-        matrix = matrix.tocsr()
-        matrix.sum_duplicates()
-        matrix.eliminate_zeros()
-        return self.sparse.csr_array((np.ones(matrix.nnz, np.int8), matrix.indices,
-                                      matrix.indptr), shape=shape)
+    def _forward(self, instr, deps):
+        out = None
+        for position, dependency in deps:
+            sets = self.sets.get(instr.args[position])
+            if sets is None:
+                continue
+            if isinstance(dependency, np.ndarray):
+                sets = gather_rows(*sets, dependency)
+            elif dependency is not None:
+                sets = _of_matrix(dependency @ _as_matrix(self.sparse, sets, self.n))
+            out = sets if out is None else union_rows(*out, *sets)
+        return out
+
+    def pattern(self, sets, shape):
+        indptr, indices = (np.zeros(shape[0] + 1, np.int64), np.zeros(0, np.int64)) \
+            if sets is None else sets
+        return self.sparse.csr_array((np.ones(indices.size, np.int8), indices, indptr),
+                                     shape=shape)
 
     def jacobian(self):
         size = int(np.prod(self.result_shape))
@@ -247,31 +276,40 @@ class _Propagation:
                 if not any(r is not None and r.any() for r in reached):
                     continue
                 for term in self._second_order(instr, reached):
-                    pairs = _union(pairs, term)
+                    pairs = term if pairs is None else pairs + term
                 self._reach_back(instr, deps, reached, reach)
-        if pairs is not None:
-            pairs = pairs + pairs.T
-        return self.pattern(pairs, (self.n, self.n))
+        if pairs is None:
+            return self.pattern(None, (self.n, self.n))
+        return self.pattern(_of_matrix(pairs + pairs.T), (self.n, self.n))
 
-    def _reach_back(self, instr, deps, reached, reach):
-        for position, s in deps:
+    @staticmethod
+    def _reach_back(instr, deps, reached, reach):
+        """Mark the operands' elements that the reached output elements depend on."""
+        for position, dependency in deps:
             operand = instr.args[position]
-            if isinstance(s, str):
+            if isinstance(dependency, str):
                 mask = np.ones(operand.size, bool)
-            elif s is None:
+            elif dependency is None:
                 mask = reached[0]
+            elif isinstance(dependency, np.ndarray):
+                mask = np.zeros(operand.size, bool)
+                source = dependency[reached[0]]
+                mask[source[source >= 0]] = True
             else:
-                mask = (s.T @ reached[0].astype(np.int32)) > 0
+                mask = (dependency.T @ reached[0].astype(np.int32)) > 0
             known = reach.get(operand)
             reach[operand] = mask if known is None else known | mask
 
     def _rows(self, var, size, reached):
-        """var's sets at the reached elements of an elementwise output of `size`."""
+        """var's sets at the reached elements of an elementwise output of `size`, as a
+        sparse matrix."""
         sets = self.sets.get(var)
         if sets is None:
             return None
-        index = np.flatnonzero(reached)
-        return sets[index % var.size] if var.size != size or index.size != size else sets
+        source = np.flatnonzero(reached)
+        if var.size != size or source.size != size:
+            sets = gather_rows(*sets, source % var.size)
+        return _as_matrix(self.sparse, sets, self.n)
 
     def _second_order(self, instr, reached):
         """The pair sets (as M.T @ M' products) instr's second partials add at its
@@ -299,9 +337,11 @@ class _Propagation:
         if kind == "matmul":
             return self._matmul_pairs(instr, reached[0])
         if kind == "python" and instr.params["entry"].kind == "primitive":
-            union = _all_rows(self.sparse, [self.sets.get(var) for var in instr.args], 1,
-                              self.n)
-            return [] if union is None else [union.T @ union]
+            union = _all_rows([self.sets.get(var) for var in instr.args], 1)
+            if union is None:
+                return []
+            union = _as_matrix(self.sparse, union, self.n)
+            return [union.T @ union]
         return []
 
     def _matmul_pairs(self, instr, reached):
@@ -320,11 +360,11 @@ class _Propagation:
         t = np.arange(k)[:, None]
         a_p = p if a.size // max(m * k, 1) > 1 else 0 * p
         union_a = _selection(sparse, (p * k + t).ravel(), ((a_p * m + i) * k + t).ravel(),
-                             (count * k, a.size)) @ sets_a
+                             (count * k, a.size)) @ _as_matrix(sparse, sets_a, self.n)
         p, j = np.nonzero(r.any(axis=1))
         b_p = p if b.size // max(k * n, 1) > 1 else 0 * p
         union_b = _selection(sparse, (p * k + t).ravel(), ((b_p * k + t) * n + j).ravel(),
-                             (count * k, b.size)) @ sets_b
+                             (count * k, b.size)) @ _as_matrix(sparse, sets_b, self.n)
         return [union_a.T @ union_b]
 
 

@@ -1,0 +1,74 @@
+"""Index sets as the rows of a CSR pattern: the two operations sparsity detection does
+most, in compiled loops.
+
+A pattern is (indptr, indices), int64, each row's indices sorted and distinct (row i is
+the set of x's indices element i depends on; cyad/_sparsity.py). `gather_rows` takes
+rows by position (an elementwise operand read at i % |a|, a gather's index map);
+`union_rows` merges two patterns of the same row count, row by row. Both keep the rows
+sorted and distinct, so a pattern never grows beyond the union it stands for.
+"""
+import numpy as np
+
+cimport numpy as cnp
+
+cnp.import_array()
+
+
+def gather_rows(const cnp.int64_t[::1] indptr, const cnp.int64_t[::1] indices,
+                const cnp.int64_t[::1] source):
+    """Row i of the result is row source[i] (source[i] < 0: an empty row)."""
+    cdef Py_ssize_t i, t, start, end, count = source.shape[0], total = 0
+    cdef cnp.int64_t s
+    out_ptr = np.empty(count + 1, np.int64)
+    cdef cnp.int64_t[::1] ptr = out_ptr
+    ptr[0] = 0
+    for i in range(count):
+        s = source[i]
+        if s >= 0:
+            total += indptr[s + 1] - indptr[s]
+        ptr[i + 1] = total
+    out_indices = np.empty(total, np.int64)
+    cdef cnp.int64_t[::1] out = out_indices
+    total = 0
+    for i in range(count):
+        s = source[i]
+        if s >= 0:
+            start, end = indptr[s], indptr[s + 1]
+            for t in range(start, end):
+                out[total] = indices[t]
+                total += 1
+    return out_ptr, out_indices
+
+
+def union_rows(const cnp.int64_t[::1] a_ptr, const cnp.int64_t[::1] a_indices,
+               const cnp.int64_t[::1] b_ptr, const cnp.int64_t[::1] b_indices):
+    """Row i of the result is the union of row i of a and row i of b (merged)."""
+    cdef Py_ssize_t i, p, q, p_end, q_end, total = 0, count = a_ptr.shape[0] - 1
+    cdef cnp.int64_t u, v
+    out_ptr = np.empty(count + 1, np.int64)
+    out_indices = np.empty(a_indices.shape[0] + b_indices.shape[0], np.int64)
+    cdef cnp.int64_t[::1] ptr = out_ptr
+    cdef cnp.int64_t[::1] out = out_indices
+    ptr[0] = 0
+    for i in range(count):
+        p, p_end, q, q_end = a_ptr[i], a_ptr[i + 1], b_ptr[i], b_ptr[i + 1]
+        while p < p_end and q < q_end:
+            u, v = a_indices[p], b_indices[q]
+            if u <= v:
+                out[total] = u
+                p += 1
+                q += u == v
+            else:
+                out[total] = v
+                q += 1
+            total += 1
+        while p < p_end:
+            out[total] = a_indices[p]
+            p += 1
+            total += 1
+        while q < q_end:
+            out[total] = b_indices[q]
+            q += 1
+            total += 1
+        ptr[i + 1] = total
+    return out_ptr, out_indices[:total]
