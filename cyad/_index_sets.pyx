@@ -6,6 +6,8 @@ the set of x's indices element i depends on; cyad/_sparsity.py). `gather_rows` t
 rows by position (an elementwise operand read at i % |a|, a gather's index map);
 `union_rows` merges two patterns of the same row count, row by row. Both keep the rows
 sorted and distinct, so a pattern never grows beyond the union it stands for.
+`row_pairs` lists the pairs of two patterns' rows (a Hessian's second-order pairs), as
+coordinates with repeats: the caller builds one matrix of all of them.
 """
 import numpy as np
 
@@ -72,3 +74,26 @@ def union_rows(const cnp.int64_t[::1] a_ptr, const cnp.int64_t[::1] a_indices,
             total += 1
         ptr[i + 1] = total
     return out_ptr, out_indices[:total]
+
+
+def row_pairs(const cnp.int64_t[::1] a_ptr, const cnp.int64_t[::1] a_indices,
+              const cnp.int64_t[::1] b_ptr, const cnp.int64_t[::1] b_indices, bint square):
+    """Every pair (u, v) of u in row i of a and v in row i of b, over the rows i: the
+    second-order pairs an elementwise product (a, b) or square (a, a) couples; of a
+    square (a is b) only those with u <= v, the others being their mirror images."""
+    cdef Py_ssize_t i, p, q, la, total = 0, count = a_ptr.shape[0] - 1
+    for i in range(count):
+        la = a_ptr[i + 1] - a_ptr[i]
+        total += la * (la + 1) // 2 if square else la * (b_ptr[i + 1] - b_ptr[i])
+    first_array = np.empty(total, np.int64)
+    second_array = np.empty(total, np.int64)
+    cdef cnp.int64_t[::1] first = first_array
+    cdef cnp.int64_t[::1] second = second_array
+    total = 0
+    for i in range(count):
+        for p in range(a_ptr[i], a_ptr[i + 1]):
+            for q in range(p if square else b_ptr[i], b_ptr[i + 1]):
+                first[total] = a_indices[p]
+                second[total] = b_indices[q]
+                total += 1
+    return first_array, second_array

@@ -52,7 +52,7 @@ import functools
 import numpy as np
 
 from cyad import _rule_table
-from cyad._index_sets import gather_rows, union_rows
+from cyad._index_sets import gather_rows, row_pairs, union_rows
 from cyad._tape_trace import Tracer, trace
 
 _UNARY = _rule_table.UNARY_RULES
@@ -268,19 +268,23 @@ class _Propagation:
         if int(np.prod(self.result_shape)) != 1:
             raise ValueError(f"cyad: hessian_sparsity needs f to return a scalar, not shape "
                              f"{self.result_shape}")
-        pairs = None
+        pairs = []      # coordinates (first, second), with repeats, either orientation
         if self.output is not None:
             reach = {self.output: np.ones(1, bool)}
             for instr, deps in zip(reversed(self.tape.instrs), reversed(self.deps)):
                 reached = [reach.get(var) for var in instr.outs]
                 if not any(r is not None and r.any() for r in reached):
                     continue
-                for term in self._second_order(instr, reached):
-                    pairs = term if pairs is None else pairs + term
+                pairs += self._second_order(instr, reached)
                 self._reach_back(instr, deps, reached, reach)
-        if pairs is None:
+        if not pairs:
             return self.pattern(None, (self.n, self.n))
-        return self.pattern(_of_matrix(pairs + pairs.T), (self.n, self.n))
+        first = np.concatenate([u for u, _ in pairs])
+        second = np.concatenate([v for _, v in pairs])
+        upper = self.sparse.csr_array((np.ones(first.size, bool), (np.minimum(first, second),
+                                                                   np.maximum(first, second))),
+                                      shape=(self.n, self.n))
+        return self.pattern(_of_matrix(upper + upper.T), (self.n, self.n))
 
     @staticmethod
     def _reach_back(instr, deps, reached, reach):
@@ -301,26 +305,25 @@ class _Propagation:
             reach[operand] = mask if known is None else known | mask
 
     def _rows(self, var, size, reached):
-        """var's sets at the reached elements of an elementwise output of `size`, as a
-        sparse matrix."""
+        """var's sets at the reached elements of an elementwise output of `size`."""
         sets = self.sets.get(var)
         if sets is None:
             return None
         source = np.flatnonzero(reached)
         if var.size != size or source.size != size:
             sets = gather_rows(*sets, source % var.size)
-        return _as_matrix(self.sparse, sets, self.n)
+        return sets
 
     def _second_order(self, instr, reached):
-        """The pair sets (as M.T @ M' products) instr's second partials add at its
-        reached elements."""
+        """The pairs (coordinate arrays) instr's second partials couple at its reached
+        elements."""
         kind = instr.kind
         if kind == "unary":
             rule = _UNARY[instr.params["op"]]
             if rule.d == _ZERO or rule.d2 == _ZERO:
                 return []
             rows = self._rows(instr.args[0], instr.outs[0].size, reached[0])
-            return [] if rows is None else [rows.T @ rows]
+            return [] if rows is None else [row_pairs(*rows, *rows, True)]
         if kind in ("binary", "scale", "unary_d", "unary_d2", "binary_da", "binary_db",
                     "binary_daa", "binary_dab", "binary_dbb"):
             size = instr.outs[0].size
@@ -332,16 +335,13 @@ class _Propagation:
                 second = {(0, 0): _ZERO, (0, 1): "1.0", (1, 1): _ZERO}
             else:       # derivative instructions: conservatively nonlinear in everything
                 second = {(p, q): "?" for p in range(len(rows)) for q in range(p, len(rows))}
-            return [rows[p].T @ rows[q] for (p, q), d2 in second.items()
+            return [row_pairs(*rows[p], *rows[q], p == q) for (p, q), d2 in second.items()
                     if d2 != _ZERO and rows[p] is not None and rows[q] is not None]
         if kind == "matmul":
             return self._matmul_pairs(instr, reached[0])
         if kind == "python" and instr.params["entry"].kind == "primitive":
             union = _all_rows([self.sets.get(var) for var in instr.args], 1)
-            if union is None:
-                return []
-            union = _as_matrix(self.sparse, union, self.n)
-            return [union.T @ union]
+            return [] if union is None else [row_pairs(*union, *union, True)]
         return []
 
     def _matmul_pairs(self, instr, reached):
@@ -365,7 +365,7 @@ class _Propagation:
         b_p = p if b.size // max(k * n, 1) > 1 else 0 * p
         union_b = _selection(sparse, (p * k + t).ravel(), ((b_p * k + t) * n + j).ravel(),
                              (count * k, b.size)) @ _as_matrix(sparse, sets_b, self.n)
-        return [union_a.T @ union_b]
+        return [row_pairs(*_of_matrix(union_a), *_of_matrix(union_b), False)]
 
 
 def _python_function(f):
