@@ -214,7 +214,9 @@ def _all_rows(sets, size):
 
 
 class _Propagation:
-    """A recorded tape, each instruction's dependencies, and each Var's index sets."""
+    """A recorded tape, each instruction's dependencies, and the index sets propagated
+    through them (each Var's sets dropped after the last instruction that reads them,
+    so that memory holds a few arrays' sets at a time, not the tape's)."""
 
     def __init__(self, f, x, y):
         self.sparse = _scipy_sparse()
@@ -223,28 +225,42 @@ class _Propagation:
             raise TypeError(f"cyad: x must be real numbers, not {x.dtype}")
         dtype = np.float32 if x.dtype == np.float32 else np.float64
         recording, result = trace(f, x, dtype, y)
-        self.tape = tape = recording.tape
-        self.n = n = x.size
+        self.tape = recording.tape
+        self.n = x.size
         self.output = recording.var_of(result) if isinstance(result, Tracer) else None
         self.result_shape = np.shape(result) if self.output is None else self.output.shape
-        self.sets = {tape.inputs[0]: (np.arange(n + 1, dtype=np.int64),
-                                      np.arange(n, dtype=np.int64))}
-        self.deps = []
-        for instr in tape.instrs:
-            deps = _dependencies(self.sparse, tape, instr)
-            self.deps.append(deps)
+        self.deps = [_dependencies(self.sparse, self.tape, instr) for instr in self.tape.instrs]
+        self.sets = {}
+
+    def _propagate(self, reach=None):
+        """The output's sets; with `reach` (the backward masks), also the second-order
+        pairs of the reached instructions, as a list of coordinate arrays."""
+        n = self.n
+        self.sets = {self.tape.inputs[0]: (np.arange(n + 1, dtype=np.int64),
+                                           np.arange(n, dtype=np.int64))}
+        last_read = {var: k for k, instr in enumerate(self.tape.instrs) for var in instr.args}
+        pairs = []
+        for k, (instr, deps) in enumerate(zip(self.tape.instrs, self.deps)):
             if any(isinstance(d, str) for _, d in deps):     # "all"
                 operands = [self.sets.get(instr.args[p]) for p, _ in deps]
                 for var in instr.outs:
                     self.sets[var] = _all_rows(operands, var.size)
             elif instr.outs:
                 self.sets[instr.outs[0]] = self._forward(instr, deps)
+            if reach is not None:
+                reached = [reach.get(var) for var in instr.outs]
+                if any(r is not None and r.any() for r in reached):
+                    pairs += self._second_order(instr, reached)
+            for var in instr.args:
+                if last_read[var] == k and var is not self.output:
+                    self.sets.pop(var, None)
+        return (None if self.output is None else self.sets.get(self.output)), pairs
 
     def _forward(self, instr, deps):
         out = None
         for position, dependency in deps:
             sets = self.sets.get(instr.args[position])
-            if sets is None:
+            if sets is None or (sets is out and dependency is None):    # (x * x)
                 continue
             if isinstance(dependency, np.ndarray):
                 sets = gather_rows(*sets, dependency)
@@ -261,22 +277,22 @@ class _Propagation:
 
     def jacobian(self):
         size = int(np.prod(self.result_shape))
-        sets = None if self.output is None else self.sets.get(self.output)
-        return self.pattern(sets, (size, self.n))
+        return self.pattern(self._propagate()[0], (size, self.n))
 
     def hessian(self):
         if int(np.prod(self.result_shape)) != 1:
             raise ValueError(f"cyad: hessian_sparsity needs f to return a scalar, not shape "
                              f"{self.result_shape}")
-        pairs = []      # coordinates (first, second), with repeats, either orientation
-        if self.output is not None:
-            reach = {self.output: np.ones(1, bool)}
-            for instr, deps in zip(reversed(self.tape.instrs), reversed(self.deps)):
-                reached = [reach.get(var) for var in instr.outs]
-                if not any(r is not None and r.any() for r in reached):
-                    continue
-                pairs += self._second_order(instr, reached)
+        if self.output is None:
+            return self.pattern(None, (self.n, self.n))
+        # backwards, the elements the output depends on; then forwards, the sets and the
+        # pairs (coordinates with repeats, either orientation) at those elements
+        reach = {self.output: np.ones(1, bool)}
+        for instr, deps in zip(reversed(self.tape.instrs), reversed(self.deps)):
+            reached = [reach.get(var) for var in instr.outs]
+            if any(r is not None and r.any() for r in reached):
                 self._reach_back(instr, deps, reached, reach)
+        pairs = self._propagate(reach)[1]
         if not pairs:
             return self.pattern(None, (self.n, self.n))
         first = np.concatenate([u for u, _ in pairs])
