@@ -78,10 +78,11 @@ def union_rows(const cnp.int64_t[::1] a_ptr, const cnp.int64_t[::1] a_indices,
 
 def row_pairs(const cnp.int64_t[::1] a_ptr, const cnp.int64_t[::1] a_indices,
               const cnp.int64_t[::1] b_ptr, const cnp.int64_t[::1] b_indices, bint square):
-    """Every pair (u, v) of u in row i of a and v in row i of b, over the rows i: the
-    second-order pairs an elementwise product (a, b) or square (a, a) couples; of a
-    square (a is b) only those with u <= v, the others being their mirror images."""
+    """Every pair of u in row i of a and v in row i of b, over the rows i, as
+    (min(u, v), max(u, v)): the second-order pairs an elementwise product (a, b) or
+    square (a, a) couples, in the upper triangle; of a square (a is b) each pair once."""
     cdef Py_ssize_t i, p, q, la, total = 0, count = a_ptr.shape[0] - 1
+    cdef cnp.int64_t u, v
     for i in range(count):
         la = a_ptr[i + 1] - a_ptr[i]
         total += la * (la + 1) // 2 if square else la * (b_ptr[i + 1] - b_ptr[i])
@@ -93,7 +94,8 @@ def row_pairs(const cnp.int64_t[::1] a_ptr, const cnp.int64_t[::1] a_indices,
     for i in range(count):
         for p in range(a_ptr[i], a_ptr[i + 1]):
             for q in range(p if square else b_ptr[i], b_ptr[i + 1]):
-                first[total] = a_indices[p]
-                second[total] = b_indices[q]
+                u, v = a_indices[p], b_indices[q]
+                first[total] = u if u <= v else v
+                second[total] = v if u <= v else u
                 total += 1
     return first_array, second_array

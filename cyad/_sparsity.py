@@ -286,7 +286,7 @@ class _Propagation:
         if self.output is None:
             return self.pattern(None, (self.n, self.n))
         # backwards, the elements the output depends on; then forwards, the sets and the
-        # pairs (coordinates with repeats, either orientation) at those elements
+        # pairs (upper-triangle coordinates, with repeats) at those elements
         reach = {self.output: np.ones(1, bool)}
         for instr, deps in zip(reversed(self.tape.instrs), reversed(self.deps)):
             reached = [reach.get(var) for var in instr.outs]
@@ -297,8 +297,7 @@ class _Propagation:
             return self.pattern(None, (self.n, self.n))
         first = np.concatenate([u for u, _ in pairs])
         second = np.concatenate([v for _, v in pairs])
-        upper = self.sparse.csr_array((np.ones(first.size, bool), (np.minimum(first, second),
-                                                                   np.maximum(first, second))),
+        upper = self.sparse.csr_array((np.ones(first.size, bool), (first, second)),
                                       shape=(self.n, self.n))
         return self.pattern(_of_matrix(upper + upper.T), (self.n, self.n))
 
