@@ -2,14 +2,17 @@
 
 f is recorded once at x on tracer arrays (cyad/_tape_trace.py, the tape engine's recording,
 guards included); nothing is replayed. Every element of every Var of the tape gets the
-set of x's (flat) indices it depends on: a Var's sets are the rows of a boolean
-`scipy.sparse.csr_array` of shape (var.size, x.size) (None: it depends on nothing - a
-constant, a comparison, a mask). Each instruction is read as a list of dependencies,
-one per operand its output depends on, each a boolean selection matrix S of shape
-(out.size, operand.size) (None for the identity): S[i, j] when output element i depends
-on operand element j. The output's sets are then the union of S @ sets (a boolean
-sparse product is a union of rows), as SparseConnectivityTracer.jl's gradient tracers
-propagate index sets, a whole array per instruction:
+set of x's (flat) indices it depends on: a Var's sets are the rows of a CSR pattern of
+shape (var.size, x.size), held as (indptr, indices), each row sorted and distinct (None:
+it depends on nothing - a constant, a comparison, a mask). Each instruction is read as a
+list of dependencies, one per operand its output depends on: the identity, a source
+position per output element (modular broadcasting, a gather's index map), or a boolean
+selection matrix S of shape (out.size, operand.size), S[i, j] when output element i
+depends on operand element j (reductions, scatters, matmul). The output's sets are the
+union over its operands of their rows taken by position (cyad/_index_sets.pyx gathers
+and merges rows in compiled loops) or of S @ sets (a boolean sparse product is a union of
+rows), as SparseConnectivityTracer.jl's gradient tracers propagate index sets, a whole
+array per instruction. A Var's sets are dropped after the last instruction reading them.
 
     unary, binary      element i on operand element i % |a| (modular broadcasting), for
                        each operand whose first partial in the rule table
@@ -27,16 +30,17 @@ propagate index sets, a whole array per instruction:
 
 Hessian patterns (of a scalar f) use the same dependencies twice. Backwards, a boolean
 mask per Var marks the elements the output depends on (reach = S.T @ reach); forwards,
-each nonlinear instruction contributes, at its reached elements, the pairs of its
-operands' sets that its second partials couple: unary f with f'' not "0.0": the set
-squared; binary: a x a where d2/da2 is not "0.0", b x b likewise, a x b where d2/dadb
-is not "0.0" (a * b: the cross term only; a * constant and the linear rules: none);
-matmul of two variable operands: the cross terms, conservatively per inner index t
-(the union over the reached rows and columns); a python primitive entry: the union of
-its operands' sets, squared (a linear entry: none). The union over the rows of a matrix
-M of row x row is the pattern of M.T @ M; the result is symmetrised. This equals
-SparseConnectivityTracer.jl's Hessian tracers (first-order sets, second-order pair
-sets) propagated to the output, without storing pair sets per element.
+with the sets, each nonlinear instruction contributes, at its reached elements, the
+pairs of its operands' sets that its second partials couple: unary f with f'' not
+"0.0": the set squared; binary: a x a where d2/da2 is not "0.0", b x b likewise, a x b
+where d2/dadb is not "0.0" (a * b: the cross term only; a * constant and the linear
+rules: none); matmul of two variable operands: the cross terms, conservatively per
+inner index t (the union over the reached rows and columns); a python primitive entry:
+the union of its operands' sets, squared (a linear entry: none). The pairs are listed
+row by row (`row_pairs`, in the upper triangle, with repeats) and merged into one
+matrix at the end, then symmetrised. This equals SparseConnectivityTracer.jl's Hessian
+tracers (first-order sets, second-order pair sets) propagated to the output, without
+storing pair sets per element.
 
 Patterns are global for the recorded branch: every rule is classified by whether a
 partial is identically zero, never by its value at x, so the pattern contains the
@@ -218,19 +222,27 @@ class _Propagation:
     through them (each Var's sets dropped after the last instruction that reads them,
     so that memory holds a few arrays' sets at a time, not the tape's)."""
 
-    def __init__(self, f, x, y):
+    def __init__(self, tape, output, result_shape):
         self.sparse = _scipy_sparse()
+        self.tape = tape
+        self.n = tape.inputs[0].size
+        self.output = output          # a Var of the tape (None: f's result is a constant)
+        self.result_shape = result_shape
+        self.deps = [_dependencies(self.sparse, tape, instr) for instr in tape.instrs]
+        self.sets = {}
+
+    @classmethod
+    def of(cls, f, x, y):
+        """f recorded at x (f(y, x) when y is given)."""
         x = np.asarray(x)
         if x.dtype.kind not in "biuf":
             raise TypeError(f"cyad: x must be real numbers, not {x.dtype}")
         dtype = np.float32 if x.dtype == np.float32 else np.float64
         recording, result = trace(f, x, dtype, y)
-        self.tape = recording.tape
-        self.n = x.size
-        self.output = recording.var_of(result) if isinstance(result, Tracer) else None
-        self.result_shape = np.shape(result) if self.output is None else self.output.shape
-        self.deps = [_dependencies(self.sparse, self.tape, instr) for instr in self.tape.instrs]
-        self.sets = {}
+        if not isinstance(result, Tracer):
+            return cls(recording.tape, None, np.shape(result))
+        output = recording.var_of(result)
+        return cls(recording.tape, output, output.shape)
 
     def _propagate(self, reach=None):
         """The output's sets; with `reach` (the backward masks), also the second-order
@@ -394,7 +406,7 @@ def _python_function(f):
     if isinstance(f, FunctionWrapper):
         if f.tape is not None:
             return f.tape.f
-        if f.callable is None or not f.is_python:
+        if f.callable is None:
             raise TypeError("cyad: the sparsity of a C function cannot be detected (it "
                             "cannot be traced); give its pattern where it is needed")
         return f.callable
@@ -449,7 +461,7 @@ def jacobian_sparsity(f, x, *, y=None):
            [0, 1, 1, 0],
            [0, 0, 1, 1]], dtype=int8)
     """
-    return _Propagation(_python_function(f), x, y).jacobian()
+    return _Propagation.of(_python_function(f), x, y).jacobian()
 
 
 def hessian_sparsity(f, x):
@@ -499,4 +511,4 @@ def hessian_sparsity(f, x):
            [0, 1, 1, 1],
            [0, 0, 1, 1]], dtype=int8)
     """
-    return _Propagation(_python_function(f), x, None).hessian()
+    return _Propagation.of(_python_function(f), x, None).hessian()

@@ -12,6 +12,8 @@ import pytest
 import scipy.sparse
 
 import cyad
+from cyad._sparsity import _Propagation
+from cyad._tape import Tape, evaluate
 from tests.rosenbrock import rosenbrock, rosenbrock_hessian
 
 RNG = np.random.default_rng(20261201)
@@ -293,6 +295,14 @@ def test_constant_and_independent_outputs():
     assert pattern.all()
 
 
+def test_wrapped_and_recorded_functions():
+    x = _points(12)[0]
+    expected = _band(12, (-1, 0, 1))
+    for f in (cyad.FunctionWrapper(broyden), cyad.record(broyden, x)):
+        np.testing.assert_array_equal(
+            _check_pattern(cyad.jacobian_sparsity(f, x), (12, 12)), expected)
+
+
 def test_errors():
     with pytest.raises(ValueError, match="scalar"):
         cyad.hessian_sparsity(np.sin, np.ones(3))
@@ -350,3 +360,47 @@ def test_random_programs(seed):
         # (the programs have no Python branches: where and maximum are instructions)
         _assert_contains(pattern, _dense_jacobian(program, x))
         _assert_contains(hessian, _dense_hessian(lambda x: np.sum(program(x) ** 2), x))
+
+
+# -- the index-map kinds, on tapes written by hand ------------------------------------------
+
+def _linear_tape(kind, in_size, out_shape, **params):
+    tape = Tape(np.float64)
+    x = tape.input((in_size,))
+    tape.outputs = [tape.emit(kind, (x,), out_shape, **params)]
+    return tape
+
+
+@pytest.mark.parametrize("kind, in_size, out_shape, params", [
+    ("gather", 6, (4,), {"index": np.array([5, -1, 0, 5])}),
+    ("gather", 12, (2, 4), {"index": np.array([5, -1, 0, 5])}),          # two rows
+    ("scatter_add", 6, (4,), {"index": np.array([0, 2, 2, -1, 3, 0])}),
+    ("scatter_add", 12, (2, 4), {"index": np.array([0, 2, 2, -1, 3, 0])}),
+    ("sum_inner", 12, (4,), {"k": 3}),
+    ("copy", 3, (2, 3), {}),                                               # modular
+])
+def test_index_map_kinds(kind, in_size, out_shape, params):
+    """A linear instruction's pattern against its Jacobian, column j its value at the
+    j-th unit vector (cyad._tape.evaluate: the kinds' meaning in NumPy)."""
+    tape = _linear_tape(kind, in_size, out_shape, **params)
+    instr = tape.instrs[0]
+    jacobian = np.stack([evaluate(instr, [e])[0].ravel() for e in np.eye(in_size)], axis=1)
+    propagation = _Propagation(tape, tape.outputs[0], out_shape)
+    pattern = _check_pattern(propagation.jacobian(), jacobian.shape)
+    np.testing.assert_array_equal(pattern, jacobian != 0)
+
+
+def test_batched_matmul_with_a_constant():
+    tape = Tape(np.float64)
+    x = tape.input((2, 3, 2))
+    # two (2, 3) matrices with zeros, one per batch element
+    const = tape.const(np.array([[[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]],
+                                 [[0.0, 4.0, 0.0], [5.0, 0.0, 0.0]]]))
+    out = tape.emit("matmul", (const, x), (2, 2, 2), m=2, k=3, n=2)
+    instr = tape.instrs[0]
+    values = tape.consts[const]
+    jacobian = np.stack([evaluate(instr, [values, e.reshape(2, 3, 2)])[0].ravel()
+                         for e in np.eye(12)], axis=1)
+    pattern = _check_pattern(_Propagation(tape, out, out.shape).jacobian(), (8, 12))
+    np.testing.assert_array_equal(pattern, jacobian != 0)
+    assert not pattern.all()
