@@ -7,11 +7,12 @@ rows by position (an elementwise operand read at i % |a|, a gather's index map);
 `union_rows` merges two patterns of the same row count, row by row. Both keep the rows
 sorted and distinct, so a pattern never grows beyond the union it stands for.
 `row_pairs` lists the pairs of two patterns' rows (a Hessian's second-order pairs), as
-coordinates with repeats: the caller builds one matrix of all of them.
+coordinates with repeats, and `symmetric_pattern` makes them one symmetric pattern.
 """
 import numpy as np
 
 cimport numpy as cnp
+from libc.stdlib cimport qsort
 
 cnp.import_array()
 
@@ -99,3 +100,48 @@ def row_pairs(const cnp.int64_t[::1] a_ptr, const cnp.int64_t[::1] a_indices,
                 second[total] = v if u <= v else u
                 total += 1
     return first_array, second_array
+
+
+cdef int _compare(const void* a, const void* b) noexcept nogil:
+    cdef cnp.int64_t u = (<const cnp.int64_t*>a)[0], v = (<const cnp.int64_t*>b)[0]
+    return (u > v) - (u < v)
+
+
+def symmetric_pattern(const cnp.int64_t[::1] first, const cnp.int64_t[::1] second,
+                      Py_ssize_t n):
+    """The (n, n) pattern holding every pair (first[k], second[k]) and its mirror image,
+    as (indptr, indices), rows sorted and distinct: a counting sort by row, then each
+    row sorted and its repeats dropped."""
+    cdef Py_ssize_t k, r, p, start, end, kept, count = first.shape[0]
+    counts_array = np.zeros(n + 1, np.int64)
+    cdef cnp.int64_t[::1] counts = counts_array
+    for k in range(count):
+        counts[first[k] + 1] += 1
+        if second[k] != first[k]:
+            counts[second[k] + 1] += 1
+    for r in range(n):
+        counts[r + 1] += counts[r]
+    filled_array = counts_array[:n].copy()
+    rows_array = np.empty(counts[n], np.int64)
+    cdef cnp.int64_t[::1] filled = filled_array
+    cdef cnp.int64_t[::1] rows = rows_array
+    for k in range(count):
+        rows[filled[first[k]]] = second[k]
+        filled[first[k]] += 1
+        if second[k] != first[k]:
+            rows[filled[second[k]]] = first[k]
+            filled[second[k]] += 1
+    # each row sorted, its repeats dropped, and the rows moved together
+    indptr_array = np.empty(n + 1, np.int64)
+    cdef cnp.int64_t[::1] indptr = indptr_array
+    indptr[0] = kept = 0
+    for r in range(n):
+        start, end = counts[r], counts[r + 1]
+        if end - start > 1:
+            qsort(&rows[start], end - start, sizeof(cnp.int64_t), _compare)
+        for p in range(start, end):
+            if p == start or rows[p] != rows[p - 1]:
+                rows[kept] = rows[p]
+                kept += 1
+        indptr[r + 1] = kept
+    return indptr_array, rows_array[:kept].copy()

@@ -37,8 +37,8 @@ where d2/dadb is not "0.0" (a * b: the cross term only; a * constant and the lin
 rules: none); matmul of two variable operands: the cross terms, conservatively per
 inner index t (the union over the reached rows and columns); a python primitive entry:
 the union of its operands' sets, squared (a linear entry: none). The pairs are listed
-row by row (`row_pairs`, in the upper triangle, with repeats) and merged into one
-matrix at the end, then symmetrised. This equals SparseConnectivityTracer.jl's Hessian
+row by row (`row_pairs`, in the upper triangle, with repeats) and made one symmetric
+pattern at the end (`symmetric_pattern`). This equals SparseConnectivityTracer.jl's Hessian
 tracers (first-order sets, second-order pair sets) propagated to the output, without
 storing pair sets per element.
 
@@ -56,7 +56,7 @@ import functools
 import numpy as np
 
 from cyad import _rule_table
-from cyad._index_sets import gather_rows, row_pairs, union_rows
+from cyad._index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
 from cyad._tape_trace import Tracer, trace
 
 _UNARY = _rule_table.UNARY_RULES
@@ -309,9 +309,7 @@ class _Propagation:
             return self.pattern(None, (self.n, self.n))
         first = np.concatenate([u for u, _ in pairs])
         second = np.concatenate([v for _, v in pairs])
-        upper = self.sparse.csr_array((np.ones(first.size, bool), (first, second)),
-                                      shape=(self.n, self.n))
-        return self.pattern(_of_matrix(upper + upper.T), (self.n, self.n))
+        return self.pattern(symmetric_pattern(first, second, self.n), (self.n, self.n))
 
     @staticmethod
     def _reach_back(instr, deps, reached, reach):
