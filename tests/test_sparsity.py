@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse
 
 import cyad
+from cyad._index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
 from cyad._sparsity import _Propagation
 from cyad._tape import Tape, evaluate
 from tests.rosenbrock import rosenbrock, rosenbrock_hessian
@@ -404,3 +405,37 @@ def test_batched_matmul_with_a_constant():
     pattern = _check_pattern(_Propagation(tape, out, out.shape).jacobian(), (8, 12))
     np.testing.assert_array_equal(pattern, jacobian != 0)
     assert not pattern.all()
+
+
+# -- the compiled index-set kernels against Python sets ------------------------------------
+
+def _random_rows(rng, count, n):
+    rows = [sorted(set(rng.integers(0, n, rng.integers(0, 5)).tolist())) for _ in range(count)]
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
+    indices = np.array([i for r in rows for i in r], np.int64)
+    return rows, (indptr, indices)
+
+
+def _as_lists(indptr, indices):
+    return [indices[indptr[i]:indptr[i + 1]].tolist() for i in range(indptr.size - 1)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_index_set_kernels(seed):
+    rng = np.random.default_rng(seed)
+    n = 9
+    a, a_csr = _random_rows(rng, 20, n)
+    b, b_csr = _random_rows(rng, 20, n)
+    source = rng.integers(-1, 20, 30).astype(np.int64)
+    assert _as_lists(*gather_rows(*a_csr, source)) == [a[s] if s >= 0 else [] for s in source]
+    assert _as_lists(*union_rows(*a_csr, *b_csr)) == [sorted(set(u) | set(v))
+                                                     for u, v in zip(a, b)]
+    first, second = row_pairs(*a_csr, *b_csr, False)
+    assert sorted(zip(first.tolist(), second.tolist())) == sorted(
+        (min(u, v), max(u, v)) for r, s in zip(a, b) for u in r for v in s)
+    first, second = row_pairs(*a_csr, *a_csr, True)
+    assert sorted(zip(first.tolist(), second.tolist())) == sorted(
+        (u, v) for r in a for u in r for v in r if u <= v)
+    expected = [sorted({v for u, v in zip(first, second) if u == i}
+                       | {u for u, v in zip(first, second) if v == i}) for i in range(n)]
+    assert _as_lists(*symmetric_pattern(first, second, n)) == expected
