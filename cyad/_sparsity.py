@@ -48,8 +48,13 @@ nonzeros of the derivative at every x where the recorded guards hold (f's Python
 control flow, the indices it read from values, argsort's orders, ... take the branch
 they took at x). `maximum`, `minimum`, `where` and `clip` are instructions, not guards:
 their patterns are the union of both branches. Constants (arrays f closes over) are
-frozen in the tape, so their zeros count (a constant sparse matrix's pattern). Local
-patterns (at x alone, pruning the branch `maximum` did not take) are not computed.
+frozen in the tape, so their zeros count (a constant sparse matrix's pattern).
+
+Local Jacobian patterns (`local=True`) hold at x alone: the unary, binary and select
+instructions' dependencies are pruned where the rule's partial (the rule table's
+first column, evaluated on the values at x) is zero, or where select's condition
+picks the other side, and matmul uses every operand's zeros at x. Sums are not looked
+into (a sum that cancels at x keeps its entries). Hessian patterns are global only.
 """
 import functools
 
@@ -123,15 +128,16 @@ def _sum_inner(sparse, instr):
     return _selection(sparse, columns // max(k, 1), columns, (out.size, a.size))
 
 
-def _nonzero_mask(tape, var, count, shape):
-    """Where a matmul operand can be nonzero: a constant's own nonzeros, else everywhere;
-    as (count, *shape) (a single matrix repeated)."""
-    value = tape.consts.get(var)
+def _nonzero_mask(tape, var, count, shape, values):
+    """Where a matmul operand can be nonzero: a constant's own nonzeros (any operand's,
+    at x, given its `values`), else everywhere; as (count, *shape) (a single matrix
+    repeated)."""
+    value = tape.consts.get(var) if values is None else values[var]
     mask = np.ones(shape, bool) if value is None else np.reshape(value != 0, (-1,) + shape)
     return np.broadcast_to(mask, (count,) + shape)
 
 
-def _matmul(sparse, tape, instr):
+def _matmul(sparse, tape, instr, values):
     """out[p, i, j] on a[p, i, t] where b[p, t, j] can be nonzero, and on b[p, t, j] where
     a[p, i, t] can be (the other operand a constant with zeros: its pattern)."""
     a, b = instr.args
@@ -140,13 +146,13 @@ def _matmul(sparse, tape, instr):
     count = out.size // max(m * n, 1)
     a_count, b_count = a.size // max(m * k, 1), b.size // max(k * n, 1)
     # a: for every (p, t, j) where b can be nonzero, every i
-    p, t, j = np.nonzero(_nonzero_mask(tape, b, count, (k, n)))
+    p, t, j = np.nonzero(_nonzero_mask(tape, b, count, (k, n), values))
     i = np.arange(m)[:, None]
     rows = ((p * m + i) * n + j).ravel()
     columns = (((p if a_count > 1 else 0 * p) * m + i) * k + t).ravel()
     on_a = _selection(sparse, rows, columns, (out.size, a.size))
     # b: for every (p, i, t) where a can be nonzero, every j
-    p, i, t = np.nonzero(_nonzero_mask(tape, a, count, (m, k)))
+    p, i, t = np.nonzero(_nonzero_mask(tape, a, count, (m, k), values))
     j = np.arange(n)[:, None]
     rows = ((p * m + i) * n + j).ravel()
     columns = (((p if b_count > 1 else 0 * p) * k + t) * n + j).ravel()
@@ -159,13 +165,16 @@ def _elementwise(instr, operands):
     return [(position, _modular(size, instr.args[position])) for position in operands]
 
 
-def _dependencies(sparse, tape, instr):
+def _dependencies(sparse, tape, instr, values=None):
     """[(operand position, dependency)]: what each element of instr's output depends
     on in that operand. A dependency is None (element i on element i), an int64 array
     (element i on element source[i], none where it is negative), a boolean sparse
     matrix S (element i on the elements j of S[i, j]), or "all" (every element on
-    every one)."""
+    every one). With the Vars' `values` at x: the dependencies at x alone
+    (`_local_dependencies`)."""
     kind = instr.kind
+    if values is not None and kind in ("unary", "binary", "select"):
+        return _local_dependencies(instr, _dependencies(sparse, tape, instr), values)
     if kind == "unary":
         return _elementwise(instr, [0] if _UNARY[instr.params["op"]].d != _ZERO else [])
     if kind == "binary":
@@ -184,7 +193,7 @@ def _dependencies(sparse, tape, instr):
     if kind == "sum_inner":
         return [(0, _sum_inner(sparse, instr))]
     if kind == "matmul":
-        return _matmul(sparse, tape, instr)
+        return _matmul(sparse, tape, instr, values)
     if kind == "python":
         if instr.params["entry"].kind == "constant":
             return []
@@ -192,6 +201,33 @@ def _dependencies(sparse, tape, instr):
     if kind in ("compare", "zeros", "guard"):
         return []
     raise ValueError(f"cyad: sparsity of the instruction kind {kind!r} is not known")
+
+
+def _local_dependencies(instr, deps, values):
+    """An elementwise instruction's dependencies pruned where its partial is zero at x
+    (a NaN partial keeps its dependency): the side of maximum or where not taken,
+    abs at 0, a product with a factor that is 0 at x."""
+    from cyad._rule_arrays import binary_column, unary_column   # compiled; as cyad._tape
+
+    size = instr.outs[0].size
+    # the operands' values at x, repeated to `size` (modular broadcasting)
+    operands = [np.resize(np.ravel(values[var]), size) for var in instr.args]
+    op = instr.params.get("op")
+    if instr.kind == "unary":
+        partials = {0: unary_column("unary_d", op, operands[0])}
+    elif instr.kind == "binary":
+        partials = {0: binary_column("binary_da", op, *operands),
+                    1: binary_column("binary_db", op, *operands)}
+    else:       # select: the condition picks a side
+        partials = {1: operands[0] != 0, 2: operands[0] == 0}
+    pruned = []
+    for position, dependency in deps:
+        operand = instr.args[position]
+        source = np.arange(size, dtype=np.int64) % max(operand.size, 1) \
+            if dependency is None else dependency.copy()
+        source[np.ravel(partials[position]) == 0] = -1
+        pruned.append((position, source))
+    return pruned
 
 
 # -- index sets: (indptr, indices) of a CSR pattern, rows sorted and distinct ---------------
@@ -222,27 +258,28 @@ class _Propagation:
     through them (each Var's sets dropped after the last instruction that reads them,
     so that memory holds a few arrays' sets at a time, not the tape's)."""
 
-    def __init__(self, tape, output, result_shape):
+    def __init__(self, tape, output, result_shape, values=None):
         self.sparse = _scipy_sparse()
         self.tape = tape
         self.n = tape.inputs[0].size
         self.output = output          # a Var of the tape (None: f's result is a constant)
         self.result_shape = result_shape
-        self.deps = [_dependencies(self.sparse, tape, instr) for instr in tape.instrs]
+        self.deps = [_dependencies(self.sparse, tape, instr, values) for instr in tape.instrs]
         self.sets = {}
 
     @classmethod
-    def of(cls, f, x, y):
-        """f recorded at x (f(y, x) when y is given)."""
+    def of(cls, f, x, y, local=False):
+        """f recorded at x (f(y, x) when y is given); `local`: the dependencies at x."""
         x = np.asarray(x)
         if x.dtype.kind not in "biuf":
             raise TypeError(f"cyad: x must be real numbers, not {x.dtype}")
         dtype = np.float32 if x.dtype == np.float32 else np.float64
         recording, result = trace(f, x, dtype, y)
+        values = recording.values if local else None
         if not isinstance(result, Tracer):
-            return cls(recording.tape, None, np.shape(result))
+            return cls(recording.tape, None, np.shape(result), values)
         output = recording.var_of(result)
-        return cls(recording.tape, output, output.shape)
+        return cls(recording.tape, output, output.shape, values)
 
     def _propagate(self, reach=None):
         """The output's sets; with `reach` (the backward masks), also the second-order
@@ -413,7 +450,7 @@ def _python_function(f):
     return f
 
 
-def jacobian_sparsity(f, x, *, y=None):
+def jacobian_sparsity(f, x, *, y=None, local=False):
     """The sparsity pattern of f's Jacobian: which entries can be nonzero.
 
     f is recorded once at `x` (as the tape engine records it) and every element's
@@ -422,7 +459,10 @@ def jacobian_sparsity(f, x, *, y=None):
     nonzero of the Jacobian at every x where f takes the same Python branches
     (``if`` on values, indices read from values) as at this `x`. ``np.maximum``,
     ``np.minimum``, ``np.where`` and ``np.clip`` are not branches: their pattern is
-    the union of both sides.
+    the union of both sides. With ``local=True`` the pattern holds at this `x` alone:
+    an elementwise operation whose partial derivative is zero at `x` (the side
+    ``np.maximum`` or ``np.where`` did not take, ``np.abs`` at 0, a product with a
+    factor that is 0) contributes nothing.
 
     Parameters
     ----------
@@ -434,6 +474,8 @@ def jacobian_sparsity(f, x, *, y=None):
         float64.
     y : ndarray, optional
         For ``f(y, x)``: the output array (its incoming values are constants).
+    local : bool, optional
+        The pattern at `x` alone, rather than on the whole recorded branch (default).
 
     Returns
     -------
@@ -458,8 +500,19 @@ def jacobian_sparsity(f, x, *, y=None):
     array([[1, 1, 0, 0],
            [0, 1, 1, 0],
            [0, 0, 1, 1]], dtype=int8)
+
+    Both sides of ``np.maximum``, or the one it takes at `x`:
+
+    >>> def g(x):
+    ...     return np.maximum(x[:-1], x[1:])
+    >>> cyad.jacobian_sparsity(g, np.arange(3.0)).toarray()
+    array([[1, 1, 0],
+           [0, 1, 1]], dtype=int8)
+    >>> cyad.jacobian_sparsity(g, np.arange(3.0), local=True).toarray()
+    array([[0, 1, 0],
+           [0, 0, 1]], dtype=int8)
     """
-    return _Propagation.of(_python_function(f), x, y).jacobian()
+    return _Propagation.of(_python_function(f), x, y, local).jacobian()
 
 
 def hessian_sparsity(f, x):

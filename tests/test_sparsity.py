@@ -222,6 +222,39 @@ def test_maximum_and_where_give_both_branches():
     np.testing.assert_array_equal(clipped, np.eye(n, dtype=bool))
 
 
+def test_local_patterns_prune_what_x_does_not_take():
+    n = 7
+    x = np.arange(n, dtype=float)
+    pattern = _check_pattern(cyad.jacobian_sparsity(
+        lambda x: np.maximum(x[:-1], x[1:]), x, local=True), (n - 1, n))
+    np.testing.assert_array_equal(pattern, _band(n, (1,), n - 1))
+
+    def g(x):
+        return np.where(x > 3, x ** 2, np.roll(x, 1))
+    local = _check_pattern(cyad.jacobian_sparsity(g, x, local=True), (n, n))
+    np.testing.assert_array_equal(local, _dense_jacobian(g, x) != 0)
+    # abs at 0 and a product with a factor 0 at x: their partials are 0 there
+    point = np.array([0.0, 1.0, -1.0])
+    local = _check_pattern(cyad.jacobian_sparsity(lambda x: np.abs(x) * x[0], point,
+                                                  local=True), (3, 3))
+    np.testing.assert_array_equal(local, [[0, 0, 0], [1, 0, 0], [1, 0, 0]])
+    # a matmul of variables with zeros at x: out_i on A[i, t] where v[t] != 0, on v[t]
+    # where A[i, t] != 0
+    def product(x):
+        return x[:4].reshape(2, 2) @ x[4:]
+    point = np.array([1.0, 0.0, 0.0, 2.0, 3.0, 0.0])
+    local = _check_pattern(cyad.jacobian_sparsity(product, point, local=True), (2, 6))
+    np.testing.assert_array_equal(local, [[1, 0, 0, 0, 1, 0], [0, 0, 1, 0, 0, 1]])
+    np.testing.assert_array_equal(local, _dense_jacobian(product, point) != 0)
+
+
+@pytest.mark.parametrize("name, f, n, expected", EXACT, ids=[e[0] for e in EXACT])
+def test_local_patterns_of_exact_structures(name, f, n, expected):
+    for x in _points(n):
+        local = _check_pattern(cyad.jacobian_sparsity(f, x, local=True), expected(n).shape)
+        np.testing.assert_array_equal(local, _dense_jacobian(f, x) != 0)
+
+
 def test_python_branch_gives_the_recorded_branch():
     def f(x):
         if x[0] > 0:
@@ -354,6 +387,9 @@ def test_random_programs(seed):
     program = _random_program(rng, n)
     x0 = rng.uniform(-1.5, 1.5, n)
     pattern = _check_pattern(cyad.jacobian_sparsity(program, x0), (n, n))
+    local = _check_pattern(cyad.jacobian_sparsity(program, x0, local=True), (n, n))
+    assert not (local & ~pattern).any()
+    _assert_contains(local, _dense_jacobian(program, x0))
     hessian = _check_pattern(cyad.hessian_sparsity(lambda x: np.sum(program(x) ** 2), x0),
                              (n, n))
     np.testing.assert_array_equal(hessian, hessian.T)

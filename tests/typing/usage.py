@@ -68,7 +68,7 @@ assert_type(cyad.hessian(objective, x), Floats)
 assert_type(cyad.value_gradient_and_hessian(objective, x), tuple[float, Floats, Floats])
 
 # sparsity patterns (scipy.sparse arrays, untyped)
-pattern = cyad.jacobian_sparsity(residual, x)
+pattern = cyad.jacobian_sparsity(residual, x, local=True)
 nonzeros: int = pattern.nnz + cyad.hessian_sparsity(objective, x).nnz
 
 # prepared, in-place, two-argument calls
