@@ -107,7 +107,7 @@ def _gather_source(instr):
         return np.full(out.size, -1, np.int64)
     count = out.size // index.size
     if count == 1:
-        return np.ascontiguousarray(index)   # (negative where the gather writes a zero)
+        return np.ascontiguousarray(index, np.int64)   # (negative: the gather writes a 0)
     r = instr.args[0].size // count
     source = (np.arange(count, dtype=np.int64)[:, None] * r + index[None, :]).ravel()
     return np.where(np.tile(index >= 0, count), source, -1)
