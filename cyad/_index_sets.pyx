@@ -112,7 +112,8 @@ def symmetric_pattern(const cnp.int64_t[::1] first, const cnp.int64_t[::1] secon
     """The (n, n) pattern holding every pair (first[k], second[k]) and its mirror image,
     as (indptr, indices), rows sorted and distinct: a counting sort by row, then each
     row sorted and its repeats dropped."""
-    cdef Py_ssize_t k, r, p, start, end, kept, count = first.shape[0]
+    cdef Py_ssize_t k, r, p, q, start, end, kept, count = first.shape[0]
+    cdef cnp.int64_t value
     counts_array = np.zeros(n + 1, np.int64)
     cdef cnp.int64_t[::1] counts = counts_array
     for k in range(count):
@@ -137,8 +138,16 @@ def symmetric_pattern(const cnp.int64_t[::1] first, const cnp.int64_t[::1] secon
     indptr[0] = kept = 0
     for r in range(n):
         start, end = counts[r], counts[r + 1]
-        if end - start > 1:
+        if end - start > 16:
             qsort(&rows[start], end - start, sizeof(cnp.int64_t), _compare)
+        else:       # (most rows are short: an insertion sort)
+            for p in range(start + 1, end):
+                value = rows[p]
+                q = p
+                while q > start and rows[q - 1] > value:
+                    rows[q] = rows[q - 1]
+                    q -= 1
+                rows[q] = value
         for p in range(start, end):
             if p == start or rows[p] != rows[p - 1]:
                 rows[kept] = rows[p]

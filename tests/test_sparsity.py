@@ -475,3 +475,7 @@ def test_index_set_kernels(seed):
     expected = [sorted({v for u, v in zip(first, second) if u == i}
                        | {u for u, v in zip(first, second) if v == i}) for i in range(n)]
     assert _as_lists(*symmetric_pattern(first, second, n)) == expected
+    # a long row (sorted by qsort, the short ones by insertion)
+    first, second = np.zeros(40, np.int64), rng.integers(0, n, 40).astype(np.int64)
+    expected = [sorted(set(second.tolist()))] + [[0] if i in second else [] for i in range(1, n)]
+    assert _as_lists(*symmetric_pattern(first, second, n)) == expected
