@@ -36,6 +36,7 @@ from cyad._operators import (
 )
 from cyad._prep import Prep
 from cyad._scipy_dispatch import install_everywhere
+from cyad._sparsity import hessian_sparsity, jacobian_sparsity
 from cyad._tape_function import TapeFunction, record
 from cyad._wrapper import FunctionError, FunctionWrapper
 from cyad.profiling import Profile, allocations_per_call, profile
@@ -92,8 +93,10 @@ __all__ = [
     "gradient",
     "gradient_and_hvp",
     "hessian",
+    "hessian_sparsity",
     "hvp",
     "jacobian",
+    "jacobian_sparsity",
     "prepare_derivative",
     "prepare_gradient",
     "prepare_gradient_and_hvp",

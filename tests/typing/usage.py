@@ -67,6 +67,10 @@ assert_type(cyad.gradient_and_hvp(objective, x, e0), tuple[Floats, Floats])
 assert_type(cyad.hessian(objective, x), Floats)
 assert_type(cyad.value_gradient_and_hessian(objective, x), tuple[float, Floats, Floats])
 
+# sparsity patterns (scipy.sparse arrays, untyped)
+pattern = cyad.jacobian_sparsity(residual, x, local=True)
+nonzeros: int = pattern.nnz + cyad.hessian_sparsity(objective, x).nnz
+
 # prepared, in-place, two-argument calls
 u, y, jacobian_out = np.array([1.0, 0.0, 0.0]), np.zeros(3), np.zeros((3, 3))
 prep = cyad.prepare_jacobian(rhs, u, y=y, chunk=3, engine="dual")

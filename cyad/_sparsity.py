@@ -1,0 +1,565 @@
+"""Sparsity detection: which Jacobian and Hessian entries can be nonzero, read off a tape.
+
+f is recorded once at x on tracer arrays (cyad/_tape_trace.py, the tape engine's recording,
+guards included); nothing is replayed. Every element of every Var of the tape gets the
+set of x's (flat) indices it depends on: a Var's sets are the rows of a CSR pattern of
+shape (var.size, x.size), held as (indptr, indices), each row sorted and distinct (None:
+it depends on nothing - a constant, a comparison, a mask). Each instruction is read as a
+list of dependencies, one per operand its output depends on: the identity, a source
+position per output element (modular broadcasting, a gather's index map), or a boolean
+selection matrix S of shape (out.size, operand.size), S[i, j] when output element i
+depends on operand element j (reductions, scatters, matmul). The output's sets are the
+union over its operands of their rows taken by position (cyad/_index_sets.pyx gathers
+and merges rows in compiled loops) or of S @ sets (a boolean sparse product is a union of
+rows), as SparseConnectivityTracer.jl's gradient tracers propagate index sets, a whole
+array per instruction. A Var's sets are dropped after the last instruction reading them.
+
+    unary, binary      element i on operand element i % |a| (modular broadcasting), for
+                       each operand whose first partial in the rule table
+                       (cyad/_rule_table.py) is not identically "0.0" (floor, sign,
+                       heaviside's x and the comparisons depend on nothing)
+    scale, select      both values (select's condition is a mask: no dependency)
+    copy, gather,      the index maps the tape holds; sum_inner: the union over the summed
+    scatter_add,       axis; matmul: out[p, i, j] on a[p, i, t] and b[p, t, j] for every t,
+    sum_inner, matmul  and only for the t where the other operand, a constant, is nonzero
+    python             a table entry run by NumPy: all-to-all (every output element on
+                       every element of every operand), but nothing for a constant
+                       entry (np.round, np.sign: derivative zero); the entries' own
+                       structure is not used
+    compare, zeros     nothing; guard: no output
+
+Hessian patterns (of a scalar f) use the same dependencies twice. Backwards, a boolean
+mask per Var marks the elements the output depends on (reach = S.T @ reach); forwards,
+with the sets, each nonlinear instruction contributes, at its reached elements, the
+pairs of its operands' sets that its second partials couple: unary f with f'' not
+"0.0": the set squared; binary: a x a where d2/da2 is not "0.0", b x b likewise, a x b
+where d2/dadb is not "0.0" (a * b: the cross term only; a * constant and the linear
+rules: none); matmul of two variable operands: the cross terms, conservatively per
+inner index t (the union over the reached rows and columns); a python primitive entry:
+the union of its operands' sets, squared (a linear entry: none). The pairs are listed
+row by row (`row_pairs`, in the upper triangle, with repeats) and made one symmetric
+pattern at the end (`symmetric_pattern`). This equals SparseConnectivityTracer.jl's Hessian
+tracers (first-order sets, second-order pair sets) propagated to the output, without
+storing pair sets per element.
+
+Patterns are global for the recorded branch: every rule is classified by whether a
+partial is identically zero, never by its value at x, so the pattern contains the
+nonzeros of the derivative at every x where the recorded guards hold (f's Python
+control flow, the indices it read from values, argsort's orders, ... take the branch
+they took at x). `maximum`, `minimum`, `where` and `clip` are instructions, not guards:
+their patterns are the union of both branches. Constants (arrays f closes over) are
+frozen in the tape, so their zeros count (a constant sparse matrix's pattern).
+
+Local Jacobian patterns (`local=True`) hold at x alone: the unary, binary and select
+instructions' dependencies are pruned where the rule's partial (the rule table's
+first column, evaluated on the values at x) is zero, or where select's condition
+picks the other side, and matmul uses every operand's zeros at x. Sums are not looked
+into (a sum that cancels at x keeps its entries). Hessian patterns are global only.
+"""
+import functools
+
+import numpy as np
+
+from cyad import _rule_table
+from cyad._index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
+from cyad._tape_trace import Tracer, trace
+
+_UNARY = _rule_table.UNARY_RULES
+_BINARY = _rule_table.BINARY_RULES
+_ZERO = "0.0"
+
+
+def _scipy_sparse():
+    try:
+        import scipy.sparse
+    except ImportError as error:   # pragma: no cover - SciPy is in the test extras
+        raise ImportError("cyad: sparsity patterns are scipy.sparse arrays; install SciPy "
+                          "(pip install scipy)") from error
+    return scipy.sparse
+
+
+# -- dependencies of each instruction kind ---------------------------------------------------
+
+def _selection(sparse, rows, columns, shape):
+    """The boolean (shape) matrix with True at (rows, columns)."""
+    return sparse.csr_array((np.ones(len(rows), bool), (rows, columns)), shape=shape)
+
+
+def _modular(size, operand):
+    """An elementwise output of `size` on an operand read at i % |a|: None (the identity)
+    or the source row of each output element."""
+    return None if operand.size == size else _modular_source(size, operand.size)
+
+
+@functools.lru_cache(maxsize=32)
+def _modular_source(size, operand_size):
+    # (a scalar constant meets most instructions: its source is made once)
+    source = np.arange(size, dtype=np.int64) % max(operand_size, 1)
+    source.flags.writeable = False
+    return source
+
+
+def _gather_source(instr):
+    """A gather's source element of each output element (-1: none, a zero)."""
+    out = instr.outs[0]
+    index = instr.params["index"]
+    if index.size == 0 or out.size == 0:
+        return np.full(out.size, -1, np.int64)
+    count = out.size // index.size
+    if count == 1:
+        return np.ascontiguousarray(index, np.int64)   # (negative: the gather writes a 0)
+    r = instr.args[0].size // count
+    source = (np.arange(count, dtype=np.int64)[:, None] * r + index[None, :]).ravel()
+    return np.where(np.tile(index >= 0, count), source, -1)
+
+
+def _scatter_add(sparse, instr):
+    (a,), (out,) = instr.args, instr.outs
+    flipped = type(instr)("gather", (out,), (a,), instr.params)    # its transpose
+    source = _gather_source(flipped)
+    kept = np.flatnonzero(source >= 0)
+    return _selection(sparse, source[kept], kept, (out.size, a.size))
+
+
+def _sum_inner(sparse, instr):
+    (a,), (out,) = instr.args, instr.outs
+    k = instr.params["k"]
+    columns = np.arange(out.size * k)
+    return _selection(sparse, columns // max(k, 1), columns, (out.size, a.size))
+
+
+def _nonzero_mask(tape, var, count, shape, values):
+    """Where a matmul operand can be nonzero: a constant's own nonzeros (any operand's,
+    at x, given its `values`), else everywhere; as (count, *shape) (a single matrix
+    repeated)."""
+    value = tape.consts.get(var) if values is None else values[var]
+    mask = np.ones(shape, bool) if value is None else np.reshape(value != 0, (-1,) + shape)
+    return np.broadcast_to(mask, (count,) + shape)
+
+
+def _matmul(sparse, tape, instr, values):
+    """out[p, i, j] on a[p, i, t] where b[p, t, j] can be nonzero, and on b[p, t, j] where
+    a[p, i, t] can be (the other operand a constant with zeros: its pattern)."""
+    a, b = instr.args
+    out = instr.outs[0]
+    m, k, n = (instr.params[name] for name in "mkn")
+    count = out.size // max(m * n, 1)
+    a_count, b_count = a.size // max(m * k, 1), b.size // max(k * n, 1)
+    # a: for every (p, t, j) where b can be nonzero, every i
+    p, t, j = np.nonzero(_nonzero_mask(tape, b, count, (k, n), values))
+    i = np.arange(m)[:, None]
+    rows = ((p * m + i) * n + j).ravel()
+    columns = (((p if a_count > 1 else 0 * p) * m + i) * k + t).ravel()
+    on_a = _selection(sparse, rows, columns, (out.size, a.size))
+    # b: for every (p, i, t) where a can be nonzero, every j
+    p, i, t = np.nonzero(_nonzero_mask(tape, a, count, (m, k), values))
+    j = np.arange(n)[:, None]
+    rows = ((p * m + i) * n + j).ravel()
+    columns = (((p if b_count > 1 else 0 * p) * k + t) * n + j).ravel()
+    on_b = _selection(sparse, rows, columns, (out.size, b.size))
+    return [(0, on_a), (1, on_b)]
+
+
+def _elementwise(instr, operands):
+    size = instr.outs[0].size
+    return [(position, _modular(size, instr.args[position])) for position in operands]
+
+
+def _dependencies(sparse, tape, instr, values=None):
+    """[(operand position, dependency)]: what each element of instr's output depends
+    on in that operand. A dependency is None (element i on element i), an int64 array
+    (element i on element source[i], none where it is negative), a boolean sparse
+    matrix S (element i on the elements j of S[i, j]), or "all" (every element on
+    every one). With the Vars' `values` at x: the dependencies at x alone
+    (`_local_dependencies`)."""
+    kind = instr.kind
+    if values is not None and kind in ("unary", "binary", "select"):
+        return _local_dependencies(instr, _dependencies(sparse, tape, instr), values)
+    if kind == "unary":
+        return _elementwise(instr, [0] if _UNARY[instr.params["op"]].d != _ZERO else [])
+    if kind == "binary":
+        rule = _BINARY[instr.params["op"]]
+        return _elementwise(instr, [position for position, partial
+                                    in enumerate((rule.da, rule.db)) if partial != _ZERO])
+    if kind in ("unary_d", "unary_d2", "binary_da", "binary_db", "binary_daa", "binary_dab",
+                "binary_dbb", "scale", "copy"):
+        return _elementwise(instr, range(len(instr.args)))
+    if kind == "select":
+        return _elementwise(instr, [1, 2])
+    if kind == "gather":
+        return [(0, _gather_source(instr))]
+    if kind == "scatter_add":
+        return [(0, _scatter_add(sparse, instr))]
+    if kind == "sum_inner":
+        return [(0, _sum_inner(sparse, instr))]
+    if kind == "matmul":
+        return _matmul(sparse, tape, instr, values)
+    if kind == "python":
+        if instr.params["entry"].kind == "constant":
+            return []
+        return [(position, "all") for position in range(len(instr.args))]
+    if kind in ("compare", "zeros", "guard"):
+        return []
+    raise ValueError(f"cyad: sparsity of the instruction kind {kind!r} is not known")
+
+
+def _local_dependencies(instr, deps, values):
+    """An elementwise instruction's dependencies pruned where its partial is zero at x
+    (a NaN partial keeps its dependency): the side of maximum or where not taken,
+    abs at 0, a product with a factor that is 0 at x."""
+    from cyad._rule_arrays import binary_column, unary_column   # compiled; as cyad._tape
+
+    size = instr.outs[0].size
+    # the operands' values at x, repeated to `size` (modular broadcasting)
+    operands = [np.resize(np.ravel(values[var]), size) for var in instr.args]
+    op = instr.params.get("op")
+    if instr.kind == "unary":
+        partials = {0: unary_column("unary_d", op, operands[0])}
+    elif instr.kind == "binary":
+        partials = {0: binary_column("binary_da", op, *operands),
+                    1: binary_column("binary_db", op, *operands)}
+    else:       # select: the condition picks a side
+        partials = {1: operands[0] != 0, 2: operands[0] == 0}
+    pruned = []
+    for position, dependency in deps:
+        operand = instr.args[position]
+        source = np.arange(size, dtype=np.int64) % max(operand.size, 1) \
+            if dependency is None else dependency.copy()
+        source[np.ravel(partials[position]) == 0] = -1
+        pruned.append((position, source))
+    return pruned
+
+
+# -- index sets: (indptr, indices) of a CSR pattern, rows sorted and distinct ---------------
+
+def _as_matrix(sparse, sets, n):
+    indptr, indices = sets
+    return sparse.csr_array((np.ones(indices.size, bool), indices, indptr),
+                            shape=(indptr.size - 1, n))
+
+
+def _of_matrix(matrix):
+    matrix = matrix.tocsr()
+    matrix.sum_duplicates()     # (sorts each row's indices, and merges repeats)
+    return matrix.indptr.astype(np.int64), matrix.indices.astype(np.int64)
+
+
+def _all_rows(sets, size):
+    """`size` rows, each the union of every row of every pattern in `sets`."""
+    present = [s[1] for s in sets if s is not None]
+    if not present or size == 0:
+        return None
+    union = np.unique(np.concatenate(present))
+    return np.arange(size + 1, dtype=np.int64) * union.size, np.tile(union, size)
+
+
+class _Propagation:
+    """A recorded tape, each instruction's dependencies, and the index sets propagated
+    through them (each Var's sets dropped after the last instruction that reads them,
+    so that memory holds a few arrays' sets at a time, not the tape's)."""
+
+    def __init__(self, tape, output, result_shape, values=None):
+        self.sparse = _scipy_sparse()
+        self.tape = tape
+        self.n = tape.inputs[0].size
+        self.output = output          # a Var of the tape (None: f's result is a constant)
+        self.result_shape = result_shape
+        self.deps = [_dependencies(self.sparse, tape, instr, values) for instr in tape.instrs]
+        self.sets = {}
+
+    @classmethod
+    def of(cls, f, x, y, local=False):
+        """f recorded at x (f(y, x) when y is given); `local`: the dependencies at x."""
+        x = np.asarray(x)
+        if x.dtype.kind not in "biuf":
+            raise TypeError(f"cyad: x must be real numbers, not {x.dtype}")
+        dtype = np.float32 if x.dtype == np.float32 else np.float64
+        recording, result = trace(f, x, dtype, y)
+        values = recording.values if local else None
+        if not isinstance(result, Tracer):
+            return cls(recording.tape, None, np.shape(result), values)
+        output = recording.var_of(result)
+        return cls(recording.tape, output, output.shape, values)
+
+    def _propagate(self, reach=None):
+        """The output's sets; with `reach` (the backward masks), also the second-order
+        pairs of the reached instructions, as a list of coordinate arrays."""
+        n = self.n
+        self.sets = {self.tape.inputs[0]: (np.arange(n + 1, dtype=np.int64),
+                                           np.arange(n, dtype=np.int64))}
+        last_read = {var: k for k, instr in enumerate(self.tape.instrs) for var in instr.args}
+        pairs = []
+        for k, (instr, deps) in enumerate(zip(self.tape.instrs, self.deps)):
+            if any(isinstance(d, str) for _, d in deps):     # "all"
+                operands = [self.sets.get(instr.args[p]) for p, _ in deps]
+                for var in instr.outs:
+                    self.sets[var] = _all_rows(operands, var.size)
+            elif instr.outs:
+                self.sets[instr.outs[0]] = self._forward(instr, deps)
+            if reach is not None:
+                reached = [reach.get(var) for var in instr.outs]
+                if any(r is not None and r.any() for r in reached):
+                    pairs += self._second_order(instr, reached)
+            for var in instr.args:
+                if last_read[var] == k and var is not self.output:
+                    self.sets.pop(var, None)
+        return (None if self.output is None else self.sets.get(self.output)), pairs
+
+    def _forward(self, instr, deps):
+        out = None
+        for position, dependency in deps:
+            sets = self.sets.get(instr.args[position])
+            if sets is None or (sets is out and dependency is None):    # (x * x)
+                continue
+            if isinstance(dependency, np.ndarray):
+                sets = gather_rows(*sets, dependency)
+            elif dependency is not None:
+                sets = _of_matrix(dependency @ _as_matrix(self.sparse, sets, self.n))
+            out = sets if out is None else union_rows(*out, *sets)
+        return out
+
+    def pattern(self, sets, shape):
+        indptr, indices = (np.zeros(shape[0] + 1, np.int64), np.zeros(0, np.int64)) \
+            if sets is None else sets
+        return self.sparse.csr_array((np.ones(indices.size, np.int8), indices, indptr),
+                                     shape=shape)
+
+    def jacobian(self):
+        size = int(np.prod(self.result_shape))
+        return self.pattern(self._propagate()[0], (size, self.n))
+
+    def hessian(self):
+        if int(np.prod(self.result_shape)) != 1:
+            raise ValueError(f"cyad: hessian_sparsity needs f to return a scalar, not shape "
+                             f"{self.result_shape}")
+        if self.output is None:
+            return self.pattern(None, (self.n, self.n))
+        # backwards, the elements the output depends on; then forwards, the sets and the
+        # pairs (upper-triangle coordinates, with repeats) at those elements
+        reach = {self.output: np.ones(1, bool)}
+        for instr, deps in zip(reversed(self.tape.instrs), reversed(self.deps)):
+            reached = [reach.get(var) for var in instr.outs]
+            if any(r is not None and r.any() for r in reached):
+                self._reach_back(instr, deps, reached, reach)
+        pairs = self._propagate(reach)[1]
+        if not pairs:
+            return self.pattern(None, (self.n, self.n))
+        first = np.concatenate([u for u, _ in pairs])
+        second = np.concatenate([v for _, v in pairs])
+        return self.pattern(symmetric_pattern(first, second, self.n), (self.n, self.n))
+
+    @staticmethod
+    def _reach_back(instr, deps, reached, reach):
+        """Mark the operands' elements that the reached output elements depend on."""
+        for position, dependency in deps:
+            operand = instr.args[position]
+            if isinstance(dependency, str):
+                mask = np.ones(operand.size, bool)
+            elif dependency is None:
+                mask = reached[0]
+            elif isinstance(dependency, np.ndarray):
+                mask = np.zeros(operand.size, bool)
+                source = dependency[reached[0]]
+                mask[source[source >= 0]] = True
+            else:
+                mask = (dependency.T @ reached[0].astype(np.int32)) > 0
+            known = reach.get(operand)
+            reach[operand] = mask if known is None else known | mask
+
+    def _rows(self, var, size, reached):
+        """var's sets at the reached elements of an elementwise output of `size`."""
+        sets = self.sets.get(var)
+        if sets is None:
+            return None
+        source = np.flatnonzero(reached)
+        if var.size != size or source.size != size:
+            sets = gather_rows(*sets, source % var.size)
+        return sets
+
+    def _second_order(self, instr, reached):
+        """The pairs (coordinate arrays) instr's second partials couple at its reached
+        elements."""
+        kind = instr.kind
+        if kind == "unary":
+            rule = _UNARY[instr.params["op"]]
+            if rule.d == _ZERO or rule.d2 == _ZERO:
+                return []
+            rows = self._rows(instr.args[0], instr.outs[0].size, reached[0])
+            return [] if rows is None else [row_pairs(*rows, *rows, True)]
+        if kind in ("binary", "scale", "unary_d", "unary_d2", "binary_da", "binary_db",
+                    "binary_daa", "binary_dab", "binary_dbb"):
+            size = instr.outs[0].size
+            rows = [self._rows(var, size, reached[0]) for var in instr.args]
+            if kind == "binary":
+                rule = _BINARY[instr.params["op"]]
+                second = {(0, 0): rule.daa, (0, 1): rule.dab, (1, 1): rule.dbb}
+            elif kind == "scale":
+                second = {(0, 0): _ZERO, (0, 1): "1.0", (1, 1): _ZERO}
+            else:       # derivative instructions: conservatively nonlinear in everything
+                second = {(p, q): "?" for p in range(len(rows)) for q in range(p, len(rows))}
+            return [row_pairs(*rows[p], *rows[q], p == q) for (p, q), d2 in second.items()
+                    if d2 != _ZERO and rows[p] is not None and rows[q] is not None]
+        if kind == "matmul":
+            return self._matmul_pairs(instr, reached[0])
+        if kind == "python" and instr.params["entry"].kind == "primitive":
+            union = _all_rows([self.sets.get(var) for var in instr.args], 1)
+            return [] if union is None else [row_pairs(*union, *union, True)]
+        return []
+
+    def _matmul_pairs(self, instr, reached):
+        """a[p, i, t] * b[p, t, j], both variable: per (p, t), the union over the reached
+        rows i of a's sets times the union over the reached columns j of b's."""
+        a, b = instr.args
+        sets_a, sets_b = self.sets.get(a), self.sets.get(b)
+        if sets_a is None or sets_b is None:
+            return []
+        m, k, n = (instr.params[name] for name in "mkn")
+        count = instr.outs[0].size // max(m * n, 1)
+        r = reached.reshape(count, m, n)
+        sparse = self.sparse
+        # U_a[(p, t)] = union over i with a reached (p, i, j) of a[p, i, t]
+        p, i = np.nonzero(r.any(axis=2))
+        t = np.arange(k)[:, None]
+        a_p = p if a.size // max(m * k, 1) > 1 else 0 * p
+        union_a = _selection(sparse, (p * k + t).ravel(), ((a_p * m + i) * k + t).ravel(),
+                             (count * k, a.size)) @ _as_matrix(sparse, sets_a, self.n)
+        p, j = np.nonzero(r.any(axis=1))
+        b_p = p if b.size // max(k * n, 1) > 1 else 0 * p
+        union_b = _selection(sparse, (p * k + t).ravel(), ((b_p * k + t) * n + j).ravel(),
+                             (count * k, b.size)) @ _as_matrix(sparse, sets_b, self.n)
+        return [row_pairs(*_of_matrix(union_a), *_of_matrix(union_b), False)]
+
+
+def _python_function(f):
+    """The Python callable to trace: f itself, or the one a wrapper or a recorded
+    function holds; a C function has no tape to read."""
+    from cyad._tape_function import TapeFunction
+    from cyad._wrapper import FunctionWrapper
+
+    if isinstance(f, TapeFunction):
+        return f.f
+    if isinstance(f, FunctionWrapper):
+        if f.tape is not None:
+            return f.tape.f
+        if f.callable is None:
+            raise TypeError("cyad: the sparsity of a C function cannot be detected (it "
+                            "cannot be traced); give its pattern where it is needed")
+        return f.callable
+    if not callable(f):
+        raise TypeError(f"cyad: f must be callable, not {type(f).__name__}")
+    return f
+
+
+def jacobian_sparsity(f, x, *, y=None, local=False):
+    """The sparsity pattern of f's Jacobian: which entries can be nonzero.
+
+    f is recorded once at `x` (as the tape engine records it) and every element's
+    dependencies on the elements of x are propagated through the recorded
+    instructions. The pattern is global for the recorded branch: it contains every
+    nonzero of the Jacobian at every x where f takes the same Python branches
+    (``if`` on values, indices read from values) as at this `x`. ``np.maximum``,
+    ``np.minimum``, ``np.where`` and ``np.clip`` are not branches: their pattern is
+    the union of both sides. With ``local=True`` the pattern holds at this `x` alone:
+    an elementwise operation whose partial derivative is zero at `x` (the side
+    ``np.maximum`` or ``np.where`` did not take, ``np.abs`` at 0, a product with a
+    factor that is 0) contributes nothing.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x)`` returning an array, or ``f(y, x)`` writing into `y` when `y` is given.
+        A C function cannot be traced (TypeError).
+    x : array_like
+        The point at which f is recorded. float32 records in float32, anything else in
+        float64.
+    y : ndarray, optional
+        For ``f(y, x)``: the output array (its incoming values are constants).
+    local : bool, optional
+        The pattern at `x` alone, rather than on the whole recorded branch (default).
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Shape ``(f(x).size, x.size)``, int8 ones at the entries that can be nonzero
+        (flat indices of the output and of x).
+
+    Raises
+    ------
+    ImportError
+        When SciPy is not installed.
+
+    See Also
+    --------
+    hessian_sparsity : the pattern of a scalar function's Hessian.
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     return x[1:] * x[:-1] + np.sin(x[1:])
+    >>> cyad.jacobian_sparsity(f, np.ones(4)).toarray()
+    array([[1, 1, 0, 0],
+           [0, 1, 1, 0],
+           [0, 0, 1, 1]], dtype=int8)
+
+    Both sides of ``np.maximum``, or the one it takes at `x`:
+
+    >>> def g(x):
+    ...     return np.maximum(x[:-1], x[1:])
+    >>> cyad.jacobian_sparsity(g, np.arange(3.0)).toarray()
+    array([[1, 1, 0],
+           [0, 1, 1]], dtype=int8)
+    >>> cyad.jacobian_sparsity(g, np.arange(3.0), local=True).toarray()
+    array([[0, 1, 0],
+           [0, 0, 1]], dtype=int8)
+    """
+    return _Propagation.of(_python_function(f), x, y, local).jacobian()
+
+
+def hessian_sparsity(f, x):
+    """The sparsity pattern of a scalar function's Hessian: which entries can be nonzero.
+
+    f is recorded once at `x`; each element's first-order dependencies are propagated
+    through the recorded instructions, and every nonlinear instruction the output
+    depends on adds the pairs its second derivatives couple (``a * b`` the pairs of
+    a's and b's indices, ``np.sin(a)`` the pairs within a's; ``a + b`` and a product
+    with a constant none). The pattern is global for the recorded branch, as
+    :func:`jacobian_sparsity`'s: it contains every nonzero of the Hessian at every x
+    where f takes the same Python branches as at this `x`.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x)`` returning a scalar.
+    x : array_like
+        The point at which f is recorded (float32 records in float32).
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Shape ``(x.size, x.size)``, symmetric, int8 ones at the entries that can be
+        nonzero.
+
+    Raises
+    ------
+    ValueError
+        When f does not return a scalar.
+    ImportError
+        When SciPy is not installed.
+
+    See Also
+    --------
+    jacobian_sparsity : the pattern of a Jacobian.
+
+    Examples
+    --------
+    Rosenbrock's function couples neighbours only:
+
+    >>> def rosenbrock(x):
+    ...     return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    >>> cyad.hessian_sparsity(rosenbrock, np.zeros(4)).toarray()
+    array([[1, 1, 0, 0],
+           [1, 1, 1, 0],
+           [0, 1, 1, 1],
+           [0, 0, 1, 1]], dtype=int8)
+    """
+    return _Propagation.of(_python_function(f), x, None).hessian()

@@ -1,0 +1,9 @@
+from typing import Any
+
+import numpy.typing as npt
+
+from cyad._wrapper import _Function
+
+# scipy.sparse.csr_array (SciPy ships no type information)
+def jacobian_sparsity(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None, local: bool = False) -> Any: ...
+def hessian_sparsity(f: _Function, x: npt.ArrayLike) -> Any: ...
