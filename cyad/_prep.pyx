@@ -640,9 +640,12 @@ cdef class Prep:
             self.engine_state.enter()
 
     cdef end(self, bint nest):
-        """The call's end, whatever it was: a failed one leaves no evaluated chunk behind."""
-        self.engine_state.finish(nest)
-        release(&self.handle.busy)
+        """The call's end, whatever it was: a failed one leaves no evaluated chunk behind.
+        (finish may raise: NumPy's FloatingPointError from the tape engine's values.)"""
+        try:
+            self.engine_state.finish(nest)
+        finally:
+            release(&self.handle.busy)
 
     # -- the signature -------------------------------------------------------------------------
 

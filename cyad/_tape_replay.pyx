@@ -108,6 +108,12 @@ cdef extern from "_vector_sine.h":
                          int shift2) noexcept nogil
     int cyad_sine_baseline
 
+cdef extern from "<fenv.h>" nogil:
+    ctypedef struct fexcept_t:
+        pass
+    int fegetexceptflag(fexcept_t* flags, int excepts)
+    int fesetexceptflag(const fexcept_t* flags, int excepts)
+
 cdef extern from "Python.h":
     # raw C API (no reference counting by Cython): used with the GIL taken in nogil code
     PyObject* PyObject_CallNoArgs(PyObject* callable)
@@ -883,8 +889,13 @@ cdef int elementwise_part(const int64_t* row, bint next_runs, real* arena,
 
 
 cdef int call_python(PyObject* callbacks, Py_ssize_t i) noexcept with gil:
-    # -1 with the callback's exception left set
-    cdef PyObject* result = PyObject_CallNoArgs(PyList_GET_ITEM(callbacks, i))
+    # -1 with the callback's exception left set. NumPy's ufuncs clear the floating-point
+    # flags (and report their own): those the instructions before raised are kept.
+    cdef fexcept_t flags
+    cdef PyObject* result
+    fegetexceptflag(&flags, numpy_fp_flags())
+    result = PyObject_CallNoArgs(PyList_GET_ITEM(callbacks, i))
+    fesetexceptflag(&flags, numpy_fp_flags())
     if result == NULL:
         return -1
     Py_DECREF(result)

@@ -139,7 +139,10 @@ class _Values(dict):
                 pending.extend(missing)
                 continue
             pending.pop()
-            for out, value in zip(instr.outs, evaluate(instr, [self[a] for a in instr.args])):
+            # silent: a replay of the tape warns as NumPy would (cyad._tape.warn_as_numpy)
+            with np.errstate(all="ignore"):
+                outs = evaluate(instr, [self[a] for a in instr.args])
+            for out, value in zip(instr.outs, outs):
                 self[out] = value
             while pending and pending[-1] in self:   # (an operand read twice)
                 pending.pop()
@@ -155,6 +158,7 @@ class Recording:
         self._consts = {}   # id(captured object) -> (the object, its Var)
         self._known = {}    # an instruction's identity (_key) -> its output
         self.captured = []  # the ndarrays f's operations took as constants
+        self._errstate = np.geterr()   # the caller's: f's own np.errstate is recorded
 
     # -- Vars ------------------------------------------------------------------------
     def input(self, value):
@@ -219,6 +223,10 @@ class Recording:
 
     def _record(self, instr):
         self.tape.instrs.append(instr)
+        errstate = np.geterr()
+        if errstate != self._errstate:
+            self.tape.errstates[instr] = {k: v for k, v in errstate.items()
+                                          if v != self._errstate[k]}
         writers = self.values.writers
         for var in instr.outs:
             writers[var] = instr
