@@ -38,6 +38,15 @@ For basis seeds (jacobian by columns or by rows, hessian) the instructions that 
 seeds alone are replayed once per chunk when f is recorded, and their results copied back
 per call (`_cache_seeded`).
 
+NumPy's floating-point warnings: a call clears the floating-point flags before the
+tape's value part and tests them after it (the primal part; with the derivatives' when one
+run computes the whole tape, and with the reverse sweep's in forward over
+reverse: a flag of theirs costs a check, never a warning). A call from Python whose
+flags are set (or whose tape holds a number that overflowed its cast, which NumPy warns
+of on every evaluation) has NumPy compute f's values again from its tape when it ends
+(`finish`, cyad._tape.warn_as_numpy), warning or raising as f does. The nogil entry
+points do not warn.
+
 The tape engine traces Python callables. A function recorded by cyad.record
 (cyad/_tape_function.pyx) is one too: its first record is the tape it holds, and f is
 traced anew only when a guard fails. A C function runs on engine="dual".

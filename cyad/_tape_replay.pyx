@@ -29,7 +29,10 @@ instructions [start, stop) from it without the GIL, taking the GIL only for a py
 instruction. Its status: 0 when every instruction ran; s > 0 when the guard at
 instruction s - 1 failed (the instructions before it ran, no later one did); -1 when a
 python instruction raised, with the exception set for the caller to raise once it
-holds the GIL. `Replay.run` returns the status, or raises that exception.
+holds the GIL. `Replay.run` returns the status, or raises that exception. A run leaves the
+floating-point flags its instructions raised (a python instruction, whose NumPy
+ufuncs clear them and report their own, restores them as it found them): the caller
+tests them (cyad/_tape_engine.pyx).
 
 The loops:
 - Elementwise kinds (unary ... copy, scale among them): an operand smaller than the

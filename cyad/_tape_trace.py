@@ -5,7 +5,10 @@ value: whatever reads one (a guard on f's control flow, a table entry's impl) ge
 real numbers, computed in NumPy (`cyad._tape.evaluate`) when first read, from the
 values of the instructions it depends on. Nothing else is evaluated while
 recording: the compiled replay computes the values of f and of its derivatives (most
-tapes are never evaluated in NumPy at all). Tracers interpret the same tables as
+tapes are never evaluated in NumPy at all). Those values are computed in silence: the
+replay warns as NumPy would (cyad._tape.warn_as_numpy), on the record's first call as
+on any other, so a tape records the np.errstate settings f makes around each
+instruction (`Tape.errstates`). Tracers interpret the same tables as
 the dual arrays: NumPy ufuncs of the rule table (cyad/_rule_table.py) become unary and
 binary instructions (their methods reduce, accumulate, outer and at are written with
 them: cyad/_primitives/ufunc_methods.py); NumPy functions go through the primitive table
