@@ -296,3 +296,32 @@ def test_sine_and_cosine_raise_no_flag_on_finite_input(n, dtype):
     with pytest.warns(RuntimeWarning, match="invalid value encountered in (sin|cos)"):
         cyad.gradient(f, np.full_like(x, np.inf), prep=prep)
     assert prep.engine_state.value_checks == 1
+
+
+def _log_into_y(y, x):
+    y[:] = np.log(x - 2.0) + 1.0 / y
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_two_argument_f_warns_on_the_tape(dtype):
+    # f(y, x): y's incoming values are an input of the tape too (1 / y divides by 0)
+    x, y = np.array([1.0, 3.0], dtype), np.array([0.0, 1.0], dtype)
+    expected = warning_list(lambda: _log_into_y(y.copy(), x))
+    assert len(expected) == 2
+    assert warning_list(lambda: cyad.jacobian(_log_into_y, x, y=y.copy(),
+                                              engine="tape")) == expected
+    prep = cyad.prepare_pullback(_log_into_y, x, np.ones(2, dtype), y=y.copy(), engine="tape")
+    for _ in range(2):
+        assert warning_list(lambda: cyad.pullback(_log_into_y, x, np.ones(2, dtype), y=y.copy(),
+                                                  prep=prep)) == expected
+
+
+def test_a_recorded_function_warns_through_the_tape_engine():
+    f = WARNING[0].values[0]
+    x = np.array([1.0, 3.0])
+    expected = warning_list(lambda: f(x))
+    recorded = warning_list(lambda: cyad.record(f, x))
+    assert recorded == []      # recording computes in silence
+    w = cyad.record(f, x)
+    for _ in range(2):
+        assert warning_list(lambda: cyad.gradient(w, x)) == expected
