@@ -292,7 +292,8 @@ cdef class Engine:
     `declared_out_shape` is a C function's declared output shape; `discover` learns a
     Python f's output shape (calling prep.set_output); `set_output` allocates the
     output's buffers; `enter` starts a first-order call (the cyad calls inside a Python f
-    nest in it) and `finish` ends every call (`nest`: one that entered); `python_error`
+    nest in it) and `finish` ends every call (`nest`: one that entered; the tape engine's
+    NumPy warnings come from it, or its FloatingPointError); `python_error`
     hands over the exception a Python f raised. Python properties report the engine's
     figures: directions, chunk, width, evaluations, is_python, input_dual.
 
@@ -640,9 +641,12 @@ cdef class Prep:
             self.engine_state.enter()
 
     cdef end(self, bint nest):
-        """The call's end, whatever it was: a failed one leaves no evaluated chunk behind."""
-        self.engine_state.finish(nest)
-        release(&self.handle.busy)
+        """The call's end, whatever it was: a failed one leaves no evaluated chunk behind.
+        (finish may raise: NumPy's FloatingPointError from the tape engine's values.)"""
+        try:
+            self.engine_state.finish(nest)
+        finally:
+            release(&self.handle.busy)
 
     # -- the signature -------------------------------------------------------------------------
 

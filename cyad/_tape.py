@@ -115,6 +115,9 @@ class Tape:
         self.outputs = []
         self.consts = {}               # Var -> captured ndarray of its shape
         self.instrs = []
+        self.errstates = {}            # Instr -> the np.errstate f set around it (only the
+        # settings that differ from those of f's caller: see warn_as_numpy)
+        self.casts = {}                # constant Var -> the number it overflowed casting
 
     def var(self, shape, dtype=None):
         v = Var(shape, self.dtype if dtype is None else dtype, len(self.vars))
@@ -127,9 +130,19 @@ class Tape:
         return v
 
     def const(self, value, dtype=None):
-        value = np.asarray(value, dtype=self.dtype if dtype is None else dtype)
-        v = self.var(value.shape, value.dtype)
-        self.consts[v] = value
+        dtype = self.dtype if dtype is None else dtype
+        try:
+            with np.errstate(all="raise"):
+                array = np.asarray(value, dtype=dtype)
+            overflows = False
+        except FloatingPointError:   # a number the dtype cannot hold (1e300 in float32)
+            with np.errstate(all="ignore"):
+                array = np.asarray(value, dtype=dtype)
+            overflows = True
+        v = self.var(array.shape, array.dtype)
+        self.consts[v] = array
+        if overflows:   # NumPy warns of it where f computes with it: every call
+            self.casts[v] = value
         return v
 
     def emit(self, kind, args, shape, dtype=None, **params):
@@ -224,3 +237,45 @@ def evaluate(instr, args):
     else:
         raise ValueError(f"unknown instruction kind {kind!r}")
     return (np.asarray(result).astype(dtype, copy=False).reshape(shape),)
+
+
+# -- NumPy's floating-point warnings -------------------------------------------------------------
+
+# the kinds whose values NumPy computes (warning as it does in f): the first two through
+# the ufunc of their rule, the others as `evaluate` says
+_WARNING_KINDS = ("unary", "binary", "sum_inner", "matmul")
+
+
+def warn_as_numpy(tape, inputs):
+    """f's values computed by NumPy from its tape at `inputs` (the values of
+    tape.inputs), for NumPy's floating-point warnings alone: the same warnings (category,
+    message) as f gives, or FloatingPointError, under the caller's np.errstate and,
+    around each instruction, the settings f gave np.errstate there (tape.errstates).
+
+    The compiled replay runs this when its value part raised a floating-point flag, or
+    on every call of a tape with `casts` (they raise no flag in the replay). A python
+    instruction is computed in silence: the replay ran it in NumPy already (it
+    warned then)."""
+    from cyad._dual import _UFUNC_OF_BINARY, _UFUNC_OF_UNARY   # the dual engine's own
+
+    for var, value in tape.casts.items():
+        np.asarray(value, var.dtype)
+    values = dict(tape.consts)
+    values.update(zip(tape.inputs, inputs))
+    for instr in tape.instrs:
+        if instr.kind == "guard":
+            continue
+        args = [values[a] for a in instr.args]
+        if instr.kind not in _WARNING_KINDS:
+            with np.errstate(all="ignore"):
+                outs = evaluate(instr, args)
+        else:
+            with np.errstate(**tape.errstates.get(instr, {})):
+                if instr.kind == "unary":
+                    outs = (_UFUNC_OF_UNARY[instr.params["op"]](*args),)
+                elif instr.kind == "binary":
+                    outs = (_UFUNC_OF_BINARY[instr.params["op"]](*args),)
+                else:
+                    outs = evaluate(instr, args)
+        for var, value in zip(instr.outs, outs):
+            values[var] = np.broadcast_to(np.asarray(value, var.dtype), var.shape)

@@ -40,6 +40,9 @@ ctypedef struct tape_prep:
     bint strided_captured      # also captured arrays not C-contiguous (checked with the GIL)
     bint check_state           # compare f's Python state before every call (a default tape)
     prep_header* delegate      # the dual engine's prep that answers instead, or NULL
+    int value_flags            # the floating-point flags the last run's value part raised
+    int casts_warn             # nonzero when f's tape holds numbers that overflowed a cast
+    # (NumPy warns of them on every call)
 
 
 # the status of a call that found a captured array changed (above any guard's)
@@ -69,6 +72,8 @@ cdef class TapeEngine(Engine):
     cdef object python_state           # what f read of Python state (a default tape)
     cdef Prep delegate                 # the dual engine's prep answering instead, or None
     cdef bint chunk_given              # the prep's chunk was given (not a default)
+    cdef object primal                 # f's tape as recorded (NumPy warns from it)
+    cdef Py_ssize_t checks             # calls whose values NumPy computed again
 
     cdef _check_python(self, object f)
     cdef record_at(self, const void* x, void* y, int failed)
@@ -80,3 +85,4 @@ cdef class TapeEngine(Engine):
     cdef _cache_seeded(self, derived, list values)
     cdef bint _by_rows(self, tape)
     cdef _reverse_lanes(self)
+    cdef object _slot(self, Py_ssize_t offset, tuple shape)

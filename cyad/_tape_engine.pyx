@@ -38,6 +38,15 @@ For basis seeds (jacobian by columns or by rows, hessian) the instructions that 
 seeds alone are replayed once per chunk when f is recorded, and their results copied back
 per call (`_cache_seeded`).
 
+NumPy's floating-point warnings: a call clears the floating-point flags before the
+tape's value part and tests them after it (the primal part; with the derivatives' when one
+run computes the whole tape, and with the reverse sweep's in forward over
+reverse: a flag of theirs costs a check, never a warning). A call from Python whose
+flags are set (or whose tape holds a number that overflowed its cast, which NumPy warns
+of on every evaluation) has NumPy compute f's values again from its tape when it ends
+(`finish`, cyad._tape.warn_as_numpy), warning or raising as f does. The nogil entry
+points do not warn.
+
 The tape engine traces Python callables. A function recorded by cyad.record
 (cyad/_tape_function.pyx) is one too: its first record is the tape it holds, and f is
 traced anew only when a guard fails. A C function runs on engine="dual".
@@ -57,9 +66,10 @@ from cyad._api cimport cyad_prep, cyad_entry_points, PYTHON_ERROR
 from cyad._fused cimport real
 from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, GRADIENT,
                          JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
-from cyad._tape_replay cimport Replay, replay_run
+from cyad._tape_replay cimport Replay, replay_run, clear_fp_flags, raised_fp_flags
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad._dual_engine import default_chunk
+from cyad._tape import warn_as_numpy
 from cyad._tape_state import PythonState
 from cyad._tape_trace import trace
 from cyad._tape_transform import jvp, vjp
@@ -115,6 +125,7 @@ cdef int run_tape(prep_header* h, const void* x, const void* const* tangents, vo
     """The prep's whole call (every family): see the module's docstring."""
     cdef tape_prep* p = <tape_prep*>h
     cdef int status
+    p.value_flags = 0
     while True:
         if p.delegate != NULL:
             return run_delegate(p, x, tangents, y, value, first, results)
@@ -154,8 +165,10 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     memcpy(at(p, p.x_at), x, h.x_bytes)
     if p.y_at >= 0:
         memcpy(at(p, p.y_at), y, h.y_bytes)
+    clear_fp_flags()
     if not at_once:
         status = replay_run(p.program, 0, p.split)
+        p.value_flags = raised_fp_flags() | p.casts_warn
         if status != 0:
             return status
     if p.family == GRADIENT:   # no seeds: the reverse sweep too, once
@@ -173,6 +186,8 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
                 status = replay_run(p.program, p.seeded_split, p.program.n_instr)
             else:
                 status = replay_run(p.program, 0 if at_once else p.split, p.program.n_instr)
+                if at_once:   # the value part ran with the derivatives' (flags of both)
+                    p.value_flags = raised_fp_flags() | p.casts_warn
             if status != 0:
                 return status
             if p.reverse:   # a Jacobian by rows: lane k is row start + k
@@ -302,6 +317,7 @@ cdef void delegate_leaves(tape_prep* p, int status) noexcept with gil:
 
 
 cdef int keep_python_error(tape_prep* p) noexcept with gil:
+    p.value_flags = 0    # the error is what the call reports
     (<TapeEngine>p.engine).error = take_raised()
     return PYTHON_ERROR
 
@@ -555,6 +571,21 @@ cdef class TapeEngine(Engine):
         self.error = None
         return error
 
+    cdef finish(self, bint nest):
+        # a call from Python whose value part raised a floating-point flag: NumPy computes
+        # f's values once more from its tape, warning (or raising) as it does in f
+        if self.state.value_flags:
+            self.state.value_flags = 0
+            self.checks += 1
+            inputs = [self._slot(self.state.x_at, self.x_shape)]
+            if self.two_argument:
+                inputs.append(self._slot(self.state.y_at, self.out_shape))
+            warn_as_numpy(self.primal, inputs)
+
+    cdef object _slot(self, Py_ssize_t offset, tuple shape):
+        # a copy of the numbers of `shape` at `offset` in the replay's arena
+        return self.replay.arena[offset:offset + int(np.prod(shape))].reshape(shape).copy()
+
     cdef record_at(self, const void* x, void* y, int failed):
         """Trace f at x (and y's values), build the family's derivative tape and replay.
 
@@ -613,6 +644,8 @@ cdef class TapeEngine(Engine):
         values = [xv] if yv is None else [xv, yv]
         names = ["x"] if yv is None else ["x", "y"]
         self._derive(tape, values, names)
+        self.primal = tape
+        self.state.casts_warn = 1 if tape.casts else 0
         if failed or self.recorded == 0:
             self.recorded += 1
 
@@ -783,6 +816,12 @@ cdef class TapeEngine(Engine):
     def records(self):
         """How many times f was recorded (the first time, and after each failed guard)."""
         return self.recorded
+
+    @property
+    def value_checks(self):
+        """How many calls from Python had NumPy compute f's values again, for its
+        floating-point warnings: those whose replay raised a floating-point flag."""
+        return self.checks
 
     @property
     def tape(self):

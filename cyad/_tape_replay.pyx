@@ -29,7 +29,10 @@ instructions [start, stop) from it without the GIL, taking the GIL only for a py
 instruction. Its status: 0 when every instruction ran; s > 0 when the guard at
 instruction s - 1 failed (the instructions before it ran, no later one did); -1 when a
 python instruction raised, with the exception set for the caller to raise once it
-holds the GIL. `Replay.run` returns the status, or raises that exception.
+holds the GIL. `Replay.run` returns the status, or raises that exception. A run leaves the
+floating-point flags its instructions raised (a python instruction, whose NumPy
+ufuncs clear them and report their own, restores them as it found them): the caller
+tests them (cyad/_tape_engine.pyx).
 
 The loops:
 - Elementwise kinds (unary ... copy, scale among them): an operand smaller than the
@@ -107,6 +110,12 @@ cdef extern from "_vector_sine.h":
     void cyad_sine_float(Py_ssize_t n, const float* x, float* out, float* out2, int shift,
                          int shift2) noexcept nogil
     int cyad_sine_baseline
+
+cdef extern from "<fenv.h>" nogil:
+    ctypedef struct fexcept_t:
+        pass
+    int fegetexceptflag(fexcept_t* flags, int excepts)
+    int fesetexceptflag(const fexcept_t* flags, int excepts)
 
 cdef extern from "Python.h":
     # raw C API (no reference counting by Cython): used with the GIL taken in nogil code
@@ -883,8 +892,13 @@ cdef int elementwise_part(const int64_t* row, bint next_runs, real* arena,
 
 
 cdef int call_python(PyObject* callbacks, Py_ssize_t i) noexcept with gil:
-    # -1 with the callback's exception left set
-    cdef PyObject* result = PyObject_CallNoArgs(PyList_GET_ITEM(callbacks, i))
+    # -1 with the callback's exception left set. NumPy's ufuncs clear the floating-point
+    # flags (and report their own): those the instructions before raised are kept.
+    cdef fexcept_t flags
+    cdef PyObject* result
+    fegetexceptflag(&flags, numpy_fp_flags())
+    result = PyObject_CallNoArgs(PyList_GET_ITEM(callbacks, i))
+    fesetexceptflag(&flags, numpy_fp_flags())
     if result == NULL:
         return -1
     Py_DECREF(result)

@@ -5,7 +5,10 @@ value: whatever reads one (a guard on f's control flow, a table entry's impl) ge
 real numbers, computed in NumPy (`cyad._tape.evaluate`) when first read, from the
 values of the instructions it depends on. Nothing else is evaluated while
 recording: the compiled replay computes the values of f and of its derivatives (most
-tapes are never evaluated in NumPy at all). Tracers interpret the same tables as
+tapes are never evaluated in NumPy at all). Those values are computed in silence: the
+replay warns as NumPy would (cyad._tape.warn_as_numpy), on the record's first call as
+on any other, so a tape records the np.errstate settings f makes around each
+instruction (`Tape.errstates`). Tracers interpret the same tables as
 the dual arrays: NumPy ufuncs of the rule table (cyad/_rule_table.py) become unary and
 binary instructions (their methods reduce, accumulate, outer and at are written with
 them: cyad/_primitives/ufunc_methods.py); NumPy functions go through the primitive table
@@ -139,7 +142,10 @@ class _Values(dict):
                 pending.extend(missing)
                 continue
             pending.pop()
-            for out, value in zip(instr.outs, evaluate(instr, [self[a] for a in instr.args])):
+            # silent: a replay of the tape warns as NumPy would (cyad._tape.warn_as_numpy)
+            with np.errstate(all="ignore"):
+                outs = evaluate(instr, [self[a] for a in instr.args])
+            for out, value in zip(instr.outs, outs):
                 self[out] = value
             while pending and pending[-1] in self:   # (an operand read twice)
                 pending.pop()
@@ -155,6 +161,7 @@ class Recording:
         self._consts = {}   # id(captured object) -> (the object, its Var)
         self._known = {}    # an instruction's identity (_key) -> its output
         self.captured = []  # the ndarrays f's operations took as constants
+        self._errstate = np.geterr()   # the caller's: f's own np.errstate is recorded
 
     # -- Vars ------------------------------------------------------------------------
     def input(self, value):
@@ -219,6 +226,10 @@ class Recording:
 
     def _record(self, instr):
         self.tape.instrs.append(instr)
+        errstate = np.geterr()
+        if errstate != self._errstate:
+            self.tape.errstates[instr] = {k: v for k, v in errstate.items()
+                                          if v != self._errstate[k]}
         writers = self.values.writers
         for var in instr.outs:
             writers[var] = instr

@@ -1,10 +1,12 @@
 """NumPy's floating-point warnings inside a differentiated function, as plain NumPy gives them.
 
-cyad's kernels compute in C, outside NumPy's checks of the floating-point status; these
-tests hold them to NumPy's behaviour: the same RuntimeWarning (category and message)
-where NumPy warns, FloatingPointError under ``np.errstate(...="raise")``, nothing under
-``"ignore"``, and nothing where only a derivative is singular (sqrt at 0), at first and
-second order, in float64 and float32, for out-of-place and in-place operations.
+cyad's kernels and the tape's compiled replay compute in C, outside NumPy's checks of the
+floating-point status; these tests hold both engines to NumPy's behaviour: the same
+RuntimeWarning (category and message) where NumPy warns, FloatingPointError under
+``np.errstate(...="raise")``, nothing under ``"ignore"``, and nothing where only a
+derivative is singular (sqrt at 0), at first and second order, in float64 and float32,
+for out-of-place and in-place operations; a prepared tape warns on every call, as f
+would on every evaluation.
 """
 import warnings
 
@@ -73,6 +75,13 @@ OPERATORS = {
     "hessian": cyad.hessian,
     "hvp": lambda f, x: cyad.hvp(f, x, np.ones_like(x)),
     "jacobian-of-gradient": lambda f, x: cyad.jacobian(lambda z: cyad.gradient(f, z), x),
+    # the tape: its reverse sweep, forward over reverse, forward lanes (chunks of 1:
+    # the value part apart from the tangents')
+    "tape-gradient": lambda f, x: cyad.gradient(f, x, engine="tape"),
+    "tape-hessian": lambda f, x: cyad.hessian(f, x, engine="tape"),
+    "tape-hvp": lambda f, x: cyad.hvp(f, x, np.ones_like(x), engine="tape"),
+    "tape-jacobian": lambda f, x: cyad.jacobian(f, x, engine="tape"),
+    "tape-jacobian-by-1": lambda f, x: cyad.jacobian(f, x, engine="tape", chunk=1),
 }
 
 
@@ -155,3 +164,164 @@ def test_no_warning_where_numpy_gives_none(f, point, operator, engine):
                 cyad.hvp(f, x, np.ones_like(x), engine=engine)
             else:
                 OPERATORS[operator](f, x, engine=engine)
+
+
+# prepared calls: the tape by default (gradient, hvp, hessian of a Python f), or named
+PREPARED = {
+    "gradient": lambda f, x: cyad.prepare_gradient(f, x),
+    "hvp": lambda f, x: cyad.prepare_hvp(f, x, np.ones_like(x)),
+    "hessian": lambda f, x: cyad.prepare_hessian(f, x),
+    "tape-jacobian": lambda f, x: cyad.prepare_jacobian(f, x, engine="tape"),
+}
+
+
+def call_prepared(operator, f, x, prep):
+    if operator == "gradient":
+        return cyad.gradient(f, x, prep=prep)
+    if operator == "hvp":
+        return cyad.hvp(f, x, np.ones_like(x), prep=prep)
+    if operator == "hessian":
+        return cyad.hessian(f, x, prep=prep)
+    return cyad.jacobian(f, x, prep=prep)
+
+
+def warning_list(call):
+    """The (category, message) of every warning call emits, sorted."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return sorted((w.category.__name__, str(w.message)) for w in caught)
+
+
+@pytest.mark.parametrize("operator", PREPARED)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("f, point", WARNING)
+def test_a_prepared_tape_warns_on_every_call(f, point, dtype, operator):
+    x = point_of(point, dtype)
+    once = warning_list(lambda: f(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prep = PREPARED[operator](f, x)
+    if operator != "tape-jacobian":
+        assert prep.engine == "tape"
+    # the first call records f and replays it: NumPy's warnings once, as f gives them
+    for _ in range(3):
+        assert warning_list(lambda: call_prepared(operator, f, x, prep)) == once
+    # at a point where f does not warn, neither does the replay
+    quiet = np.full_like(x, 3.0)
+    if warning_list(lambda: f(quiet)):
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="raise"):
+            f(quiet)
+            call_prepared(operator, f, quiet, prep)
+
+
+@pytest.mark.parametrize("operator", PREPARED)
+@pytest.mark.parametrize("f, point", WARNING)
+def test_a_prepared_tape_raises_under_errstate_raise(f, point, operator):
+    x = point_of(point, np.float64)
+    with np.errstate(all="raise"):
+        with pytest.raises(FloatingPointError) as expected:
+            f(x)
+        prep = PREPARED[operator](f, np.full_like(x, 3.0))
+        for _ in range(2):   # and the prep stays usable
+            with pytest.raises(FloatingPointError) as raised:
+                call_prepared(operator, f, x, prep)
+            assert str(raised.value) == str(expected.value)
+    with np.errstate(all="ignore"):
+        assert warning_list(lambda: call_prepared(operator, f, x, prep)) == []
+    # the results are the same, warned about or not
+    with np.errstate(all="ignore"):
+        loud = call_prepared(operator, f, x, prep)
+        quiet = OPERATORS["gradient"](f, x) if operator == "gradient" else loud
+    np.testing.assert_array_equal(loud, quiet)
+
+
+def test_errstate_inside_f_applies_on_the_tape():
+    def f(x):
+        with np.errstate(invalid="ignore"):
+            y = np.log(x)            # silent: f asked
+        return np.sum(y / (x - 2.0))  # divide by zero warns
+
+    x = np.array([-1.0, 2.0])
+    expected = warning_list(lambda: f(x))
+    assert expected == [("RuntimeWarning", "divide by zero encountered in divide")]
+    prep = cyad.prepare_gradient(f, np.array([1.0, 3.0]), engine="tape")
+    for _ in range(2):
+        assert warning_list(lambda: cyad.gradient(f, x, prep=prep)) == expected
+
+
+def test_seterrcall_sees_numpy_calls_from_the_tape():
+    f = WARNING[0].values[0]
+    x = np.array([1.0, 3.0])
+    prep = cyad.prepare_gradient(f, x, engine="tape")
+    seen = []
+    with np.errstate(all="call", call=lambda kind, flag: seen.append(kind)):
+        f(x)
+        expected, seen[:] = list(seen), []
+        cyad.gradient(f, x, prep=prep)
+        cyad.gradient(f, x, prep=prep)
+    assert expected == ["invalid value"]
+    assert seen == expected * 2
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("operator", ["gradient", "hvp", "hessian"])
+@pytest.mark.parametrize("f, point", QUIET)
+def test_a_prepared_tape_warns_nothing_for_a_singular_derivative(f, point, dtype, operator):
+    x = np.array(point, dtype)
+    with np.errstate(all="raise"):
+        f(x)
+        prep = PREPARED[operator](f, x)
+        result = call_prepared(operator, f, x, prep)
+        result = call_prepared(operator, f, x, prep)
+    assert not np.all(np.isfinite(result))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [1, 7, 64, 1000])
+def test_sine_and_cosine_raise_no_flag_on_finite_input(n, dtype):
+    # the vectorised sin and cos (and NumPy's loops) of the replay: no flag, so no call
+    # falls back to NumPy; a flag would show as a value check of the prep
+    def f(x):
+        return np.sum(np.sin(x) * np.cos(2.0 * x) + np.sin(x) ** 2)
+
+    x = np.linspace(-1e4, 1e4, n).astype(dtype)
+    prep = cyad.prepare_gradient(f, x, engine="tape")
+    for _ in range(2):
+        cyad.gradient(f, x, prep=prep)
+    assert prep.engine_state.value_checks == 0
+    with pytest.warns(RuntimeWarning, match="invalid value encountered in (sin|cos)"):
+        cyad.gradient(f, np.full_like(x, np.inf), prep=prep)
+    assert prep.engine_state.value_checks == 1
+
+
+def _log_into_y(y, x):
+    y[:] = np.log(x - 2.0) + 1.0 / y
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_two_argument_f_warns_on_the_tape(dtype):
+    # f(y, x): y's incoming values are an input of the tape too (1 / y divides by 0)
+    x, y = np.array([1.0, 3.0], dtype), np.array([0.0, 1.0], dtype)
+    expected = warning_list(lambda: _log_into_y(y.copy(), x))
+    assert len(expected) == 2
+    assert warning_list(lambda: cyad.jacobian(_log_into_y, x, y=y.copy(),
+                                              engine="tape")) == expected
+    prep = cyad.prepare_pullback(_log_into_y, x, np.ones(2, dtype), y=y.copy(), engine="tape")
+    for _ in range(2):
+        assert warning_list(lambda: cyad.pullback(_log_into_y, x, np.ones(2, dtype), y=y.copy(),
+                                                  prep=prep)) == expected
+
+
+def test_a_recorded_function_warns_through_the_tape_engine():
+    f = WARNING[0].values[0]
+    x = np.array([1.0, 3.0])
+    expected = warning_list(lambda: f(x))
+    recorded = warning_list(lambda: cyad.record(f, x))
+    assert recorded == []      # recording computes in silence
+    w = cyad.record(f, x)
+    for _ in range(2):
+        assert warning_list(lambda: cyad.gradient(w, x)) == expected
