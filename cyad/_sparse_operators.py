@@ -164,6 +164,13 @@ class SparseJacobianPrep(_SparsePrep):
         The number of products per call.
     format : str
         The result's format: ``"csr"``, ``"csc"`` or ``"coo"``.
+
+    Examples
+    --------
+    >>> differences = lambda x: x[1:] - x[:-1]
+    >>> prep = cyad.prepare_sparse_jacobian(differences, np.ones(3), coloring="row")
+    >>> prep.coloring, prep.colors, prep.sparsity.nnz
+    ('row', array([0, 1]), 4)
     """
 
     def __init__(self, f, x, *, y=None, sparsity=None, coloring="auto",
@@ -249,6 +256,18 @@ class SparseHessianPrep(_SparsePrep):
         The number of Hessian-vector products per call.
     format : str
         The result's format: ``"csr"``, ``"csc"`` or ``"coo"``.
+
+    Examples
+    --------
+    >>> cubes = lambda x: np.sum(x ** 3)
+    >>> prep = cyad.prepare_sparse_hessian(cubes, np.ones(4))
+    >>> prep.coloring, prep.n_colors
+    ('star', 1)
+    >>> out = prep.new_result()
+    >>> cyad.sparse_hessian(cubes, np.arange(4.0), prep=prep, out=out) is out
+    True
+    >>> out.data
+    array([ 0.,  6., 12., 18.])
     """
 
     def __init__(self, f, x, *, y=None, sparsity=None, order="largest_first", engine="tape",
