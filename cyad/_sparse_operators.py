@@ -6,7 +6,10 @@ k products instead of n (cyad/_coloring.pyx explains the colorings and decompres
     column   one pushforward per color, the seed columns as a tuple of tangents, all k in
              one prepared batched call: B = A @ S
     row      one pullback per color (reverse lanes on the tape): B = S.T @ A
-    auto     whichever coloring has fewer colors (column on a tie)
+    auto     whichever of column and row has fewer colors (column on a tie)
+    bidirectional
+             both: the dense rows row-colored and pulled back, the columns colored on the
+             other rows and pushed forward; two partial gathers fill one result
     star     (Hessians) one hvp per color of a star coloring of the symmetric pattern,
              the seed columns as a tuple of directions (tape engine by default): B = H @ S
 
@@ -16,11 +19,12 @@ Design:
   the pattern, read once into scipy's CSR index arrays; the coloring; the seeds (k arrays
   shaped like x); the compressed buffer, one C-contiguous (k, size) array whose rows are
   the products' ``out=`` arrays; the inner prep of the existing operator; and the
-  decompression, whose gather indices are rewritten for the (k, size) layout (the
-  coloring module's compressed products are (size, k) for a column or star coloring) and
-  permuted to the requested format's order of nonzeros (CSR, CSC or COO).
-- A prepared call is the inner prepared call into the compressed buffer, then one gather
-  into the result's ``data``. With ``out=`` (a result of an earlier call, or
+  decompression (a pair of partial ones for a bidirectional coloring), its gather indices
+  rewritten once for the (k, size) layout (the coloring module's compressed products are
+  (size, k) for a column or star coloring) and permuted to the requested format's order
+  of nonzeros (CSR, CSC or COO).
+- A prepared call is the inner prepared call (or two) into the compressed buffer, then a
+  gather into the result's ``data``. With ``out=`` (a result of an earlier call, or
   ``prep.new_result()``) its ``data`` is refilled in place and nothing is allocated.
 - The pattern is trusted: a nonzero of the derivative outside it is not detected. With a
   column (row) coloring it is added into the entries of its row (column) that share its
@@ -35,7 +39,7 @@ from cyad._sparsity import _scipy_sparse, hessian_sparsity, jacobian_sparsity
 from cyad._wrapper import FunctionWrapper
 
 FORMATS = ("csr", "csc", "coo")
-JACOBIAN_COLORINGS = ("auto", "column", "row")
+JACOBIAN_COLORINGS = ("auto", "column", "row", "bidirectional")
 
 
 def _checked_format(format):
@@ -57,42 +61,57 @@ def _read_sparsity(sparsity, shape):
 
 
 class _SparsePrep:
-    """What the two sparse preps share: the pattern, the coloring, the decompression."""
+    """What the two sparse preps share: the pattern, the coloring, the gathers.
 
-    def __init__(self, pattern, colors, coloring, compressed, decompression, format):
+    parts: one or two (compressed, decompression, transposed): a (k, ...) buffer whose
+    rows are products, and the coloring module's decompression of it, which reads a
+    (size, k) product when transposed.
+    """
+
+    def __init__(self, pattern, colors, coloring, parts, format):
         sparse = _scipy_sparse()
         self.sparsity = pattern
         self.coloring = coloring
         self.colors = colors
         self.format = format
         self.shape = pattern.shape
-        self._compressed = compressed.reshape(compressed.shape[0], -1)
-        size = self._compressed.shape[1]
-        k = self._compressed.shape[0]
         indptr = np.asarray(pattern.indptr, dtype=np.intp)
         indices = np.asarray(pattern.indices, dtype=np.intp)
-        source = decompression(np.arange(size * k, dtype=np.float64).reshape(
-            decompression.compressed_shape)).astype(np.intp)
-        if coloring != "row":
-            # the coloring module's (size, k) product, read from its transpose
-            source = (source % k) * size + source // k
-        template = sparse.csr_array((np.zeros(indices.size, dtype=compressed.dtype),
-                                     indices, indptr), shape=self.shape)
+        nnz = indices.size
+        template = sparse.csr_array((np.zeros(nnz, dtype=parts[0][0].dtype), indices, indptr),
+                                    shape=self.shape)
+        position = np.arange(nnz)      # the result's position of each CSR nonzero
         if format == "csc":
             rows = np.repeat(np.arange(self.shape[0], dtype=np.intp), np.diff(indptr))
-            order = np.lexsort((rows, indices))
-            source = source[order]
+            position[np.lexsort((rows, indices))] = np.arange(nnz)
             template = template.tocsc()
         elif format == "coo":
             template = template.tocoo()
         self._template = template
-        self._gather = _coloring.Decompression(
-            (k, size), (k, size), indptr, indices, source)
-
-    @property
-    def n_colors(self):
-        """The number of colors: the products one call computes."""
-        return self._compressed.shape[0]
+        buffers, gathers, self.n_colors = [], [], 0
+        for compressed, decompression, transposed in parts:
+            compressed = compressed.reshape(compressed.shape[0], -1)
+            k, size = compressed.shape
+            # the decompression run once on the flat indices of its product: where each
+            # nonzero it recovers comes from (-1: a nonzero the other part recovers)
+            probe = np.full(nnz, -1.0)
+            decompression(np.arange(size * k, dtype=np.float64).reshape(
+                decompression.compressed_shape), probe)
+            target = np.flatnonzero(probe >= 0)
+            source = probe[target].astype(np.intp)
+            if transposed:
+                source = (source % k) * size + source // k
+            target = position[target]
+            whole = target.size == nnz
+            if whole:
+                source[target] = source.copy()
+            buffers.append(compressed)
+            gathers.append(_coloring.Decompression(
+                (k, size), (k, size), indptr, indices, source, None if whole else target))
+            self.n_colors += k
+        self._first_gather, self._first_buffer = gathers[0], buffers[0]
+        self._second_gather, self._second_buffer = (
+            (gathers[1], buffers[1]) if len(parts) > 1 else (None, None))
 
     def new_result(self):
         """A new sparse array of the result's structure (zeros), to pass as ``out=``."""
@@ -108,7 +127,10 @@ class _SparsePrep:
             out = self.new_result()
         else:
             self._check_out(out)
-        self._gather(self._compressed, out.data)
+        data = out.data
+        self._first_gather(self._first_buffer, data)
+        if self._second_gather is not None:
+            self._second_gather(self._second_buffer, data)
         return out
 
     def _check_out(self, out):
@@ -157,9 +179,11 @@ class SparseJacobianPrep(_SparsePrep):
     sparsity : scipy.sparse.csr_array
         The pattern (m x n, m = f(x).size, n = x.size).
     coloring : str
-        ``"column"`` (pushforwards) or ``"row"`` (pullbacks).
-    colors : ndarray of intp
-        The color of every column (or row).
+        ``"column"`` (pushforwards), ``"row"`` (pullbacks) or ``"bidirectional"``
+        (both).
+    colors : ndarray of intp, or a pair of them
+        The color of every column (or row); for ``"bidirectional"``, the pair
+        ``(column_colors, row_colors)``, -1 where a column (row) is in no seed.
     n_colors : int
         The number of products per call.
     format : str
@@ -194,47 +218,71 @@ class SparseJacobianPrep(_SparsePrep):
                                 else ("row", row))
         elif coloring == "column":
             colors = _coloring.column_coloring(pattern, order)
-        else:
+        elif coloring == "row":
             colors = _coloring.row_coloring(pattern, order)
-        k = _colors(colors)
+        else:
+            colors = _coloring.bidirectional_coloring(pattern, order)
         self._f = f
         self._y = y
-        if coloring == "column":
-            self._seeds = _seeds(colors, k, x)
-            self._inner = _operators.prepare_pushforward(f, x, self._seeds, y=y, engine=engine)
-            first = _operators.value_and_pushforward(f, x, self._seeds, y=y, prep=self._inner)
-            value = first[0]
-            out_shape = np.shape(value)
-            decompression = _coloring.column_decompression(pattern, colors)
-        else:
-            value = (_operators.value_and_pushforward(f, x, np.zeros_like(x), y=y,
-                                                      engine=engine)[0])
-            out_shape = np.shape(value)
-            self._seeds = _seeds(colors, k, np.empty(out_shape, dtype=x.dtype))
-            self._inner = _operators.prepare_pullback(f, x, self._seeds, y=y, engine=engine)
-            decompression = _coloring.row_decompression(pattern, colors)
-        if int(np.prod(out_shape)) != pattern.shape[0]:
+        value = _operators.value_and_pushforward(f, x, np.zeros_like(x), y=y, engine=engine)[0]
+        self.out_shape = np.shape(value)
+        if int(np.prod(self.out_shape)) != pattern.shape[0]:
             raise ValueError(f"the sparsity pattern has {pattern.shape[0]} rows, f(x) has "
-                             f"{int(np.prod(out_shape))} elements")
-        self.out_shape = out_shape
-        inner_shape = x.shape if coloring == "row" else out_shape
-        compressed = np.zeros((k,) + tuple(inner_shape), dtype=self._inner.dtype)
-        self._outs = tuple(compressed[c] for c in range(k))
-        self._value_pair = (None, self._outs)
-        super().__init__(pattern, colors, coloring, compressed, decompression, format)
+                             f"{int(np.prod(self.out_shape))} elements")
+        column_colors, row_colors = {"column": (colors, None), "row": (None, colors),
+                                     "bidirectional": colors}[coloring]
+        if coloring == "bidirectional":
+            forward, reverse = _coloring.bidirectional_decompression(pattern, *colors)
+        elif coloring == "column":
+            forward = _coloring.column_decompression(pattern, colors)
+        else:
+            reverse = _coloring.row_decompression(pattern, colors)
+        parts = []
+        self._forward = self._reverse = None
+        if column_colors is not None and _colors(column_colors):
+            self._forward = _Products(True, f, x, column_colors, x, y, engine, self.out_shape)
+            parts.append((self._forward.compressed, forward, True))
+        if row_colors is not None and _colors(row_colors):
+            self._reverse = _Products(False, f, x, row_colors, np.empty(self.out_shape, x.dtype),
+                                      y, engine, x.shape)
+            parts.append((self._reverse.compressed, reverse, False))
+        if not parts:
+            raise ValueError("the sparsity pattern has no nonzeros")
+        self._first = self._forward if self._forward is not None else self._reverse
+        self._both = len(parts) == 2
+        super().__init__(pattern, colors, coloring, parts, format)
 
     def _products(self, f, x, value_out):
-        """The k products into the compressed buffer; the value into value_out if given."""
-        column = self.coloring == "column"
+        """The products into the compressed buffers; the value into value_out if given."""
+        self._first.run(f, x, self._y, value_out)
+        if self._both:
+            self._reverse.run(f, x, self._y, None)
+
+
+class _Products:
+    """One prepared batch of products: pushforwards of seed columns (forward) or
+    pullbacks of seed rows, into the rows of one compressed buffer."""
+
+    def __init__(self, forward, f, x, colors, like, y, engine, product_shape):
+        self.seeds = _seeds(colors, _colors(colors), like)
+        prepare = _operators.prepare_pushforward if forward else _operators.prepare_pullback
+        self.prep = prepare(f, x, self.seeds, y=y, engine=engine)
+        self.compressed = np.zeros((len(self.seeds),) + tuple(product_shape),
+                                   dtype=self.prep.dtype)
+        self.outs = tuple(self.compressed)
+        self.value_pair = (None, self.outs)
+        self.operator = _operators.pushforward if forward else _operators.pullback
+        self.value_operator = (_operators.value_and_pushforward if forward
+                               else _operators.value_and_pullback)
+
+    def run(self, f, x, y, value_out):
         if value_out is None:
-            (_operators.pushforward if column else _operators.pullback)(
-                f, x, self._seeds, y=self._y, prep=self._inner, out=self._outs)
+            self.operator(f, x, self.seeds, y=y, prep=self.prep, out=self.outs)
             return
-        if self._value_pair[0] is not value_out:
+        if self.value_pair[0] is not value_out:
             # kept for the next call with the same value_out: a new pair would allocate
-            self._value_pair = (value_out, self._outs)
-        (_operators.value_and_pushforward if column else _operators.value_and_pullback)(
-            f, x, self._seeds, y=self._y, prep=self._inner, out=self._value_pair)
+            self.value_pair = (value_out, self.outs)
+        self.value_operator(f, x, self.seeds, y=y, prep=self.prep, out=self.value_pair)
 
 
 def _colors(colors):
@@ -290,7 +338,7 @@ class SparseHessianPrep(_SparsePrep):
         self._gradient_pair = (None, None)
         compressed = np.zeros((k,) + x.shape, dtype=self._inner.dtype)
         self._outs = tuple(compressed[c] for c in range(k))
-        super().__init__(pattern, colors, "star", compressed, decompression, format)
+        super().__init__(pattern, colors, "star", [(compressed, decompression, True)], format)
 
     def _value_and_gradient_prep(self, f, x):
         # made at the first value_gradient_and_sparse_hessian call
@@ -316,9 +364,10 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
         The Jacobian's pattern (f(x).size x x.size); detected with
         `jacobian_sparsity` when not given (required for a C function). It must contain
         every nonzero: an entry outside it is not detected, and adds into other entries.
-    coloring : {"auto", "column", "row"}, optional
-        Pushforwards per column color, pullbacks per row color, or whichever needs fewer
-        products.
+    coloring : {"auto", "column", "row", "bidirectional"}, optional
+        Pushforwards per column color, pullbacks per row color, or whichever of the two
+        needs fewer products; ``"bidirectional"``: the dense rows pulled back, the other
+        nonzeros pushed forward (an arrowhead pattern in a few colors, not n).
     order : str, optional
         The vertex order of the greedy coloring (see ``cyad._coloring.ORDERS``).
     engine : str, optional
@@ -411,7 +460,7 @@ def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
     """
     prep = _jacobian_prep(f, x, y, prep, options)
     if out is None:
-        value = np.empty(prep.out_shape, dtype=prep._inner.dtype)
+        value = np.empty(prep.out_shape, dtype=prep._first.prep.dtype)
         prep._products(f, x, value)
         return (value[()] if value.ndim == 0 else value), prep._result(None)
     # indexed, not unpacked: unpacking here costs an allocation per call

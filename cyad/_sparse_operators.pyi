@@ -13,13 +13,13 @@ JACOBIAN_COLORINGS: tuple[str, ...]
 class _SparsePrep:
     sparsity: Any
     coloring: str
-    colors: np.ndarray
+    colors: np.ndarray | tuple[np.ndarray, np.ndarray]
     format: str
     shape: tuple[int, int]
-    def __init__(self, pattern: Any, colors: np.ndarray, coloring: str,
-                 compressed: np.ndarray, decompression: Any, format: str) -> None: ...
-    @property
-    def n_colors(self) -> int: ...
+    n_colors: int
+    def __init__(self, pattern: Any, colors: np.ndarray | tuple[np.ndarray, np.ndarray],
+                 coloring: str, parts: list[tuple[np.ndarray, Any, bool]],
+                 format: str) -> None: ...
     def new_result(self) -> Any: ...
 
 class SparseJacobianPrep(_SparsePrep):

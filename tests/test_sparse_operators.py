@@ -82,11 +82,19 @@ def test_laplacian_stencil_of_a_grid():
     assert_matches(cyad.sparse_jacobian(laplacian, u, prep=prep), jax_jacobian(laplacian, u))
 
 
-@pytest.mark.parametrize("coloring", ["column", "row"])
-def test_arrowhead(coloring):
+@pytest.mark.parametrize("format", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("coloring", ["column", "row", "bidirectional"])
+def test_arrowhead(coloring, format):
     x = RNG.uniform(-1.0, 1.0, 30)
-    result = cyad.sparse_jacobian(arrowhead, x, coloring=coloring)
+    prep = cyad.prepare_sparse_jacobian(arrowhead, x, coloring=coloring, format=format)
+    # a dense row and a dense column: one product per column or row, unless both ways
+    assert prep.n_colors == (3 if coloring == "bidirectional" else 30)
+    value, result = cyad.value_and_sparse_jacobian(arrowhead, x, prep=prep)
+    assert_allclose(value, arrowhead(x), rtol=1e-15)
     assert_matches(result, jax_jacobian(arrowhead, x))
+    out = prep.new_result()
+    assert cyad.sparse_jacobian(arrowhead, 2.0 * x, prep=prep, out=out) is out
+    assert_matches(out, jax_jacobian(arrowhead, 2.0 * x))
 
 
 def test_block_diagonal_needs_one_color_per_block_column():
@@ -142,7 +150,7 @@ def squared_in_place(y, x):
     y *= x
 
 
-@pytest.mark.parametrize("coloring", ["column", "row"])
+@pytest.mark.parametrize("coloring", ["column", "row", "bidirectional"])
 @pytest.mark.parametrize("format", ["csr", "csc", "coo"])
 def test_prepared_call_with_out_allocates_nothing(format, coloring, allocations_per_call):
     x, y = RNG.uniform(-1.0, 1.0, 100), np.zeros(100)
