@@ -286,3 +286,45 @@ def test_errors():
     other = cyad.prepare_sparse_jacobian(broyden, x, sparsity=np.ones((5, 5))).new_result()
     with pytest.raises(ValueError, match="out"):
         cyad.sparse_jacobian(broyden, x, prep=prep, out=other)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_sparse_programs(seed):
+    # f(x) = sin(M x) + (N x) * x with random sparse constant M, N: every coloring and
+    # format against JAX; the Hessian of sum(cos(M x)) + (N x) . x likewise
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 40))
+    m_matrix = np.where(rng.random((n, n)) < 0.1, rng.standard_normal((n, n)), 0.0)
+    n_matrix = np.where(rng.random((n, n)) < 0.1, rng.standard_normal((n, n)), 0.0)
+    x = rng.uniform(-1.0, 1.0, n)
+
+    def f(z, xp=np):
+        return xp.sin(m_matrix @ z) + (n_matrix @ z) * z
+
+    def g(z, xp=np):
+        return xp.sum(xp.cos(m_matrix @ z)) + (n_matrix @ z) @ z
+
+    expected = jax_jacobian(f, x)
+    for coloring in ("auto", "column", "row", "bidirectional"):
+        format = ("csr", "csc", "coo")[int(rng.integers(3))]
+        prep = cyad.prepare_sparse_jacobian(f, x, coloring=coloring, format=format)
+        assert prep.n_colors <= n
+        assert_matches(cyad.sparse_jacobian(f, x, prep=prep), expected)
+    hessian_prep = cyad.prepare_sparse_hessian(g, x)
+    assert_matches(cyad.sparse_hessian(g, x, prep=hessian_prep),
+                   jax.hessian(lambda z: g(z, jnp))(x))
+
+
+def test_hessian_given_sparsity_equals_detected():
+    x = RNG.uniform(-1.0, 1.5, 25)
+    detected = cyad.hessian_sparsity(rosenbrock, x)
+    reference = cyad.sparse_hessian(rosenbrock, x)
+    for given in (detected.toarray().astype(bool), scipy.sparse.coo_array(detected)):
+        result = cyad.sparse_hessian(rosenbrock, x, sparsity=given, format="csc")
+        assert result.format == "csc"
+        assert_array_equal(result.toarray(), reference.toarray())
+    # a full pattern: one product per variable, the same numbers
+    full = cyad.prepare_sparse_hessian(rosenbrock, x, sparsity=np.ones((25, 25), dtype=bool))
+    assert full.n_colors == 25
+    assert_allclose(cyad.sparse_hessian(rosenbrock, x, prep=full).toarray(),
+                    reference.toarray(), rtol=1e-14, atol=1e-12)
