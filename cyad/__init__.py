@@ -36,6 +36,16 @@ from cyad._operators import (
 )
 from cyad._prep import Prep
 from cyad._scipy_dispatch import install_everywhere
+from cyad._sparse_operators import (
+    SparseHessianPrep,
+    SparseJacobianPrep,
+    prepare_sparse_hessian,
+    prepare_sparse_jacobian,
+    sparse_hessian,
+    sparse_jacobian,
+    value_and_sparse_jacobian,
+    value_gradient_and_sparse_hessian,
+)
 from cyad._sparsity import hessian_sparsity, jacobian_sparsity
 from cyad._tape_function import TapeFunction, record
 from cyad._wrapper import FunctionError, FunctionWrapper
@@ -53,6 +63,8 @@ prepare_value_and_jacobian = prepare_jacobian
 prepare_value_derivative_and_second_derivative = prepare_second_derivative
 prepare_gradient_and_hvp = prepare_hvp
 prepare_value_gradient_and_hessian = prepare_hessian
+prepare_value_and_sparse_jacobian = prepare_sparse_jacobian
+prepare_value_gradient_and_sparse_hessian = prepare_sparse_hessian
 
 __version__ = "0.1.0"
 
@@ -84,6 +96,8 @@ __all__ = [
     "FunctionWrapper",
     "Prep",
     "Profile",
+    "SparseHessianPrep",
+    "SparseJacobianPrep",
     "TapeFunction",
     "allocations_per_call",
     "custom_derivative",
@@ -106,23 +120,31 @@ __all__ = [
     "prepare_pullback",
     "prepare_pushforward",
     "prepare_second_derivative",
+    "prepare_sparse_hessian",
+    "prepare_sparse_jacobian",
     "prepare_value_and_derivative",
     "prepare_value_and_gradient",
     "prepare_value_and_jacobian",
     "prepare_value_and_pullback",
     "prepare_value_and_pushforward",
+    "prepare_value_and_sparse_jacobian",
     "prepare_value_derivative_and_second_derivative",
     "prepare_value_gradient_and_hessian",
+    "prepare_value_gradient_and_sparse_hessian",
     "profile",
     "pullback",
     "pushforward",
     "record",
     "second_derivative",
+    "sparse_hessian",
+    "sparse_jacobian",
     "value_and_derivative",
     "value_and_gradient",
     "value_and_jacobian",
     "value_and_pullback",
     "value_and_pushforward",
+    "value_and_sparse_jacobian",
     "value_derivative_and_second_derivative",
     "value_gradient_and_hessian",
+    "value_gradient_and_sparse_hessian",
 ]

@@ -515,7 +515,7 @@ def jacobian_sparsity(f, x, *, y=None, local=False):
     return _Propagation.of(_python_function(f), x, y, local).jacobian()
 
 
-def hessian_sparsity(f, x):
+def hessian_sparsity(f, x, *, y=None):
     """The sparsity pattern of a scalar function's Hessian: which entries can be nonzero.
 
     f is recorded once at `x`; each element's first-order dependencies are propagated
@@ -529,9 +529,12 @@ def hessian_sparsity(f, x):
     Parameters
     ----------
     f : callable
-        ``f(x)`` returning a scalar.
+        ``f(x)`` returning a scalar, or ``f(y, x)`` writing into the 0-d `y` when `y` is
+        given.
     x : array_like
         The point at which f is recorded (float32 records in float32).
+    y : ndarray, optional
+        For ``f(y, x)``: the 0-d output array.
 
     Returns
     -------
@@ -562,4 +565,4 @@ def hessian_sparsity(f, x):
            [0, 1, 1, 1],
            [0, 0, 1, 1]], dtype=int8)
     """
-    return _Propagation.of(_python_function(f), x, None).hessian()
+    return _Propagation.of(_python_function(f), x, y).hessian()

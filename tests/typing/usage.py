@@ -71,6 +71,15 @@ assert_type(cyad.value_gradient_and_hessian(objective, x), tuple[float, Floats, 
 pattern = cyad.jacobian_sparsity(residual, x, local=True)
 nonzeros: int = pattern.nnz + cyad.hessian_sparsity(objective, x).nnz
 
+# sparse Jacobians and Hessians
+sparse_prep = cyad.prepare_sparse_jacobian(residual, x, format="csc")
+assert_type(sparse_prep, cyad.SparseJacobianPrep)
+n_colors: int = sparse_prep.n_colors + cyad.prepare_sparse_hessian(objective, x).n_colors
+cyad.sparse_jacobian(residual, x, prep=sparse_prep, out=sparse_prep.new_result())
+sparse_value, sparse_jacobian = cyad.value_and_sparse_jacobian(residual, x, coloring="row")
+sparse_hessian = cyad.sparse_hessian(objective, x)
+sparse_triple = cyad.value_gradient_and_sparse_hessian(objective, x)
+
 # prepared, in-place, two-argument calls
 u, y, jacobian_out = np.array([1.0, 0.0, 0.0]), np.zeros(3), np.zeros((3, 3))
 prep = cyad.prepare_jacobian(rhs, u, y=y, chunk=3, engine="dual")

@@ -1,0 +1,592 @@
+"""Sparse Jacobians and Hessians by compressed evaluation: few products, then a gather.
+
+A Jacobian whose pattern is known (`cyad.jacobian_sparsity`, or given) is recovered from
+k products instead of n (cyad/_coloring.pyx explains the colorings and decompressions):
+
+    column   one pushforward per color, the seed columns as a tuple of tangents, all k in
+             one prepared batched call: B = A @ S
+    row      one pullback per color (reverse lanes on the tape): B = S.T @ A
+    auto     whichever of column and row has fewer colors (column on a tie)
+    bidirectional
+             both: the dense rows row-colored and pulled back, the columns colored on the
+             other rows and pushed forward; two partial gathers fill one result
+    star     (Hessians) one hvp per color of a star coloring of the symmetric pattern,
+             the seed columns as a tuple of directions (tape engine by default): B = H @ S
+
+Design:
+
+- Everything is decided at prepare time, in a `SparseJacobianPrep` / `SparseHessianPrep`:
+  the pattern, read once into scipy's CSR index arrays; the coloring; the seeds (k arrays
+  shaped like x); the compressed buffer, one C-contiguous (k, size) array whose rows are
+  the products' ``out=`` arrays; the inner prep of the existing operator; and the
+  decompression (a pair of partial ones for a bidirectional coloring), its gather indices
+  rewritten once for the (k, size) layout (the coloring module's compressed products are
+  (size, k) for a column or star coloring) and permuted to the requested format's order
+  of nonzeros (CSR, CSC or COO).
+- A prepared call is the inner prepared call (or two) into the compressed buffer, then a
+  gather into the result's ``data``. With ``out=`` (a result of an earlier call, or
+  ``prep.new_result()``) its ``data`` is refilled in place and nothing is allocated.
+- The pattern is trusted: a nonzero of the derivative outside it is not detected. With a
+  column (row) coloring it is added into the entries of its row (column) that share its
+  color, with a star coloring into the entries its product shares; a given sparsity must
+  therefore contain every nonzero (a detected one does, on the recorded branch).
+- C functions (FunctionWrapper) cannot be traced: they need ``sparsity=``.
+"""
+import numpy as np
+
+from cyad import _coloring, _operators
+from cyad._sparsity import _scipy_sparse, hessian_sparsity, jacobian_sparsity
+from cyad._wrapper import FunctionWrapper
+
+FORMATS = ("csr", "csc", "coo")
+JACOBIAN_COLORINGS = ("auto", "column", "row", "bidirectional")
+
+
+def _checked_format(format):
+    if format not in FORMATS:
+        raise ValueError(f"format is one of {FORMATS}, not {format!r}")
+    return format
+
+
+def _read_sparsity(sparsity, shape):
+    """A given pattern as a scipy.sparse.csr_array of booleans, checked against shape."""
+    sparse = _scipy_sparse()
+    pattern_shape, indptr, indices = _coloring._pattern_csr(
+        sparsity if sparse.issparse(sparsity) else np.asarray(sparsity))
+    if shape is not None and pattern_shape != shape:
+        raise ValueError(f"the sparsity pattern has shape {pattern_shape}, the derivative "
+                         f"{shape}")
+    return sparse.csr_array((np.ones(indices.size, dtype=bool), indices, indptr),
+                            shape=pattern_shape)
+
+
+class _SparsePrep:
+    """What the two sparse preps share: the pattern, the coloring, the gathers.
+
+    parts: one or two (compressed, decompression, transposed): a (k, ...) buffer whose
+    rows are products, and the coloring module's decompression of it, which reads a
+    (size, k) product when transposed.
+    """
+
+    def __init__(self, pattern, colors, coloring, parts, format):
+        sparse = _scipy_sparse()
+        self.sparsity = pattern
+        self.coloring = coloring
+        self.colors = colors
+        self.format = format
+        self.shape = pattern.shape
+        indptr = np.asarray(pattern.indptr, dtype=np.intp)
+        indices = np.asarray(pattern.indices, dtype=np.intp)
+        nnz = indices.size
+        template = sparse.csr_array((np.zeros(nnz, dtype=parts[0][0].dtype), indices, indptr),
+                                    shape=self.shape)
+        position = np.arange(nnz)      # the result's position of each CSR nonzero
+        if format == "csc":
+            rows = np.repeat(np.arange(self.shape[0], dtype=np.intp), np.diff(indptr))
+            position[np.lexsort((rows, indices))] = np.arange(nnz)
+            template = template.tocsc()
+        elif format == "coo":
+            template = template.tocoo()
+        self._template = template
+        buffers, gathers, self.n_colors = [], [], 0
+        for compressed, decompression, transposed in parts:
+            compressed = compressed.reshape(compressed.shape[0], -1)
+            k, size = compressed.shape
+            # the decompression run once on the flat indices of its product: where each
+            # nonzero it recovers comes from (-1: a nonzero the other part recovers)
+            probe = np.full(nnz, -1.0)
+            decompression(np.arange(size * k, dtype=np.float64).reshape(
+                decompression.compressed_shape), probe)
+            target = np.flatnonzero(probe >= 0)
+            source = probe[target].astype(np.intp)
+            if transposed:
+                source = (source % k) * size + source // k
+            target = position[target]
+            whole = target.size == nnz
+            if whole:
+                source[target] = source.copy()
+            buffers.append(compressed)
+            gathers.append(_coloring.Decompression(
+                (k, size), (k, size), indptr, indices, source, None if whole else target))
+            self.n_colors += k
+        self._first_gather, self._first_buffer = gathers[0], buffers[0]
+        self._second_gather, self._second_buffer = (
+            (gathers[1], buffers[1]) if len(parts) > 1 else (None, None))
+
+    def new_result(self):
+        """A new sparse array of the result's structure (zeros), to pass as ``out=``."""
+        result = self._template.copy()
+        if self.format == "coo":
+            result.coords = self._template.coords
+        else:
+            result.indices, result.indptr = self._template.indices, self._template.indptr
+        return result
+
+    def _result(self, out):
+        if out is None:
+            out = self.new_result()
+        else:
+            self._check_out(out)
+        data = out.data
+        self._first_gather(self._first_buffer, data)
+        if self._second_gather is not None:
+            self._second_gather(self._second_buffer, data)
+        return out
+
+    def _check_out(self, out):
+        template = self._template
+        if getattr(out, "format", None) != self.format or out.shape != self.shape:
+            raise ValueError(f"out is a {self.format} sparse array of shape {self.shape} "
+                             f"from this prep (new_result() or an earlier call)")
+        # a result of this prep holds the prep's own index arrays: nothing to compare
+        if self.format == "coo":
+            if out.coords is template.coords:
+                return
+            same = out.nnz == template.nnz and all(
+                np.array_equal(a, b) for a, b in zip(out.coords, template.coords))
+        else:
+            if out.indices is template.indices and out.indptr is template.indptr:
+                return
+            same = (out.nnz == template.nnz and np.array_equal(out.indices, template.indices)
+                    and np.array_equal(out.indptr, template.indptr))
+        if not same:
+            raise ValueError("out has another sparsity structure than this prep's")
+
+
+def _seeds(colors, k, x):
+    """The seed columns as k arrays shaped and typed like x."""
+    seed = _coloring.seed_matrix(colors, dtype=x.dtype)
+    return tuple(np.ascontiguousarray(seed[:, c].reshape(x.shape)) for c in range(k))
+
+
+def _float_input(x):
+    x = np.asarray(x)
+    return np.ascontiguousarray(x, dtype=x.dtype if x.dtype == np.float32 else np.float64)
+
+
+def _need_sparsity(f, sparsity):
+    if (sparsity is None and isinstance(f, FunctionWrapper) and f.callable is None
+            and f.tape is None):
+        raise TypeError("cyad: a C function cannot be traced to detect its sparsity; give "
+                        "its pattern as sparsity=")
+
+
+class SparseJacobianPrep(_SparsePrep):
+    """A prepared sparse Jacobian: pattern, coloring, seeds, compressed buffer, gather.
+
+    Attributes
+    ----------
+    sparsity : scipy.sparse.csr_array
+        The pattern (m x n, m = f(x).size, n = x.size).
+    coloring : str
+        ``"column"`` (pushforwards), ``"row"`` (pullbacks) or ``"bidirectional"``
+        (both).
+    colors : ndarray of intp, or a pair of them
+        The color of every column (or row); for ``"bidirectional"``, the pair
+        ``(column_colors, row_colors)``, -1 where a column (row) is in no seed.
+    n_colors : int
+        The number of products per call.
+    format : str
+        The result's format: ``"csr"``, ``"csc"`` or ``"coo"``.
+
+    Examples
+    --------
+    >>> differences = lambda x: x[1:] - x[:-1]
+    >>> prep = cyad.prepare_sparse_jacobian(differences, np.ones(3), coloring="row")
+    >>> prep.coloring, prep.colors, prep.sparsity.nnz
+    ('row', array([0, 1]), 4)
+    """
+
+    def __init__(self, f, x, *, y=None, sparsity=None, coloring="auto",
+                 order="largest_first", engine=None, format="csr"):
+        if coloring not in JACOBIAN_COLORINGS:
+            raise ValueError(f"coloring is one of {JACOBIAN_COLORINGS}, not {coloring!r}")
+        _checked_format(format)
+        _need_sparsity(f, sparsity)
+        x = _float_input(x)
+        if sparsity is None:
+            pattern = jacobian_sparsity(f, x, y=y)
+        else:
+            pattern = _read_sparsity(sparsity, None)
+            if pattern.shape[1] != x.size:
+                raise ValueError(f"the sparsity pattern has {pattern.shape[1]} columns, "
+                                 f"x has {x.size} elements")
+        if coloring == "auto":
+            column = _coloring.column_coloring(pattern, order)
+            row = _coloring.row_coloring(pattern, order)
+            coloring, colors = (("column", column) if _colors(column) <= _colors(row)
+                                else ("row", row))
+        elif coloring == "column":
+            colors = _coloring.column_coloring(pattern, order)
+        elif coloring == "row":
+            colors = _coloring.row_coloring(pattern, order)
+        else:
+            colors = _coloring.bidirectional_coloring(pattern, order)
+        self._f = f
+        self._y = y
+        value = _operators.value_and_pushforward(f, x, np.zeros_like(x), y=y, engine=engine)[0]
+        self.out_shape = np.shape(value)
+        if int(np.prod(self.out_shape)) != pattern.shape[0]:
+            raise ValueError(f"the sparsity pattern has {pattern.shape[0]} rows, f(x) has "
+                             f"{int(np.prod(self.out_shape))} elements")
+        column_colors, row_colors = {"column": (colors, None), "row": (None, colors),
+                                     "bidirectional": colors}[coloring]
+        if coloring == "bidirectional":
+            forward, reverse = _coloring.bidirectional_decompression(pattern, *colors)
+        elif coloring == "column":
+            forward = _coloring.column_decompression(pattern, colors)
+        else:
+            reverse = _coloring.row_decompression(pattern, colors)
+        parts = []
+        self._forward = self._reverse = None
+        if column_colors is not None and _colors(column_colors):
+            self._forward = _Products(True, f, x, column_colors, x, y, engine, self.out_shape)
+            parts.append((self._forward.compressed, forward, True))
+        if row_colors is not None and _colors(row_colors):
+            self._reverse = _Products(False, f, x, row_colors, np.empty(self.out_shape, x.dtype),
+                                      y, engine, x.shape)
+            parts.append((self._reverse.compressed, reverse, False))
+        if not parts:
+            raise ValueError("the sparsity pattern has no nonzeros")
+        self._first = self._forward if self._forward is not None else self._reverse
+        self._both = len(parts) == 2
+        super().__init__(pattern, colors, coloring, parts, format)
+
+    def _products(self, f, x, value_out):
+        """The products into the compressed buffers; the value into value_out if given."""
+        self._first.run(f, x, self._y, value_out)
+        if self._both:
+            self._reverse.run(f, x, self._y, None)
+
+
+class _Products:
+    """One prepared batch of products: pushforwards of seed columns (forward) or
+    pullbacks of seed rows, into the rows of one compressed buffer."""
+
+    def __init__(self, forward, f, x, colors, like, y, engine, product_shape):
+        self.seeds = _seeds(colors, _colors(colors), like)
+        prepare = _operators.prepare_pushforward if forward else _operators.prepare_pullback
+        self.prep = prepare(f, x, self.seeds, y=y, engine=engine)
+        self.compressed = np.zeros((len(self.seeds),) + tuple(product_shape),
+                                   dtype=self.prep.dtype)
+        self.outs = tuple(self.compressed)
+        self.value_pair = (None, self.outs)
+        self.operator = _operators.pushforward if forward else _operators.pullback
+        self.value_operator = (_operators.value_and_pushforward if forward
+                               else _operators.value_and_pullback)
+
+    def run(self, f, x, y, value_out):
+        if value_out is None:
+            self.operator(f, x, self.seeds, y=y, prep=self.prep, out=self.outs)
+            return
+        if self.value_pair[0] is not value_out:
+            # kept for the next call with the same value_out: a new pair would allocate
+            self.value_pair = (value_out, self.outs)
+        self.value_operator(f, x, self.seeds, y=y, prep=self.prep, out=self.value_pair)
+
+
+def _colors(colors):
+    return int(colors.max()) + 1 if colors.size else 0
+
+
+class SparseHessianPrep(_SparsePrep):
+    """A prepared sparse Hessian: star coloring, directions, compressed buffer, gather.
+
+    Attributes
+    ----------
+    sparsity : scipy.sparse.csr_array
+        The symmetric pattern (n x n).
+    coloring : str
+        ``"star"``.
+    colors : ndarray of intp
+        The color of every variable.
+    n_colors : int
+        The number of Hessian-vector products per call.
+    format : str
+        The result's format: ``"csr"``, ``"csc"`` or ``"coo"``.
+
+    Examples
+    --------
+    >>> cubes = lambda x: np.sum(x ** 3)
+    >>> prep = cyad.prepare_sparse_hessian(cubes, np.ones(4))
+    >>> prep.coloring, prep.n_colors
+    ('star', 1)
+    >>> out = prep.new_result()
+    >>> cyad.sparse_hessian(cubes, np.arange(4.0), prep=prep, out=out) is out
+    True
+    >>> out.data
+    array([ 0.,  6., 12., 18.])
+    """
+
+    def __init__(self, f, x, *, y=None, sparsity=None, order="largest_first", engine="tape",
+                 format="csr"):
+        _checked_format(format)
+        _need_sparsity(f, sparsity)
+        x = _float_input(x)
+        n = x.size
+        pattern = (hessian_sparsity(f, x, y=y) if sparsity is None
+                   else _read_sparsity(sparsity, (n, n)))
+        colors = _coloring.star_coloring(pattern, order)
+        k = _colors(colors)
+        decompression = _coloring.star_decompression(pattern, colors)
+        self._f = f
+        self._y = y
+        self._engine = engine
+        self._seeds = _seeds(colors, k, x)
+        self._inner = _operators.prepare_hvp(f, x, self._seeds, y=y, engine=engine)
+        self._gradient_prep = None
+        self._gradient_pair = (None, None)
+        compressed = np.zeros((k,) + x.shape, dtype=self._inner.dtype)
+        self._outs = tuple(compressed[c] for c in range(k))
+        super().__init__(pattern, colors, "star", [(compressed, decompression, True)], format)
+
+    def _value_and_gradient_prep(self, f, x):
+        # made at the first value_gradient_and_sparse_hessian call
+        if self._gradient_prep is None:
+            self._gradient_prep = _operators.prepare_gradient(f, x, y=self._y,
+                                                              engine=self._engine)
+        return self._gradient_prep
+
+
+def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
+                            order="largest_first", engine=None, format="csr"):
+    """Prepare `sparse_jacobian` and `value_and_sparse_jacobian` of f at inputs like x.
+
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        The function, ``f(x)`` or (with ``y=``) ``f(y, x)``.
+    x : array_like
+        An input (float64 or float32); the pattern is detected at x.
+    y : ndarray, optional
+        The output array of a two-argument f.
+    sparsity : sparse matrix or array_like of bool, optional
+        The Jacobian's pattern (f(x).size x x.size); detected with
+        `jacobian_sparsity` when not given (required for a C function). It must contain
+        every nonzero: an entry outside it is not detected, and adds into other entries.
+    coloring : {"auto", "column", "row", "bidirectional"}, optional
+        Pushforwards per column color, pullbacks per row color, or whichever of the two
+        needs fewer products; ``"bidirectional"``: the dense rows pulled back, the other
+        nonzeros pushed forward (an arrowhead pattern in a few colors, not n).
+    order : str, optional
+        The vertex order of the greedy coloring (see ``cyad._coloring.ORDERS``).
+    engine : str, optional
+        The engine of the products.
+    format : {"csr", "csc", "coo"}, optional
+        The format of the results.
+
+    Returns
+    -------
+    SparseJacobianPrep
+        With ``sparsity``, ``coloring``, ``colors``, ``n_colors`` and ``new_result()``.
+
+    Examples
+    --------
+    >>> f = lambda x: x[1:] * x[:-1]
+    >>> prep = cyad.prepare_sparse_jacobian(f, np.ones(5))
+    >>> prep.coloring, prep.n_colors
+    ('column', 2)
+    """
+    return SparseJacobianPrep(f, x, y=y, sparsity=sparsity, coloring=coloring, order=order,
+                              engine=engine, format=format)
+
+
+def _jacobian_prep(f, x, y, prep, options):
+    if prep is None:
+        return SparseJacobianPrep(f, x, y=y, **options)
+    if not isinstance(prep, SparseJacobianPrep):
+        raise TypeError(f"prep is a SparseJacobianPrep, not {type(prep).__name__}")
+    if options:
+        raise TypeError(f"{', '.join(options)}: given to prepare_sparse_jacobian, not with prep=")
+    if f is not prep._f:
+        raise ValueError("the prep was made for another function")
+    return prep
+
+
+def sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
+    """The Jacobian of f at x as a scipy.sparse array, from few compressed products.
+
+    Parameters
+    ----------
+    f, x, y
+        As for `cyad.jacobian`.
+    prep : SparseJacobianPrep, optional
+        From `prepare_sparse_jacobian` (without it, one is made for this call).
+    out : scipy.sparse array, optional
+        A result of this prep (an earlier call's, or ``prep.new_result()``): its ``data``
+        is refilled in place. A prepared call with ``out=`` allocates nothing of its own.
+    **options
+        Without prep: the keyword arguments of `prepare_sparse_jacobian`.
+
+    Returns
+    -------
+    scipy.sparse array
+        The Jacobian (f(x).size x x.size) with the pattern's structure, in the prep's
+        format (CSR by default); out if given.
+
+    Examples
+    --------
+    >>> f = lambda x: x[1:] * x[:-1]
+    >>> cyad.sparse_jacobian(f, np.array([1.0, 2.0, 3.0])).toarray()
+    array([[2., 1., 0.],
+           [0., 3., 2.]])
+    """
+    prep = _jacobian_prep(f, x, y, prep, options)
+    prep._products(f, x, None)
+    return prep._result(out)
+
+
+def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
+    """f(x) and its Jacobian as a scipy.sparse array.
+
+    Parameters
+    ----------
+    f, x, y, prep, **options
+        As for `sparse_jacobian`.
+    out : pair, optional
+        ``(value_out, jacobian_out)``: an array shaped like f(x), and a result of this
+        prep; both are refilled in place.
+
+    Returns
+    -------
+    tuple
+        ``(f(x), jacobian)``; out if given.
+
+    Examples
+    --------
+    >>> value, jac = cyad.value_and_sparse_jacobian(np.sin, np.zeros(3))
+    >>> value, jac.diagonal()
+    (array([0., 0., 0.]), array([1., 1., 1.]))
+    """
+    prep = _jacobian_prep(f, x, y, prep, options)
+    if out is None:
+        value = np.empty(prep.out_shape, dtype=prep._first.prep.dtype)
+        prep._products(f, x, value)
+        return (value[()] if value.ndim == 0 else value), prep._result(None)
+    # indexed, not unpacked: unpacking here costs an allocation per call
+    prep._products(f, x, out[0])
+    prep._result(out[1])
+    return out
+
+
+def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, order="largest_first",
+                           engine="tape", format="csr"):
+    """Prepare `sparse_hessian` and `value_gradient_and_sparse_hessian` of a scalar f.
+
+    Parameters
+    ----------
+    f : callable or FunctionWrapper
+        The scalar-valued function, ``f(x)`` or (with ``y=``) ``f(y, x)``.
+    x : array_like
+        An input (float64 or float32); the pattern is detected at x.
+    y : ndarray, optional
+        The 0-d output array of a two-argument f.
+    sparsity : sparse matrix or array_like of bool, optional
+        The symmetric Hessian pattern (x.size x x.size); detected with `hessian_sparsity`
+        when not given (required for a C function). It must contain every nonzero.
+    order : str, optional
+        The vertex order of the star coloring.
+    engine : str, optional
+        The engine of the Hessian-vector products (the tape by default).
+    format : {"csr", "csc", "coo"}, optional
+        The format of the results.
+
+    Returns
+    -------
+    SparseHessianPrep
+        With ``sparsity``, ``coloring`` (``"star"``), ``colors``, ``n_colors`` and
+        ``new_result()``.
+
+    Examples
+    --------
+    >>> f = lambda x: np.sum((x[1:] - x[:-1] ** 2) ** 2)
+    >>> cyad.prepare_sparse_hessian(f, np.ones(50)).n_colors
+    3
+    """
+    return SparseHessianPrep(f, x, y=y, sparsity=sparsity, order=order, engine=engine,
+                             format=format)
+
+
+def _hessian_prep(f, x, y, prep, options):
+    if prep is None:
+        return SparseHessianPrep(f, x, y=y, **options)
+    if not isinstance(prep, SparseHessianPrep):
+        raise TypeError(f"prep is a SparseHessianPrep, not {type(prep).__name__}")
+    if options:
+        raise TypeError(f"{', '.join(options)}: given to prepare_sparse_hessian, not with prep=")
+    if f is not prep._f:
+        raise ValueError("the prep was made for another function")
+    return prep
+
+
+def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):
+    """The Hessian of a scalar f at x as a scipy.sparse array, one hvp per star color.
+
+    Parameters
+    ----------
+    f, x, y
+        As for `cyad.hessian`.
+    prep : SparseHessianPrep, optional
+        From `prepare_sparse_hessian` (without it, one is made for this call).
+    out : scipy.sparse array, optional
+        A result of this prep, refilled in place; a prepared call with ``out=``
+        allocates nothing of its own.
+    **options
+        Without prep: the keyword arguments of `prepare_sparse_hessian`.
+
+    Returns
+    -------
+    scipy.sparse array
+        The symmetric Hessian with the pattern's structure; out if given.
+
+    Examples
+    --------
+    >>> f = lambda x: np.sum(x[1:] * x[:-1])
+    >>> cyad.sparse_hessian(f, np.ones(3)).toarray()
+    array([[0., 1., 0.],
+           [1., 0., 1.],
+           [0., 1., 0.]])
+    """
+    prep = _hessian_prep(f, x, y, prep, options)
+    _operators.hvp(f, x, prep._seeds, y=prep._y, prep=prep._inner, out=prep._outs)
+    return prep._result(out)
+
+
+def value_gradient_and_sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):
+    """f(x), its gradient, and its Hessian as a scipy.sparse array.
+
+    Parameters
+    ----------
+    f, x, y, prep, **options
+        As for `sparse_hessian`.
+    out : triple, optional
+        ``(value_out, gradient_out, hessian_out)``: a 0-d array, an array shaped like x,
+        and a result of this prep; all refilled in place.
+
+    Returns
+    -------
+    tuple
+        ``(f(x), gradient, hessian)``; out if given.
+
+    Examples
+    --------
+    >>> f = lambda x: np.sum(x ** 3)
+    >>> value, gradient, hessian = cyad.value_gradient_and_sparse_hessian(f, np.ones(2))
+    >>> value, gradient, hessian.toarray()
+    (2.0, array([3., 3.]), array([[6., 0.],
+           [0., 6.]]))
+    """
+    prep = _hessian_prep(f, x, y, prep, options)
+    gradient_prep = prep._value_and_gradient_prep(f, x)
+    if out is None:
+        value, gradient = _operators.value_and_gradient(f, x, y=prep._y, prep=gradient_prep)
+        _operators.hvp(f, x, prep._seeds, y=prep._y, prep=prep._inner, out=prep._outs)
+        return value, gradient, prep._result(None)
+    pair = prep._gradient_pair
+    if pair[0] is not out[0] or pair[1] is not out[1]:
+        # kept for the next call with the same outputs: a new pair would allocate
+        pair = prep._gradient_pair = (out[0], out[1])
+    _operators.value_and_gradient(f, x, y=prep._y, prep=gradient_prep, out=pair)
+    _operators.hvp(f, x, prep._seeds, y=prep._y, prep=prep._inner, out=prep._outs)
+    prep._result(out[2])
+    return out

@@ -1,0 +1,330 @@
+"""Sparse Jacobians and Hessians from compressed products, against dense cyad and JAX."""
+import numpy as np
+import pytest
+import scipy.sparse
+from numpy.testing import assert_allclose, assert_array_equal
+
+import cyad
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+
+def broyden(x, xp=np):
+    """Broyden tridiagonal: (3 - 2 x_i) x_i - x_{i-1} - 2 x_{i+1} + 1."""
+    left = xp.concatenate([xp.zeros(1, dtype=x.dtype), x[:-1]])
+    right = xp.concatenate([x[1:], xp.zeros(1, dtype=x.dtype)])
+    return (3.0 - 2.0 * x) * x - left - 2.0 * right + 1.0
+
+
+def broyden_into(y, x):
+    y[...] = (3.0 - 2.0 * x) * x + 1.0
+    y[1:] -= x[:-1]
+    y[:-1] -= 2.0 * x[1:]
+
+
+def laplacian(u, xp=np):
+    """A 5-point stencil on a 2-D grid (zero outside), plus a cubic term."""
+    padded = xp.pad(u, 1)
+    return (padded[:-2, 1:-1] + padded[2:, 1:-1] + padded[1:-1, :-2] + padded[1:-1, 2:]
+            - 4.0 * u + u ** 3)
+
+
+def arrowhead(x, xp=np):
+    """A dense first row and column and a diagonal."""
+    return xp.concatenate([xp.sum(x ** 2, keepdims=True), x[0] * x[1:] + xp.sin(x[1:])])
+
+
+def block_diagonal(x, xp=np):
+    """Blocks of 4 coupled through a small matrix, each block on its own."""
+    blocks = xp.reshape(x, (-1, 4))
+    mixing = xp.asarray([[1.0, 2.0, 0.0, -1.0], [0.5, 0.0, 3.0, 1.0],
+                         [0.0, 1.0, 1.0, 1.0], [2.0, 0.0, 0.0, 0.5]])
+    return xp.reshape(xp.tanh(blocks) @ mixing * blocks, (-1,))
+
+
+def rosenbrock(x, xp=np):
+    return xp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def jax_jacobian(f, x):
+    return np.asarray(jax.jacfwd(lambda z: f(z, jnp))(jnp.asarray(x)))
+
+
+def assert_matches(result, expected, rtol=1e-13):
+    """A sparse result equal to the dense reference, zeros outside the pattern included."""
+    assert scipy.sparse.issparse(result)
+    dense = result.toarray()
+    expected = np.asarray(expected).reshape(dense.shape)
+    assert_allclose(dense, expected, rtol=rtol, atol=rtol * np.abs(expected).max())
+
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("coloring", ["auto", "column", "row"])
+def test_broyden_tridiagonal(coloring):
+    x = RNG.uniform(-1.0, 1.0, 500)
+    prep = cyad.prepare_sparse_jacobian(broyden, x, coloring=coloring)
+    assert prep.n_colors == 3
+    assert prep.coloring == ("row" if coloring == "row" else "column")
+    result = cyad.sparse_jacobian(broyden, x, prep=prep)
+    assert result.format == "csr" and result.nnz == 3 * 500 - 2
+    assert_matches(result, jax_jacobian(broyden, x))
+    assert_matches(result, cyad.jacobian(broyden, x))
+
+
+def test_laplacian_stencil_of_a_grid():
+    u = RNG.uniform(-1.0, 1.0, (7, 9))
+    prep = cyad.prepare_sparse_jacobian(laplacian, u)
+    assert prep.sparsity.shape == (63, 63) and prep.n_colors <= 7
+    assert_matches(cyad.sparse_jacobian(laplacian, u, prep=prep), jax_jacobian(laplacian, u))
+
+
+@pytest.mark.parametrize("format", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("coloring", ["column", "row", "bidirectional"])
+def test_arrowhead(coloring, format):
+    x = RNG.uniform(-1.0, 1.0, 30)
+    prep = cyad.prepare_sparse_jacobian(arrowhead, x, coloring=coloring, format=format)
+    # a dense row and a dense column: one product per column or row, unless both ways
+    assert prep.n_colors == (3 if coloring == "bidirectional" else 30)
+    value, result = cyad.value_and_sparse_jacobian(arrowhead, x, prep=prep)
+    assert_allclose(value, arrowhead(x), rtol=1e-15)
+    assert_matches(result, jax_jacobian(arrowhead, x))
+    out = prep.new_result()
+    assert cyad.sparse_jacobian(arrowhead, 2.0 * x, prep=prep, out=out) is out
+    assert_matches(out, jax_jacobian(arrowhead, 2.0 * x))
+
+
+def test_block_diagonal_needs_one_color_per_block_column():
+    x = RNG.uniform(-1.0, 1.0, 40)
+    prep = cyad.prepare_sparse_jacobian(block_diagonal, x)
+    assert prep.n_colors == 4
+    assert_matches(cyad.sparse_jacobian(block_diagonal, x, prep=prep),
+                   jax_jacobian(block_diagonal, x))
+
+
+@pytest.mark.parametrize("engine", ["dual", "tape"])
+def test_engines_and_value(engine):
+    x = RNG.uniform(-1.0, 1.0, 50)
+    value, result = cyad.value_and_sparse_jacobian(broyden, x, engine=engine,
+                                                   coloring="row" if engine == "tape" else "auto")
+    assert_allclose(value, broyden(x), rtol=1e-15)
+    assert_matches(result, jax_jacobian(broyden, x))
+
+
+def test_float32():
+    x = RNG.uniform(-1.0, 1.0, 40).astype(np.float32)
+    value, result = cyad.value_and_sparse_jacobian(broyden, x)
+    assert value.dtype == np.float32 and result.dtype == np.float32
+    assert_matches(result, jax_jacobian(broyden, x.astype(np.float64)), rtol=1e-6)
+    hessian = cyad.sparse_hessian(rosenbrock, x)
+    assert hessian.dtype == np.float32
+    assert_matches(hessian, jax.hessian(lambda z: rosenbrock(z, jnp))(x.astype(np.float64)),
+                   rtol=1e-5)
+
+
+@pytest.mark.parametrize("format", ["csr", "csc", "coo"])
+def test_two_argument_f_refilled_in_place(format):
+    x, y = RNG.uniform(-1.0, 1.0, 100), np.zeros(100)
+    prep = cyad.prepare_sparse_jacobian(broyden_into, x, y=y, format=format)
+    out = prep.new_result()
+    data = out.data
+    call = lambda: cyad.sparse_jacobian(broyden_into, x, y=y, prep=prep, out=out)  # noqa: E731
+    assert call() is out and out.data is data and out.format == format
+    assert_matches(out, jax_jacobian(broyden, x))
+    x[:] = RNG.uniform(-1.0, 1.0, 100)            # a new point, the same structure
+    call()
+    assert_matches(out, jax_jacobian(broyden, x))
+    value_out = np.zeros(100)
+    pair = (value_out, out)
+    assert cyad.value_and_sparse_jacobian(broyden_into, x, y=y, prep=prep, out=pair) is pair
+    assert_allclose(value_out, broyden(x), rtol=1e-13, atol=1e-14)
+    assert_matches(out, jax_jacobian(broyden, x))
+
+
+def squared_in_place(y, x):
+    # allocates nothing: in-place operators on the output buffer
+    y[...] = x
+    y *= x
+
+
+@pytest.mark.parametrize("coloring", ["column", "row", "bidirectional"])
+@pytest.mark.parametrize("format", ["csr", "csc", "coo"])
+def test_prepared_call_with_out_allocates_nothing(format, coloring, allocations_per_call):
+    x, y = RNG.uniform(-1.0, 1.0, 100), np.zeros(100)
+    prep = cyad.prepare_sparse_jacobian(squared_in_place, x, y=y, format=format,
+                                        coloring=coloring)
+    assert prep.n_colors == 1
+    out = prep.new_result()
+    call = lambda: cyad.sparse_jacobian(squared_in_place, x, y=y, prep=prep, out=out)  # noqa: E731
+    call()
+    assert_matches(out, np.diag(2.0 * x))
+    assert allocations_per_call(call) == 0
+    pair = (np.zeros(100), out)
+    assert allocations_per_call(lambda: cyad.value_and_sparse_jacobian(
+        squared_in_place, x, y=y, prep=prep, out=pair)) == 0
+    assert_allclose(pair[0], x * x, rtol=1e-15)
+
+
+@pytest.mark.parametrize("format", ["csr", "csc", "coo"])
+def test_a_result_can_be_passed_back_as_out(format):
+    x = RNG.uniform(-1.0, 1.0, 20)
+    prep = cyad.prepare_sparse_jacobian(broyden, x, format=format, coloring="row")
+    first = cyad.sparse_jacobian(broyden, x, prep=prep)
+    assert first.format == format
+    again = cyad.sparse_jacobian(broyden, 2.0 * x, prep=prep, out=first)
+    assert again is first
+    assert_matches(first, jax_jacobian(broyden, 2.0 * x))
+
+
+def test_given_sparsity_equals_detected():
+    x = RNG.uniform(-1.0, 1.0, 30)
+    detected = cyad.jacobian_sparsity(broyden, x)
+    dense = detected.toarray()
+    reference = cyad.sparse_jacobian(broyden, x).toarray()
+    for given in (dense, scipy.sparse.csc_array(dense), detected):
+        prep = cyad.prepare_sparse_jacobian(broyden, x, sparsity=given)
+        assert_array_equal(cyad.sparse_jacobian(broyden, x, prep=prep).toarray(), reference)
+    # a wider pattern than needed: more colors, the same numbers, explicit zeros kept
+    wider = np.abs(np.subtract.outer(np.arange(30), np.arange(30))) <= 2
+    result = cyad.sparse_jacobian(broyden, x, sparsity=wider)
+    assert result.nnz == wider.sum()
+    assert_array_equal(result.toarray(), reference)
+
+
+def test_a_pattern_missing_a_nonzero_is_trusted():
+    # the diagonal alone: every column in one color, so each row's one product is the sum
+    # of the row - the entries outside the pattern are added in, not detected
+    x = RNG.uniform(-1.0, 1.0, 10)
+    result = cyad.sparse_jacobian(broyden, x, sparsity=np.eye(10, dtype=bool))
+    assert_allclose(result.diagonal(), jax_jacobian(broyden, x).sum(axis=1), rtol=1e-14)
+
+
+def test_rosenbrock_hessian_in_three_colors():
+    x = RNG.uniform(-1.0, 1.5, 200)
+    prep = cyad.prepare_sparse_hessian(rosenbrock, x)
+    assert prep.coloring == "star" and prep.n_colors <= 3
+    assert len(prep.colors) == 200 and prep.colors.max() + 1 == prep.n_colors
+    reference = jax.hessian(lambda z: rosenbrock(z, jnp))(x)
+    assert_matches(cyad.sparse_hessian(rosenbrock, x, prep=prep), reference)
+    assert_matches(cyad.sparse_hessian(rosenbrock, x, engine="dual"), cyad.hessian(rosenbrock, x))
+    value, gradient, hessian = cyad.value_gradient_and_sparse_hessian(rosenbrock, x, prep=prep)
+    assert value == pytest.approx(float(rosenbrock(x)), rel=1e-14)
+    assert_allclose(gradient, jax.grad(lambda z: rosenbrock(z, jnp))(x), rtol=1e-13)
+    assert_matches(hessian, reference)
+
+
+@pytest.mark.parametrize("format", ["csr", "csc", "coo"])
+def test_hessian_in_place_without_allocation(format, allocations_per_call):
+    def f(y, x):
+        y[...] = x[0] * x[1] + x[1] ** 2 * x[2] + x[3] ** 3
+
+    x, y = np.array([0.5, -1.0, 2.0, 1.5]), np.zeros(())
+    prep = cyad.prepare_sparse_hessian(f, x, y=y, format=format)
+    out = prep.new_result()
+    call = lambda: cyad.sparse_hessian(f, x, y=y, prep=prep, out=out)  # noqa: E731
+    assert call() is out
+    expected = [[0, 1, 0, 0], [1, 2 * x[2], 2 * x[1], 0], [0, 2 * x[1], 0, 0],
+                [0, 0, 0, 6 * x[3]]]
+    assert_matches(out, expected)
+    assert allocations_per_call(call) == 0
+    triple = (np.zeros(()), np.zeros(4), out)
+    assert cyad.value_gradient_and_sparse_hessian(f, x, y=y, prep=prep, out=triple) is triple
+    assert allocations_per_call(lambda: cyad.value_gradient_and_sparse_hessian(
+        f, x, y=y, prep=prep, out=triple)) == 0
+    assert triple[0] == x[0] * x[1] + x[1] ** 2 * x[2] + x[3] ** 3
+    assert_allclose(triple[1], [x[1], x[0] + 2 * x[1] * x[2], x[1] ** 2, 3 * x[3] ** 2])
+
+
+def test_nested_a_function_calling_derivative():
+    # the sparse Jacobian of a function that itself calls cyad.derivative
+    def f(x):
+        return np.stack([cyad.derivative(lambda t, xi=xi: np.sin(t * xi), 1.0)
+                         for xi in x])
+
+    x = RNG.uniform(-1.0, 1.0, 6)
+    result = cyad.sparse_jacobian(f, x, sparsity=np.eye(6, dtype=bool))
+    # d/dx cos(x) x = cos(x) - x sin(x)
+    assert_allclose(result.diagonal(), np.cos(x) - x * np.sin(x), rtol=1e-14)
+
+
+def test_c_function_needs_sparsity(example):
+    u = np.array([1.0, 0.5, 0.25])
+    y = np.zeros(3)
+    f = example.robertson_function()
+    with pytest.raises(TypeError, match="sparsity="):
+        cyad.prepare_sparse_jacobian(f, u, y=y)
+    result = cyad.sparse_jacobian(f, u, y=y, sparsity=np.ones((3, 3), dtype=bool))
+    assert_matches(result, cyad.jacobian(f, u, y=y))
+
+
+def test_errors():
+    x = np.ones(5)
+    with pytest.raises(ValueError, match="rows"):
+        cyad.prepare_sparse_jacobian(broyden, x, sparsity=np.eye(4, 5, dtype=bool))
+    with pytest.raises(ValueError, match="columns"):
+        cyad.prepare_sparse_jacobian(broyden, x, sparsity=np.eye(5, 4, dtype=bool))
+    with pytest.raises(ValueError, match="shape"):
+        cyad.prepare_sparse_hessian(rosenbrock, x, sparsity=np.eye(4, dtype=bool))
+    with pytest.raises(ValueError, match="symmetric"):
+        cyad.prepare_sparse_hessian(rosenbrock, x, sparsity=np.triu(np.ones((5, 5))))
+    with pytest.raises(ValueError, match="coloring"):
+        cyad.prepare_sparse_jacobian(broyden, x, coloring="star")
+    with pytest.raises(ValueError, match="format"):
+        cyad.prepare_sparse_jacobian(broyden, x, format="dok")
+    prep = cyad.prepare_sparse_jacobian(broyden, x)
+    with pytest.raises(ValueError, match="another function"):
+        cyad.sparse_jacobian(np.sin, x, prep=prep)
+    with pytest.raises(TypeError, match="SparseHessianPrep"):
+        cyad.sparse_hessian(broyden, x, prep=prep)
+    with pytest.raises(TypeError, match="coloring"):
+        cyad.sparse_jacobian(broyden, x, prep=prep, coloring="row")
+    with pytest.raises(ValueError, match="out"):
+        cyad.sparse_jacobian(broyden, x, prep=prep, out=scipy.sparse.eye_array(5, format="csr"))
+    other = cyad.prepare_sparse_jacobian(broyden, x, sparsity=np.ones((5, 5))).new_result()
+    with pytest.raises(ValueError, match="out"):
+        cyad.sparse_jacobian(broyden, x, prep=prep, out=other)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_sparse_programs(seed):
+    # f(x) = sin(M x) + (N x) * x with random sparse constant M, N: every coloring and
+    # format against JAX; the Hessian of sum(cos(M x)) + (N x) . x likewise
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 40))
+    m_matrix = np.where(rng.random((n, n)) < 0.1, rng.standard_normal((n, n)), 0.0)
+    n_matrix = np.where(rng.random((n, n)) < 0.1, rng.standard_normal((n, n)), 0.0)
+    x = rng.uniform(-1.0, 1.0, n)
+
+    def f(z, xp=np):
+        return xp.sin(m_matrix @ z) + (n_matrix @ z) * z
+
+    def g(z, xp=np):
+        return xp.sum(xp.cos(m_matrix @ z)) + (n_matrix @ z) @ z
+
+    expected = jax_jacobian(f, x)
+    for coloring in ("auto", "column", "row", "bidirectional"):
+        format = ("csr", "csc", "coo")[int(rng.integers(3))]
+        prep = cyad.prepare_sparse_jacobian(f, x, coloring=coloring, format=format)
+        assert prep.n_colors <= n
+        assert_matches(cyad.sparse_jacobian(f, x, prep=prep), expected)
+    hessian_prep = cyad.prepare_sparse_hessian(g, x)
+    assert_matches(cyad.sparse_hessian(g, x, prep=hessian_prep),
+                   jax.hessian(lambda z: g(z, jnp))(x))
+
+
+def test_hessian_given_sparsity_equals_detected():
+    x = RNG.uniform(-1.0, 1.5, 25)
+    detected = cyad.hessian_sparsity(rosenbrock, x)
+    reference = cyad.sparse_hessian(rosenbrock, x)
+    for given in (detected.toarray().astype(bool), scipy.sparse.coo_array(detected)):
+        result = cyad.sparse_hessian(rosenbrock, x, sparsity=given, format="csc")
+        assert result.format == "csc"
+        assert_array_equal(result.toarray(), reference.toarray())
+    # a full pattern: one product per variable, the same numbers
+    full = cyad.prepare_sparse_hessian(rosenbrock, x, sparsity=np.ones((25, 25), dtype=bool))
+    assert full.n_colors == 25
+    assert_allclose(cyad.sparse_hessian(rosenbrock, x, prep=full).toarray(),
+                    reference.toarray(), rtol=1e-14, atol=1e-12)
