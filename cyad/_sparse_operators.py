@@ -26,10 +26,12 @@ Design:
 - A prepared call is the inner prepared call (or two) into the compressed buffer, then a
   gather into the result's ``data``. With ``out=`` (a result of an earlier call, or
   ``prep.new_result()``) its ``data`` is refilled in place and nothing is allocated.
-- The pattern is trusted: a nonzero of the derivative outside it is not detected. With a
-  column (row) coloring it is added into the entries of its row (column) that share its
-  color, with a star coloring into the entries its product shares; a given sparsity must
-  therefore contain every nonzero (a detected one does, on the recorded branch).
+- A nonzero of the derivative outside the pattern would be added into the entries that
+  share its product (with a column (row) coloring, the entries of its row (column) that
+  share its color; with a star coloring, those its product shares). So a given sparsity
+  is checked at prepare time to contain the pattern detected from f (ValueError naming a
+  missing entry); only where f cannot be traced (a C function, an f that differentiates
+  inside) is it trusted, and it must then contain every nonzero.
 - C functions (FunctionWrapper) cannot be traced: they need ``sparsity=``.
 """
 import numpy as np
@@ -58,6 +60,24 @@ def _read_sparsity(sparsity, shape):
                          f"{shape}")
     return sparse.csr_array((np.ones(indices.size, dtype=bool), indices, indptr),
                             shape=pattern_shape)
+
+
+def _given(sparsity, shape, detect):
+    """A given pattern, checked to contain the one `detect()` finds where f can be traced."""
+    pattern = _read_sparsity(sparsity, shape)
+    try:
+        detected = detect().tocoo()
+    except TypeError:
+        return pattern      # f cannot be traced: the pattern is trusted
+    if detected.shape != pattern.shape:
+        return pattern      # the caller's checks say which dimension differs
+    held = np.asarray(pattern[detected.row, detected.col]).ravel()
+    if not held.all():
+        i = int(np.flatnonzero(~held)[0])
+        raise ValueError(f"cyad: the given sparsity misses the entry ({detected.row[i]}, "
+                         f"{detected.col[i]}), where f's derivative can be nonzero; its value "
+                         "would be added into other entries")
+    return pattern
 
 
 class _SparsePrep:
@@ -207,7 +227,7 @@ class SparseJacobianPrep(_SparsePrep):
         if sparsity is None:
             pattern = jacobian_sparsity(f, x, y=y)
         else:
-            pattern = _read_sparsity(sparsity, None)
+            pattern = _given(sparsity, None, lambda: jacobian_sparsity(f, x, y=y))
             if pattern.shape[1] != x.size:
                 raise ValueError(f"the sparsity pattern has {pattern.shape[1]} columns, "
                                  f"x has {x.size} elements")
@@ -325,7 +345,7 @@ class SparseHessianPrep(_SparsePrep):
         x = _float_input(x)
         n = x.size
         pattern = (hessian_sparsity(f, x, y=y) if sparsity is None
-                   else _read_sparsity(sparsity, (n, n)))
+                   else _given(sparsity, (n, n), lambda: hessian_sparsity(f, x, y=y)))
         colors = _coloring.star_coloring(pattern, order)
         k = _colors(colors)
         decompression = _coloring.star_decompression(pattern, colors)
@@ -363,7 +383,9 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
     sparsity : sparse matrix or array_like of bool, optional
         The Jacobian's pattern (f(x).size x x.size); detected with
         `jacobian_sparsity` when not given (required for a C function). It must contain
-        every nonzero: an entry outside it is not detected, and adds into other entries.
+        every nonzero: a given pattern is checked against the detected one where f can be
+        traced (ValueError); for a C function it is trusted (an entry outside it would add
+        into other entries).
     coloring : {"auto", "column", "row", "bidirectional"}, optional
         Pushforwards per column color, pullbacks per row color, or whichever of the two
         needs fewer products; ``"bidirectional"``: the dense rows pulled back, the other
@@ -483,7 +505,9 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, order="largest_first"
         The 0-d output array of a two-argument f.
     sparsity : sparse matrix or array_like of bool, optional
         The symmetric Hessian pattern (x.size x x.size); detected with `hessian_sparsity`
-        when not given (required for a C function). It must contain every nonzero.
+        when not given (required for a C function). It must contain every nonzero:
+        checked against the detected one where f can be traced (ValueError), trusted
+        for a C function.
     order : str, optional
         The vertex order of the star coloring.
     engine : str, optional

@@ -194,12 +194,15 @@ def test_given_sparsity_equals_detected():
     assert_array_equal(result.toarray(), reference)
 
 
-def test_a_pattern_missing_a_nonzero_is_trusted():
-    # the diagonal alone: every column in one color, so each row's one product is the sum
-    # of the row - the entries outside the pattern are added in, not detected
-    x = RNG.uniform(-1.0, 1.0, 10)
-    result = cyad.sparse_jacobian(broyden, x, sparsity=np.eye(10, dtype=bool))
-    assert_allclose(result.diagonal(), jax_jacobian(broyden, x).sum(axis=1), rtol=1e-14)
+@pytest.mark.parametrize("prepare, f, sparsity", [
+    (cyad.prepare_sparse_jacobian, broyden, np.eye(10, dtype=bool)),
+    (cyad.prepare_sparse_hessian, rosenbrock, np.eye(10, dtype=bool)),
+], ids=["jacobian", "hessian"])
+def test_a_given_pattern_missing_a_nonzero_raises(prepare, f, sparsity):
+    # the diagonal alone would put every column in one color and add each row's other
+    # entries into its diagonal one: the detected pattern refuses it
+    with pytest.raises(ValueError, match=r"misses the entry \(0, 1\)"):
+        prepare(f, RNG.uniform(-1.0, 1.0, 10), sparsity=sparsity)
 
 
 def test_rosenbrock_hessian_in_three_colors():
@@ -269,7 +272,8 @@ def test_errors():
     with pytest.raises(ValueError, match="shape"):
         cyad.prepare_sparse_hessian(rosenbrock, x, sparsity=np.eye(4, dtype=bool))
     with pytest.raises(ValueError, match="symmetric"):
-        cyad.prepare_sparse_hessian(rosenbrock, x, sparsity=np.triu(np.ones((5, 5))))
+        cyad.prepare_sparse_hessian(rosenbrock, x,   # holds the tridiagonal Hessian
+                                    sparsity=np.triu(np.ones((5, 5))) + np.eye(5, k=-1))
     with pytest.raises(ValueError, match="coloring"):
         cyad.prepare_sparse_jacobian(broyden, x, coloring="star")
     with pytest.raises(ValueError, match="format"):
