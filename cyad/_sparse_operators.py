@@ -437,8 +437,11 @@ def sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
     out : scipy.sparse array, optional
         A result of this prep (an earlier call's, or ``prep.new_result()``): its ``data``
         is refilled in place. A prepared call with ``out=`` allocates nothing of its own.
+    engine : str, optional
+        Without prep: the engine of the products (as for `prepare_sparse_jacobian`);
+        a prep keeps its own (giving one with ``prep=`` raises TypeError).
     **options
-        Without prep: the keyword arguments of `prepare_sparse_jacobian`.
+        Without prep: the other keyword arguments of `prepare_sparse_jacobian`.
 
     Returns
     -------
@@ -465,6 +468,9 @@ def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
     ----------
     f, x, y, prep, **options
         As for `sparse_jacobian`.
+    engine : str, optional
+        Without prep: the engine of the products (as for `prepare_sparse_jacobian`);
+        a prep keeps its own (giving one with ``prep=`` raises TypeError).
     out : pair, optional
         ``(value_out, jacobian_out)``: an array shaped like f(x), and a result of this
         prep; both are refilled in place.
@@ -555,8 +561,11 @@ def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):
     out : scipy.sparse array, optional
         A result of this prep, refilled in place; a prepared call with ``out=``
         allocates nothing of its own.
+    engine : str, optional
+        Without prep: the engine of the products (as for `prepare_sparse_hessian`);
+        a prep keeps its own (giving one with ``prep=`` raises TypeError).
     **options
-        Without prep: the keyword arguments of `prepare_sparse_hessian`.
+        Without prep: the other keyword arguments of `prepare_sparse_hessian`.
 
     Returns
     -------
@@ -583,6 +592,9 @@ def value_gradient_and_sparse_hessian(f, x, *, y=None, prep=None, out=None, **op
     ----------
     f, x, y, prep, **options
         As for `sparse_hessian`.
+    engine : str, optional
+        Without prep: the engine of the products (as for `prepare_sparse_hessian`);
+        a prep keeps its own (giving one with ``prep=`` raises TypeError).
     out : triple, optional
         ``(value_out, gradient_out, hessian_out)``: a 0-d array, an array shaped like x,
         and a result of this prep; all refilled in place.
