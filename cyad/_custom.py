@@ -66,15 +66,16 @@ def _engine_array_in(values):
     return None
 
 
-def _dispatched(function, args, kwargs):
-    """function's call handed to the engine of an engine array among its arguments, as NumPy
-    hands a NumPy function to ``__array_function__``; None if there is none."""
+def _call(function, args, kwargs):
+    """A custom or value-only function's call: handed to the engine of an engine array among
+    its arguments, as NumPy hands a NumPy function to ``__array_function__``; else
+    ``function.fun`` itself."""
     x = _engine_array_in(args)
     if x is None:
         x = _engine_array_in(kwargs.values())
     if x is None:
-        return None
-    return (type(x).__array_function__(x, function, (type(x),), args, kwargs),)
+        return function.fun(*args, **kwargs)
+    return type(x).__array_function__(x, function, (type(x),), args, kwargs)
 
 
 class CustomEntry(Primitive):
@@ -111,10 +112,7 @@ class ValueOnlyFunction:
         self.__cyad_entry__ = ValueOnlyEntry(_qualified_name(fun), {"impl": fun})
 
     def __call__(self, *args, **kwargs):
-        dispatched = _dispatched(self, args, kwargs)
-        if dispatched is not None:
-            return dispatched[0]
-        return self.fun(*args, **kwargs)
+        return _call(self, args, kwargs)
 
     def __repr__(self):
         return f"<cyad value-only function {self.__cyad_entry__.name}>"
@@ -211,10 +209,7 @@ class CustomFunction:
     # -- calls -------------------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
-        dispatched = _dispatched(self, args, kwargs)
-        if dispatched is not None:
-            return dispatched[0]
-        return self.fun(*args, **kwargs)
+        return _call(self, args, kwargs)
 
     def __repr__(self):
         return f"<cyad custom function {self._name()}>"

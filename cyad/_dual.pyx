@@ -232,24 +232,7 @@ cdef Dual _common_dual(object a, object b):
 # would in plain NumPy code, under the caller's np.errstate; a flag raised only by a
 # derivative (sqrt at 0) leaves no trace.
 
-cdef extern from "<fenv.h>" nogil:
-    int FE_DIVBYZERO
-    int FE_OVERFLOW
-    int FE_UNDERFLOW
-    int FE_INVALID
-    int fetestexcept(int excepts)
-    int feclearexcept(int excepts)
-
-cdef int _FP_FLAGS = FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID
-
-
-cdef inline void _clear_fp_flags() noexcept nogil:
-    if fetestexcept(_FP_FLAGS):
-        feclearexcept(_FP_FLAGS)
-
-
-cdef inline bint _fp_flags_raised() noexcept nogil:
-    return fetestexcept(_FP_FLAGS) != 0
+from cyad._fp_flags cimport clear_fp_flags, raised_fp_flags
 
 
 # The ufunc of a rule, for those second computations: the first one the rule table lists
@@ -477,14 +460,14 @@ cdef bint _flagged_kernel(int op, bint is_binary, Py_ssize_t outer, Py_ssize_t i
                           Py_ssize_t width, Py_ssize_t n, int typenum, const char* av,
                           Py_ssize_t a_step, const char* ap, const char* bv, Py_ssize_t b_step,
                           const char* bp, char* yv, char* yp) noexcept nogil:
-    _clear_fp_flags()
+    clear_fp_flags()
     if typenum == cnp.NPY_FLOAT64:
         _kernel(<double*>NULL, op, is_binary, outer, inner, width, n, av, a_step, ap,
                 bv, b_step, bp, yv, yp)
     else:
         _kernel(<float*>NULL, op, is_binary, outer, inner, width, n, av, a_step, ap,
                 bv, b_step, bp, yv, yp)
-    return _fp_flags_raised()
+    return raised_fp_flags() != 0
 
 
 cdef inline void _kernel(real* kind, int op, bint is_binary, Py_ssize_t outer, Py_ssize_t inner,
@@ -718,7 +701,7 @@ cdef Dual _matrix_times_dual(cnp.ndarray a, Dual b):
         np.dot(a, b.values, out=y.values)
         np.dot(a, b.partials, out=y.partials)
         return y
-    _clear_fp_flags()
+    clear_fp_flags()
     if typenum == cnp.NPY_FLOAT64:
         _small_product(<double*>cnp.PyArray_DATA(a), m, k, <double*>cnp.PyArray_DATA(b.values),
                        <double*>cnp.PyArray_DATA(b.partials), b.width,
@@ -727,7 +710,7 @@ cdef Dual _matrix_times_dual(cnp.ndarray a, Dual b):
         _small_product(<float*>cnp.PyArray_DATA(a), m, k, <float*>cnp.PyArray_DATA(b.values),
                        <float*>cnp.PyArray_DATA(b.partials), b.width,
                        <float*>cnp.PyArray_DATA(y.values), <float*>cnp.PyArray_DATA(y.partials))
-    if _fp_flags_raised():
+    if raised_fp_flags():
         np.matmul(a, b.values)   # NumPy's warnings, if its values raise them
     return y
 
@@ -781,7 +764,7 @@ cdef Dual sum_all(Dual d):
     cdef int typenum = cnp.PyArray_TYPE(d.values)
     cdef Dual y = new_dual(cnp.PyArray_EMPTY(0, NULL, typenum, 0),
                            cnp.PyArray_EMPTY(1, &width, typenum, 0), d.width, d.tag)
-    _clear_fp_flags()
+    clear_fp_flags()
     if typenum == cnp.NPY_FLOAT64:
         _sum_all(<double*>cnp.PyArray_DATA(d.values), <double*>cnp.PyArray_DATA(d.partials),
                  cnp.PyArray_SIZE(d.values), width, <double*>cnp.PyArray_DATA(y.values),
@@ -790,7 +773,7 @@ cdef Dual sum_all(Dual d):
         _sum_all(<float*>cnp.PyArray_DATA(d.values), <float*>cnp.PyArray_DATA(d.partials),
                  cnp.PyArray_SIZE(d.values), width, <float*>cnp.PyArray_DATA(y.values),
                  <float*>cnp.PyArray_DATA(y.partials))
-    if _fp_flags_raised():
+    if raised_fp_flags():
         np.add.reduce(d.values, axis=None)   # NumPy's warnings, if its values raise them
     return y
 

@@ -413,13 +413,14 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
                               engine=engine, format=format)
 
 
-def _jacobian_prep(f, x, y, prep, options):
+def _prep_of_call(prep_class, prepare, f, x, y, prep, options):
+    """The prep a sparse operator's call runs on: `prep`, checked, or one made for it."""
     if prep is None:
-        return SparseJacobianPrep(f, x, y=y, **options)
-    if not isinstance(prep, SparseJacobianPrep):
-        raise TypeError(f"prep is a SparseJacobianPrep, not {type(prep).__name__}")
+        return prep_class(f, x, y=y, **options)
+    if not isinstance(prep, prep_class):
+        raise TypeError(f"prep is a {prep_class.__name__}, not {type(prep).__name__}")
     if options:
-        raise TypeError(f"{', '.join(options)}: given to prepare_sparse_jacobian, not with prep=")
+        raise TypeError(f"{', '.join(options)}: given to {prepare}, not with prep=")
     if f is not prep._f:
         raise ValueError("the prep was made for another function")
     return prep
@@ -456,7 +457,7 @@ def sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
     array([[2., 1., 0.],
            [0., 3., 2.]])
     """
-    prep = _jacobian_prep(f, x, y, prep, options)
+    prep = _prep_of_call(SparseJacobianPrep, "prepare_sparse_jacobian", f, x, y, prep, options)
     prep._products(f, x, None)
     return prep._result(out)
 
@@ -486,7 +487,7 @@ def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
     >>> value, jac.diagonal()
     (array([0., 0., 0.]), array([1., 1., 1.]))
     """
-    prep = _jacobian_prep(f, x, y, prep, options)
+    prep = _prep_of_call(SparseJacobianPrep, "prepare_sparse_jacobian", f, x, y, prep, options)
     if out is None:
         value = np.empty(prep.out_shape, dtype=prep._first.prep.dtype)
         prep._products(f, x, value)
@@ -537,18 +538,6 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, order="largest_first"
                              format=format)
 
 
-def _hessian_prep(f, x, y, prep, options):
-    if prep is None:
-        return SparseHessianPrep(f, x, y=y, **options)
-    if not isinstance(prep, SparseHessianPrep):
-        raise TypeError(f"prep is a SparseHessianPrep, not {type(prep).__name__}")
-    if options:
-        raise TypeError(f"{', '.join(options)}: given to prepare_sparse_hessian, not with prep=")
-    if f is not prep._f:
-        raise ValueError("the prep was made for another function")
-    return prep
-
-
 def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):
     """The Hessian of a scalar f at x as a scipy.sparse array, one hvp per star color.
 
@@ -580,7 +569,7 @@ def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):
            [1., 0., 1.],
            [0., 1., 0.]])
     """
-    prep = _hessian_prep(f, x, y, prep, options)
+    prep = _prep_of_call(SparseHessianPrep, "prepare_sparse_hessian", f, x, y, prep, options)
     _operators.hvp(f, x, prep._seeds, y=prep._y, prep=prep._inner, out=prep._outs)
     return prep._result(out)
 
@@ -612,7 +601,7 @@ def value_gradient_and_sparse_hessian(f, x, *, y=None, prep=None, out=None, **op
     (2.0, array([3., 3.]), array([[6., 0.],
            [0., 6.]]))
     """
-    prep = _hessian_prep(f, x, y, prep, options)
+    prep = _prep_of_call(SparseHessianPrep, "prepare_sparse_hessian", f, x, y, prep, options)
     gradient_prep = prep._value_and_gradient_prep(f, x)
     if out is None:
         value, gradient = _operators.value_and_gradient(f, x, y=prep._y, prep=gradient_prep)

@@ -115,30 +115,10 @@ cdef struct tape_replay:
     const int64_t* runs
 
 
-# The floating-point status flags NumPy reports (divide by zero, overflow, underflow,
-# invalid; not inexact): a replay's caller clears them before the value part of a tape
-# and tests them after it, a libc call each (fenv is per thread). A python instruction
-# leaves them as it found them (NumPy reported its own).
-cdef extern from "<fenv.h>" nogil:
-    int FE_DIVBYZERO
-    int FE_OVERFLOW
-    int FE_UNDERFLOW
-    int FE_INVALID
-    int fetestexcept(int excepts)
-    int feclearexcept(int excepts)
-
-
-cdef inline int numpy_fp_flags() noexcept nogil:
-    return FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID
-
-
-cdef inline void clear_fp_flags() noexcept nogil:
-    if fetestexcept(numpy_fp_flags()):
-        feclearexcept(numpy_fp_flags())
-
-
-cdef inline int raised_fp_flags() noexcept nogil:
-    return fetestexcept(numpy_fp_flags())
+# A replay's caller clears the floating-point status flags (cyad._fp_flags) before the
+# value part of a tape and tests them after it; a python instruction leaves them as it
+# found them (NumPy reported its own).
+from cyad._fp_flags cimport clear_fp_flags, numpy_fp_flags, raised_fp_flags
 
 
 # Runs instructions [start, stop): 0 when all ran; s > 0 when the guard at instruction
