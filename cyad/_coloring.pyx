@@ -28,7 +28,15 @@ Design:
   computed on that graph, the dynamic ones with bucket queues in linear time (ColPack's
   and SparseMatrixColorings.jl's orders).
 - Greedy coloring gives each vertex, in order, the smallest color none of its neighbors
-  has. Star coloring is algorithm 4.1 of Gebremedhin, Tarafdar, Manne, Pothen 2007, "New
+  has. A column or row coloring is then recolored by Culberson's iterated greedy (1992,
+  "Iterated greedy graph coloring and the difficulty landscape"): greedy again, visiting the
+  color classes one after another (reversed, largest first, or shuffled), which never needs
+  more colors and often fewer; passes stop when three in a row gain nothing.
+- ``order="auto"`` (the default) colors a graph of at most 200 000 adjacency entries in
+  every order and in eight seeded random orders and keeps the fewest colors (largest_first
+  on a tie); a larger graph in largest_first only, so that preparing stays linear in its
+  size. A tuple of order names keeps the best of those.
+- Star coloring is algorithm 4.1 of Gebremedhin, Tarafdar, Manne, Pothen 2007, "New
   acyclic and star coloring algorithms with application to computing Hessians", as
   SparseMatrixColorings.jl writes it: the 2-colored stars and their hubs are kept while
   coloring, and forbid the colors that would make a 2-colored path on four vertices.
@@ -46,6 +54,10 @@ cnp.import_array()
 
 ORDERS = ("natural", "largest_first", "smallest_last", "incidence_degree",
           "dynamic_largest_first")
+# order="auto" tries every order (and random ones) on graphs up to this many adjacency
+# entries: each try is a greedy pass and its recoloring, linear in the entries
+_AUTO_TRY_ALL = 200_000
+_RANDOM_ORDERS = 8
 
 
 # ---------------------------------------------------------------- patterns and graphs
@@ -188,7 +200,32 @@ def _order(ptr, adj, order):
         return _dynamic_order(ptr, adj, 1)
     if order == "incidence_degree":
         return _dynamic_order(ptr, adj, 2)
-    raise ValueError(f"order is one of {', '.join(map(repr, ORDERS))}, not {order!r}")
+    raise ValueError(f"order is 'auto', one of {', '.join(map(repr, ORDERS))} or a tuple "
+                     f"of them, not {order!r}")
+
+
+def _orders(ptr, adj, order):
+    """The vertex orders that `order` names: a name of ORDERS, a tuple of them, or "auto"."""
+    if isinstance(order, tuple) and order:
+        return [_order(ptr, adj, name) for name in order]
+    if isinstance(order, str) and order == "auto":
+        if adj.shape[0] > _AUTO_TRY_ALL:
+            return [_order(ptr, adj, "largest_first")]
+        rng = np.random.default_rng(0)
+        named = ["largest_first"] + [name for name in ORDERS if name != "largest_first"]
+        return ([_order(ptr, adj, name) for name in named]
+                + [rng.permutation(ptr.shape[0] - 1).astype(np.intp)
+                   for _ in range(_RANDOM_ORDERS)])
+    return [_order(ptr, adj, order)]
+
+
+def _fewest(colorings):
+    """The first of the colorings with the fewest colors."""
+    best = None
+    for colors in colorings:
+        if best is None or _n_colors(colors) < _n_colors(best):
+            best = colors
+    return best
 
 
 def _dynamic_order(const Py_ssize_t[::1] ptr, const Py_ssize_t[::1] adj, int mode):
@@ -282,6 +319,37 @@ def _greedy(const Py_ssize_t[::1] ptr, const Py_ssize_t[::1] adj,
     return np.asarray(color)
 
 
+def _recolored(ptr, adj, colors, patience=3):
+    """Culberson's iterated greedy: recolor greedily, visiting one color class after another.
+
+    A class holds no two adjacent vertices, so each class, visited whole, takes at most the
+    colors the classes before it took: never more colors. The class order cycles through
+    reversed, largest first and shuffled (seeded); the passes stop after `patience` in a
+    row without fewer colors.
+    """
+    rng = np.random.default_rng(1)
+    best = colors
+    stale = 0
+    passes = 0
+    while stale < patience and _n_colors(colors) > 1:
+        k = _n_colors(colors)
+        if passes % 3 == 0:
+            rank = np.arange(k)[::-1]
+        elif passes % 3 == 1:
+            rank = np.empty(k, dtype=np.intp)
+            rank[np.argsort(-np.bincount(colors, minlength=k), kind="stable")] = np.arange(k)
+        else:
+            rank = rng.permutation(k)
+        passes += 1
+        colors = _greedy(ptr, adj, np.argsort(rank[colors], kind="stable").astype(np.intp))
+        if _n_colors(colors) < _n_colors(best):
+            best = colors
+            stale = 0
+        else:
+            stale += 1
+    return best
+
+
 def _star(const Py_ssize_t[::1] ptr, const Py_ssize_t[::1] adj,
           const Py_ssize_t[::1] edge, Py_ssize_t n_edges, const Py_ssize_t[::1] order):
     """Star coloring, algorithm 4.1 of Gebremedhin et al. 2007.
@@ -373,7 +441,7 @@ cdef inline void _treat(const Py_ssize_t[::1] ptr, const Py_ssize_t[::1] adj,
     treated[w] = v
 
 
-def column_coloring(pattern, order="largest_first"):
+def column_coloring(pattern, order="auto"):
     """Color the columns of a sparsity pattern so that columns sharing a row differ.
 
     The columns of one color can be pushed forward together: with the seed matrix S of the
@@ -384,10 +452,12 @@ def column_coloring(pattern, order="largest_first"):
     pattern : sparse matrix or array_like
         The pattern: anything with ``tocsr()`` (its stored entries form the pattern), or
         a dense two-dimensional array (its nonzeros).
-    order : str, optional
+    order : str or tuple of str, optional
         The order in which the greedy coloring visits the columns: "natural",
-        "largest_first" (default), "smallest_last", "incidence_degree" or
-        "dynamic_largest_first", each on the column intersection graph.
+        "largest_first", "smallest_last", "incidence_degree" or "dynamic_largest_first",
+        each on the column intersection graph; a tuple of them (the fewest colors of
+        all); or "auto" (default): every order and eight seeded random ones on a graph of
+        at most 200 000 adjacency entries, largest_first on a larger one.
 
     Returns
     -------
@@ -408,10 +478,11 @@ def _column_colors(shape, indptr, indices, order):
     """A column coloring of the CSR pattern (row coloring: give it the transpose)."""
     csc_ptr, csc, _ = _transpose(shape, indptr, indices)
     ptr, adj = _intersection_graph(shape[1], csc_ptr, csc, indptr, indices)
-    return _greedy(ptr, adj, _order(ptr, adj, order))
+    return _fewest(_recolored(ptr, adj, _greedy(ptr, adj, vertex_order))
+                   for vertex_order in _orders(ptr, adj, order))
 
 
-def row_coloring(pattern, order="largest_first"):
+def row_coloring(pattern, order="auto"):
     """Color the rows of a sparsity pattern so that rows sharing a column differ.
 
     The rows of one color can be pulled back together: with the seed matrix S of the
@@ -421,7 +492,7 @@ def row_coloring(pattern, order="largest_first"):
     ----------
     pattern : sparse matrix or array_like
         The pattern, as for `column_coloring`.
-    order : str, optional
+    order : str or tuple of str, optional
         The order of the rows, as for `column_coloring` (on the row intersection graph).
 
     Returns
@@ -442,7 +513,7 @@ def row_coloring(pattern, order="largest_first"):
     return _column_colors(shape[::-1], csc_ptr, csc, order)
 
 
-def star_coloring(pattern, order="largest_first"):
+def star_coloring(pattern, order="auto"):
     """Star-color the adjacency graph of a symmetric sparsity pattern (a Hessian's).
 
     Adjacent vertices differ in color, and every path on four vertices uses at least three
@@ -452,7 +523,7 @@ def star_coloring(pattern, order="largest_first"):
     ----------
     pattern : sparse matrix or array_like
         A symmetric pattern, as for `column_coloring`; its diagonal does not matter.
-    order : str, optional
+    order : str or tuple of str, optional
         The order of the vertices, as for `column_coloring` (on the adjacency graph).
 
     Returns
@@ -474,10 +545,11 @@ def star_coloring(pattern, order="largest_first"):
     array([0, 1, 1, 1, 1])
     """
     ptr, adj, edge, n_edges = _adjacency_graph(*_pattern_csr(pattern))
-    return _star(ptr, adj, edge, n_edges, _order(ptr, adj, order))
+    return _fewest(_star(ptr, adj, edge, n_edges, vertex_order)
+                   for vertex_order in _orders(ptr, adj, order))
 
 
-def bidirectional_coloring(pattern, order="largest_first"):
+def bidirectional_coloring(pattern, order="auto"):
     """Color columns for forward and rows for reverse products that together hold A.
 
     The dense rows of A go to reverse mode: rows with at least t nonzeros are row-colored
@@ -493,8 +565,9 @@ def bidirectional_coloring(pattern, order="largest_first"):
     ----------
     pattern : sparse matrix or array_like
         The pattern (m x n), as for `column_coloring`.
-    order : str, optional
-        The order of the columns and of the rows, as for `column_coloring`.
+    order : str or tuple of str, optional
+        The order of the columns and of the rows, as for `column_coloring`; "auto" picks
+        the split with largest_first colorings, then colors it in every order.
 
     Returns
     -------
@@ -513,7 +586,7 @@ def bidirectional_coloring(pattern, order="largest_first"):
     (array([0, 1, 1, 1, 1]), array([ 0, -1, -1, -1, -1]))
     """
     shape, indptr, indices = _pattern_csr(pattern)
-    m, n = shape
+    n = shape[1]
     lengths = np.diff(indptr)
     # t = n + 1 sends no row to reverse mode, t = 0 every row; between them the longest
     # distinct lengths (a bounded number of colorings)
@@ -524,26 +597,39 @@ def bidirectional_coloring(pattern, order="largest_first"):
     # that a dense row (or column) is never put in a graph it would fill.
     costs = [_graph_bound(lengths, indices, n, lengths >= t) for t in thresholds]
     affordable = 64 * min(costs) + 10 ** 6
+    # "auto" picks the threshold with largest_first colorings, then colors its split in
+    # every order (trying them all at every threshold would cost as many colorings again)
+    search = "largest_first" if isinstance(order, str) and order == "auto" else order
     best = None
     for threshold, cost in zip(thresholds, costs):
         if cost > affordable:
             continue
-        dense = lengths >= threshold
-        kept = np.repeat(~dense, lengths)
-        sparse_ptr = np.zeros(m + 1, dtype=np.intp)
-        np.cumsum(np.where(dense, 0, lengths), out=sparse_ptr[1:])
-        columns = _column_colors(shape, sparse_ptr, indices[kept], order)
-        columns[np.bincount(indices[kept], minlength=n) == 0] = -1
-        dense_ptr = np.zeros(m + 1, dtype=np.intp)
-        np.cumsum(np.where(dense, lengths, 0), out=dense_ptr[1:])
-        csc_ptr, csc, _ = _transpose(shape, dense_ptr, indices[~kept])
-        rows = _column_colors((n, m), csc_ptr, csc, order)
-        rows[~dense | (lengths == 0)] = -1
-        columns, rows = _compact(columns), _compact(rows)
-        products = _n_colors(columns) + _n_colors(rows)
+        colors = _split_colors(shape, indptr, indices, lengths >= threshold, search)
+        products = _n_colors(colors[0]) + _n_colors(colors[1])
         if best is None or products < best[0]:
-            best = (products, (columns, rows))
-    return best[1]
+            best = (products, threshold, colors)
+    if search is order:
+        return best[2]
+    colors = _split_colors(shape, indptr, indices, lengths >= best[1], order)
+    return colors if _n_colors(colors[0]) + _n_colors(colors[1]) < best[0] else best[2]
+
+
+def _split_colors(shape, indptr, indices, dense, order):
+    """Column colors of the rows not dense (-1: in none of them), row colors of the dense
+    rows (-1: not dense), each compacted."""
+    m, n = shape
+    lengths = np.diff(indptr)
+    kept = np.repeat(~dense, lengths)
+    sparse_ptr = np.zeros(m + 1, dtype=np.intp)
+    np.cumsum(np.where(dense, 0, lengths), out=sparse_ptr[1:])
+    columns = _column_colors(shape, sparse_ptr, indices[kept], order)
+    columns[np.bincount(indices[kept], minlength=n) == 0] = -1
+    dense_ptr = np.zeros(m + 1, dtype=np.intp)
+    np.cumsum(np.where(dense, lengths, 0), out=dense_ptr[1:])
+    csc_ptr, csc, _ = _transpose(shape, dense_ptr, indices[~kept])
+    rows = _column_colors((n, m), csc_ptr, csc, order)
+    rows[~dense | (lengths == 0)] = -1
+    return _compact(columns), _compact(rows)
 
 
 def _graph_bound(lengths, indices, n, dense):

@@ -218,7 +218,7 @@ class SparseJacobianPrep(_SparsePrep):
     """
 
     def __init__(self, f, x, *, y=None, sparsity=None, coloring="auto",
-                 order="largest_first", engine=None, format="csr"):
+                 order="auto", engine=None, format="csr"):
         if coloring not in JACOBIAN_COLORINGS:
             raise ValueError(f"coloring is one of {JACOBIAN_COLORINGS}, not {coloring!r}")
         _checked_format(format)
@@ -338,7 +338,7 @@ class SparseHessianPrep(_SparsePrep):
     array([ 0.,  6., 12., 18.])
     """
 
-    def __init__(self, f, x, *, y=None, sparsity=None, order="largest_first", engine="tape",
+    def __init__(self, f, x, *, y=None, sparsity=None, order="auto", engine="tape",
                  format="csr"):
         _checked_format(format)
         _need_sparsity(f, sparsity)
@@ -369,7 +369,7 @@ class SparseHessianPrep(_SparsePrep):
 
 
 def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
-                            order="largest_first", engine=None, format="csr"):
+                            order="auto", engine=None, format="csr"):
     """Prepare `sparse_jacobian` and `value_and_sparse_jacobian` of f at inputs like x.
 
     Parameters
@@ -390,8 +390,11 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
         Pushforwards per column color, pullbacks per row color, or whichever of the two
         needs fewer products; ``"bidirectional"``: the dense rows pulled back, the other
         nonzeros pushed forward (an arrowhead pattern in a few colors, not n).
-    order : str, optional
-        The vertex order of the greedy coloring (see ``cyad._coloring.ORDERS``).
+    order : str or tuple of str, optional
+        The vertex order of the greedy coloring: "natural", "largest_first",
+        "smallest_last", "incidence_degree", "dynamic_largest_first", a tuple of them
+        (the fewest colors of all), or "auto" (default: every order and eight seeded
+        random ones where the graph is small, largest_first where it is large).
     engine : str, optional
         The engine of the products.
     format : {"csr", "csc", "coo"}, optional
@@ -498,7 +501,7 @@ def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
     return out
 
 
-def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, order="largest_first",
+def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, order="auto",
                            engine="tape", format="csr"):
     """Prepare `sparse_hessian` and `value_gradient_and_sparse_hessian` of a scalar f.
 
@@ -515,8 +518,8 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, order="largest_first"
         when not given (required for a C function). It must contain every nonzero:
         checked against the detected one where f can be traced (ValueError), trusted
         for a C function.
-    order : str, optional
-        The vertex order of the star coloring.
+    order : str or tuple of str, optional
+        The vertex order of the star coloring, as for `prepare_sparse_jacobian`.
     engine : str, optional
         The engine of the Hessian-vector products (the tape by default).
     format : {"csr", "csc", "coo"}, optional

@@ -25,17 +25,17 @@ class _SparsePrep:
 class SparseJacobianPrep(_SparsePrep):
     out_shape: tuple[int, ...]
     def __init__(self, f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
-                 sparsity: Any = None, coloring: str = "auto", order: str = "largest_first",
+                 sparsity: Any = None, coloring: str = "auto", order: str | tuple[str, ...] = "auto",
                  engine: str | None = None, format: str = "csr") -> None: ...
 
 class SparseHessianPrep(_SparsePrep):
     def __init__(self, f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
-                 sparsity: Any = None, order: str = "largest_first", engine: str | None = "tape",
+                 sparsity: Any = None, order: str | tuple[str, ...] = "auto", engine: str | None = "tape",
                  format: str = "csr") -> None: ...
 
 def prepare_sparse_jacobian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
                             sparsity: Any = None, coloring: str = "auto",
-                            order: str = "largest_first", engine: str | None = None,
+                            order: str | tuple[str, ...] = "auto", engine: str | None = None,
                             format: str = "csr") -> SparseJacobianPrep: ...
 def sparse_jacobian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
                     prep: SparseJacobianPrep | None = None, out: Any = None,
@@ -46,7 +46,7 @@ def value_and_sparse_jacobian(f: _Function, x: npt.ArrayLike, *,
                               out: tuple[npt.NDArray[Any], Any] | None = None,
                               **options: Any) -> tuple[Any, Any]: ...
 def prepare_sparse_hessian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
-                           sparsity: Any = None, order: str = "largest_first",
+                           sparsity: Any = None, order: str | tuple[str, ...] = "auto",
                            engine: str | None = "tape", format: str = "csr") -> SparseHessianPrep: ...
 def sparse_hessian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
                    prep: SparseHessianPrep | None = None, out: Any = None,

@@ -220,8 +220,9 @@ def test_empty_patterns():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="order is one of"):
-        column_coloring(np.eye(3), order="random")
+    for order in ("random", (), ("natural", "random"), None):
+        with pytest.raises(ValueError, match="order is 'auto', one of"):
+            column_coloring(np.eye(3), order=order)
     with pytest.raises(ValueError, match="not symmetric"):
         star_coloring(np.triu(np.ones((3, 3))))
     with pytest.raises(ValueError, match="square"):
@@ -494,20 +495,54 @@ def test_arrowheads():
 
 
 def test_never_more_colors_than_scipy_grouping():
-    """SciPy's group_columns is a greedy column coloring in a random order; largest_first
-    (the default) is at least as good on random patterns. (Not on every pattern: the 4 x 4
-    grid Laplacian takes 6 colors where SciPy's random order happens to find 5.)"""
-    order = "largest_first"
+    """SciPy's group_columns is a greedy column coloring in a random order; the default
+    order ("auto": every order and seeded random ones, each recolored) is at least as good
+    on random, banded and grid patterns (the 4 x 4 grid Laplacian, where one greedy order
+    alone takes 6, included)."""
     rng = np.random.default_rng(14)
     for _ in range(200):
         m, n = (int(v) for v in rng.integers(5, 120, size=2))
         density = float(rng.choice([0.01, 0.03, 0.1, 0.3]))
         a = random_pattern(rng, m, n, density)
-        ours = n_colors(column_coloring(sparse.csr_matrix(a), order=order))
+        ours = n_colors(column_coloring(sparse.csr_matrix(a)))
         assert ours <= numdiff.group_columns(a).max() + 1
-    for pattern in (banded(200, 1), banded(200, 2), laplacian_2d(15)):
-        ours = n_colors(column_coloring(pattern, order=order))
+    patterns = [banded(200, 1), banded(200, 2)] + [laplacian_2d(k) for k in range(3, 16)]
+    for pattern in patterns:
+        ours = n_colors(column_coloring(pattern))
         assert ours <= numdiff.group_columns(pattern).max() + 1
+    assert n_colors(column_coloring(laplacian_2d(4))) == 5
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_recoloring_never_adds_colors(order):
+    """Each order's coloring is recolored by iterated greedy: valid, and never more colors
+    than one greedy pass in that order."""
+    from cyad._coloring import _greedy, _intersection_graph, _order, _pattern_csr, _transpose
+    rng = np.random.default_rng(16)
+    for _ in range(40):
+        m, n = (int(v) for v in rng.integers(5, 80, size=2))
+        a = random_pattern(rng, m, n, float(rng.choice([0.03, 0.1, 0.3])))
+        shape, indptr, indices = _pattern_csr(a)
+        csc_ptr, csc, _ = _transpose(shape, indptr, indices)
+        ptr, adj = _intersection_graph(n, csc_ptr, csc, indptr, indices)
+        greedy = _greedy(ptr, adj, _order(ptr, adj, order))
+        colors = column_coloring(a, order=order)
+        assert_column_coloring(a, colors)
+        assert n_colors(colors) <= n_colors(greedy)
+
+
+def test_a_tuple_of_orders_keeps_the_fewest_colors():
+    rng = np.random.default_rng(17)
+    for _ in range(30):
+        a = random_pattern(rng, 40, 30, 0.1)
+        each = [n_colors(column_coloring(a, order=order)) for order in ORDERS]
+        assert n_colors(column_coloring(a, order=ORDERS)) == min(each)
+        symmetric = a[:30] + a[:30].T
+        stars = [n_colors(star_coloring(symmetric, order=order)) for order in ORDERS]
+        colors = star_coloring(symmetric, order=ORDERS)
+        assert_star_coloring(symmetric, colors)
+        assert n_colors(colors) == min(stars)
+        assert n_colors(star_coloring(symmetric)) <= min(stars)
 
 
 def test_large_pattern():

@@ -36,7 +36,7 @@ class Coloring:
 
     params = [COLORING_SIZES, PATTERNS,
               ["column", "row", "star", "bidirectional", "scipy group_columns"],
-              ["natural", "largest_first", "smallest_last"]]
+              ["natural", "largest_first", "smallest_last", "auto"]]
     param_names = ["n", "pattern", "coloring", "order"]
     timeout = 120
 
