@@ -33,6 +33,11 @@ Design:
   missing entry); only where f cannot be traced (a C function, an f that differentiates
   inside) is it trusted, and it must then contain every nonzero.
 - C functions (FunctionWrapper) cannot be traced: they need ``sparsity=``.
+- y (for ``f(y, x)``) is the call's own, as for the dense operators. Where it shares
+  memory with x, a call still reads x as it was when the call started: preparing
+  evaluates f on a copy of x, and a call made of two runs (a bidirectional coloring;
+  the gradient and the HVPs of `value_gradient_and_sparse_hessian`) copies x into the
+  prep's scratch (allocated at the first such call) before the first run writes y.
 """
 import numpy as np
 
@@ -133,6 +138,18 @@ class _SparsePrep:
         self._second_gather, self._second_buffer = (
             (gathers[1], buffers[1]) if len(parts) > 1 else (None, None))
 
+    def _unaliased_call_input(self, x, y):
+        """x, or its copy in the prep's scratch where a call's first run would overwrite it
+        (y shares its memory); the scratch is made at the first such call."""
+        if y is None or not np.may_share_memory(x, y):
+            return x
+        x = np.asarray(x)
+        scratch = self._x_scratch
+        if scratch is None or scratch.shape != x.shape or scratch.dtype != x.dtype:
+            scratch = self._x_scratch = np.empty_like(x)
+        np.copyto(scratch, x)
+        return scratch
+
     def new_result(self):
         """A new sparse array of the result's structure (zeros), to pass as ``out=``."""
         result = self._template.copy()
@@ -184,6 +201,11 @@ def _float_input(x):
     return np.ascontiguousarray(x, dtype=x.dtype if x.dtype == np.float32 else np.float64)
 
 
+def _unaliased(x, y):
+    """x, or a copy of it where y (written by every evaluation of f) shares its memory."""
+    return x.copy() if y is not None and np.may_share_memory(x, y) else x
+
+
 def _need_sparsity(f, sparsity):
     if (sparsity is None and isinstance(f, FunctionWrapper) and f.callable is None
             and f.tape is None):
@@ -223,7 +245,7 @@ class SparseJacobianPrep(_SparsePrep):
             raise ValueError(f"coloring is one of {JACOBIAN_COLORINGS}, not {coloring!r}")
         _checked_format(format)
         _need_sparsity(f, sparsity)
-        x = _float_input(x)
+        x = _unaliased(_float_input(x), y)
         if sparsity is None:
             pattern = jacobian_sparsity(f, x, y=y)
         else:
@@ -243,7 +265,7 @@ class SparseJacobianPrep(_SparsePrep):
         else:
             colors = _coloring.bidirectional_coloring(pattern, order)
         self._f = f
-        self._y = y
+        self._x_scratch = None
         value = _operators.value_and_pushforward(f, x, np.zeros_like(x), y=y, engine=engine)[0]
         self.out_shape = np.shape(value)
         if int(np.prod(self.out_shape)) != pattern.shape[0]:
@@ -272,11 +294,14 @@ class SparseJacobianPrep(_SparsePrep):
         self._both = len(parts) == 2
         super().__init__(pattern, colors, coloring, parts, format)
 
-    def _products(self, f, x, value_out):
+    def _products(self, f, x, y, value_out):
         """The products into the compressed buffers; the value into value_out if given."""
-        self._first.run(f, x, self._y, value_out)
         if self._both:
-            self._reverse.run(f, x, self._y, None)
+            x = self._unaliased_call_input(x, y)
+            self._first.run(f, x, y, value_out)
+            self._reverse.run(f, x, y, None)
+        else:
+            self._first.run(f, x, y, value_out)
 
 
 class _Products:
@@ -342,7 +367,7 @@ class SparseHessianPrep(_SparsePrep):
                  format="csr"):
         _checked_format(format)
         _need_sparsity(f, sparsity)
-        x = _float_input(x)
+        x = _unaliased(_float_input(x), y)
         n = x.size
         pattern = (hessian_sparsity(f, x, y=y) if sparsity is None
                    else _given(sparsity, (n, n), lambda: hessian_sparsity(f, x, y=y)))
@@ -350,7 +375,7 @@ class SparseHessianPrep(_SparsePrep):
         k = _colors(colors)
         decompression = _coloring.star_decompression(pattern, colors)
         self._f = f
-        self._y = y
+        self._x_scratch = None
         self._engine = engine
         self._seeds = _seeds(colors, k, x)
         self._inner = _operators.prepare_hvp(f, x, self._seeds, y=y, engine=engine)
@@ -360,11 +385,10 @@ class SparseHessianPrep(_SparsePrep):
         self._outs = tuple(compressed[c] for c in range(k))
         super().__init__(pattern, colors, "star", [(compressed, decompression, True)], format)
 
-    def _value_and_gradient_prep(self, f, x):
+    def _value_and_gradient_prep(self, f, x, y):
         # made at the first value_gradient_and_sparse_hessian call
         if self._gradient_prep is None:
-            self._gradient_prep = _operators.prepare_gradient(f, x, y=self._y,
-                                                              engine=self._engine)
+            self._gradient_prep = _operators.prepare_gradient(f, x, y=y, engine=self._engine)
         return self._gradient_prep
 
 
@@ -416,17 +440,21 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
                               engine=engine, format=format)
 
 
-def _prep_of_call(prep_class, prepare, f, x, y, prep, options):
-    """The prep a sparse operator's call runs on: `prep`, checked, or one made for it."""
-    if prep is None:
-        return prep_class(f, x, y=y, **options)
+def _new_prep(prep_class, f, x, y, options):
+    """x as the call reads it, and a prep made for the call. Preparing evaluates f, which
+    writes y: where y shares x's memory, the call reads a copy of x made first."""
+    x = _unaliased(np.asarray(x), y)
+    return x, prep_class(f, x, y=y, **options)
+
+
+def _check_prep(prep_class, prepare, f, prep, options):
+    """A prep given to a sparse operator's call is of its kind and made for f."""
     if not isinstance(prep, prep_class):
         raise TypeError(f"prep is a {prep_class.__name__}, not {type(prep).__name__}")
     if options:
         raise TypeError(f"{', '.join(options)}: given to {prepare}, not with prep=")
     if f is not prep._f:
         raise ValueError("the prep was made for another function")
-    return prep
 
 
 def sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
@@ -460,8 +488,11 @@ def sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
     array([[2., 1., 0.],
            [0., 3., 2.]])
     """
-    prep = _prep_of_call(SparseJacobianPrep, "prepare_sparse_jacobian", f, x, y, prep, options)
-    prep._products(f, x, None)
+    if prep is None:
+        x, prep = _new_prep(SparseJacobianPrep, f, x, y, options)
+    else:
+        _check_prep(SparseJacobianPrep, "prepare_sparse_jacobian", f, prep, options)
+    prep._products(f, x, y, None)
     return prep._result(out)
 
 
@@ -490,13 +521,16 @@ def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
     >>> value, jac.diagonal()
     (array([0., 0., 0.]), array([1., 1., 1.]))
     """
-    prep = _prep_of_call(SparseJacobianPrep, "prepare_sparse_jacobian", f, x, y, prep, options)
+    if prep is None:
+        x, prep = _new_prep(SparseJacobianPrep, f, x, y, options)
+    else:
+        _check_prep(SparseJacobianPrep, "prepare_sparse_jacobian", f, prep, options)
     if out is None:
         value = np.empty(prep.out_shape, dtype=prep._first.prep.dtype)
-        prep._products(f, x, value)
+        prep._products(f, x, y, value)
         return (value[()] if value.ndim == 0 else value), prep._result(None)
     # indexed, not unpacked: unpacking here costs an allocation per call
-    prep._products(f, x, out[0])
+    prep._products(f, x, y, out[0])
     prep._result(out[1])
     return out
 
@@ -572,8 +606,11 @@ def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):
            [1., 0., 1.],
            [0., 1., 0.]])
     """
-    prep = _prep_of_call(SparseHessianPrep, "prepare_sparse_hessian", f, x, y, prep, options)
-    _operators.hvp(f, x, prep._seeds, y=prep._y, prep=prep._inner, out=prep._outs)
+    if prep is None:
+        x, prep = _new_prep(SparseHessianPrep, f, x, y, options)
+    else:
+        _check_prep(SparseHessianPrep, "prepare_sparse_hessian", f, prep, options)
+    _operators.hvp(f, x, prep._seeds, y=y, prep=prep._inner, out=prep._outs)
     return prep._result(out)
 
 
@@ -604,17 +641,21 @@ def value_gradient_and_sparse_hessian(f, x, *, y=None, prep=None, out=None, **op
     (2.0, array([3., 3.]), array([[6., 0.],
            [0., 6.]]))
     """
-    prep = _prep_of_call(SparseHessianPrep, "prepare_sparse_hessian", f, x, y, prep, options)
-    gradient_prep = prep._value_and_gradient_prep(f, x)
+    if prep is None:
+        x, prep = _new_prep(SparseHessianPrep, f, x, y, options)
+    else:
+        _check_prep(SparseHessianPrep, "prepare_sparse_hessian", f, prep, options)
+    x = prep._unaliased_call_input(x, y)    # the gradient's run writes y before the HVPs
+    gradient_prep = prep._value_and_gradient_prep(f, x, y)
     if out is None:
-        value, gradient = _operators.value_and_gradient(f, x, y=prep._y, prep=gradient_prep)
-        _operators.hvp(f, x, prep._seeds, y=prep._y, prep=prep._inner, out=prep._outs)
+        value, gradient = _operators.value_and_gradient(f, x, y=y, prep=gradient_prep)
+        _operators.hvp(f, x, prep._seeds, y=y, prep=prep._inner, out=prep._outs)
         return value, gradient, prep._result(None)
     pair = prep._gradient_pair
     if pair[0] is not out[0] or pair[1] is not out[1]:
         # kept for the next call with the same outputs: a new pair would allocate
         pair = prep._gradient_pair = (out[0], out[1])
-    _operators.value_and_gradient(f, x, y=prep._y, prep=gradient_prep, out=pair)
-    _operators.hvp(f, x, prep._seeds, y=prep._y, prep=prep._inner, out=prep._outs)
+    _operators.value_and_gradient(f, x, y=y, prep=gradient_prep, out=pair)
+    _operators.hvp(f, x, prep._seeds, y=y, prep=prep._inner, out=prep._outs)
     prep._result(out[2])
     return out

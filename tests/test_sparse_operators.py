@@ -332,3 +332,97 @@ def test_hessian_given_sparsity_equals_detected():
     assert full.n_colors == 25
     assert_allclose(cyad.sparse_hessian(rosenbrock, x, prep=full).toarray(),
                     reference.toarray(), rtol=1e-14, atol=1e-12)
+
+
+def recurrence_into(y, x, xp=np):
+    """Writes y, then reads what it wrote (and, where y is x, what it overwrote)."""
+    y[...] = x * xp.sin(x)
+    y[0] += xp.sum(x ** 2)             # a dense row: bidirectional splits it off
+    y[1:] += 0.5 * y[:-1] * x[1:]
+    y *= xp.cos(y)
+
+
+def recurrence(x):
+    """recurrence_into's y as a function of x alone (the reference)."""
+    y = x * jnp.sin(x)
+    y = y.at[0].add(jnp.sum(x ** 2))
+    y = y.at[1:].add(0.5 * y[:-1] * x[1:])
+    return y * jnp.cos(y)
+
+
+@pytest.mark.parametrize("coloring", ["auto", "column", "row", "bidirectional"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_f_of_y_reading_y_and_y_sharing_x(coloring, dtype):
+    """f(y, x) that reads y back, with y a separate array, then with y x itself: the
+    Jacobian of the map from x as the call found it; y holds f's value after it."""
+    rtol = 1e-13 if dtype == np.float64 else 2e-5
+    x0 = RNG.uniform(-1.0, 1.0, 12)
+    expected = np.asarray(jax.jacfwd(recurrence)(x0))
+    value = np.asarray(recurrence(x0))
+    x = x0.astype(dtype)
+    y = np.zeros_like(x)
+    prep = cyad.prepare_sparse_jacobian(recurrence_into, x, y=y, coloring=coloring)
+    assert_matches(cyad.sparse_jacobian(recurrence_into, x, y=y, prep=prep), expected, rtol)
+    assert_allclose(y, value, rtol=rtol)
+    for prepared in (True, False):
+        shared = x0.astype(dtype)
+        options = ({"prep": cyad.prepare_sparse_jacobian(recurrence_into, shared.copy(),
+                                                         y=shared.copy(), coloring=coloring)}
+                   if prepared else {"coloring": coloring})
+        result = cyad.sparse_jacobian(recurrence_into, shared, y=shared, **options)
+        assert_matches(result, expected, rtol)
+        assert_allclose(shared, value, rtol=rtol)      # y (= x) holds f's value
+        shared = x0.astype(dtype)
+        val, result = cyad.value_and_sparse_jacobian(recurrence_into, shared, y=shared,
+                                                     **options)
+        assert_matches(result, expected, rtol)
+        assert_allclose(val, value, rtol=rtol)
+
+
+def test_the_calls_own_y_is_written():
+    def squares_into(y, x):
+        y[...] = x ** 2
+
+    x = np.arange(1.0, 5.0)
+    prepared_y, call_y = np.zeros(4), np.zeros(4)
+    prep = cyad.prepare_sparse_jacobian(squares_into, x, y=prepared_y)
+    prepared_y[:] = 0.0
+    result = cyad.sparse_jacobian(squares_into, x, y=call_y, prep=prep)
+    assert_array_equal(call_y, x ** 2)
+    assert_array_equal(prepared_y, 0.0)
+    assert_array_equal(result.toarray(), np.diag(2 * x))
+    with pytest.raises(ValueError, match="y="):
+        cyad.sparse_jacobian(squares_into, x, prep=prep)
+
+
+def in_place_program(x, xp=np):
+    """In-place operators on a copy: each product reads entries the one before wrote."""
+    if xp is np:
+        z = x.copy()
+        z[1:] *= z[:-1]
+        z **= 2
+        z[:-2] += np.tanh(z[2:])
+    else:
+        z = x.at[1:].multiply(x[:-1])
+        z = z ** 2
+        z = z.at[:-2].add(jnp.tanh(z[2:]))
+    return xp.sum(z * xp.cos(z))
+
+
+@pytest.mark.parametrize("engine", ["tape", "dual"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_hessian_through_in_place_operators(engine, dtype):
+    rtol = 1e-12 if dtype == np.float64 else 1e-4
+    x0 = RNG.uniform(-1.0, 1.0, 15)
+    expected = np.asarray(jax.hessian(lambda z: in_place_program(z, jnp))(x0))
+    x = x0.astype(dtype)
+    prep = cyad.prepare_sparse_hessian(in_place_program, x, engine=engine)
+    assert prep.n_colors < x.size
+    hessian = cyad.sparse_hessian(in_place_program, x, prep=prep)
+    assert hessian.dtype == dtype
+    assert_matches(hessian, expected, rtol)
+    value, gradient, again = cyad.value_gradient_and_sparse_hessian(in_place_program, x,
+                                                                    prep=prep)
+    assert_allclose(gradient, jax.grad(lambda z: in_place_program(z, jnp))(x0), rtol=rtol,
+                    atol=rtol)
+    assert_array_equal(again.toarray(), hessian.toarray())
