@@ -11,7 +11,11 @@ k products instead of n (cyad/_coloring.pyx explains the colorings and decompres
              both: the dense rows row-colored and pulled back, the columns colored on the
              other rows and pushed forward; two partial gathers fill one result
     star     (Hessians) one hvp per color of a star coloring of the symmetric pattern,
-             the seed columns as a tuple of directions (tape engine by default): B = H @ S
+             the seed columns as a tuple of directions (tape engine by default): B = H @ S,
+             each nonzero read directly
+    acyclic  (Hessians) the same with an acyclic coloring: often fewer colors (2 for a
+             tridiagonal H, where star needs 3), each nonzero recovered by substitution
+             (a row of B less the nonzeros found before it)
 
 Design:
 
@@ -47,6 +51,7 @@ from cyad._wrapper import FunctionWrapper
 
 FORMATS = ("csr", "csc", "coo")
 JACOBIAN_COLORINGS = ("auto", "column", "row", "bidirectional")
+HESSIAN_COLORINGS = ("star", "acyclic")
 
 
 def _checked_format(format):
@@ -117,6 +122,13 @@ class _SparsePrep:
         for compressed, decompression, transposed in parts:
             compressed = compressed.reshape(compressed.shape[0], -1)
             k, size = compressed.shape
+            buffers.append(compressed)
+            self.n_colors += k
+            if isinstance(decompression, _coloring.Substitution):
+                flat = np.arange(size * k)          # (size, k) product -> (k, size) buffer
+                gathers.append(decompression.rearranged((flat % k) * size + flat // k,
+                                                        position, (k, size)))
+                continue
             # the decompression run once on the flat indices of its product: where each
             # nonzero it recovers comes from (-1: a nonzero the other part recovers)
             probe = np.full(nnz, -1.0)
@@ -130,10 +142,8 @@ class _SparsePrep:
             whole = target.size == nnz
             if whole:
                 source[target] = source.copy()
-            buffers.append(compressed)
             gathers.append(_coloring.Decompression(
                 (k, size), (k, size), indptr, indices, source, None if whole else target))
-            self.n_colors += k
         self._first_gather, self._first_buffer = gathers[0], buffers[0]
         self._second_gather, self._second_buffer = (
             (gathers[1], buffers[1]) if len(parts) > 1 else (None, None))
@@ -335,14 +345,14 @@ def _colors(colors):
 
 
 class SparseHessianPrep(_SparsePrep):
-    """A prepared sparse Hessian: star coloring, directions, compressed buffer, gather.
+    """A prepared sparse Hessian: coloring, directions, compressed buffer, recovery.
 
     Attributes
     ----------
     sparsity : scipy.sparse.csr_array
         The symmetric pattern (n x n).
     coloring : str
-        ``"star"``.
+        ``"star"`` or ``"acyclic"``.
     colors : ndarray of intp
         The color of every variable.
     n_colors : int
@@ -363,17 +373,23 @@ class SparseHessianPrep(_SparsePrep):
     array([ 0.,  6., 12., 18.])
     """
 
-    def __init__(self, f, x, *, y=None, sparsity=None, order="auto", engine="tape",
-                 format="csr"):
+    def __init__(self, f, x, *, y=None, sparsity=None, coloring="star", order="auto",
+                 engine="tape", format="csr"):
+        if coloring not in HESSIAN_COLORINGS:
+            raise ValueError(f"coloring is one of {HESSIAN_COLORINGS}, not {coloring!r}")
         _checked_format(format)
         _need_sparsity(f, sparsity)
         x = _unaliased(_float_input(x), y)
         n = x.size
         pattern = (hessian_sparsity(f, x, y=y) if sparsity is None
                    else _given(sparsity, (n, n), lambda: hessian_sparsity(f, x, y=y)))
-        colors = _coloring.star_coloring(pattern, order)
+        if coloring == "star":
+            colors = _coloring.star_coloring(pattern, order)
+            decompression = _coloring.star_decompression(pattern, colors)
+        else:
+            colors = _coloring.acyclic_coloring(pattern, order)
+            decompression = _coloring.acyclic_decompression(pattern, colors)
         k = _colors(colors)
-        decompression = _coloring.star_decompression(pattern, colors)
         self._f = f
         self._x_scratch = None
         self._engine = engine
@@ -383,7 +399,8 @@ class SparseHessianPrep(_SparsePrep):
         self._gradient_pair = (None, None)
         compressed = np.zeros((k,) + x.shape, dtype=self._inner.dtype)
         self._outs = tuple(compressed[c] for c in range(k))
-        super().__init__(pattern, colors, "star", [(compressed, decompression, True)], format)
+        super().__init__(pattern, colors, coloring, [(compressed, decompression, True)],
+                         format)
 
     def _value_and_gradient_prep(self, f, x, y):
         # made at the first value_gradient_and_sparse_hessian call
@@ -535,7 +552,7 @@ def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
     return out
 
 
-def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, order="auto",
+def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, coloring="star", order="auto",
                            engine="tape", format="csr"):
     """Prepare `sparse_hessian` and `value_gradient_and_sparse_hessian` of a scalar f.
 
@@ -552,8 +569,15 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, order="auto",
         when not given (required for a C function). It must contain every nonzero:
         checked against the detected one where f can be traced (ValueError), trusted
         for a C function.
+    coloring : {"star", "acyclic"}, optional
+        ``"star"`` (default): one Hessian-vector product per color of a star coloring,
+        each nonzero read directly from one product. ``"acyclic"``: an acyclic coloring,
+        often with fewer colors (2 for a tridiagonal or arrowhead Hessian, where star
+        takes 3 and 2; 4 for a 2-D 5-point stencil, where star takes 5), each nonzero
+        recovered by substitution (a product's entry less nonzeros recovered before it),
+        which adds the rounding of those subtractions.
     order : str or tuple of str, optional
-        The vertex order of the star coloring, as for `prepare_sparse_jacobian`.
+        The vertex order of the coloring, as for `prepare_sparse_jacobian`.
     engine : str, optional
         The engine of the Hessian-vector products (the tape by default).
     format : {"csr", "csc", "coo"}, optional
@@ -562,8 +586,7 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, order="auto",
     Returns
     -------
     SparseHessianPrep
-        With ``sparsity``, ``coloring`` (``"star"``), ``colors``, ``n_colors`` and
-        ``new_result()``.
+        With ``sparsity``, ``coloring``, ``colors``, ``n_colors`` and ``new_result()``.
 
     Examples
     --------
@@ -571,8 +594,8 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, order="auto",
     >>> cyad.prepare_sparse_hessian(f, np.ones(50)).n_colors
     3
     """
-    return SparseHessianPrep(f, x, y=y, sparsity=sparsity, order=order, engine=engine,
-                             format=format)
+    return SparseHessianPrep(f, x, y=y, sparsity=sparsity, coloring=coloring, order=order,
+                             engine=engine, format=format)
 
 
 def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):

@@ -8,6 +8,7 @@ from cyad._wrapper import _Function
 
 FORMATS: tuple[str, ...]
 JACOBIAN_COLORINGS: tuple[str, ...]
+HESSIAN_COLORINGS: tuple[str, ...]
 
 # the sparse arrays and patterns are scipy.sparse arrays (SciPy ships no type information)
 class _SparsePrep:
@@ -30,7 +31,8 @@ class SparseJacobianPrep(_SparsePrep):
 
 class SparseHessianPrep(_SparsePrep):
     def __init__(self, f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
-                 sparsity: Any = None, order: str | tuple[str, ...] = "auto", engine: str | None = "tape",
+                 sparsity: Any = None, coloring: str = "star",
+                 order: str | tuple[str, ...] = "auto", engine: str | None = "tape",
                  format: str = "csr") -> None: ...
 
 def prepare_sparse_jacobian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
@@ -46,8 +48,9 @@ def value_and_sparse_jacobian(f: _Function, x: npt.ArrayLike, *,
                               out: tuple[npt.NDArray[Any], Any] | None = None,
                               **options: Any) -> tuple[Any, Any]: ...
 def prepare_sparse_hessian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
-                           sparsity: Any = None, order: str | tuple[str, ...] = "auto",
-                           engine: str | None = "tape", format: str = "csr") -> SparseHessianPrep: ...
+                           sparsity: Any = None, coloring: str = "star",
+                           order: str | tuple[str, ...] = "auto", engine: str | None = "tape",
+                           format: str = "csr") -> SparseHessianPrep: ...
 def sparse_hessian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
                    prep: SparseHessianPrep | None = None, out: Any = None,
                    **options: Any) -> Any: ...

@@ -1,7 +1,8 @@
 """Colorings of sparsity patterns and the decompression of compressed products.
 
 Every coloring is checked against its definition by brute force (columns sharing a row
-differ; a star coloring is proper and 2-colors no path on four vertices), every
+differ; a star coloring is proper and 2-colors no path on four vertices; an acyclic one
+2-colors no cycle), every
 decompression against the matrix it came from (random values on random patterns), and
 the color counts against the known optima of structured patterns and SciPy's grouping.
 """
@@ -13,6 +14,8 @@ import pytest
 import cyad
 from cyad._coloring import (
     ORDERS,
+    acyclic_coloring,
+    acyclic_decompression,
     bidirectional_coloring,
     bidirectional_decompression,
     column_coloring,
@@ -99,6 +102,29 @@ def assert_star_coloring(pattern, colors):
                 assert x == v or x == u or colors[x] != colors[v], (u, v, w, x)
 
 
+def assert_acyclic_coloring(pattern, colors):
+    """Proper, and the edges between any two colors hold no cycle (union-find over each
+    pair's edges: an edge joining two vertices already connected closes a cycle)."""
+    pattern = np.asarray(pattern, dtype=bool)
+    n = pattern.shape[0]
+    adj = np.triu(pattern & ~np.eye(n, dtype=bool))
+    if colors.size:
+        assert colors.min() == 0 and set(colors) == set(range(colors.max() + 1))
+    parent = {}
+
+    def root(key):
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    for v, w in zip(*np.nonzero(adj)):
+        assert colors[v] != colors[w]
+        pair = (min(colors[v], colors[w]), max(colors[v], colors[w]))
+        a, b = root((pair, v)), root((pair, w))
+        assert a != b, f"a cycle in colors {pair} through {v}-{w}"
+        parent[a] = b
+
+
 def laplacian_2d(side):
     one = sparse.diags([np.ones(side - 1), np.ones(side), np.ones(side - 1)], [-1, 0, 1])
     eye = sparse.identity(side)
@@ -141,6 +167,29 @@ def test_star_colorings_are_valid(order):
         a = random_pattern(rng, n, n, density, dense_rows=1)
         a = a | a.T
         assert_star_coloring(a, star_coloring(sparse.csr_matrix(a), order=order))
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_acyclic_colorings_are_valid(order):
+    acyclic_total = star_total = 0
+    for a in random_patterns(seed=21, symmetric=True):
+        colors = acyclic_coloring(a, order=order)
+        assert_acyclic_coloring(a, colors)
+        acyclic_total += n_colors(colors)
+        star_total += n_colors(star_coloring(a, order=order))
+    # a star coloring is acyclic too, under a stronger condition: fewer colors overall
+    assert acyclic_total < star_total
+
+
+def test_the_acyclic_check_finds_cycles():
+    cycle = np.eye(4, k=1) + np.eye(4, k=-1) + np.eye(4, k=3) + np.eye(4, k=-3)
+    with pytest.raises(AssertionError, match="cycle"):
+        assert_acyclic_coloring(cycle, np.array([0, 1, 0, 1]))
+    assert_acyclic_coloring(cycle, np.array([0, 1, 0, 2]))
+    with pytest.raises(ValueError, match="cycle"):
+        acyclic_decompression(cycle, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="adjacent"):
+        acyclic_decompression(cycle, [0, 0, 1, 2])
 
 
 @pytest.mark.parametrize("order", ORDERS)
@@ -314,6 +363,65 @@ def test_star_decompression_is_exact(order, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("order", ORDERS)
+def test_acyclic_decompression_recovers_h(order, dtype):
+    """By substitution: each entry a row of H @ S less entries known before it, so equal
+    to H up to the rounding of those subtractions."""
+    rng = np.random.default_rng(22)
+    rtol = 1e-12 if dtype == np.float64 else 2e-4
+    for pattern in random_patterns(seed=23, symmetric=True):
+        h = symmetric_values_on(pattern, rng, dtype)
+        colors = acyclic_coloring(pattern, order=order)
+        decompress = acyclic_decompression(pattern, colors)
+        compressed = h @ seed_matrix(colors, dtype=dtype)
+        result = decompress(compressed)
+        assert result.dtype == dtype
+        scale = np.abs(h).max() if h.size else 1.0
+        np.testing.assert_allclose(result, csr_data(h), rtol=rtol, atol=rtol * scale)
+        # the mirror of every pair holds the same number
+        a = sparse.csr_matrix((result, decompress.indices, decompress.indptr),
+                              shape=h.shape).toarray()
+        np.testing.assert_array_equal(a, a.T)
+
+
+def test_acyclic_colorings_of_structured_patterns():
+    # a tree (a path, a star, a tridiagonal matrix) takes 2 colors; a 2-D 5-point grid
+    # Laplacian at most 4 (a star coloring needs 5)
+    for pattern in (banded(50, 1), np.eye(7) + np.eye(7, k=1) + np.eye(7, k=-1)):
+        colors = acyclic_coloring(pattern)
+        assert n_colors(colors) == 2
+        assert_acyclic_coloring(pattern.toarray() if sparse.issparse(pattern) else pattern,
+                                colors)
+    arrowhead = np.eye(9)
+    arrowhead[0] = arrowhead[:, 0] = 1
+    assert n_colors(acyclic_coloring(arrowhead)) == 2
+    grid = laplacian_2d(10)
+    colors = acyclic_coloring(grid)
+    assert_acyclic_coloring(grid.toarray(), colors)
+    assert n_colors(colors) <= 4 < n_colors(star_coloring(grid))
+    h = symmetric_values_on(grid.toarray() != 0, np.random.default_rng(24))
+    np.testing.assert_allclose(acyclic_decompression(grid, colors)(h @ seed_matrix(colors)),
+                               csr_data(h), rtol=1e-13, atol=1e-13)
+
+
+def test_a_rearranged_substitution_reads_another_layout():
+    """rearranged: the product read in another layout (transposed), the nonzeros written
+    in another order (reversed), the same numbers."""
+    rng = np.random.default_rng(25)
+    pattern = next(random_patterns(count=1, seed=26, symmetric=True))
+    h = symmetric_values_on(pattern, rng)
+    colors = acyclic_coloring(pattern)
+    decompress = acyclic_decompression(pattern, colors)
+    compressed = h @ seed_matrix(colors)
+    n, k = compressed.shape
+    flat = np.arange(n * k)
+    transposed = decompress.rearranged((flat % k) * n + flat // k,
+                                       np.arange(decompress.nnz)[::-1], (k, n))
+    np.testing.assert_array_equal(transposed(np.ascontiguousarray(compressed.T)),
+                                  decompress(compressed)[::-1])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("order", ["natural", "largest_first", "smallest_last"])
 def test_bidirectional_decompression_is_exact(order, dtype):
     rng = np.random.default_rng(18)
@@ -409,6 +517,10 @@ def test_prepared_decompression_allocates_nothing():
     compressed32 = np.ones(star.compressed_shape, dtype=np.float32)
     out32 = np.empty(star.nnz, dtype=np.float32)
     assert cyad.allocations_per_call(lambda: star(compressed32, out=out32)) == 0
+    acyclic = acyclic_decompression(h, acyclic_coloring(h))
+    compressed = np.ones(acyclic.compressed_shape)
+    out = np.empty(acyclic.nnz)
+    assert cyad.allocations_per_call(lambda: acyclic(compressed, out=out)) == 0
 
 
 # ---------------------------------------------------------------- quality

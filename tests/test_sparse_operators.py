@@ -426,3 +426,41 @@ def test_hessian_through_in_place_operators(engine, dtype):
     assert_allclose(gradient, jax.grad(lambda z: in_place_program(z, jnp))(x0), rtol=rtol,
                     atol=rtol)
     assert_array_equal(again.toarray(), hessian.toarray())
+
+
+@pytest.mark.parametrize("format", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_acyclic_hessians_by_substitution(format, dtype):
+    """coloring="acyclic": Rosenbrock's tridiagonal Hessian in 2 products (star: 3), a 2-D
+    stencil's in at most 4 (star: 5), each against JAX; out= refilled in place."""
+    rtol = 1e-12 if dtype == np.float64 else 2e-4
+    x0 = RNG.uniform(-1.0, 1.5, 60)
+    x = x0.astype(dtype)
+    prep = cyad.prepare_sparse_hessian(rosenbrock, x, coloring="acyclic", format=format)
+    assert prep.coloring == "acyclic" and prep.n_colors == 2
+    out = prep.new_result()
+    assert cyad.sparse_hessian(rosenbrock, x, prep=prep, out=out) is out
+    assert out.format == format and out.dtype == dtype
+    assert_matches(out, jax.hessian(lambda z: rosenbrock(z, jnp))(x0), rtol)
+    value, gradient, again = cyad.value_gradient_and_sparse_hessian(rosenbrock, x, prep=prep)
+    assert_array_equal(again.toarray(), out.toarray())
+
+    def energy(u, xp=np):
+        return xp.sum(laplacian(u, xp) * u) + xp.sum(xp.sin(u))
+
+    u0 = RNG.uniform(-1.0, 1.0, (8, 8))
+    stencil = cyad.prepare_sparse_hessian(energy, u0.astype(dtype), coloring="acyclic",
+                                          format=format)
+    assert stencil.n_colors <= 4 < cyad.prepare_sparse_hessian(energy, u0).n_colors
+    assert_matches(cyad.sparse_hessian(energy, u0.astype(dtype), prep=stencil),
+                   jax.hessian(lambda z: energy(z, jnp))(u0).reshape(64, 64), rtol)
+    with pytest.raises(ValueError, match="coloring is one of"):
+        cyad.prepare_sparse_hessian(rosenbrock, x, coloring="column")
+
+
+def test_acyclic_hessian_call_allocates_nothing(allocations_per_call):
+    x = RNG.uniform(-1.0, 1.5, 200)
+    prep = cyad.prepare_sparse_hessian(rosenbrock, x, coloring="acyclic")
+    out = prep.new_result()
+    assert allocations_per_call(lambda: cyad.sparse_hessian(rosenbrock, x, prep=prep,
+                                                            out=out)) == 0
