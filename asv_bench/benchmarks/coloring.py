@@ -1,7 +1,7 @@
 """Colorings of sparsity patterns and decompression (cyad._coloring).
 
 Patterns: n x n with 5 nonzeros per row, "band" (columns within 50 of the diagonal) or
-"random" (anywhere); their symmetrized sum for the star coloring. Baseline beside the
+"random" (anywhere); their symmetrized sum for the star and acyclic colorings. Baseline beside the
 colorings: SciPy's column grouping (scipy.optimize._numdiff.group_columns, a greedy column
 coloring in a random order), the grouping SciPy's least_squares and minimize use with a
 sparsity pattern. Beside the prepared decompression: the same gather as NumPy fancy
@@ -35,14 +35,14 @@ class Coloring:
     """Time to color one pattern (the pattern read, the graph built, ordered and colored)."""
 
     params = [COLORING_SIZES, PATTERNS,
-              ["column", "row", "star", "bidirectional", "scipy group_columns"],
+              ["column", "row", "star", "acyclic", "bidirectional", "scipy group_columns"],
               ["natural", "largest_first", "smallest_last", "auto"]]
     param_names = ["n", "pattern", "coloring", "order"]
     timeout = 120
 
     def setup(self, n, kind, coloring, order):
         self.pattern = pattern(n, kind)
-        if coloring == "star":
+        if coloring in ("star", "acyclic"):
             self.pattern = (self.pattern + self.pattern.T).tocsr()
         if coloring == "scipy group_columns":
             if order != "natural":
@@ -66,14 +66,17 @@ class Coloring:
 
 
 class Decompression(Call):
-    """One decompression of A @ S (or H @ S) into the nonzeros' array."""
+    """One decompression of A @ S (or H @ S) into the nonzeros' array (acyclic: by
+    substitution, which is no gather)."""
 
-    params = [COLORING_SIZES, ["column", "star"], ["prepared", "numpy gather"]]
+    params = [COLORING_SIZES, ["column", "star", "acyclic"], ["prepared", "numpy gather"]]
     param_names = ["n", "kind", "call"]
 
     def setup(self, n, kind, call):
+        if kind == "acyclic" and call == "numpy gather":
+            skip("a substitution is no gather")
         a = pattern(n, "random")
-        if kind == "star":
+        if kind in ("star", "acyclic"):
             a = (a + a.T).tocsr()
         colors = getattr(_coloring, f"{kind}_coloring")(a)
         decompress = getattr(_coloring, f"{kind}_decompression")(a, colors)
