@@ -37,12 +37,23 @@ Design:
   missing entry); only where f cannot be traced (a C function, an f that differentiates
   inside) is it trusted, and it must then contain every nonzero.
 - C functions (FunctionWrapper) cannot be traced: they need ``sparsity=``.
+- A pattern holds where f takes the branches it took where the pattern was detected
+  (cyad/_sparsity.py), so every call watches f's branches with a tape (`_Watch`): the
+  products' own where they run on the tape, else a tape prep of its own (a pullback of
+  one cotangent, or a gradient), run on every call. A tape records f anew when a guard
+  fails, a constant f closes over changes, or Python state f read changes; then the
+  pattern is detected at the call's x and must lie inside the prep's (ValueError
+  otherwise, before the result is written). A tape that gave up following f (handed to
+  the dual engine after its guards kept failing) leaves a given sparsity trusted and
+  refuses a detected one.
 - y (for ``f(y, x)``) is the call's own, as for the dense operators. Where it shares
   memory with x, a call still reads x as it was when the call started: preparing
   evaluates f on a copy of x, and a call made of two runs (a bidirectional coloring;
   the gradient and the HVPs of `value_gradient_and_sparse_hessian`) copies x into the
   prep's scratch (allocated at the first such call) before the first run writes y.
 """
+import functools
+
 import numpy as np
 
 from cyad import _coloring, _operators
@@ -72,22 +83,109 @@ def _read_sparsity(sparsity, shape):
                             shape=pattern_shape)
 
 
-def _given(sparsity, shape, detect):
-    """A given pattern, checked to contain the one `detect()` finds where f can be traced."""
+def _pattern(sparsity, shape, detect):
+    """The prep's pattern, and whether f could be traced: detected, or given and checked
+    to contain the one `detect()` finds (trusted where f cannot be traced)."""
+    if sparsity is None:
+        return detect(), True
     pattern = _read_sparsity(sparsity, shape)
     try:
-        detected = detect().tocoo()
+        detected = detect()
     except TypeError:
-        return pattern      # f cannot be traced: the pattern is trusted
-    if detected.shape != pattern.shape:
-        return pattern      # the caller's checks say which dimension differs
-    held = np.asarray(pattern[detected.row, detected.col]).ravel()
-    if not held.all():
-        i = int(np.flatnonzero(~held)[0])
-        raise ValueError(f"cyad: the given sparsity misses the entry ({detected.row[i]}, "
-                         f"{detected.col[i]}), where f's derivative can be nonzero; its value "
-                         "would be added into other entries")
-    return pattern
+        return pattern, False
+    if detected.shape == pattern.shape:     # else the caller's checks say which differs
+        missing = _missing(pattern, detected)
+        if missing is not None:
+            raise ValueError(f"cyad: the given sparsity misses the entry {missing}, where "
+                             "f's derivative can be nonzero; its value would be added into "
+                             "other entries")
+    return pattern, True
+
+
+def _missing(pattern, detected):
+    """The first entry (row, column) of `detected` outside `pattern`, or None."""
+    detected = detected.tocoo()
+    held = np.asarray(pattern[detected.row, detected.col], dtype=bool).ravel()
+    if held.all():
+        return None
+    i = int(np.flatnonzero(~held)[0])
+    return int(detected.row[i]), int(detected.col[i])
+
+
+class _Watch:
+    """Checks on every call that the prep's pattern holds at x (the module docstring).
+
+    `prep` is a tape prep: the products' own (run=None: the call runs it), or one made to
+    watch, which `run(f, x, y)` calls. Its tape object changes when f is recorded anew.
+    """
+
+    def __init__(self, prep, run, detect, pattern, given):
+        self._state = prep.engine_state
+        self._run = run
+        self._detect = detect
+        self._pattern = pattern
+        self._given = given
+        self._tape = self._state.tape
+        self._trusted = False
+
+    def check(self, f, x, y):
+        if self._trusted:
+            return
+        if self._run is not None:
+            self._run(f, x, y)
+        if self._state.tape is self._tape and not self._state.delegated:
+            return
+        if self._state.delegated:
+            if self._given:
+                self._trusted = True
+                return
+            raise RuntimeError("cyad: f's branches kept changing between calls, and its tape "
+                               "no longer follows them: the sparsity detected when the prep "
+                               "was made may not hold at this x; give sparsity= a pattern "
+                               "that holds for every branch")
+        missing = _missing(self._pattern, self._detect(x, y))
+        if missing is not None:
+            raise ValueError(f"cyad: at this x, f takes another branch than where its "
+                             f"sparsity was detected, and its derivative can be nonzero at "
+                             f"{missing}, outside the prep's pattern: prepare again at this "
+                             "x, or give sparsity= a pattern that holds for every branch")
+        self._tape = self._state.tape
+
+
+class _PullbackWatch:
+    """A tape prep of f's pullback of one cotangent, to watch f for products that run on
+    the dual engine; its call allocates nothing."""
+
+    def __init__(self, f, x, y, out_shape):
+        self._cotangent = (np.zeros(out_shape, dtype=x.dtype),)
+        self._out = (np.empty_like(x),)
+        self.prep = _operators.prepare_pullback(f, x, self._cotangent, y=y)
+
+    def __call__(self, f, x, y):
+        _operators.pullback(f, x, self._cotangent, y=y, prep=self.prep, out=self._out)
+
+
+class _GradientWatch:
+    """A tape prep of f's gradient, to watch a scalar f for hvps on the dual engine."""
+
+    def __init__(self, f, x, y):
+        self._out = np.empty_like(x)
+        self.prep = _operators.prepare_gradient(f, x, y=y)
+
+    def __call__(self, f, x, y):
+        _operators.gradient(f, x, y=y, prep=self.prep, out=self._out)
+
+
+def _watch(products_prep, make_watch, detect, pattern, traced, given):
+    """The prep's watch: None where f cannot be traced (the pattern is trusted)."""
+    if not traced:
+        return None
+    if products_prep.engine == "tape":
+        return _Watch(products_prep, None, detect, pattern, given)
+    watch = make_watch()
+    if watch.prep.engine != "tape":
+        return None    # f is a recorded function: its tape is frozen, as is its pattern
+    return _Watch(watch.prep, watch, detect, pattern, given)
 
 
 class _SparsePrep:
@@ -216,6 +314,14 @@ def _unaliased(x, y):
     return x.copy() if y is not None and np.may_share_memory(x, y) else x
 
 
+def _detect_jacobian(f, x, y):
+    return jacobian_sparsity(f, x, y=y)
+
+
+def _detect_hessian(f, x, y):
+    return hessian_sparsity(f, x, y=y)
+
+
 def _need_sparsity(f, sparsity):
     if (sparsity is None and isinstance(f, FunctionWrapper) and f.callable is None
             and f.tape is None):
@@ -256,13 +362,11 @@ class SparseJacobianPrep(_SparsePrep):
         _checked_format(format)
         _need_sparsity(f, sparsity)
         x = _unaliased(_float_input(x), y)
-        if sparsity is None:
-            pattern = jacobian_sparsity(f, x, y=y)
-        else:
-            pattern = _given(sparsity, None, lambda: jacobian_sparsity(f, x, y=y))
-            if pattern.shape[1] != x.size:
-                raise ValueError(f"the sparsity pattern has {pattern.shape[1]} columns, "
-                                 f"x has {x.size} elements")
+        detect = functools.partial(_detect_jacobian, f)
+        pattern, traced = _pattern(sparsity, None, lambda: detect(x, y))
+        if pattern.shape[1] != x.size:
+            raise ValueError(f"the sparsity pattern has {pattern.shape[1]} columns, "
+                             f"x has {x.size} elements")
         if coloring == "auto":
             column = _coloring.column_coloring(pattern, order)
             row = _coloring.row_coloring(pattern, order)
@@ -302,16 +406,19 @@ class SparseJacobianPrep(_SparsePrep):
             raise ValueError("the sparsity pattern has no nonzeros")
         self._first = self._forward if self._forward is not None else self._reverse
         self._both = len(parts) == 2
+        self._watch = _watch(self._first.prep, lambda: _PullbackWatch(f, x, y, self.out_shape),
+                             detect, pattern, traced, sparsity is not None)
         super().__init__(pattern, colors, coloring, parts, format)
 
     def _products(self, f, x, y, value_out):
-        """The products into the compressed buffers; the value into value_out if given."""
+        """The products into the compressed buffers (the value into value_out if given),
+        the pattern checked to hold at x."""
+        x = self._unaliased_call_input(x, y)
+        self._first.run(f, x, y, value_out)
         if self._both:
-            x = self._unaliased_call_input(x, y)
-            self._first.run(f, x, y, value_out)
             self._reverse.run(f, x, y, None)
-        else:
-            self._first.run(f, x, y, value_out)
+        if self._watch is not None:
+            self._watch.check(f, x, y)
 
 
 class _Products:
@@ -381,8 +488,8 @@ class SparseHessianPrep(_SparsePrep):
         _need_sparsity(f, sparsity)
         x = _unaliased(_float_input(x), y)
         n = x.size
-        pattern = (hessian_sparsity(f, x, y=y) if sparsity is None
-                   else _given(sparsity, (n, n), lambda: hessian_sparsity(f, x, y=y)))
+        detect = functools.partial(_detect_hessian, f)
+        pattern, traced = _pattern(sparsity, (n, n), lambda: detect(x, y))
         if coloring == "star":
             colors = _coloring.star_coloring(pattern, order)
             decompression = _coloring.star_decompression(pattern, colors)
@@ -395,6 +502,8 @@ class SparseHessianPrep(_SparsePrep):
         self._engine = engine
         self._seeds = _seeds(colors, k, x)
         self._inner = _operators.prepare_hvp(f, x, self._seeds, y=y, engine=engine)
+        self._watch = _watch(self._inner, lambda: _GradientWatch(f, x, y), detect, pattern,
+                             traced, sparsity is not None)
         self._gradient_prep = None
         self._gradient_pair = (None, None)
         compressed = np.zeros((k,) + x.shape, dtype=self._inner.dtype)
@@ -634,6 +743,8 @@ def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):
     else:
         _check_prep(SparseHessianPrep, "prepare_sparse_hessian", f, prep, options)
     _operators.hvp(f, x, prep._seeds, y=y, prep=prep._inner, out=prep._outs)
+    if prep._watch is not None:
+        prep._watch.check(f, x, y)
     return prep._result(out)
 
 
@@ -673,6 +784,8 @@ def value_gradient_and_sparse_hessian(f, x, *, y=None, prep=None, out=None, **op
     if out is None:
         value, gradient = _operators.value_and_gradient(f, x, y=y, prep=gradient_prep)
         _operators.hvp(f, x, prep._seeds, y=y, prep=prep._inner, out=prep._outs)
+        if prep._watch is not None:
+            prep._watch.check(f, x, y)
         return value, gradient, prep._result(None)
     pair = prep._gradient_pair
     if pair[0] is not out[0] or pair[1] is not out[1]:
@@ -680,5 +793,7 @@ def value_gradient_and_sparse_hessian(f, x, *, y=None, prep=None, out=None, **op
         pair = prep._gradient_pair = (out[0], out[1])
     _operators.value_and_gradient(f, x, y=y, prep=gradient_prep, out=pair)
     _operators.hvp(f, x, prep._seeds, y=y, prep=prep._inner, out=prep._outs)
+    if prep._watch is not None:
+        prep._watch.check(f, x, y)
     prep._result(out[2])
     return out

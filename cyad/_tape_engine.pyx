@@ -828,6 +828,12 @@ cdef class TapeEngine(Engine):
         """The derivative tape the prep replays (None before the first call)."""
         return None if self.replay is None else self.replay.tape
 
+    @property
+    def delegated(self):
+        """Whether the dual engine answers for this prep (f could not be traced, or its
+        guards kept failing): the tape no longer follows f."""
+        return self.delegate is not None
+
 
 cdef object _callable(object f):
     # the Python f: the callable itself, a wrapper's, or the one a recorded function traced

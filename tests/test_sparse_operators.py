@@ -464,3 +464,90 @@ def test_acyclic_hessian_call_allocates_nothing(allocations_per_call):
     out = prep.new_result()
     assert allocations_per_call(lambda: cyad.sparse_hessian(rosenbrock, x, prep=prep,
                                                             out=out)) == 0
+
+
+def branching(x, xp=np):
+    """Diagonal on one branch, diagonal and anti-diagonal on the other."""
+    return x ** 2 if x[0] > 0 else x * x[::-1]
+
+
+def same_pattern_branches(x, xp=np):
+    return xp.sin(x) * x if x[0] > 0 else xp.exp(x) - x ** 3
+
+
+def scalar_branching(x, xp=np):
+    return xp.sum(x ** 3) if x[0] > 0 else xp.sum(x * x[::-1])
+
+
+@pytest.mark.parametrize("engine", ["tape", "dual", None])
+def test_a_branch_outside_the_pattern_raises(engine):
+    x = np.arange(1.0, 7.0)
+    prep = cyad.prepare_sparse_jacobian(branching, x, engine=engine)
+    out = cyad.sparse_jacobian(branching, x, prep=prep)
+    before = out.data.copy()
+    with pytest.raises(ValueError, match=r"another branch.*\(0, 5\)"):
+        cyad.sparse_jacobian(branching, -x, prep=prep, out=out)
+    assert_array_equal(out.data, before)            # no result half-written
+    hessian_prep = cyad.prepare_sparse_hessian(scalar_branching, x,
+                                               engine="tape" if engine is None else engine)
+    with pytest.raises(ValueError, match="another branch"):
+        cyad.sparse_hessian(scalar_branching, -x, prep=hessian_prep)
+
+
+@pytest.mark.parametrize("engine", ["tape", "dual", None])
+def test_a_branch_inside_the_pattern_is_followed(engine):
+    x = RNG.uniform(0.5, 1.0, 8)
+    prep = cyad.prepare_sparse_jacobian(same_pattern_branches, x, engine=engine)
+    for point in (x, -x, x, -x):            # every call after a flip checks the pattern
+        assert_matches(cyad.sparse_jacobian(same_pattern_branches, point, prep=prep),
+                       jax_jacobian(same_pattern_branches, point))
+    # a given pattern holding both branches serves both
+    both = cyad.jacobian_sparsity(branching, x) + cyad.jacobian_sparsity(branching, -x)
+    prep = cyad.prepare_sparse_jacobian(branching, x, sparsity=both, engine=engine)
+    for point in (x, -x, x):
+        assert_matches(cyad.sparse_jacobian(branching, point, prep=prep),
+                       jax_jacobian(branching, point))
+    hessian_both = (cyad.hessian_sparsity(scalar_branching, x)
+                    + cyad.hessian_sparsity(scalar_branching, -x))
+    hessian_prep = cyad.prepare_sparse_hessian(scalar_branching, x, sparsity=hessian_both,
+                                               engine="tape" if engine is None else engine)
+    for point in (x, -x, x):
+        assert_matches(cyad.sparse_hessian(scalar_branching, point, prep=hessian_prep),
+                       jax.hessian(lambda z: scalar_branching(z, jnp))(point))
+
+
+def test_a_constant_changed_in_place_is_seen():
+    """A matrix f closes over fixes the pattern by its zeros: changed in place between
+    calls, the tape records f anew and the pattern is checked again."""
+    matrix = np.eye(5)
+
+    def f(x):
+        return np.tanh(matrix @ x)
+
+    x = RNG.uniform(-1.0, 1.0, 5)
+    for engine in ("tape", "dual"):
+        matrix[:] = np.eye(5)
+        prep = cyad.prepare_sparse_jacobian(f, x, engine=engine)
+        assert prep.sparsity.nnz == 5
+        matrix[0, 3] = 2.0
+        with pytest.raises(ValueError, match=r"\(0, 3\)"):
+            cyad.sparse_jacobian(f, x, prep=prep)
+
+
+def test_branches_that_keep_changing():
+    """After the tape's record limit: a given pattern is trusted (the dual engine answers),
+    a detected one refused."""
+    x = RNG.uniform(0.5, 1.0, 6)
+    both = cyad.jacobian_sparsity(branching, x) + cyad.jacobian_sparsity(branching, -x)
+    given = cyad.prepare_sparse_jacobian(branching, x, sparsity=both, coloring="row")
+    detected = cyad.prepare_sparse_jacobian(same_pattern_branches, x, coloring="row")
+    with pytest.raises(RuntimeError, match="no longer follows"):
+        for flip in range(20):
+            point = x if flip % 2 else -x
+            assert_matches(cyad.sparse_jacobian(branching, point, prep=given),
+                           jax_jacobian(branching, point))
+            cyad.sparse_jacobian(same_pattern_branches, point, prep=detected)
+    assert flip > 6
+    for point in (x, -x):                    # the given one goes on
+        assert_matches(cyad.sparse_jacobian(branching, point, prep=given),
+                       jax_jacobian(branching, point))
