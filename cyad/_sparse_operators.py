@@ -48,12 +48,10 @@ Design:
   refuses a detected one.
 - y (for ``f(y, x)``) is the call's own, as for the dense operators. Where it shares
   memory with x, a call still reads x as it was when the call started: preparing
-  evaluates f on a copy of x, and a call made of two runs (a bidirectional coloring;
-  the gradient and the HVPs of `value_gradient_and_sparse_hessian`) copies x into the
-  prep's scratch (allocated at the first such call) before the first run writes y.
+  evaluates f on a copy of x, and a call that runs f more than once (the products, the
+  watch, the gradient of `value_gradient_and_sparse_hessian`) first copies x into
+  the prep's scratch (allocated at the first such call).
 """
-import functools
-
 import numpy as np
 
 from cyad import _coloring, _operators
@@ -314,14 +312,6 @@ def _unaliased(x, y):
     return x.copy() if y is not None and np.may_share_memory(x, y) else x
 
 
-def _detect_jacobian(f, x, y):
-    return jacobian_sparsity(f, x, y=y)
-
-
-def _detect_hessian(f, x, y):
-    return hessian_sparsity(f, x, y=y)
-
-
 def _need_sparsity(f, sparsity):
     if (sparsity is None and isinstance(f, FunctionWrapper) and f.callable is None
             and f.tape is None):
@@ -362,7 +352,9 @@ class SparseJacobianPrep(_SparsePrep):
         _checked_format(format)
         _need_sparsity(f, sparsity)
         x = _unaliased(_float_input(x), y)
-        detect = functools.partial(_detect_jacobian, f)
+        def detect(x, y):
+            return jacobian_sparsity(f, x, y=y)
+
         pattern, traced = _pattern(sparsity, None, lambda: detect(x, y))
         if pattern.shape[1] != x.size:
             raise ValueError(f"the sparsity pattern has {pattern.shape[1]} columns, "
@@ -488,7 +480,9 @@ class SparseHessianPrep(_SparsePrep):
         _need_sparsity(f, sparsity)
         x = _unaliased(_float_input(x), y)
         n = x.size
-        detect = functools.partial(_detect_hessian, f)
+        def detect(x, y):
+            return hessian_sparsity(f, x, y=y)
+
         pattern, traced = _pattern(sparsity, (n, n), lambda: detect(x, y))
         if coloring == "star":
             colors = _coloring.star_coloring(pattern, order)
