@@ -128,7 +128,7 @@ def test_callbacks_against_jax(name, engine):
     rows, cols = callbacks.jacobianstructure()
     hessian_rows, hessian_cols = callbacks.hessianstructure()
     assert np.all(hessian_rows >= hessian_cols)
-    for trial in range(3):      # the preps at points other than x0, multipliers anew
+    for _ in range(3):      # the preps at points other than x0, multipliers anew
         x = rng.uniform(-1.5, 1.5, n)
         lagrange = rng.standard_normal(m)
         obj_factor = rng.uniform(0.1, 2.0)
