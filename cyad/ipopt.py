@@ -83,7 +83,13 @@ class _LagrangianHessian:
         n = x0.size
         self.z = np.concatenate([x0, np.ones(1 + m)])
         self.lagrangian = lagrangian
-        block = hessian_sparsity(lagrangian, self.z).tocsr()[:n, :n].tocsr()
+        try:
+            block = hessian_sparsity(lagrangian, self.z).tocsr()[:n, :n].tocsr()
+        except TypeError as error:
+            raise TypeError(f"cyad.ipopt: f and c are recorded to detect the Lagrangian "
+                            f"Hessian's pattern, and this failed ({error}); hessian=False "
+                            "leaves the Hessian to IPOPT's limited-memory "
+                            "approximation") from error
         block.sort_indices()
         rows = np.repeat(np.arange(n, dtype=np.intp), np.diff(block.indptr))
         cols = np.asarray(block.indices, dtype=np.intp)
@@ -145,6 +151,12 @@ class Callbacks:
         approximation (``hessian_approximation="limited-memory"``, which `problem` sets).
     engine : str, optional
         The cyad engine of every derivative (default: cyad's default per operator).
+    jacobian_sparsity : sparse matrix or array_like of bool, optional
+        The pattern of c's Jacobian (m x n), for a c that cyad cannot record to detect
+        it (one that takes a derivative inside, with ``engine="dual"``, and
+        ``hessian=False``). Where c can be recorded, it is checked to contain the
+        detected pattern (ValueError); otherwise it is trusted, and must contain every
+        nonzero (see `cyad.prepare_sparse_jacobian`).
 
     Attributes
     ----------
@@ -158,10 +170,11 @@ class Callbacks:
     Raises
     ------
     TypeError
-        If objective or constraints is not callable, or cannot be recorded for its
-        sparsity pattern.
+        If objective or constraints is not callable, or cannot be recorded to detect a
+        pattern (the Hessian's; the Jacobian's unless given).
     ValueError
-        If x0 is not 1-D, or f is not scalar-valued.
+        If x0 is not 1-D, f is not scalar-valued, or jacobian_sparsity misses an entry
+        of the detected pattern.
 
     Examples
     --------
@@ -183,7 +196,8 @@ class Callbacks:
     array([1., 1., 1., 2., 1., 3., 1.])
     """
 
-    def __init__(self, objective, x0, constraints=None, *, hessian=True, engine=None):
+    def __init__(self, objective, x0, constraints=None, *, hessian=True, engine=None,
+                 jacobian_sparsity=None):
         for name, fun in (("objective", objective), ("constraints", constraints)):
             if not (callable(fun) or (fun is None and name == "constraints")):
                 raise TypeError(f"cyad.ipopt: {name} must be a callable, not "
@@ -203,7 +217,7 @@ class Callbacks:
         else:
             self.m = np.size(constraints(x0))
             self.jacobian_prep = _sparse_operators.prepare_sparse_jacobian(
-                constraints, x0, engine=engine, format="coo")
+                constraints, x0, sparsity=jacobian_sparsity, engine=engine, format="coo")
             self._jacobian_out = self.jacobian_prep.new_result()
             self._jacobian_structure = tuple(
                 np.asarray(i, dtype=np.intp) for i in self._jacobian_out.coords)
@@ -290,12 +304,12 @@ def _cyipopt():
 
 
 def problem(objective, x0, constraints=None, *, lb=None, ub=None, cl=None, cu=None,
-            hessian=True, engine=None):
+            hessian=True, engine=None, jacobian_sparsity=None):
     """A ``cyipopt.Problem`` for ``min f(x)`` subject to bounds, with cyad's derivatives.
 
     Parameters
     ----------
-    objective, x0, constraints, hessian, engine
+    objective, x0, constraints, hessian, engine, jacobian_sparsity
         As for `Callbacks` (``hessian=False`` also sets IPOPT's option
         ``hessian_approximation="limited-memory"``).
     lb, ub : array_like, optional
@@ -333,7 +347,8 @@ def problem(objective, x0, constraints=None, *, lb=None, ub=None, cl=None, cu=No
     (17.014017, array([1.    , 4.743 , 3.8211, 1.3794]))
     """
     cyipopt = _cyipopt()
-    callbacks = Callbacks(objective, x0, constraints, hessian=hessian, engine=engine)
+    callbacks = Callbacks(objective, x0, constraints, hessian=hessian, engine=engine,
+                          jacobian_sparsity=jacobian_sparsity)
     nlp = cyipopt.Problem(n=callbacks.n, m=callbacks.m, problem_obj=callbacks, lb=lb, ub=ub,
                           cl=cl, cu=cu)
     if not hessian:

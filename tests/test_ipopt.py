@@ -239,6 +239,41 @@ def test_a_call_from_inside_a_function_is_refused():
     assert_allclose(callbacks.jacobian(np.array([1.0, 2.0, 3.0])), [2.0, 1.0, 3.0, 2.0])
 
 
+def slopes(x):
+    """d/dt sum(sin(t x)) at t = 1, taken inside: sum(x cos x)."""
+    return cyad.derivative(lambda t: np.sum(np.sin(t * x)), 1.0)
+
+
+def sloped_constraints(x):
+    """d/dt of sin(t x[1:]) x[:-1] at t = 1, taken inside: x[1:] x[:-1] cos(x[1:])."""
+    return cyad.derivative(lambda t: np.sin(t * x[1:]) * x[:-1], 1.0)
+
+
+def test_functions_taking_derivatives_inside():
+    # nested differentiation: the dual engine, the Jacobian's pattern given, no Hessian
+    x0 = np.linspace(0.1, 1.0, 6)
+    with pytest.raises(TypeError, match="hessian=False"):
+        cyad.ipopt.Callbacks(slopes, x0, engine="dual")
+    pattern = np.eye(5, 6, dtype=bool) | np.eye(5, 6, k=1, dtype=bool)
+    callbacks = cyad.ipopt.Callbacks(slopes, x0, constraints=sloped_constraints,
+                                     engine="dual", hessian=False, jacobian_sparsity=pattern)
+    x = np.linspace(-1.0, 1.5, 6)
+    assert callbacks.objective(x) == pytest.approx(np.sum(x * np.cos(x)), rel=1e-14)
+    assert_allclose(callbacks.gradient(x), np.cos(x) - x * np.sin(x), rtol=1e-13)
+    a, b = x[:-1], x[1:]
+    dense = np.zeros((5, 6))
+    dense[np.arange(5), np.arange(5)] = b * np.cos(b)
+    dense[np.arange(5), np.arange(1, 6)] = a * np.cos(b) - a * b * np.sin(b)
+    rows, cols = callbacks.jacobianstructure()
+    assert_sparse_equals_dense(rows, cols, callbacks.jacobian(x), dense)
+
+
+def test_a_given_jacobian_pattern_missing_an_entry_raises():
+    with pytest.raises(ValueError, match="misses the entry"):
+        cyad.ipopt.Callbacks(hs071_objective, np.ones(4), constraints=hs071_constraints,
+                             jacobian_sparsity=np.ones((2, 4)) - np.eye(2, 4))
+
+
 def test_problem_without_cyipopt_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "cyipopt", None)     # import cyipopt raises
     with pytest.raises(ImportError, match=r"cyad\[ipopt\]"):
