@@ -181,6 +181,22 @@ def test_without_hessian():
         callbacks.hessian(np.ones(4), np.ones(2), 1.0)
 
 
+def test_float32_and_list_inputs_are_taken_in_float64():
+    # IPOPT works in float64: a float32 x0 prepares float64 derivatives
+    x0 = np.linspace(0.5, 1.5, 4).astype(np.float32)
+    callbacks = cyad.ipopt.Callbacks(hs071_objective, x0, constraints=hs071_constraints)
+    x = [1.0, 1.0 + 1e-9, 2.0, 3.0]      # a difference float32 cannot hold
+    gradient, jacobian, hessian = references(hs071_objective, hs071_constraints,
+                                             np.array(x), np.array([0.5, -1.0]), 2.0)
+    result = callbacks.gradient(x)
+    assert result.dtype == np.float64
+    assert_allclose(result, gradient, rtol=1e-15)
+    rows, cols = callbacks.jacobianstructure()
+    assert_allclose(callbacks.jacobian(x), jacobian[rows, cols], rtol=1e-15)
+    rows, cols = callbacks.hessianstructure()
+    assert_allclose(callbacks.hessian(x, [0.5, -1.0], 2.0), hessian[rows, cols], rtol=1e-14)
+
+
 def test_results_are_new_arrays():
     objective, constraints, n = PROBLEMS["chain"]
     callbacks = cyad.ipopt.Callbacks(objective, np.ones(n), constraints=constraints)

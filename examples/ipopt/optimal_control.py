@@ -26,7 +26,9 @@ IPOPT through cyipopt, its derivatives from:
 
 Times are for the whole solve, preparation or compilation included (and that part
 separately), after one solve of a tiny problem has done the imports; iterations are
-IPOPT's; the objectives agree to IPOPT's tolerance (1e-8).
+IPOPT's (tol 1e-8). The limited-memory solves stop on their own approximation: their
+objectives differ from the exact ones in the 7th digit. asv_bench/benchmarks/ipopt.py
+times the same callbacks and solves.
 """
 import argparse
 import os
@@ -212,7 +214,11 @@ def main():
     table(["derivatives", "N", "iterations", "objective", "time [s]", "of it prepare [s]"],
           rows)
     if jax is None:
-        print("\nJAX is not installed: its column is left out")
+        print("\nJAX is not installed: its rows are left out")
+    elif n_intervals > a.dense_max:
+        print(f"\nJAX, dense: left out at N = {n_intervals} (above --dense-max): its "
+              "Jacobian and Hessian hold every entry, N^2 of them, and so does IPOPT's "
+              "linear algebra")
 
 
 if __name__ == "__main__":
