@@ -95,7 +95,6 @@ class _LagrangianHessian:
         cols = np.asarray(block.indices, dtype=np.intp)
         lower = rows >= cols
         self.structure = (rows[lower], cols[lower])
-        self.pattern = block
         colors = _coloring.star_coloring(block)
         self.n_colors = k = int(colors.max()) + 1 if colors.size and block.nnz else 0
         if k == 0:      # f and c linear: the Hessian is zero
