@@ -297,8 +297,8 @@ def _cyipopt():
         import cyipopt
     except ImportError as error:
         raise ImportError("cyad.ipopt.problem needs cyipopt: install cyad's optional extra "
-                          "'ipopt' (pip install \"cyad[ipopt]\", the binary wheel "
-                          "cyipopt-wheels)") from error
+                          "'ipopt' (pip install \".[ipopt]\" in a checkout of cyad), or "
+                          "its binary wheel alone: pip install cyipopt-wheels") from error
     return cyipopt
 
 
