@@ -127,7 +127,7 @@ class _LagrangianHessian:
 
 
 class Callbacks:
-    """IPOPT's callbacks for ``min f(x) s.t. c(x)``: exact sparse derivatives by cyad.
+    """IPOPT's callbacks for f and constraints c, with cyad's exact sparse derivatives.
 
     The methods have cyipopt's names and signatures, so an instance is the ``problem_obj``
     of ``cyipopt.Problem`` (`problem` makes one); everything is prepared at construction.

@@ -1,5 +1,5 @@
 """Optimal control with IPOPT: cyad's sparse derivatives beside dense JAX ones
-==========================================================================
+===========================================================================
 
 The van der Pol oscillator steered to rest: minimise the integral of x1^2 + x2^2 + u^2 over
 t in [0, 10] subject to
