@@ -81,9 +81,7 @@ PROBLEMS = {
     "hs071": (hs071_objective, hs071_constraints, 4),
     "chain": (chain_objective, chain_constraints, 17),
     "oscillator": (*OSCILLATOR, 39),
-    "random-0": (*random_program(0), 24),
-    "random-1": (*random_program(1), 24),
-    "random-2": (*random_program(2), 24),
+    **{f"random-{seed}": (*random_program(seed), 24) for seed in range(6)},
     "unconstrained": (chain_objective, None, 9),
 }
 
@@ -128,10 +126,11 @@ def test_callbacks_against_jax(name, engine):
     rows, cols = callbacks.jacobianstructure()
     hessian_rows, hessian_cols = callbacks.hessianstructure()
     assert np.all(hessian_rows >= hessian_cols)
-    for _ in range(3):      # the preps at points other than x0, multipliers anew
+    # the preps at points other than x0, multipliers anew; IPOPT's restoration phase
+    # passes obj_factor = 0
+    for obj_factor in (rng.uniform(0.1, 2.0), 0.0, rng.uniform(-2.0, 2.0)):
         x = rng.uniform(-1.5, 1.5, n)
         lagrange = rng.standard_normal(m)
-        obj_factor = rng.uniform(0.1, 2.0)
         gradient, jacobian, hessian = references(objective, constraints, x, lagrange,
                                                  obj_factor)
         assert callbacks.objective(x) == pytest.approx(float(objective(x)), rel=1e-15)
