@@ -219,6 +219,8 @@ def test_errors():
         cyad.ipopt.Callbacks(np.sum, np.ones((2, 2)))
     with pytest.raises(ValueError):
         cyad.ipopt.Callbacks(lambda x: x ** 2, np.ones(3))      # not scalar-valued
+    with pytest.raises(ValueError, match="unknown engine 'symbolic'"):
+        cyad.ipopt.Callbacks(np.sum, np.ones(3), engine="symbolic")
     callbacks = cyad.ipopt.Callbacks(hs071_objective, np.ones(4),
                                      constraints=hs071_constraints)
     for call in (callbacks.objective, callbacks.gradient, callbacks.constraints,
