@@ -1,6 +1,6 @@
 """Sphinx configuration of cyad's documentation: the user guide (MyST Markdown), the API
-reference from the numpydoc docstrings, the gallery of examples/scipy (run with --quick), and
-the supported-functions table generated from cyad's tables."""
+reference from the numpydoc docstrings, the galleries of examples/scipy and examples/ipopt
+(run with --quick), and the supported-functions table generated from cyad's tables."""
 import pathlib
 import sys
 
@@ -24,9 +24,9 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "generated/*.examples", "auto_examples/*.ipynb",
-                    "auto_examples/*.py", "auto_examples/*.zip", "auto_examples/*.json",
-                    "auto_examples/*.md5", "auto_examples/*.codeobj.json"]
+exclude_patterns = ["_build", "generated/*.examples", "auto_examples*/*.ipynb",
+                    "auto_examples*/*.py", "auto_examples*/*.zip", "auto_examples*/*.json",
+                    "auto_examples*/*.md5", "auto_examples*/*.codeobj.json"]
 myst_heading_anchors = 3
 
 autosummary_generate = True
@@ -37,8 +37,9 @@ numpydoc_xref_param_type = False
 intersphinx_mapping = {}
 
 sphinx_gallery_conf = {
-    "examples_dirs": [str(HERE.parent / "examples" / "scipy")],
-    "gallery_dirs": ["auto_examples"],
+    "examples_dirs": [str(HERE.parent / "examples" / "scipy"),
+                      str(HERE.parent / "examples" / "ipopt")],
+    "gallery_dirs": ["auto_examples", "auto_examples_ipopt"],
     "filename_pattern": r"\.py$",         # run every example, printing its comparison
     "reset_argv": "gallery_argv.quick",
     "image_scrapers": (),

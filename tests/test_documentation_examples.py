@@ -15,6 +15,8 @@ EXAMPLES = [(page, source) for page in PAGES
                          ids=[f"{page.relative_to(ROOT)}-{i}" for i, (page, _) in
                               enumerate(EXAMPLES)])
 def test_example_runs(page, source):
+    if "cyad.ipopt.problem" in source:
+        pytest.importorskip("cyipopt")      # the optional extra ipopt
     exec(compile(source, str(page), "exec"), {})
 
 

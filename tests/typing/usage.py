@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 import cyad
+import cyad.ipopt
 
 Floats = npt.NDArray[np.floating[Any]]
 
@@ -79,6 +80,12 @@ cyad.sparse_jacobian(residual, x, prep=sparse_prep, out=sparse_prep.new_result()
 sparse_value, sparse_jacobian = cyad.value_and_sparse_jacobian(residual, x, coloring="row")
 sparse_hessian = cyad.sparse_hessian(objective, x)
 sparse_triple = cyad.value_gradient_and_sparse_hessian(objective, x)
+
+# IPOPT's callbacks (cyipopt's names)
+callbacks = cyad.ipopt.Callbacks(objective, x, constraints=residual)
+structure: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] = callbacks.jacobianstructure()
+assert_type(callbacks.hessian(x, np.ones(callbacks.m), 1.0), npt.NDArray[np.float64])
+assert_type(callbacks.objective(x), float)
 
 # prepared, in-place, two-argument calls
 u, y, jacobian_out = np.array([1.0, 0.0, 0.0]), np.zeros(3), np.zeros((3, 3))
