@@ -31,6 +31,9 @@ Design:
   coloring of it gives the directions, all their Hessian-vector products are one prepared
   batched call, and the lower triangle's values are gathered straight from the products
   (a star coloring reads every entry from one product, `cyad._coloring`).
+- The patterns hold where f and c take the branches they took at x0: like the sparse
+  operators', the Jacobian's and the Hessian's preps watch them on every call and
+  raise ValueError where another branch has a nonzero outside the structure.
 - The structures are the flat indices of c's output and of x (x is 1-D, as IPOPT gives
   it); the Jacobian's is in COO order, the Hessian's lower triangle in CSR order.
 - cyipopt is imported by `problem` alone: `Callbacks` serves any interface to IPOPT that
@@ -83,8 +86,12 @@ class _LagrangianHessian:
         n = x0.size
         self.z = np.concatenate([x0, np.ones(1 + m)])
         self.lagrangian = lagrangian
+
+        def detect(z, y):
+            return hessian_sparsity(lagrangian, z).tocsr()[:n, :n].tocsr()
+
         try:
-            block = hessian_sparsity(lagrangian, self.z).tocsr()[:n, :n].tocsr()
+            block = detect(self.z, None)
         except TypeError as error:
             raise TypeError(f"cyad.ipopt: f and c are recorded to detect the Lagrangian "
                             f"Hessian's pattern, and this failed ({error}); hessian=False "
@@ -113,6 +120,9 @@ class _LagrangianHessian:
         self.products = np.zeros((k, self.z.size))
         self.outs = tuple(self.products)
         self.prep = _operators.prepare_hvp(lagrangian, self.z, self.directions, engine=engine)
+        self.watch = _sparse_operators._watch(
+            self.prep, lambda: _sparse_operators._GradientWatch(lagrangian, self.z, None),
+            detect, block, True, False)
 
     def __call__(self, x, lagrange, obj_factor):
         if self.prep is None:
@@ -123,6 +133,8 @@ class _LagrangianHessian:
         z[n] = obj_factor
         z[n + 1:] = lagrange
         _operators.hvp(self.lagrangian, z, self.directions, prep=self.prep, out=self.outs)
+        if self.watch is not None:      # f or c took another branch: is H's pattern kept?
+            self.watch.check(self.lagrangian, z, None)
         return np.take(self.products.reshape(-1), self.source)
 
 

@@ -363,3 +363,23 @@ def test_example_runs():
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "cyad" in done.stdout and "|" in done.stdout
+
+
+def test_a_branch_outside_the_structures_raises():
+    """The structures hold for the branches taken at x0; another branch with a nonzero
+    outside them is refused, in the Jacobian and in the Hessian."""
+    def objective(x):
+        return np.sum(x ** 4) if x[0] > 0 else np.sum(x * x[::-1])
+
+    def constraints(x):
+        return x[:2] ** 2 if x[0] > 0 else x[:2] * x[::-1][:2]
+
+    x0 = np.linspace(0.5, 1.0, 5)
+    callbacks = cyad.ipopt.Callbacks(objective, x0, constraints)
+    lagrange = np.ones(2)
+    callbacks.hessian(x0, lagrange, 1.0)
+    callbacks.jacobian(x0)
+    with pytest.raises(ValueError, match="another branch"):
+        callbacks.jacobian(-x0)
+    with pytest.raises(ValueError, match="another branch"):
+        callbacks.hessian(-x0, lagrange, 1.0)
