@@ -8,6 +8,8 @@ Each function here turns a user's function into the callable a SciPy solver take
 ``hessian(fun)``                   ``hess=`` of ``minimize``; with ``sparse=True`` a sparse
                                    Hessian, for ``method="trust-constr"``
 ``hessp(fun)``                     ``hessp=`` of ``minimize``
+``constraint_hessian(fun)``        ``hess=`` of a ``NonlinearConstraint``: ``hess(x, v)``, the
+                                   constraints' Hessians weighted by v (dense or sparse)
 ``jacobian(fun)``                  ``jac=`` of `scipy.optimize.least_squares` and
                                    `~scipy.optimize.root`; with ``sparse=True`` a sparse
                                    Jacobian, for ``least_squares(tr_solver="lsmr")`` and
@@ -58,6 +60,7 @@ from cyad._wrapper import FunctionWrapper
 __all__ = [
     "DerivativeCheck",
     "check_derivatives",
+    "constraint_hessian",
     "gradient",
     "hessian",
     "hessp",
@@ -259,6 +262,78 @@ class _SparseJacobian(_SparseAdapter):
 class _SparseHessian(_SparseAdapter):
     __slots__ = ()
     _operator = "sparse_hessian"
+
+
+class _ConstraintHessian:
+    """sum_i v_i H_i(x), the constraints' Hessians weighted by the multipliers v.
+
+    The Hessian of ``np.sum(fun(x) * multipliers)``, multipliers a buffer the call fills
+    with v. On the dual engine, which evaluates fun on every call: a tape would hold the
+    multipliers as a constant, compare them on every call and record fun anew when they
+    changed - on every call of a solver.
+    """
+
+    __slots__ = ("fun", "sparse", "sparsity", "chunk", "prep", "_multipliers", "_lagrangian",
+                 "_result", "_lock")
+
+    def __init__(self, fun, x0, v0, sparse, sparsity, chunk):
+        if not callable(fun):
+            raise TypeError(f"cyad.scipy: fun must be callable, not {type(fun).__name__}")
+        if (x0 is None) != (v0 is None):
+            raise TypeError("cyad.scipy: constraint_hessian prepares from x0 and v0 together")
+        self.fun = fun
+        self.sparse = bool(sparse)
+        self.sparsity = sparsity
+        self.chunk = chunk
+        self.prep = None
+        self._multipliers = None
+        self._result = None
+        self._lock = threading.Lock()
+
+        def lagrangian(x):
+            return np.sum(fun(x) * self._multipliers)
+
+        self._lagrangian = lagrangian
+        if x0 is not None:
+            self._prepare(_float64(x0), _float64(v0))
+
+    def _prepare(self, x, v):
+        self._multipliers = v.copy()
+        if self.sparse:
+            self.prep = _sparse_operators.prepare_sparse_hessian(
+                self._lagrangian, x, sparsity=self.sparsity, engine="dual", format="csr")
+            self._result = self.prep.new_result()
+        else:
+            self.prep = _operators.prepare_hessian(self._lagrangian, x, chunk=self.chunk,
+                                                   engine="dual")
+        return self.prep
+
+    def __call__(self, x, v):
+        if not self._lock.acquire(False):
+            raise _busy(self)
+        try:
+            x = _float64(x)
+            v = _float64(v)
+            if self.prep is None:
+                self._prepare(x, v)
+            elif v.shape != self._multipliers.shape:
+                raise ValueError(f"cyad.scipy: v has shape {v.shape}; the first call's had "
+                                 f"{self._multipliers.shape}")
+            self._multipliers[...] = v
+            if not self.sparse:
+                return _operators.hessian(self._lagrangian, x, prep=self.prep)
+            _sparse_operators.sparse_hessian(self._lagrangian, x, prep=self.prep,
+                                             out=self._result)
+            # trust-constr keeps the matrix: a copy with index arrays of its own
+            return self._result.copy()
+        finally:
+            self._lock.release()
+
+    def __repr__(self):
+        name = getattr(self.fun, "__qualname__", None) or repr(self.fun)
+        kind = "sparse " if self.sparse else ""
+        state = "prepared" if self.prep is not None else "not yet prepared"
+        return f"<cyad.scipy.{kind}constraint_hessian of {name}, {state}>"
 
 
 class _OdeJacobian:
@@ -663,6 +738,78 @@ def _sparse_form(name, sparse, sparsity, chunk, coloring="auto"):
         raise TypeError(f"cyad.scipy: sparsity= and coloring= are options of "
                         f"{name}(sparse=True)")
     return False
+
+
+def constraint_hessian(fun, x0=None, v0=None, *, sparse=False, sparsity=None, chunk=None):
+    """The constraints' Hessians weighted by multipliers, as ``hess=`` of a
+    `scipy.optimize.NonlinearConstraint` (``minimize(method="trust-constr")``).
+
+    ``hess(x, v)`` is the sum over i of ``v[i]`` times the Hessian of ``fun(x)[i]``: the
+    Hessian of ``np.sum(fun(x) * v)`` with respect to x. It is computed on the dual
+    engine, which evaluates fun on every call (the multipliers change on every call).
+
+    Parameters
+    ----------
+    fun : callable
+        The constraints ``fun(x)``, returning a 1-D array (NonlinearConstraint's fun).
+    x0, v0 : array_like, optional
+        Prepare now from an x and multipliers of these shapes (both or neither); otherwise
+        the first call prepares.
+    sparse : bool, optional
+        Return a ``scipy.sparse.csr_array``: its pattern is detected at the first call
+        (`cyad.hessian_sparsity`; it holds for every v) unless given, and each call takes
+        one Hessian-vector product per color of its star coloring.
+    sparsity : sparse matrix or array_like of bool, optional
+        With ``sparse=True``: the pattern (x.size x x.size) of every constraint's Hessian
+        together, instead of detecting it.
+    chunk : int, optional
+        Directions per evaluation of fun, at each of the two levels (dense only).
+
+    Returns
+    -------
+    callable
+        ``hess(x, v)`` returning a new float64 array of shape ``x.shape + x.shape``, or
+        with ``sparse=True`` a new CSR array.
+
+    Raises
+    ------
+    TypeError
+        If fun is not callable, only one of x0 and v0 is given, or sparsity= or chunk=
+        does not fit sparse= (see `jacobian`).
+    ValueError
+        From a call whose x or v has another shape than the first's; with ``sparse=True``,
+        if a given sparsity misses a nonzero of the detected pattern.
+    RuntimeError
+        From a call made while another call of the callable runs (from another thread, or
+        from inside fun).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import NonlinearConstraint, minimize
+    >>> import cyad.scipy
+    >>> def pairs(x):              # x_i^2 + x_(i+1)^2 <= 1
+    ...     return x[1:] ** 2 + x[:-1] ** 2
+    >>> cyad.scipy.constraint_hessian(pairs)(np.ones(4), np.array([1.0, 2.0, 3.0]))
+    array([[ 2.,  0.,  0.,  0.],
+           [ 0.,  6.,  0.,  0.],
+           [ 0.,  0., 10.,  0.],
+           [ 0.,  0.,  0.,  6.]])
+    >>> def objective(x):
+    ...     return np.sum((x[1:] - x[:-1]) ** 2) + np.sum(np.cosh(x - 1.0))
+    >>> constraint = NonlinearConstraint(pairs, -np.inf, 1.0,
+    ...                                  jac=cyad.scipy.jacobian(pairs, sparse=True),
+    ...                                  hess=cyad.scipy.constraint_hessian(pairs, sparse=True))
+    >>> res = minimize(objective, np.full(200, 0.1), method="trust-constr",
+    ...                jac=cyad.scipy.gradient(objective),
+    ...                hess=cyad.scipy.hessian(objective, sparse=True),
+    ...                constraints=[constraint])
+    >>> res.success, bool(np.max(pairs(res.x)) < 1.0 + 1e-6)
+    (True, True)
+    """
+    if _sparse_form("constraint_hessian", sparse, sparsity, chunk):
+        chunk = None
+    return _ConstraintHessian(fun, x0, v0, sparse, sparsity, chunk)
 
 
 def ode_jacobian(fun, *, in_place=False, y0=None, sparse=False, sparsity=None,

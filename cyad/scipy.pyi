@@ -15,6 +15,7 @@ from cyad._wrapper import _Function
 __all__ = [
     "DerivativeCheck",
     "check_derivatives",
+    "constraint_hessian",
     "gradient",
     "hessian",
     "hessp",
@@ -69,6 +70,18 @@ class _SparseJacobian(_SparseAdapter):
 class _SparseHessian(_SparseAdapter):
     prep: SparseHessianPrep | None
 
+class _ConstraintHessian:
+    fun: Callable[..., Any]
+    sparse: bool
+    sparsity: Any
+    chunk: int | None
+    prep: Prep | SparseHessianPrep | None
+    def __init__(self, fun: Callable[..., Any], x0: npt.ArrayLike | None,
+                 v0: npt.ArrayLike | None, sparse: bool, sparsity: Any,
+                 chunk: int | None) -> None: ...
+    # a float64 array, or with sparse=True a scipy.sparse.csr_array
+    def __call__(self, x: npt.ArrayLike, v: npt.ArrayLike) -> Any: ...
+
 class _OdeJacobian:
     fun: Callable[..., Any]
     in_place: bool
@@ -120,6 +133,9 @@ def jacobian(fun: _Function, x0: npt.ArrayLike | None = None, *, sparse: Literal
 def jacobian(fun: _Function, x0: npt.ArrayLike | None = None, *, sparse: bool,
              sparsity: Any = None, coloring: str = "auto", chunk: int | None = None,
              engine: str | None = None) -> _Jacobian | _SparseJacobian: ...
+def constraint_hessian(fun: Callable[..., Any], x0: npt.ArrayLike | None = None,
+                       v0: npt.ArrayLike | None = None, *, sparse: bool = False,
+                       sparsity: Any = None, chunk: int | None = None) -> _ConstraintHessian: ...
 def ode_jacobian(fun: Callable[..., Any], *, in_place: bool = False,
                  y0: npt.ArrayLike | None = None, sparse: bool = False, sparsity: Any = None,
                  coloring: str = "auto", chunk: int | None = None,

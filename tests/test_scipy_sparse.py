@@ -309,6 +309,70 @@ def test_trust_constr_with_sparse_hessian_and_constraint_jacobian():
     assert_allclose(sparse.fun, dense.fun, rtol=1e-10)
 
 
+def constraints(x, xp=np):
+    """Three kinds of constraint Hessian: diagonal, a product's cross terms, dense blocks."""
+    return xp.concatenate([x[1:] ** 2 + x[:-1] ** 2, xp.sin(x[:-2] * x[2:]),
+                           xp.reshape(xp.sum(xp.exp(x[:3])), (1,))])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_constraint_hessian_against_jax(sparse):
+    rng = np.random.default_rng(6)
+    hess = cs.constraint_hessian(constraints, sparse=sparse)
+    for _ in range(3):      # new multipliers every call, as trust-constr passes them
+        x, v = rng.uniform(-1.0, 1.0, 12), rng.normal(size=11 + 10 + 1)
+        H = hess(x, v)
+        H = H.toarray() if sparse else H
+        reference = np.einsum("i,ijk->jk", v, np.asarray(
+            jax.jacfwd(jax.jacfwd(lambda z: constraints(z, xp=jnp)))(jnp.asarray(x))))
+        assert_allclose(H, reference, **TOLERANCE)
+    if sparse:
+        assert isinstance(hess(x, v), scipy.sparse.csr_array)
+        assert hess.prep.sparsity.nnz < 12 * 12
+    assert "constraint_hessian" in repr(hess)
+    prepared = cs.constraint_hessian(constraints, np.zeros(12), np.zeros(22), sparse=sparse)
+    assert prepared.prep is not None
+    H = prepared(x, v)
+    assert_allclose(H.toarray() if sparse else H, reference, **TOLERANCE)
+
+
+def test_trust_constr_with_the_constraint_hessian():
+    def objective(x, xp=np):
+        return xp.sum((x[1:] - x[:-1]) ** 2) + xp.sum(xp.cosh(x - 1.0))
+
+    def pairs(x, xp=np):
+        return x[1:] ** 2 + x[:-1] ** 2
+
+    def run(gradient, hessian, jacobian, constraint_hessian):
+        constraint = NonlinearConstraint(pairs, -np.inf, 1.0, jac=jacobian,
+                                         hess=constraint_hessian)
+        return minimize(objective, np.full(60, 0.1), method="trust-constr", jac=gradient,
+                        hess=hessian, constraints=[constraint],
+                        options={"gtol": 1e-9, "xtol": 1e-12})
+
+    def jax_lagrangian_hessian(x, v):
+        return np.asarray(jax.hessian(lambda z: jnp.sum(v * pairs(z, xp=jnp)))(jnp.asarray(x)))
+
+    # the same algorithm on JAX's dense derivatives: the same iterations (the solution is
+    # weakly determined along the active constraints: rounding moves it by about 1e-6)
+    reference = run(lambda x: np.asarray(jax.grad(lambda z: objective(z, xp=jnp))(x)),
+                    lambda x: jax_hessian(objective, x),
+                    lambda x: jax_jacobian(pairs, x), jax_lagrangian_hessian)
+    sparse = run(cs.gradient(objective), cs.hessian(objective, sparse=True),
+                 cs.jacobian(pairs, sparse=True), cs.constraint_hessian(pairs, sparse=True))
+    dense = run(cs.gradient(objective), cs.hessian(objective), cs.jacobian(pairs),
+                cs.constraint_hessian(pairs))
+    bfgs = run(cs.gradient(objective), cs.hessian(objective, sparse=True),
+               cs.jacobian(pairs, sparse=True), None)    # SciPy's default: BFGS
+    assert reference.success and sparse.success and dense.success and bfgs.success
+    for res in [sparse, dense]:
+        assert res.nit == reference.nit
+        assert_allclose(res.x, reference.x, rtol=1e-5, atol=1e-5)
+        assert res.fun == pytest.approx(reference.fun, rel=1e-7)
+    assert np.max(pairs(sparse.x)) == pytest.approx(1.0, abs=1e-5)
+    assert sparse.nit < bfgs.nit     # the exact Lagrangian Hessian, against BFGS
+
+
 # -- bad input -------------------------------------------------------------------------------
 
 def test_errors():
@@ -346,6 +410,14 @@ def test_errors():
     hess(x, 1.0)
     with pytest.raises(ValueError):
         hess(np.ones(11), 1.0)
+    with pytest.raises(TypeError, match="together"):
+        cs.constraint_hessian(constraints, x0=x)
+    with pytest.raises(TypeError, match="sparse=True"):
+        cs.constraint_hessian(constraints, sparsity=np.eye(10))
+    hess = cs.constraint_hessian(constraints)
+    hess(x, np.ones(18))        # 9 + 8 + 1 constraints
+    with pytest.raises(ValueError, match="v has shape"):
+        hess(x, np.ones(17))
     # one call at a time
     def reentrant(z):
         inner(z)

@@ -155,6 +155,7 @@ def heat(t: float, u: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 ode_pattern_nnz: int = cyad.scipy.ode_jac_sparsity(heat, 0.0, x).nnz
 ode_csc = cyad.scipy.ode_jacobian(heat, sparse=True)(0.0, x)
 pattern_nnz: int = cyad.scipy.jac_sparsity(residual, x).nnz
+constraint_nnz: int = cyad.scipy.constraint_hessian(residual, sparse=True)(x, x).nnz
 check = cyad.scipy.check_derivatives(residual, x)
 assert_type(check.max_rel_error, float)
 
