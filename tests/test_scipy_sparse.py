@@ -189,6 +189,37 @@ def test_each_call_returns_a_matrix_of_its_own():
         assert call(jac, x2).nnz == second.nnz == jac.prep.sparsity.nnz
 
 
+def test_a_call_allocates_the_prepared_call_and_its_copy(allocations_per_call):
+    # per call: the prepared sparse call with out= (what f allocates on its duals, nothing
+    # of cyad's own), then the copy returned (data, index arrays, the array object)
+    x, w = np.linspace(0.1, 1.2, 12), np.linspace(1.0, 2.0, 11)
+
+    def residuals(x):
+        return x[1:] * x[:-1] * w
+
+    def rhs(t, y):
+        return y[1:] * y[:-1] * w
+
+    def count(fn):
+        return allocations_per_call(fn, short=100, long=300)
+
+    def check(adapter, call, operator):
+        result = call()
+        prep, out = adapter.prep, adapter.prep.new_result()
+        f = prep._f     # the function the prep is bound to (fun, or the closure passing t)
+        prepared = count(lambda: operator(f, x, prep=prep, out=out))
+        copy = count(lambda: result.copy())
+        assert copy > 0
+        assert count(call) == pytest.approx(prepared + copy, abs=0.01), adapter
+
+    jac = cs.jacobian(residuals, sparse=True)
+    check(jac, lambda: jac(x), cyad.sparse_jacobian)
+    hess = cs.hessian(lambda z: np.sum(residuals(z)), sparse=True)
+    check(hess, lambda: hess(x), cyad.sparse_hessian)
+    ode = cs.ode_jacobian(rhs, sparse=True)
+    check(ode, lambda: ode(0.5, x), cyad.sparse_jacobian)
+
+
 # -- patterns for SciPy's finite differences -------------------------------------------------
 
 def test_jac_sparsity_holds_every_nonzero():
