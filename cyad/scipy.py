@@ -461,8 +461,9 @@ def gradient(fun, x0=None, *, chunk=None, engine=None):
     chunk : int, optional
         Directions per evaluation of fun (cyad's default: all of them, within a budget).
     engine : str, optional
-        The cyad engine that computes the derivatives (default ``"dual"``; see
-        `cyad.prepare_gradient`).
+        The cyad engine that computes the derivatives (by default cyad's choice: the
+        tape for a Python function, which hands it to the dual engine where it cannot
+        record it; see `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -505,8 +506,9 @@ def value_and_gradient(fun, x0=None, *, chunk=None, engine=None):
     chunk : int, optional
         Directions per evaluation of fun.
     engine : str, optional
-        The cyad engine that computes the derivatives (default ``"dual"``; see
-        `cyad.prepare_gradient`).
+        The cyad engine that computes the derivatives (by default cyad's choice: the
+        tape for a Python function, which hands it to the dual engine where it cannot
+        record it; see `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -558,8 +560,9 @@ def hessian(fun, x0=None, *, sparse=False, sparsity=None, chunk=None, engine=Non
     chunk : int, optional
         Directions per evaluation of fun, at each of the two levels (dense only).
     engine : str, optional
-        The cyad engine that computes the derivatives (default ``"dual"``, and for
-        ``sparse=True`` the tape; see `cyad.prepare_gradient`).
+        The cyad engine that computes the derivatives (by default cyad's choice: the
+        tape for a Python function, which hands it to the dual engine where it cannot
+        record it; see `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -614,8 +617,9 @@ def hessp(fun, x0=None, *, chunk=None, engine=None):
     chunk : int, optional
         Basis directions per evaluation of fun.
     engine : str, optional
-        The cyad engine that computes the derivatives (default ``"dual"``; see
-        `cyad.prepare_gradient`).
+        The cyad engine that computes the derivatives (by default cyad's choice: the
+        tape for a Python function, which hands it to the dual engine where it cannot
+        record it; see `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -674,8 +678,8 @@ def jacobian(fun, x0=None, *, sparse=False, sparsity=None, coloring="auto", chun
     chunk : int, optional
         Directions per evaluation of fun (dense only).
     engine : str, optional
-        The cyad engine that computes the derivatives (default ``"dual"``; see
-        `cyad.prepare_gradient`).
+        The cyad engine that computes the derivatives (default ``"dual"``; a sparse
+        Jacobian's pullbacks, with a row coloring, the tape; see `cyad.prepare_gradient`).
 
     Returns
     -------
