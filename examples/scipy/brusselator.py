@@ -30,7 +30,7 @@ eigenvalues reach -8 alpha n^2, about -820 at n = 32.
 BDF does not count the evaluations of its finite-difference Jacobians in nfev, so "rhs
 calls" counts every evaluation of the right-hand side (on floats, on cyad's duals and inside
 the finite differences). "max abs dy" is the largest difference from cyad's solution at the
-final time, beside the tolerance there (atol + rtol max |y|). "jac" is the time spent in
+final time, beside the tolerance there (atol + rtol max abs(y)). "jac" is the time spent in
 the Jacobians (cyad's callable, its first call detecting and coloring the pattern; SciPy's
 num_jac) and "LU" in the LU factorisations (SuperLU's splu, or LAPACK's for the dense
 Jacobian). Times are the minimum over --repeat runs, the two sparse ways alternating; the
