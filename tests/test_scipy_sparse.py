@@ -220,6 +220,18 @@ def test_a_call_allocates_the_prepared_call_and_its_copy(allocations_per_call):
     check(ode, lambda: ode(0.5, x), cyad.sparse_jacobian)
 
 
+def test_the_solvers_conversions_copy_nothing():
+    # BDF and Radau convert J by csc_matrix(J, dtype=...); least_squares and trust-constr
+    # by csr_array(J): in the format returned, they keep its arrays
+    x = np.linspace(0.1, 1.0, 10)
+    J = cs.ode_jacobian(decay_chain, sparse=True)(0.0, x, 1.0)
+    assert np.shares_memory(scipy.sparse.csc_matrix(J, dtype=np.float64).data, J.data)
+    for J in [cs.jacobian(broyden_banded, sparse=True)(x),
+              cs.hessian(lambda z: chain_objective(z, 1.0), sparse=True)(x),
+              cs.constraint_hessian(broyden_banded, sparse=True)(x, x)]:
+        assert np.shares_memory(scipy.sparse.csr_array(J).data, J.data)
+
+
 # -- patterns for SciPy's finite differences -------------------------------------------------
 
 def test_jac_sparsity_holds_every_nonzero():
