@@ -2,24 +2,49 @@
 
 Each function here turns a user's function into the callable a SciPy solver takes:
 
-===========================  ==========================================================
-``gradient(fun)``            ``jac=`` of `scipy.optimize.minimize`
-``value_and_gradient(fun)``  ``fun=`` of ``minimize(..., jac=True)`` (f evaluated once)
-``hessian(fun)``             ``hess=`` of ``minimize``
-``hessp(fun)``               ``hessp=`` of ``minimize``
-``jacobian(fun)``            ``jac=`` of `scipy.optimize.least_squares` and `~scipy.optimize.root`
-``ode_jacobian(fun)``        ``jac=`` of `scipy.integrate.solve_ivp` for ``fun(t, y)``
-``ode_function(rhs)``        ``fun=`` of ``solve_ivp`` for an in-place ``rhs(dydt, t, y)``
-``check_derivatives``        cyad's derivative next to SciPy's finite differences
-===========================  ==========================================================
+=================================  ==============================================================
+``gradient(fun)``                  ``jac=`` of `scipy.optimize.minimize`
+``value_and_gradient(fun)``        ``fun=`` of ``minimize(..., jac=True)`` (f evaluated once)
+``hessian(fun)``                   ``hess=`` of ``minimize``; with ``sparse=True`` a sparse
+                                   Hessian, for ``method="trust-constr"``
+``hessp(fun)``                     ``hessp=`` of ``minimize``
+``constraint_hessian(fun)``        ``hess=`` of a ``NonlinearConstraint``: ``hess(x, v)``, the
+                                   constraints' Hessians weighted by v (dense or sparse)
+``jacobian(fun)``                  ``jac=`` of `scipy.optimize.least_squares` and
+                                   `~scipy.optimize.root`; with ``sparse=True`` a sparse
+                                   Jacobian, for ``least_squares(tr_solver="lsmr")`` and
+                                   ``NonlinearConstraint(jac=)``
+``ode_jacobian(fun)``              ``jac=`` of `scipy.integrate.solve_ivp` for ``fun(t, y)``;
+                                   with ``sparse=True`` a CSC Jacobian, for BDF and Radau
+``ode_function(rhs)``              ``fun=`` of ``solve_ivp`` for an in-place ``rhs(dydt, t, y)``
+``jac_sparsity(fun, x0)``          ``jac_sparsity=`` of ``least_squares``: the Jacobian's
+                                   pattern, for SciPy's own finite differences
+``ode_jac_sparsity(fun, t0, y0)``  ``jac_sparsity=`` of ``solve_ivp`` (BDF, Radau)
+``check_derivatives``              cyad's derivative next to SciPy's finite differences
+=================================  ==============================================================
 
 The callables take the solver's extra arguments like SciPy passes them (``jac(x, *args)``,
 ``jac(t, y, *args)``). Each prepares its cyad operator once, on its first call (or from an
 ``x0`` given up front), and reuses the prep on every later call: a call allocates its result
 array and whatever the user's function allocates, nothing else (with extra args, also the
 argument tuple of each ``fun(x, *args)``). The derivatives are taken in float64, SciPy's
-dtype. SciPy itself is imported only by `check_derivatives`, so cyad depends
-on NumPy alone. Like a prep, a callable serves one call at a time (it holds the
+dtype. SciPy itself is imported only by `check_derivatives` and the sparse forms, so cyad
+depends on NumPy alone.
+
+The sparse forms (``sparse=True``) prepare cyad's sparse operator (`cyad.sparse_jacobian`,
+`cyad.sparse_hessian`): the pattern is detected at the first x (or given as ``sparsity=``;
+a call where fun takes a branch that leaves it raises ValueError), colored, and every
+call evaluates one product per color and gathers them into a ``scipy.sparse`` array, in
+the format the solver converts to (CSR for ``least_squares``
+and ``trust-constr``, CSC for BDF and Radau), so that its conversion copies nothing. The
+solvers keep what a call returns (BDF and Radau hold J over many steps; ``least_squares``
+scales its data in place and returns it as ``res.jac``): each call returns a new array,
+with data and index arrays of its own, copied from the prep's result (one copy of each;
+a change to its structure, such as ``eliminate_zeros()``, cannot reach the prep). The
+patterns for SciPy's own finite differences (`jac_sparsity`, `ode_jac_sparsity`) are
+`cyad.jacobian_sparsity`'s.
+
+Like a prep, a callable serves one call at a time (it holds the
 current arguments and buffers besides its prep): one called again while a call
 runs - from another thread, or from inside fun - raises RuntimeError.
 """
@@ -28,18 +53,22 @@ import threading
 
 import numpy as np
 
-from cyad import _operators
+from cyad import _operators, _sparse_operators
 from cyad._engines import engine_type
+from cyad._sparsity import jacobian_sparsity
 from cyad._wrapper import FunctionWrapper
 
 __all__ = [
     "DerivativeCheck",
     "check_derivatives",
+    "constraint_hessian",
     "gradient",
     "hessian",
     "hessp",
+    "jac_sparsity",
     "jacobian",
     "ode_function",
+    "ode_jac_sparsity",
     "ode_jacobian",
     "value_and_gradient",
 ]
@@ -200,13 +229,122 @@ class _Jacobian(_Adapter):
         return _operators.jacobian(f, x, prep=prep)
 
 
+class _SparseAdapter(_Adapter):
+    """An adapter whose prep is one of cyad's sparse preps: a new sparse array per call."""
+
+    __slots__ = ("sparsity", "options", "_result")
+    _operator = ""
+    _format = "csr"     # what the solvers convert to: their conversion then copies nothing
+
+    def __init__(self, fun, x0, sparsity, engine, options):
+        self.sparsity = sparsity
+        self.options = options
+        self._result = None
+        super().__init__(fun, x0, None, engine)
+
+    def _prepare(self, x, f):
+        prepare = getattr(_sparse_operators, "prepare_" + self._operator)
+        self.prep = prepare(f, x, sparsity=self.sparsity, engine=self.engine,
+                            format=self._format, **self.options)
+        self._result = self.prep.new_result()
+        return self.prep
+
+    def _apply(self, f, x, prep):
+        getattr(_sparse_operators, self._operator)(f, x, prep=prep, out=self._result)
+        # SciPy keeps the matrix (module docstring): a copy with index arrays of its own
+        return self._result.copy()
+
+
+class _SparseJacobian(_SparseAdapter):
+    __slots__ = ()
+    _operator = "sparse_jacobian"
+
+
+class _SparseHessian(_SparseAdapter):
+    __slots__ = ()
+    _operator = "sparse_hessian"
+
+
+class _ConstraintHessian:
+    """sum_i v_i H_i(x), the constraints' Hessians weighted by the multipliers v.
+
+    The Hessian of ``np.sum(fun(x) * multipliers)``, multipliers a buffer the call fills
+    with v. On the dual engine, which evaluates fun on every call: a tape would hold the
+    multipliers as a constant, compare them on every call and record fun anew when they
+    changed - on every call of a solver.
+    """
+
+    __slots__ = ("fun", "sparse", "sparsity", "chunk", "prep", "_multipliers", "_lagrangian",
+                 "_result", "_lock")
+
+    def __init__(self, fun, x0, v0, sparse, sparsity, chunk):
+        if not callable(fun):
+            raise TypeError(f"cyad.scipy: fun must be callable, not {type(fun).__name__}")
+        if (x0 is None) != (v0 is None):
+            raise TypeError("cyad.scipy: constraint_hessian prepares from x0 and v0 together")
+        self.fun = fun
+        self.sparse = bool(sparse)
+        self.sparsity = sparsity
+        self.chunk = chunk
+        self.prep = None
+        self._multipliers = None
+        self._result = None
+        self._lock = threading.Lock()
+
+        def lagrangian(x):
+            return np.sum(fun(x) * self._multipliers)
+
+        self._lagrangian = lagrangian
+        if x0 is not None:
+            self._prepare(_float64(x0), _float64(v0))
+
+    def _prepare(self, x, v):
+        self._multipliers = v.copy()
+        if self.sparse:
+            self.prep = _sparse_operators.prepare_sparse_hessian(
+                self._lagrangian, x, sparsity=self.sparsity, engine="dual", format="csr")
+            self._result = self.prep.new_result()
+        else:
+            self.prep = _operators.prepare_hessian(self._lagrangian, x, chunk=self.chunk,
+                                                   engine="dual")
+        return self.prep
+
+    def __call__(self, x, v):
+        if not self._lock.acquire(False):
+            raise _busy(self)
+        try:
+            x = _float64(x)
+            v = _float64(v)
+            if self.prep is None:
+                self._prepare(x, v)
+            elif v.shape != self._multipliers.shape:
+                raise ValueError(f"cyad.scipy: v has shape {v.shape}; the first call's had "
+                                 f"{self._multipliers.shape}")
+            self._multipliers[...] = v
+            if not self.sparse:
+                return _operators.hessian(self._lagrangian, x, prep=self.prep)
+            _sparse_operators.sparse_hessian(self._lagrangian, x, prep=self.prep,
+                                             out=self._result)
+            # trust-constr keeps the matrix: a copy with index arrays of its own
+            return self._result.copy()
+        finally:
+            self._lock.release()
+
+    def __repr__(self):
+        name = getattr(self.fun, "__qualname__", None) or repr(self.fun)
+        kind = "sparse " if self.sparse else ""
+        state = "prepared" if self.prep is not None else "not yet prepared"
+        return f"<cyad.scipy.{kind}constraint_hessian of {name}, {state}>"
+
+
 class _OdeJacobian:
     """The Jacobian of an ODE's right-hand side with respect to y, t passed through."""
 
-    __slots__ = ("fun", "in_place", "chunk", "engine", "prep", "_state", "_plain", "_with_args",
-                 "_dydt", "_lock")
+    __slots__ = ("fun", "in_place", "sparse", "sparsity", "coloring", "chunk", "engine", "prep",
+                 "_state", "_plain", "_with_args", "_dydt", "_result", "_lock")
 
-    def __init__(self, fun, in_place=False, y0=None, chunk=None, engine=None):
+    def __init__(self, fun, in_place=False, y0=None, chunk=None, engine=None, sparse=False,
+                 sparsity=None, coloring="auto"):
         if isinstance(fun, FunctionWrapper):
             raise TypeError("cyad.scipy: ode_jacobian takes a Python function of (t, y); a "
                             "FunctionWrapper's C function has no t (use cyad.jacobian with a "
@@ -216,6 +354,10 @@ class _OdeJacobian:
         engine_type(engine)
         self.fun = fun
         self.in_place = bool(in_place)
+        self.sparse = bool(sparse)
+        self.sparsity = sparsity
+        self.coloring = coloring
+        self._result = None
         self.chunk = chunk
         self.engine = engine
         self.prep = None
@@ -245,8 +387,15 @@ class _OdeJacobian:
             if y.ndim != 1:
                 raise ValueError(f"cyad.scipy: y must be 1-D, not of shape {y.shape}")
             self._dydt = np.zeros(y.shape)
-        self.prep = _operators.prepare_jacobian(f, y, y=self._dydt, chunk=self.chunk,
-                                                engine=self.engine)
+        if self.sparse:
+            # CSC: what BDF and Radau convert J to
+            self.prep = _sparse_operators.prepare_sparse_jacobian(
+                f, y, y=self._dydt, sparsity=self.sparsity, coloring=self.coloring,
+                engine=self.engine, format="csc")
+            self._result = self.prep.new_result()
+        else:
+            self.prep = _operators.prepare_jacobian(f, y, y=self._dydt, chunk=self.chunk,
+                                                    engine=self.engine)
         return self.prep
 
     def __call__(self, t, y, *args):
@@ -262,15 +411,20 @@ class _OdeJacobian:
             else:
                 f = self._plain
             prep = self.prep if self.prep is not None else self._prepare(y, f)
-            return _operators.jacobian(f, y, y=self._dydt, prep=prep)
+            if not self.sparse:
+                return _operators.jacobian(f, y, y=self._dydt, prep=prep)
+            _sparse_operators.sparse_jacobian(f, y, y=self._dydt, prep=prep, out=self._result)
+            # BDF and Radau keep J over many steps: a copy with index arrays of its own
+            return self._result.copy()
         finally:
             self._lock.release()
 
     def __repr__(self):
         name = getattr(self.fun, "__qualname__", None) or repr(self.fun)
         form = "rhs(dydt, t, y)" if self.in_place else "fun(t, y)"
+        kind = "sparse " if self.sparse else ""
         state = "prepared" if self.prep is not None else "not yet prepared"
-        return f"<cyad.scipy.ode_jacobian of {name} as {form}, {state}>"
+        return f"<cyad.scipy.{kind}ode_jacobian of {name} as {form}, {state}>"
 
 
 class _OdeFunction:
@@ -308,8 +462,9 @@ def gradient(fun, x0=None, *, chunk=None, engine=None):
     chunk : int, optional
         Directions per evaluation of fun (cyad's default: all of them, within a budget).
     engine : str, optional
-        The cyad engine that computes the derivatives (default ``"dual"``; see
-        `cyad.prepare_gradient`).
+        The cyad engine that computes the derivatives (by default cyad's choice: the
+        tape for a Python function, which hands it to the dual engine where it cannot
+        record it; see `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -352,8 +507,9 @@ def value_and_gradient(fun, x0=None, *, chunk=None, engine=None):
     chunk : int, optional
         Directions per evaluation of fun.
     engine : str, optional
-        The cyad engine that computes the derivatives (default ``"dual"``; see
-        `cyad.prepare_gradient`).
+        The cyad engine that computes the derivatives (by default cyad's choice: the
+        tape for a Python function, which hands it to the dual engine where it cannot
+        record it; see `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -384,7 +540,7 @@ def value_and_gradient(fun, x0=None, *, chunk=None, engine=None):
     return _ValueAndGradient(fun, x0, chunk, engine)
 
 
-def hessian(fun, x0=None, *, chunk=None, engine=None):
+def hessian(fun, x0=None, *, sparse=False, sparsity=None, chunk=None, engine=None):
     """The Hessian of a scalar objective, as ``hess=`` of `scipy.optimize.minimize`.
 
     Parameters
@@ -394,24 +550,35 @@ def hessian(fun, x0=None, *, chunk=None, engine=None):
         second-order C function).
     x0 : array_like, optional
         Prepare now from an input of this shape; otherwise the first call prepares.
+    sparse : bool, optional
+        Return a sparse Hessian (a ``scipy.sparse.csr_array`` of shape (x.size, x.size)),
+        for ``minimize(method="trust-constr")``: its pattern is detected at the first x
+        (`cyad.hessian_sparsity`) unless given, and each call takes one Hessian-vector
+        product per color of its star coloring (`cyad.sparse_hessian`).
+    sparsity : sparse matrix or array_like of bool, optional
+        With ``sparse=True``: the Hessian's pattern, instead of detecting it (required for
+        a FunctionWrapper of C functions). It must contain every nonzero at every x.
     chunk : int, optional
-        Directions per evaluation of fun, at each of the two levels.
+        Directions per evaluation of fun, at each of the two levels (dense only).
     engine : str, optional
-        The cyad engine that computes the derivatives (default ``"dual"``; see
-        `cyad.prepare_gradient`).
+        The cyad engine that computes the derivatives (by default cyad's choice: the
+        tape for a Python function, which hands it to the dual engine where it cannot
+        record it; see `cyad.prepare_gradient`).
 
     Returns
     -------
     callable
         ``hess(x, *args)`` returning the Hessian, a new float64 array of shape
-        ``x.shape + x.shape``.
+        ``x.shape + x.shape``, or with ``sparse=True`` a new CSR array.
 
     Raises
     ------
     TypeError
-        If fun is not callable, or a FunctionWrapper is given extra args.
+        If fun is not callable, a FunctionWrapper is given extra args, or sparsity= or
+        chunk= does not fit sparse= (see `jacobian`).
     ValueError
-        From a call whose x has another shape than the first, or if fun is not scalar-valued.
+        From a call whose x has another shape than the first, or if fun is not scalar-valued;
+        with ``sparse=True``, if a given sparsity misses a nonzero of the detected pattern.
     RuntimeError
         From a call made while another call of the callable runs (from another thread, or
         from inside fun).
@@ -427,7 +594,14 @@ def hessian(fun, x0=None, *, chunk=None, engine=None):
     ...                jac=cyad.scipy.gradient(f), hess=cyad.scipy.hessian(f))
     >>> res.success, np.allclose(res.x, 1.0)
     (True, True)
+    >>> hess = cyad.scipy.hessian(f, sparse=True)
+    >>> res = minimize(f, np.zeros(50), method="trust-constr", jac=cyad.scipy.gradient(f),
+    ...                hess=hess, options={"gtol": 1e-10})
+    >>> np.allclose(res.x, 1.0, atol=1e-6), hess.prep.n_colors, hess(res.x).format
+    (True, 3, 'csr')
     """
+    if _sparse_form("hessian", sparse, sparsity, chunk):
+        return _SparseHessian(fun, x0, sparsity, engine, {})
     return _Hessian(fun, x0, chunk, engine)
 
 
@@ -444,8 +618,9 @@ def hessp(fun, x0=None, *, chunk=None, engine=None):
     chunk : int, optional
         Basis directions per evaluation of fun.
     engine : str, optional
-        The cyad engine that computes the derivatives (default ``"dual"``; see
-        `cyad.prepare_gradient`).
+        The cyad engine that computes the derivatives (by default cyad's choice: the
+        tape for a Python function, which hands it to the dual engine where it cannot
+        record it; see `cyad.prepare_gradient`).
 
     Returns
     -------
@@ -477,7 +652,8 @@ def hessp(fun, x0=None, *, chunk=None, engine=None):
     return _Hessp(fun, x0, chunk, engine)
 
 
-def jacobian(fun, x0=None, *, chunk=None, engine=None):
+def jacobian(fun, x0=None, *, sparse=False, sparsity=None, coloring="auto", chunk=None,
+             engine=None):
     """The Jacobian of a residual function, as ``jac=`` of ``least_squares`` and ``root``.
 
     Parameters
@@ -486,24 +662,40 @@ def jacobian(fun, x0=None, *, chunk=None, engine=None):
         The residuals ``fun(x, *args)``, returning an array (usually 1-D).
     x0 : array_like, optional
         Prepare now from an input of this shape; otherwise the first call prepares.
+    sparse : bool, optional
+        Return a sparse Jacobian (a ``scipy.sparse.csr_array`` of shape
+        (fun(x).size, x.size)), for ``least_squares(tr_solver="lsmr")`` (its
+        ``"exact"`` solver takes dense Jacobians only) and the ``jac=`` of a
+        ``NonlinearConstraint`` of
+        ``minimize(method="trust-constr")``: its pattern is detected at the first x
+        (`cyad.jacobian_sparsity`) unless given, and each call evaluates one product per
+        color (`cyad.sparse_jacobian`).
+    sparsity : sparse matrix or array_like of bool, optional
+        With ``sparse=True``: the Jacobian's pattern, instead of detecting it (required for
+        a FunctionWrapper of C functions). It must contain every nonzero at every x.
+    coloring : {"auto", "column", "row", "bidirectional"}, optional
+        With ``sparse=True``: how the products are grouped (see
+        `cyad.prepare_sparse_jacobian`).
     chunk : int, optional
-        Directions per evaluation of fun.
+        Directions per evaluation of fun (dense only).
     engine : str, optional
-        The cyad engine that computes the derivatives (default ``"dual"``; see
-        `cyad.prepare_gradient`).
+        The cyad engine that computes the derivatives (default ``"dual"``; a sparse
+        Jacobian's pullbacks, with a row coloring, the tape; see `cyad.prepare_gradient`).
 
     Returns
     -------
     callable
         ``jac(x, *args)`` returning the Jacobian, a new float64 array of shape
-        ``fun(x).shape + x.shape``.
+        ``fun(x).shape + x.shape``, or with ``sparse=True`` a new CSR array.
 
     Raises
     ------
     TypeError
-        If fun is not callable, or a FunctionWrapper is given extra args.
+        If fun is not callable, a FunctionWrapper is given extra args, sparsity= or
+        coloring= is given without ``sparse=True``, or chunk= with it.
     ValueError
-        From a call whose x has another shape than the first.
+        From a call whose x has another shape than the first; with ``sparse=True``, if a
+        given sparsity misses a nonzero of the detected pattern, or coloring is unknown.
     RuntimeError
         From a call made while another call of the callable runs (from another thread, or
         from inside fun).
@@ -525,11 +717,108 @@ def jacobian(fun, x0=None, *, chunk=None, engine=None):
     ...     return np.concatenate([x[:1] ** 2 + x[1:] ** 2 - 4.0, x[:1] - x[1:]])
     >>> np.round(root(g, [1.0, 1.5], jac=cyad.scipy.jacobian(g)).x, 6)
     array([1.414214, 1.414214])
+    >>> def broyden(x):
+    ...     y = (3.0 - 2.0 * x) * x + 1.0
+    ...     y[1:] -= x[:-1]
+    ...     y[:-1] -= 2.0 * x[1:]
+    ...     return y
+    >>> jac = cyad.scipy.jacobian(broyden, sparse=True)
+    >>> sol = least_squares(broyden, -np.ones(1000), jac=jac, tr_solver="lsmr")
+    >>> bool(sol.cost < 1e-15), jac.prep.n_colors, sol.jac.format
+    (True, 3, 'csr')
     """
+    if _sparse_form("jacobian", sparse, sparsity, chunk, coloring):
+        return _SparseJacobian(fun, x0, sparsity, engine, {"coloring": coloring})
     return _Jacobian(fun, x0, chunk, engine)
 
 
-def ode_jacobian(fun, *, in_place=False, y0=None, chunk=None, engine=None):
+def _sparse_form(name, sparse, sparsity, chunk, coloring="auto"):
+    # whether the sparse form is asked for, the options checked against it
+    if sparse:
+        if chunk is not None:
+            raise TypeError(f"cyad.scipy: {name}(sparse=True) takes no chunk=: a sparse "
+                            "derivative evaluates all its products in one call")
+        return True
+    if sparsity is not None or coloring != "auto":
+        raise TypeError(f"cyad.scipy: sparsity= and coloring= are options of "
+                        f"{name}(sparse=True)")
+    return False
+
+
+def constraint_hessian(fun, x0=None, v0=None, *, sparse=False, sparsity=None, chunk=None):
+    """The constraints' Hessians weighted by multipliers, as ``hess=`` of a
+    `scipy.optimize.NonlinearConstraint` (``minimize(method="trust-constr")``).
+
+    ``hess(x, v)`` is the sum over i of ``v[i]`` times the Hessian of ``fun(x)[i]``: the
+    Hessian of ``np.sum(fun(x) * v)`` with respect to x. It is computed on the dual
+    engine, which evaluates fun on every call (the multipliers change on every call).
+
+    Parameters
+    ----------
+    fun : callable
+        The constraints ``fun(x)``, returning a 1-D array (NonlinearConstraint's fun).
+    x0, v0 : array_like, optional
+        Prepare now from an x and multipliers of these shapes (both or neither); otherwise
+        the first call prepares.
+    sparse : bool, optional
+        Return a ``scipy.sparse.csr_array``: its pattern is detected at the first call
+        (`cyad.hessian_sparsity`; it holds for every v) unless given, and each call takes
+        one Hessian-vector product per color of its star coloring.
+    sparsity : sparse matrix or array_like of bool, optional
+        With ``sparse=True``: the pattern (x.size x x.size) of every constraint's Hessian
+        together, instead of detecting it.
+    chunk : int, optional
+        Directions per evaluation of fun, at each of the two levels (dense only).
+
+    Returns
+    -------
+    callable
+        ``hess(x, v)`` returning a new float64 array of shape ``x.shape + x.shape``, or
+        with ``sparse=True`` a new CSR array.
+
+    Raises
+    ------
+    TypeError
+        If fun is not callable, only one of x0 and v0 is given, or sparsity= or chunk=
+        does not fit sparse= (see `jacobian`).
+    ValueError
+        From a call whose x or v has another shape than the first's; with ``sparse=True``,
+        if a given sparsity misses a nonzero of the detected pattern.
+    RuntimeError
+        From a call made while another call of the callable runs (from another thread, or
+        from inside fun).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import NonlinearConstraint, minimize
+    >>> import cyad.scipy
+    >>> def pairs(x):              # x_i^2 + x_(i+1)^2 <= 1
+    ...     return x[1:] ** 2 + x[:-1] ** 2
+    >>> cyad.scipy.constraint_hessian(pairs)(np.ones(4), np.array([1.0, 2.0, 3.0]))
+    array([[ 2.,  0.,  0.,  0.],
+           [ 0.,  6.,  0.,  0.],
+           [ 0.,  0., 10.,  0.],
+           [ 0.,  0.,  0.,  6.]])
+    >>> def objective(x):
+    ...     return np.sum((x[1:] - x[:-1]) ** 2) + np.sum(np.cosh(x - 1.0))
+    >>> constraint = NonlinearConstraint(pairs, -np.inf, 1.0,
+    ...                                  jac=cyad.scipy.jacobian(pairs, sparse=True),
+    ...                                  hess=cyad.scipy.constraint_hessian(pairs, sparse=True))
+    >>> res = minimize(objective, np.full(200, 0.1), method="trust-constr",
+    ...                jac=cyad.scipy.gradient(objective),
+    ...                hess=cyad.scipy.hessian(objective, sparse=True),
+    ...                constraints=[constraint])
+    >>> res.success, bool(np.max(pairs(res.x)) < 1.0 + 1e-6)
+    (True, True)
+    """
+    if _sparse_form("constraint_hessian", sparse, sparsity, chunk):
+        chunk = None
+    return _ConstraintHessian(fun, x0, v0, sparse, sparsity, chunk)
+
+
+def ode_jacobian(fun, *, in_place=False, y0=None, sparse=False, sparsity=None,
+                 coloring="auto", chunk=None, engine=None):
     """The Jacobian of an ODE right-hand side with respect to y, as ``jac=`` of
     `scipy.integrate.solve_ivp` (BDF, Radau, LSODA).
 
@@ -544,8 +833,20 @@ def ode_jacobian(fun, *, in_place=False, y0=None, chunk=None, engine=None):
         Whether fun is the in-place form ``rhs(dydt, t, y, *args)``.
     y0 : array_like, optional
         Prepare now from a state of this shape; otherwise the first call prepares.
+    sparse : bool, optional
+        Return a sparse Jacobian (a ``scipy.sparse.csc_array``, the format BDF and Radau
+        convert to): its pattern is detected at the first call's t and y
+        (`cyad.jacobian_sparsity`; it holds for every t and y on the branch fun took
+        there) unless given, and each call evaluates one pushforward per color
+        (`cyad.sparse_jacobian`). LSODA takes no sparse Jacobian.
+    sparsity : sparse matrix or array_like of bool, optional
+        With ``sparse=True``: the Jacobian's pattern (n x n), instead of detecting it. It
+        must contain every nonzero at every t and y.
+    coloring : {"auto", "column", "row", "bidirectional"}, optional
+        With ``sparse=True``: how the products are grouped (see
+        `cyad.prepare_sparse_jacobian`).
     chunk : int, optional
-        Directions per evaluation of fun.
+        Directions per evaluation of fun (dense only).
     engine : str, optional
         The cyad engine that computes the derivatives (default ``"dual"``; see
         `cyad.prepare_gradient`).
@@ -553,14 +854,17 @@ def ode_jacobian(fun, *, in_place=False, y0=None, chunk=None, engine=None):
     Returns
     -------
     callable
-        ``jac(t, y, *args)`` returning d(dy/dt)/dy, a new float64 array of shape (n, n).
+        ``jac(t, y, *args)`` returning d(dy/dt)/dy, a new float64 array of shape (n, n),
+        or with ``sparse=True`` a new CSC array.
 
     Raises
     ------
     TypeError
-        If fun is not callable or is a FunctionWrapper (a C function has no t).
+        If fun is not callable or is a FunctionWrapper (a C function has no t), or
+        sparsity=, coloring= or chunk= does not fit sparse= (see `jacobian`).
     ValueError
-        From a call whose y has another shape than the first (in place: unless y is 1-D).
+        From a call whose y has another shape than the first (in place: unless y is 1-D);
+        with ``sparse=True``, if a given sparsity misses a nonzero of the detected pattern.
     RuntimeError
         From a call made while another call of the callable runs (from another thread, or
         from inside fun).
@@ -579,8 +883,16 @@ def ode_jacobian(fun, *, in_place=False, y0=None, chunk=None, engine=None):
     ...                 rtol=1e-6, atol=1e-10)
     >>> sol.success, np.round(sol.y[:, -1], 4)
     (True, array([0.7158, 0.    , 0.2842]))
+    >>> def heat(t, u):                 # u_t = u_xx - u^3 on 99 points, u = 0 at both ends
+    ...     w = np.concatenate([np.zeros(1), u, np.zeros(1)])
+    ...     return 1e4 * (w[:-2] - 2.0 * u + w[2:]) - u ** 3
+    >>> jac = cyad.scipy.ode_jacobian(heat, sparse=True)
+    >>> sol = solve_ivp(heat, (0.0, 1.0), np.ones(99), method="BDF", jac=jac)
+    >>> sol.success, jac.prep.n_colors, jac(0.0, sol.y[:, -1]).format
+    (True, 3, 'csc')
     """
-    return _OdeJacobian(fun, in_place, y0, chunk, engine)
+    _sparse_form("ode_jacobian", sparse, sparsity, chunk, coloring)
+    return _OdeJacobian(fun, in_place, y0, chunk, engine, sparse, sparsity, coloring)
 
 
 def ode_function(rhs):
@@ -612,6 +924,115 @@ def ode_function(rhs):
     array([-0.5, -1. ])
     """
     return _OdeFunction(rhs)
+
+
+def jac_sparsity(fun, x0, args=()):
+    """The Jacobian's pattern of ``fun(x, *args)``, as ``jac_sparsity=`` of ``least_squares``.
+
+    For SciPy's own finite differences: SciPy groups the columns of the pattern that share
+    no row and differences each group at once. The pattern is `cyad.jacobian_sparsity`'s,
+    recorded at x0: it contains every nonzero at every x where fun takes the branches it
+    took at x0.
+
+    Parameters
+    ----------
+    fun : callable
+        The residuals ``fun(x, *args)``, written with NumPy operations.
+    x0 : array_like
+        Where fun is recorded.
+    args : tuple, optional
+        Extra arguments of fun.
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        int8 ones of shape (fun(x0).size, x0.size) where the Jacobian can be nonzero.
+
+    Raises
+    ------
+    TypeError
+        If fun cannot be recorded (a FunctionWrapper of C functions).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.optimize import least_squares
+    >>> import cyad.scipy
+    >>> def residuals(x, a):
+    ...     return x[1:] - a * x[:-1] ** 2
+    >>> pattern = cyad.scipy.jac_sparsity(residuals, np.ones(5), args=(0.5,))
+    >>> pattern.toarray()
+    array([[1, 1, 0, 0, 0],
+           [0, 1, 1, 0, 0],
+           [0, 0, 1, 1, 0],
+           [0, 0, 0, 1, 1]], dtype=int8)
+    >>> fit = least_squares(residuals, np.ones(5), args=(0.5,), jac_sparsity=pattern)
+    >>> bool(fit.cost < 1e-20)
+    True
+    """
+    if args and isinstance(fun, FunctionWrapper):
+        raise TypeError("cyad.scipy: a FunctionWrapper (a C function) takes no extra args")
+    # fun itself when there are no args: a C function is refused by name
+    return jacobian_sparsity((lambda x: fun(x, *args)) if args else fun, _float64(x0))
+
+
+def ode_jac_sparsity(fun, t0, y0, args=(), *, in_place=False):
+    """The pattern of d(dy/dt)/dy, as ``jac_sparsity=`` of `scipy.integrate.solve_ivp`.
+
+    For the finite differences of BDF and Radau. The pattern is `cyad.jacobian_sparsity`'s,
+    recorded at (t0, y0): it contains every nonzero at every t and y where fun takes the
+    branches it took there.
+
+    Parameters
+    ----------
+    fun : callable
+        The right-hand side ``fun(t, y, *args)``, or with ``in_place=True``
+        ``rhs(dydt, t, y, *args)`` writing dy/dt into its first argument.
+    t0 : float
+        The time fun is recorded at.
+    y0 : array_like
+        The state fun is recorded at (1-D, as solve_ivp passes it).
+    args : tuple, optional
+        Extra arguments of fun.
+    in_place : bool, optional
+        Whether fun is the in-place form ``rhs(dydt, t, y, *args)``.
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        int8 ones of shape (n, n) where the Jacobian can be nonzero.
+
+    Raises
+    ------
+    TypeError
+        If fun is a FunctionWrapper (a C function cannot be recorded).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.integrate import solve_ivp
+    >>> import cyad.scipy
+    >>> def heat(dudt, t, u, k):        # u_t = k u_xx - u^3, u = 0 at both ends
+    ...     dudt[...] = -2.0 * k * u - u ** 3
+    ...     dudt[1:] += k * u[:-1]
+    ...     dudt[:-1] += k * u[1:]
+    >>> pattern = cyad.scipy.ode_jac_sparsity(heat, 0.0, np.ones(99), args=(1e4,),
+    ...                                       in_place=True)
+    >>> pattern.nnz
+    295
+    >>> sol = solve_ivp(cyad.scipy.ode_function(heat), (0.0, 1.0), np.ones(99),
+    ...                 method="BDF", args=(1e4,), jac_sparsity=pattern)
+    >>> sol.success
+    True
+    """
+    if isinstance(fun, FunctionWrapper):
+        raise TypeError("cyad.scipy: ode_jac_sparsity takes a Python function of (t, y); a "
+                        "FunctionWrapper's C function cannot be recorded")
+    y0 = _float64(y0)
+    if in_place:
+        return jacobian_sparsity(lambda dydt, y: fun(dydt, t0, y, *args), y0,
+                                 y=np.zeros(y0.shape))
+    return jacobian_sparsity(lambda y: fun(t0, y, *args), y0)
 
 
 # -- checking against finite differences ----------------------------------------------------

@@ -143,6 +143,29 @@ def power(v: Buffer, k: int) -> Buffer:
 
 assert_type(power(x, 2), Buffer)
 
+# cyad.scipy: derivative callables for SciPy's solvers (sparse results: scipy.sparse, untyped)
+import cyad.scipy  # noqa: E402
+
+scipy_gradient: npt.NDArray[np.float64] = cyad.scipy.gradient(objective)(x)
+scipy_value, scipy_g = cyad.scipy.value_and_gradient(objective)(x)
+scipy_jacobian: npt.NDArray[np.float64] = cyad.scipy.jacobian(residual, x)(x)
+sparse_jacobian_adapter = cyad.scipy.jacobian(residual, sparse=True, coloring="column")
+sparse_colors: int = sparse_jacobian_adapter.prep.n_colors if sparse_jacobian_adapter.prep else 0
+sparse_nnz: int = sparse_jacobian_adapter(x).nnz + cyad.scipy.hessian(objective, sparse=True)(x).nnz
+dense_hessian: npt.NDArray[np.float64] = cyad.scipy.hessian(objective)(x)
+
+
+def heat(t: float, u: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return -u
+
+
+ode_pattern_nnz: int = cyad.scipy.ode_jac_sparsity(heat, 0.0, x).nnz
+ode_csc = cyad.scipy.ode_jacobian(heat, sparse=True)(0.0, x)
+pattern_nnz: int = cyad.scipy.jac_sparsity(residual, x).nnz
+constraint_nnz: int = cyad.scipy.constraint_hessian(residual, sparse=True)(x, x).nnz
+check = cyad.scipy.check_derivatives(residual, x)
+assert_type(check.max_rel_error, float)
+
 
 
 def rejected(d: cyad.Dual) -> None:
