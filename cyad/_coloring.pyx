@@ -35,7 +35,9 @@ Design:
 - ``order="auto"`` (the default) colors a graph of at most 200 000 adjacency entries in
   every order and in eight seeded random orders and keeps the fewest colors (largest_first
   on a tie); a larger graph in largest_first only, so that preparing stays linear in its
-  size. A tuple of order names keeps the best of those.
+  size. A tuple of order names keeps the best of those. A coloring that reaches a lower
+  bound (a column coloring: the longest row's nonzeros, which are pairwise adjacent) ends
+  the search.
 - Star coloring is algorithm 4.1 of Gebremedhin, Tarafdar, Manne, Pothen 2007, "New
   acyclic and star coloring algorithms with application to computing Hessians", as
   SparseMatrixColorings.jl writes it: the 2-colored stars and their hubs are kept while
@@ -58,6 +60,7 @@ ORDERS = ("natural", "largest_first", "smallest_last", "incidence_degree",
 # entries: each try is a greedy pass and its recoloring, linear in the entries
 _AUTO_TRY_ALL = 200_000
 _RANDOM_ORDERS = 8
+_RANDOM = object()      # stands for the random orders among the names "auto" tries
 
 
 # ---------------------------------------------------------------- patterns and graphs
@@ -205,26 +208,38 @@ def _order(ptr, adj, order):
 
 
 def _orders(ptr, adj, order):
-    """The vertex orders that `order` names: a name of ORDERS, a tuple of them, or "auto"."""
+    """The vertex orders that `order` names, one after another (made as they are asked
+    for): a name of ORDERS, a tuple of them, or "auto"."""
     if isinstance(order, tuple) and order:
-        return [_order(ptr, adj, name) for name in order]
-    if isinstance(order, str) and order == "auto":
-        if adj.shape[0] > _AUTO_TRY_ALL:
-            return [_order(ptr, adj, "largest_first")]
-        rng = np.random.default_rng(0)
-        named = ["largest_first"] + [name for name in ORDERS if name != "largest_first"]
-        return ([_order(ptr, adj, name) for name in named]
-                + [rng.permutation(ptr.shape[0] - 1).astype(np.intp)
-                   for _ in range(_RANDOM_ORDERS)])
-    return [_order(ptr, adj, order)]
+        names = order
+    elif isinstance(order, str) and order == "auto":
+        names = ["largest_first"]
+        if adj.shape[0] <= _AUTO_TRY_ALL:
+            names += [name for name in ORDERS if name != "largest_first"]
+            names.append(_RANDOM)
+    else:
+        names = [order]
+    for name in names:          # every name checked before the first coloring
+        if name is not _RANDOM and (not isinstance(name, str) or name not in ORDERS):
+            _order(ptr, adj, name)      # raises, naming the orders
+    for name in names:
+        if name is _RANDOM:
+            rng = np.random.default_rng(0)
+            for _ in range(_RANDOM_ORDERS):
+                yield rng.permutation(ptr.shape[0] - 1).astype(np.intp)
+        else:
+            yield _order(ptr, adj, name)
 
 
-def _fewest(colorings):
-    """The first of the colorings with the fewest colors."""
+def _fewest(colorings, bound=1):
+    """The first of the colorings with the fewest colors; the first with `bound` colors (a
+    lower bound: no coloring has fewer) ends the search, the rest left unmade."""
     best = None
     for colors in colorings:
         if best is None or _n_colors(colors) < _n_colors(best):
             best = colors
+            if _n_colors(best) <= bound:
+                break
     return best
 
 
@@ -319,19 +334,19 @@ def _greedy(const Py_ssize_t[::1] ptr, const Py_ssize_t[::1] adj,
     return np.asarray(color)
 
 
-def _recolored(ptr, adj, colors, patience=3):
+def _recolored(ptr, adj, colors, bound=1, patience=3):
     """Culberson's iterated greedy: recolor greedily, visiting one color class after another.
 
     A class holds no two adjacent vertices, so each class, visited whole, takes at most the
     colors the classes before it took: never more colors. The class order cycles through
     reversed, largest first and shuffled (seeded); the passes stop after `patience` in a
-    row without fewer colors.
+    row without fewer colors, or at `bound` colors (a lower bound).
     """
     rng = np.random.default_rng(1)
     best = colors
     stale = 0
     passes = 0
-    while stale < patience and _n_colors(colors) > 1:
+    while stale < patience and _n_colors(best) > max(bound, 1):
         k = _n_colors(colors)
         if passes % 3 == 0:
             rank = np.arange(k)[::-1]
@@ -570,8 +585,11 @@ def _column_colors(shape, indptr, indices, order):
     """A column coloring of the CSR pattern (row coloring: give it the transpose)."""
     csc_ptr, csc, _ = _transpose(shape, indptr, indices)
     ptr, adj = _intersection_graph(shape[1], csc_ptr, csc, indptr, indices)
-    return _fewest(_recolored(ptr, adj, _greedy(ptr, adj, vertex_order))
-                   for vertex_order in _orders(ptr, adj, order))
+    # the columns of one row are pairwise adjacent: no coloring has fewer colors than the
+    # longest row has nonzeros
+    bound = int(np.diff(indptr).max()) if shape[0] else 0
+    return _fewest((_recolored(ptr, adj, _greedy(ptr, adj, vertex_order), bound)
+                    for vertex_order in _orders(ptr, adj, order)), bound)
 
 
 def row_coloring(pattern, order="auto"):
@@ -637,8 +655,8 @@ def star_coloring(pattern, order="auto"):
     array([0, 1, 1, 1, 1])
     """
     ptr, adj, edge, n_edges = _adjacency_graph(*_pattern_csr(pattern))
-    return _fewest(_star(ptr, adj, edge, n_edges, vertex_order)
-                   for vertex_order in _orders(ptr, adj, order))
+    return _fewest((_star(ptr, adj, edge, n_edges, vertex_order)
+                    for vertex_order in _orders(ptr, adj, order)), 2 if n_edges else 1)
 
 
 def acyclic_coloring(pattern, order="auto"):
@@ -675,8 +693,8 @@ def acyclic_coloring(pattern, order="auto"):
     array([0, 1, 0, 1, 0, 1])
     """
     ptr, adj, edge, n_edges = _adjacency_graph(*_pattern_csr(pattern))
-    return _fewest(_acyclic(ptr, adj, edge, n_edges, vertex_order)
-                   for vertex_order in _orders(ptr, adj, order))
+    return _fewest((_acyclic(ptr, adj, edge, n_edges, vertex_order)
+                    for vertex_order in _orders(ptr, adj, order)), 2 if n_edges else 1)
 
 
 def bidirectional_coloring(pattern, order="auto"):
