@@ -90,13 +90,31 @@ def _busy(adapter):
 
 
 class _Arguments:
-    """The solver call's current extra arguments (and time), read by the bound function."""
+    """The solver call's current extra arguments (and time), read by the bound function.
 
-    __slots__ = ("args", "t")
+    A tape cyad chooses watches them (Python state f read: it records f anew when they
+    change); a tape named with engine="tape" freezes them, so an adapter on one makes its
+    prep anew when they are not those its prep was made with (`stale`).
+    """
+
+    __slots__ = ("args", "t", "_recorded")
 
     def __init__(self):
         self.args = ()
         self.t = 0.0
+        self._recorded = None
+
+    def recorded(self):
+        """The prep was made with the current arguments."""
+        self._recorded = (self.t, self.args)
+
+    def stale(self, engine):
+        """A prep on a named tape was made with other arguments (or time) than these."""
+        if engine != "tape" or self._recorded is None:
+            return False
+        t, args = self._recorded
+        return (t != self.t or len(args) != len(self.args)
+                or any(a is not b for a, b in zip(args, self.args)))
 
 
 class _Adapter:
@@ -146,13 +164,21 @@ class _Adapter:
         self.prep = prepare(f, x, chunk=self.chunk, engine=self.engine)
         return self.prep
 
+    def _current_prep(self, x, f, *prepare_args):
+        """The prep for this call: made now on the first call, or anew where a named tape
+        froze other arguments."""
+        if self.prep is None or self._state.stale(self.engine):
+            self._prepare(x, f, *prepare_args)
+            self._state.recorded()
+        return self.prep
+
     def __call__(self, x, *args):
         if not self._lock.acquire(False):
             raise _busy(self)
         try:
             x = _float64(x)
             f = self._target(args)
-            prep = self.prep if self.prep is not None else self._prepare(x, f)
+            prep = self._current_prep(x, f)
             return self._apply(f, x, prep)
         finally:
             self._lock.release()
@@ -215,7 +241,7 @@ class _Hessp(_Adapter):
             x = _float64(x)
             p = _float64(p)
             f = self._target(args)
-            prep = self.prep if self.prep is not None else self._prepare(x, f, p)
+            prep = self._current_prep(x, f, p)
             return _operators.hvp(f, x, p, prep=prep)
         finally:
             self._lock.release()
@@ -410,7 +436,10 @@ class _OdeJacobian:
                 f = self._with_args
             else:
                 f = self._plain
-            prep = self.prep if self.prep is not None else self._prepare(y, f)
+            if self.prep is None or state.stale(self.engine):
+                self._prepare(y, f)
+                state.recorded()
+            prep = self.prep
             if not self.sparse:
                 return _operators.jacobian(f, y, y=self._dydt, prep=prep)
             _sparse_operators.sparse_jacobian(f, y, y=self._dydt, prep=prep, out=self._result)

@@ -532,3 +532,31 @@ def test_example_runs(script):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "cyad" in done.stdout and "|" in done.stdout
+
+
+@pytest.mark.parametrize("engine", [None, "tape", "dual"])
+def test_arguments_and_time_that_change_between_calls(engine):
+    """An adapter's extra arguments and t are the current call's on every engine: a tape
+    cyad chooses records fun anew when they change, an adapter on a named tape (which
+    freezes them) prepares anew."""
+    def weighted(x, a):
+        return np.sum(a * x ** 2)
+
+    x = np.arange(1.0, 4.0)
+    gradient = cs.gradient(weighted, engine=engine)
+    hessian = cs.hessian(weighted, engine=engine)
+    hessp = cs.hessp(weighted, engine=engine)
+    for a in (1.0, 3.0, np.array([1.0, 2.0, 5.0]), 3.0):
+        assert_allclose(gradient(x, a), 2.0 * a * x, rtol=1e-15)
+        assert_allclose(hessian(x, a), np.diag(2.0 * a * np.ones(3)), rtol=1e-15)
+        assert_allclose(hessp(x, x, a), 2.0 * a * x, rtol=1e-15)
+
+    def decaying(t, y):
+        return np.sin(t) * y ** 2
+
+    for sparse in (False, True):
+        jacobian = cs.ode_jacobian(decaying, sparse=sparse, engine=engine)
+        for t in (0.5, 1.5, 0.5, 2.5):
+            result = jacobian(t, x)
+            result = result.toarray() if sparse else result
+            assert_allclose(result, np.diag(2.0 * np.sin(t) * x), rtol=1e-15)
