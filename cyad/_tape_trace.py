@@ -414,16 +414,18 @@ class Tracer:
         rec = self.recording
         positions = np.asarray(index).reshape(-1)
         size = self.node.size
-        source = np.full(size, -1, np.int64)
-        source[positions] = np.arange(positions.size)
         var = rec.broadcast(var, np.shape(index)).node
         if var.dtype != rec.tape.dtype:
             var = rec.emit("copy", (var,), var.shape).node
-        if np.array_equal(source, np.arange(size)):
-            self._written(rec.reshape(var, self.node.shape).node)
+        if positions.size == size and np.array_equal(positions, np.arange(size)):
+            self._written(rec.reshape(var, self.node.shape).node)     # every element, in order
             return
+        source = np.full(size, -1, np.int64)
+        source[positions] = np.arange(positions.size)
+        unwritten = np.arange(size)
+        unwritten[positions] = -1
         shape = self.node.shape    # (the written array keeps its shape)
-        kept = rec.gather(self.node, np.where(source < 0, np.arange(size), -1).reshape(shape))
+        kept = rec.gather(self.node, unwritten.reshape(shape))
         written = rec.gather(var, source.reshape(shape))
         self._written(rec.elementwise("binary", (kept, written), op=_OP["add"]).node)
 
@@ -507,12 +509,12 @@ class Tracer:
         if method != "__call__":   # reduce, accumulate, outer, at: in the primitive table's terms
             return ufunc_methods.call(ufunc, method, inputs, kwargs)
         out = kwargs.pop("out", None)
-        name = _rule_table.ufunc_name(ufunc)
         if set(kwargs) - {"casting", "order", "subok"}:
-            raise TypeError(f"cyad: {name} with these arguments is not supported by "
-                            "engine='tape'")
-        result = ufunc_call(self.recording, ufunc, inputs, name)
-        return result if out is None else _into(self.recording, out, result, name)
+            raise TypeError(f"cyad: {_rule_table.ufunc_name(ufunc)} with these arguments is "
+                            "not supported by engine='tape'")
+        result = ufunc_call(self.recording, ufunc, inputs)
+        return result if out is None else \
+            _into(self.recording, out, result, _rule_table.ufunc_name(ufunc))
 
     def __array_function__(self, func, types, args, kwargs):
         if kwargs.get("out") is None:
@@ -533,11 +535,15 @@ class Tracer:
     def __setitem__(self, key, value):
         self.check()
         index, _ = _index_map(self, key)
-        value = self.recording.var_of(stacked(value, "a value assigned to an array"))
-        if self.base is not None:
-            self.base._write_at(self.index.reshape(-1)[index], value)
-        else:
-            self._write_at(index, value)
+        root, positions = (self, index) if self.base is None else \
+            (self.base, self.index.reshape(-1)[index])
+        if isinstance(value, Tracer) and value.base is root and \
+                value.index.shape == positions.shape and np.array_equal(value.index, positions):
+            # y[k] -= v (y[k] made a view, its in-place operator wrote through it): the
+            # view holds root's elements at these positions, so writing it back is nothing
+            return
+        root._write_at(positions, self.recording.var_of(
+            stacked(value, "a value assigned to an array")))
 
     # -- arithmetic ----------------------------------------------------------------------------
     def __add__(self, other):
@@ -800,11 +806,12 @@ def _into(rec, out, result, name):
 
 # -- ufuncs ------------------------------------------------------------------------------------
 
-def ufunc_call(rec, ufunc, inputs, name):
-    """A NumPy ufunc on traced operands: a rule-table or comparison instruction."""
+def ufunc_call(rec, ufunc, inputs):
+    """A NumPy ufunc on traced operands: a rule-table or comparison instruction (its
+    name, for messages and scipy.special's table entries, looked up only there)."""
     if ufunc in COMPARISONS:
         if len(inputs) != COMPARISONS[ufunc]:
-            raise TypeError(f"{name} takes {COMPARISONS[ufunc]} operands")
+            raise TypeError(f"{_rule_table.ufunc_name(ufunc)} takes {COMPARISONS[ufunc]} operands")
         return rec.elementwise("compare", inputs, bool, ufunc=ufunc)
     _UNARY.refresh()        # scipy.special's, once SciPy is imported
     _BINARY.refresh()
@@ -822,11 +829,13 @@ def ufunc_call(rec, ufunc, inputs, name):
             elif not isinstance(a, Tracer):
                 op = _OP["power_const_base"]
         elif _rule_table.BINARY_RULES[op].differentiable == "b" and isinstance(inputs[0], Tracer):
-            raise TypeError(f"cyad: {name} is differentiable in its second argument only; its "
-                            "first must be a constant, not a traced array")
+            raise TypeError(f"cyad: {_rule_table.ufunc_name(ufunc)} is differentiable in its "
+                            "second argument only; its first must be a constant, not a traced "
+                            "array")
         return rec.elementwise("binary", inputs, op=op)
     if ufunc in TABLE:   # a ufunc of the primitive table: np.matmul, np.vecdot, ...
         return function_call(rec, ufunc, inputs, {})
+    name = _rule_table.ufunc_name(ufunc)
     if name in NAMED:    # scipy.special.betainc, ...
         return table_call(rec, NAMED[name], ufunc, inputs, {})
     raise TypeError(f"cyad: {name} is not supported by engine='tape' (its derivative is not "
