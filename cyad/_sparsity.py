@@ -13,6 +13,11 @@ union over its operands of their rows taken by position (cyad/_index_sets.pyx ga
 and merges rows in compiled loops) or of S @ sets (a boolean sparse product is a union of
 rows), as SparseConnectivityTracer.jl's gradient tracers propagate index sets, a whole
 array per instruction. A Var's sets are dropped after the last instruction reading them.
+Where f works on slices, the sets stay symbolic: `Bands` (cyad/_index_bands.py), a few
+diagonals "row i holds stride * i + offset" on runs of rows, carried through elementwise
+instructions, gathers whose index map is a few affine runs (a slice, a reversal, a slice
+written into an array) and unions in O(bands) Python work; they become CSR rows (the
+same sets) where another dependency needs them, and at the end.
 
     unary, binary      element i on operand element i % |a| (modular broadcasting), for
                        each operand whose first partial in the rule table
@@ -38,7 +43,9 @@ rules: none); matmul of two variable operands: the cross terms, conservatively p
 inner index t (the union over the reached rows and columns); a python primitive entry:
 the union of its operands' sets, squared (a linear entry: none). The pairs are listed
 row by row (`row_pairs`, in the upper triangle, with repeats) and made one symmetric
-pattern at the end (`symmetric_pattern`). This equals SparseConnectivityTracer.jl's Hessian
+pattern at the end (`symmetric_pattern`); pairs of two Bands stay bands of that
+pattern where their strides are +-1 (Rosenbrock's). A reach mask of every element is
+_EVERY, no array. This equals SparseConnectivityTracer.jl's Hessian
 tracers (first-order sets, second-order pair sets) propagated to the output, without
 storing pair sets per element.
 
@@ -423,13 +430,14 @@ class _Propagation:
         second = np.concatenate([v for _, v in pairs])
         return self.pattern(symmetric_pattern(first, second, n), (n, n))
 
-    @staticmethod
-    def _reach_back(instr, deps, reached, reach):
+    def _reach_back(self, instr, deps, reached, reach):
         """Mark the operands' elements that the reached output elements depend on (a
-        mask, or _EVERY)."""
+        mask, or _EVERY); constants have no sets to reach."""
         reached = reached[0]
         for position, dependency in deps:
             operand = instr.args[position]
+            if operand in self.tape.consts:
+                continue
             if isinstance(dependency, str):
                 mask = _EVERY
             elif dependency is None or (isinstance(dependency, _Sums) and reached is _EVERY):

@@ -469,6 +469,10 @@ def test_index_set_kernels(seed):
     assert _as_lists(*gather_rows(*a_csr, source)) == [a[s] if s >= 0 else [] for s in source]
     assert _as_lists(*union_rows(*a_csr, *b_csr)) == [sorted(set(u) | set(v))
                                                      for u, v in zip(a, b)]
+    with pytest.raises(ValueError, match="rows"):   # (30 rows and 20)
+        union_rows(*gather_rows(*a_csr, source), *b_csr)
+    with pytest.raises(ValueError, match="rows"):
+        row_pairs(*gather_rows(*a_csr, source), *b_csr, False)
     first, second = row_pairs(*a_csr, *b_csr, False)
     assert sorted(zip(first.tolist(), second.tolist())) == sorted(
         (min(u, v), max(u, v)) for r, s in zip(a, b) for u in r for v in s)
@@ -657,6 +661,12 @@ def test_band_kernels(seed):
 
     a, b = _random_bands(rng, count, n), _random_bands(rng, count, n)
     assert _as_lists(*a.rows()) == _band_lists(a)
+    # bands of one stride (written band by band), on distinct diagonals or not
+    offsets = rng.choice(np.arange(-3, 4), int(rng.integers(1, 5)), replace=bool(seed % 2))
+    ends = [sorted(rng.integers(0, count + 1, 2).tolist()) for _ in offsets]
+    one_stride = Bands(count, tuple((lo, hi, 1, int(o)) for (lo, hi), o in zip(ends, offsets)
+                                    if all(0 <= i + o < n for i in range(lo, hi))))
+    assert _as_lists(*one_stride.rows()) == _band_lists(one_stride)
     lo, hi, stride, offset = (np.array(c, np.int64).reshape(-1) for c in zip(*a.bands)) \
         if a.bands else [np.zeros(0, np.int64)] * 4
     assert _as_lists(*band_rows(count, lo, hi, stride, offset)) == _band_lists(a)
