@@ -836,12 +836,14 @@ def ufunc_call(rec, ufunc, inputs):
         if len(inputs) != COMPARISONS[ufunc]:
             raise TypeError(f"{_rule_table.ufunc_name(ufunc)} takes {COMPARISONS[ufunc]} operands")
         return rec.elementwise("compare", inputs, bool, ufunc=ufunc)
-    _UNARY.refresh()        # scipy.special's, once SciPy is imported
-    _BINARY.refresh()
     op = _UNARY.get(ufunc)
+    if op is None and _UNARY.refresh():     # scipy.special's, once SciPy is imported
+        op = _UNARY.get(ufunc)
     if op is not None and len(inputs) == 1:
         return rec.elementwise("unary", inputs, op=op)
     op = _BINARY.get(ufunc)
+    if op is None and _BINARY.refresh():
+        op = _BINARY.get(ufunc)
     if op is not None and len(inputs) == 2:
         if op == _POWER:
             a, b = inputs
