@@ -43,11 +43,18 @@ def gather_rows(const cnp.int64_t[::1] indptr, const cnp.int64_t[::1] indices,
     return out_ptr, out_indices
 
 
+cdef _same_rows(const cnp.int64_t[::1] a_ptr, const cnp.int64_t[::1] b_ptr):
+    if a_ptr.shape[0] != b_ptr.shape[0]:
+        raise ValueError(f"cyad: index sets of {a_ptr.shape[0] - 1} and {b_ptr.shape[0] - 1} "
+                         "rows cannot be merged row by row")
+
+
 def union_rows(const cnp.int64_t[::1] a_ptr, const cnp.int64_t[::1] a_indices,
                const cnp.int64_t[::1] b_ptr, const cnp.int64_t[::1] b_indices):
     """Row i of the result is the union of row i of a and row i of b (merged)."""
     cdef Py_ssize_t i, p, q, p_end, q_end, total = 0, count = a_ptr.shape[0] - 1
     cdef cnp.int64_t u, v
+    _same_rows(a_ptr, b_ptr)
     out_ptr = np.empty(count + 1, np.int64)
     out_indices = np.empty(a_indices.shape[0] + b_indices.shape[0], np.int64)
     cdef cnp.int64_t[::1] ptr = out_ptr
@@ -84,6 +91,7 @@ def row_pairs(const cnp.int64_t[::1] a_ptr, const cnp.int64_t[::1] a_indices,
     square (a, a) couples, in the upper triangle; of a square (a is b) each pair once."""
     cdef Py_ssize_t i, p, q, la, total = 0, count = a_ptr.shape[0] - 1
     cdef cnp.int64_t u, v
+    _same_rows(a_ptr, b_ptr)
     for i in range(count):
         la = a_ptr[i + 1] - a_ptr[i]
         total += la * (la + 1) // 2 if square else la * (b_ptr[i + 1] - b_ptr[i])
@@ -154,3 +162,95 @@ def symmetric_pattern(const cnp.int64_t[::1] first, const cnp.int64_t[::1] secon
                 kept += 1
         indptr[r + 1] = kept
     return indptr_array, rows_array[:kept].copy()
+
+
+def affine_runs(const cnp.int64_t[::1] source, Py_ssize_t most):
+    """source as at most `most` affine runs [(p, q, a, t)]: source[i] = a + t * (i - p)
+    for p <= i < q, and negative at every i outside the runs; None where it takes more
+    runs (a slice's positions are one run, a slice written into an array a few)."""
+    cdef Py_ssize_t i = 0, p, count = source.shape[0]
+    cdef cnp.int64_t a, t
+    runs = []
+    while i < count:
+        if source[i] < 0:
+            i += 1
+            continue
+        if len(runs) == most:
+            return None
+        p, a = i, source[i]
+        t = source[i + 1] - a if i + 1 < count and source[i + 1] >= 0 else 0
+        i += 1
+        while i < count and source[i] >= 0 and source[i] == a + t * (i - p):
+            i += 1
+        runs.append((p, i, a, t))
+    return runs
+
+
+cdef void _parallel_bands(Py_ssize_t count, const cnp.int64_t[::1] lo,
+                          const cnp.int64_t[::1] hi, const cnp.int64_t[::1] stride,
+                          const cnp.int64_t[::1] offset, cnp.int64_t[::1] ptr,
+                          cnp.int64_t[::1] out) noexcept nogil:
+    """band_rows of bands of one stride, sorted by offset and none two on one diagonal
+    over a common row: each row's values come sorted and distinct, band by band. Rows
+    counted (a difference array), then each band written down its rows."""
+    cdef Py_ssize_t i, b, bands = lo.shape[0]
+    for i in range(count + 1):
+        ptr[i] = 0
+    for b in range(bands):
+        if hi[b] > lo[b]:
+            ptr[lo[b] + 1] += 1
+            if hi[b] < count:
+                ptr[hi[b] + 1] -= 1
+    for i in range(count):          # (the number of bands over row i, then its end)
+        ptr[i + 1] += ptr[i]
+    for i in range(count):
+        ptr[i + 1] += ptr[i]
+    # ptr[i + 1] is row i's end: fill each row from its start, kept in ptr[i] meanwhile
+    for i in range(count, 0, -1):
+        ptr[i] = ptr[i - 1]
+    ptr[0] = 0
+    for b in range(bands):
+        for i in range(lo[b], hi[b]):
+            out[ptr[i + 1]] = stride[b] * i + offset[b]
+            ptr[i + 1] += 1
+
+
+def band_rows(Py_ssize_t count, const cnp.int64_t[::1] lo, const cnp.int64_t[::1] hi,
+              const cnp.int64_t[::1] stride, const cnp.int64_t[::1] offset):
+    """The pattern of `count` rows whose row i holds stride[b] * i + offset[b] for
+    every band b with lo[b] <= i < hi[b], as (indptr, indices), rows sorted and
+    distinct (bands of one stride given by rising offset are written band by band,
+    others row by row, each value inserted in order)."""
+    cdef Py_ssize_t i, b, p, q, start, total = 0, bands = lo.shape[0]
+    cdef cnp.int64_t value
+    cdef bint one_stride = True
+    for b in range(bands):
+        if hi[b] > lo[b]:
+            total += hi[b] - lo[b]
+        # (one stride, offsets rising: no two bands on one diagonal)
+        one_stride = one_stride and stride[b] == stride[0] and (
+            b == 0 or offset[b] > offset[b - 1])
+    out_ptr = np.empty(count + 1, np.int64)
+    out_indices = np.empty(total, np.int64)
+    cdef cnp.int64_t[::1] ptr = out_ptr
+    cdef cnp.int64_t[::1] out = out_indices
+    if one_stride:
+        _parallel_bands(count, lo, hi, stride, offset, ptr, out)
+        return out_ptr, out_indices
+    ptr[0] = total = 0
+    for i in range(count):
+        start = total
+        for b in range(bands):
+            if lo[b] <= i < hi[b]:
+                value = stride[b] * i + offset[b]
+                p = total       # (an insertion into the row, a repeat dropped)
+                while p > start and out[p - 1] > value:
+                    p -= 1
+                if p > start and out[p - 1] == value:
+                    continue
+                for q in range(total, p, -1):
+                    out[q] = out[q - 1]
+                out[p] = value
+                total += 1
+        ptr[i + 1] = total
+    return out_ptr, out_indices[:total]

@@ -13,6 +13,11 @@ union over its operands of their rows taken by position (cyad/_index_sets.pyx ga
 and merges rows in compiled loops) or of S @ sets (a boolean sparse product is a union of
 rows), as SparseConnectivityTracer.jl's gradient tracers propagate index sets, a whole
 array per instruction. A Var's sets are dropped after the last instruction reading them.
+Where f works on slices, the sets stay symbolic: `Bands` (cyad/_index_bands.py), a few
+diagonals "row i holds stride * i + offset" on runs of rows, carried through elementwise
+instructions, gathers whose index map is a few affine runs (a slice, a reversal, a slice
+written into an array) and unions in O(bands) Python work; they become CSR rows (the
+same sets) where another dependency needs them, and at the end.
 
     unary, binary      element i on operand element i % |a| (modular broadcasting), for
                        each operand whose first partial in the rule table
@@ -38,7 +43,9 @@ rules: none); matmul of two variable operands: the cross terms, conservatively p
 inner index t (the union over the reached rows and columns); a python primitive entry:
 the union of its operands' sets, squared (a linear entry: none). The pairs are listed
 row by row (`row_pairs`, in the upper triangle, with repeats) and made one symmetric
-pattern at the end (`symmetric_pattern`). This equals SparseConnectivityTracer.jl's Hessian
+pattern at the end (`symmetric_pattern`); pairs of two Bands stay bands of that
+pattern where their strides are +-1 (Rosenbrock's). A reach mask of every element is
+_EVERY, no array. This equals SparseConnectivityTracer.jl's Hessian
 tracers (first-order sets, second-order pair sets) propagated to the output, without
 storing pair sets per element.
 
@@ -60,7 +67,8 @@ import functools
 
 import numpy as np
 
-from cyad import _rule_table
+from cyad import _index_bands, _rule_table
+from cyad._index_bands import Bands
 from cyad._index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
 from cyad._tape_trace import Tracer, trace
 
@@ -121,11 +129,18 @@ def _scatter_add(sparse, instr):
     return _selection(sparse, source[kept], kept, (out.size, a.size))
 
 
-def _sum_inner(sparse, instr):
-    (a,), (out,) = instr.args, instr.outs
-    k = instr.params["k"]
-    columns = np.arange(out.size * k)
-    return _selection(sparse, columns // max(k, 1), columns, (out.size, a.size))
+class _Sums:
+    """sum_inner's dependency: output element i on the operand's elements i*k .. i*k+k-1
+    (its selection matrix made only where the rows are explicit and more than one)."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+    def selection(self, sparse, size, operand_size):
+        columns = np.arange(size * self.k)
+        return _selection(sparse, columns // max(self.k, 1), columns, (size, operand_size))
 
 
 def _nonzero_mask(tape, var, count, shape, values):
@@ -169,8 +184,8 @@ def _dependencies(sparse, tape, instr, values=None):
     """[(operand position, dependency)]: what each element of instr's output depends
     on in that operand. A dependency is None (element i on element i), an int64 array
     (element i on element source[i], none where it is negative), a boolean sparse
-    matrix S (element i on the elements j of S[i, j]), or "all" (every element on
-    every one). With the Vars' `values` at x: the dependencies at x alone
+    matrix S (element i on the elements j of S[i, j]), _Sums (sum_inner's groups), or
+    "all" (every element on every one). With the Vars' `values` at x: the dependencies at x alone
     (`_local_dependencies`)."""
     kind = instr.kind
     if values is not None and kind in ("unary", "binary", "select"):
@@ -191,7 +206,7 @@ def _dependencies(sparse, tape, instr, values=None):
     if kind == "scatter_add":
         return [(0, _scatter_add(sparse, instr))]
     if kind == "sum_inner":
-        return [(0, _sum_inner(sparse, instr))]
+        return [(0, _Sums(instr.params["k"]))]
     if kind == "matmul":
         return _matmul(sparse, tape, instr, values)
     if kind == "python":
@@ -244,19 +259,50 @@ def _of_matrix(matrix):
     return matrix.indptr.astype(np.int64), matrix.indices.astype(np.int64)
 
 
-def _all_rows(sets, size):
-    """`size` rows, each the union of every row of every pattern in `sets`."""
-    present = [s[1] for s in sets if s is not None]
+def _explicit(sets):
+    """A Var's sets as CSR rows (Bands made explicit)."""
+    return sets.rows() if isinstance(sets, Bands) else sets
+
+
+def _all_rows(sets, size, n):
+    """`size` rows, each the union of every row of every pattern in `sets` (of x's n
+    indices)."""
+    present = [s for s in sets if s is not None]
     if not present or size == 0:
         return None
-    union = np.unique(np.concatenate(present))
+    mask = np.zeros(n, bool)
+    for s in present:
+        if isinstance(s, Bands):
+            s.mark(mask)
+        else:
+            mask[s[1]] = True
+    union = np.flatnonzero(mask)
     return np.arange(size + 1, dtype=np.int64) * union.size, np.tile(union, size)
+
+
+class _Every:
+    """The reach of a Var whose every element the output depends on: no mask made."""
+
+    def any(self):
+        return True
+
+    def all(self):
+        return True
+
+
+_EVERY = _Every()
+
+
+def _mask(reached, size):
+    return np.ones(size, bool) if reached is _EVERY else reached
 
 
 class _Propagation:
     """A recorded tape, each instruction's dependencies, and the index sets propagated
     through them (each Var's sets dropped after the last instruction that reads them,
-    so that memory holds a few arrays' sets at a time, not the tape's)."""
+    so that memory holds a few arrays' sets at a time, not the tape's). A Var's sets
+    are Bands (cyad/_index_bands.py) while slices and elementwise operations keep them
+    so, else explicit CSR rows."""
 
     def __init__(self, tape, output, result_shape, values=None):
         self.sparse = _scipy_sparse()
@@ -266,6 +312,7 @@ class _Propagation:
         self.result_shape = result_shape
         self.deps = [_dependencies(self.sparse, tape, instr, values) for instr in tape.instrs]
         self.sets = {}
+        self.runs = {}                # id(an index map of self.deps) -> its affine runs
 
     @classmethod
     def of(cls, f, x, y, local=False):
@@ -283,44 +330,70 @@ class _Propagation:
 
     def _propagate(self, reach=None):
         """The output's sets; with `reach` (the backward masks), also the second-order
-        pairs of the reached instructions, as a list of coordinate arrays."""
-        n = self.n
-        self.sets = {self.tape.inputs[0]: (np.arange(n + 1, dtype=np.int64),
-                                           np.arange(n, dtype=np.int64))}
+        pairs of the reached instructions: coordinate arrays, and bands of the symmetric
+        pattern."""
+        self.sets = {self.tape.inputs[0]: Bands.identity(self.n)}
         last_read = {var: k for k, instr in enumerate(self.tape.instrs) for var in instr.args}
-        pairs = []
+        pairs, pair_bands = [], []
         for k, (instr, deps) in enumerate(zip(self.tape.instrs, self.deps)):
             if any(isinstance(d, str) for _, d in deps):     # "all"
                 operands = [self.sets.get(instr.args[p]) for p, _ in deps]
                 for var in instr.outs:
-                    self.sets[var] = _all_rows(operands, var.size)
+                    self.sets[var] = _all_rows(operands, var.size, self.n)
             elif instr.outs:
                 self.sets[instr.outs[0]] = self._forward(instr, deps)
             if reach is not None:
                 reached = [reach.get(var) for var in instr.outs]
                 if any(r is not None and r.any() for r in reached):
-                    pairs += self._second_order(instr, reached)
+                    self._second_order(instr, reached, pairs, pair_bands)
             for var in instr.args:
                 if last_read[var] == k and var is not self.output:
                     self.sets.pop(var, None)
-        return (None if self.output is None else self.sets.get(self.output)), pairs
+        return (None if self.output is None else self.sets.get(self.output)), pairs, pair_bands
+
+    def _runs(self, source):
+        runs = self.runs.get(id(source))
+        if runs is None:
+            runs = self.runs[id(source)] = _index_bands.runs_of(source)
+        return runs
+
+    def _gather(self, sets, source, size):
+        """Row i of the result is row source[i] of sets (negative: empty)."""
+        if isinstance(sets, Bands):
+            runs = self._runs(source)
+            gathered = None if runs is None else _index_bands.gather(sets, runs, size)
+            if gathered is not None:
+                return gathered
+            sets = sets.rows()
+        return gather_rows(*sets, source)
 
     def _forward(self, instr, deps):
         out = None
+        size = instr.outs[0].size
         for position, dependency in deps:
             sets = self.sets.get(instr.args[position])
             if sets is None or (sets is out and dependency is None):    # (x * x)
                 continue
             if isinstance(dependency, np.ndarray):
-                sets = gather_rows(*sets, dependency)
+                sets = self._gather(sets, dependency, size)
+            elif isinstance(dependency, _Sums) and size == 1:
+                sets = _all_rows([sets], 1, self.n)
+            elif isinstance(dependency, _Sums):
+                selection = dependency.selection(self.sparse, size, instr.args[0].size)
+                sets = _of_matrix(selection @ _as_matrix(self.sparse, _explicit(sets), self.n))
             elif dependency is not None:
-                sets = _of_matrix(dependency @ _as_matrix(self.sparse, sets, self.n))
-            out = sets if out is None else union_rows(*out, *sets)
+                sets = _of_matrix(dependency @ _as_matrix(self.sparse, _explicit(sets), self.n))
+            if out is None:
+                out = sets
+            else:
+                both = _index_bands.union(out, sets) \
+                    if isinstance(out, Bands) and isinstance(sets, Bands) else None
+                out = both if both is not None else union_rows(*_explicit(out), *_explicit(sets))
         return out
 
     def pattern(self, sets, shape):
         indptr, indices = (np.zeros(shape[0] + 1, np.int64), np.zeros(0, np.int64)) \
-            if sets is None else sets
+            if sets is None else _explicit(sets)
         return self.sparse.csr_array((np.ones(indices.size, np.int8), indices, indptr),
                                      shape=shape)
 
@@ -335,59 +408,90 @@ class _Propagation:
         if self.output is None:
             return self.pattern(None, (self.n, self.n))
         # backwards, the elements the output depends on; then forwards, the sets and the
-        # pairs (upper-triangle coordinates, with repeats) at those elements
-        reach = {self.output: np.ones(1, bool)}
+        # pairs (upper-triangle coordinates, with repeats, and bands) at those elements
+        reach = {self.output: _EVERY}
         for instr, deps in zip(reversed(self.tape.instrs), reversed(self.deps)):
             reached = [reach.get(var) for var in instr.outs]
             if any(r is not None and r.any() for r in reached):
                 self._reach_back(instr, deps, reached, reach)
-        pairs = self._propagate(reach)[1]
+        _, pairs, pair_bands = self._propagate(reach)
+        n = self.n
+        bands = _index_bands.made(n, pair_bands)
+        if bands is not None and not pairs:
+            return self.pattern(bands, (n, n))
+        if bands is not None:       # (its rows as coordinates, beside the others)
+            indptr, indices = bands.rows()
+            pairs.append((np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr)), indices))
+        else:
+            pairs += [_index_bands.coordinates(band) for band in pair_bands]
         if not pairs:
-            return self.pattern(None, (self.n, self.n))
+            return self.pattern(None, (n, n))
         first = np.concatenate([u for u, _ in pairs])
         second = np.concatenate([v for _, v in pairs])
-        return self.pattern(symmetric_pattern(first, second, self.n), (self.n, self.n))
+        return self.pattern(symmetric_pattern(first, second, n), (n, n))
 
-    @staticmethod
-    def _reach_back(instr, deps, reached, reach):
-        """Mark the operands' elements that the reached output elements depend on."""
+    def _reach_back(self, instr, deps, reached, reach):
+        """Mark the operands' elements that the reached output elements depend on (a
+        mask, or _EVERY); constants have no sets to reach."""
+        reached = reached[0]
         for position, dependency in deps:
             operand = instr.args[position]
+            if operand in self.tape.consts:
+                continue
             if isinstance(dependency, str):
-                mask = np.ones(operand.size, bool)
-            elif dependency is None:
-                mask = reached[0]
+                mask = _EVERY
+            elif dependency is None or (isinstance(dependency, _Sums) and reached is _EVERY):
+                mask = reached
             elif isinstance(dependency, np.ndarray):
                 mask = np.zeros(operand.size, bool)
-                source = dependency[reached[0]]
+                source = dependency if reached is _EVERY else dependency[reached]
                 mask[source[source >= 0]] = True
+                mask = _EVERY if mask.all() else mask
+            elif isinstance(dependency, _Sums):
+                mask = np.repeat(reached, dependency.k)
             else:
-                mask = (dependency.T @ reached[0].astype(np.int32)) > 0
+                mask = (dependency.T @ _mask(reached, instr.outs[0].size).astype(np.int32)) > 0
             known = reach.get(operand)
-            reach[operand] = mask if known is None else known | mask
+            reach[operand] = mask if known is None else \
+                _EVERY if known is _EVERY or mask is _EVERY else known | mask
 
     def _rows(self, var, size, reached):
-        """var's sets at the reached elements of an elementwise output of `size`."""
+        """var's sets at the reached elements of an elementwise output of `size`: Bands
+        where every element is reached and var is read whole or as a scalar, else CSR."""
         sets = self.sets.get(var)
         if sets is None:
             return None
-        source = np.flatnonzero(reached)
-        if var.size != size or source.size != size:
+        whole = reached.all()
+        if isinstance(sets, Bands) and whole and var.size in (size, 1):
+            return sets if var.size == size else \
+                _index_bands.gather(sets, [(0, size, 0, 0)], size)
+        sets = _explicit(sets)
+        if var.size != size or not whole:
+            source = np.arange(size) if whole else np.flatnonzero(reached)
             sets = gather_rows(*sets, source % var.size)
         return sets
 
-    def _second_order(self, instr, reached):
-        """The pairs (coordinate arrays) instr's second partials couple at its reached
-        elements."""
+    def _couple(self, a, b, square, pairs, pair_bands):
+        """Add the pairs of rows a and b (a square: a is b) to `pairs` or `pair_bands`."""
+        if isinstance(a, Bands) and isinstance(b, Bands):
+            bands = _index_bands.pair_bands(a, b, square)
+            if bands is not None:
+                pair_bands += bands
+                return
+        pairs.append(row_pairs(*_explicit(a), *_explicit(b), square))
+
+    def _second_order(self, instr, reached, pairs, pair_bands):
+        """Add the pairs instr's second partials couple at its reached elements."""
         kind = instr.kind
         if kind == "unary":
             rule = _UNARY[instr.params["op"]]
             if rule.d == _ZERO or rule.d2 == _ZERO:
-                return []
+                return
             rows = self._rows(instr.args[0], instr.outs[0].size, reached[0])
-            return [] if rows is None else [row_pairs(*rows, *rows, True)]
-        if kind in ("binary", "scale", "unary_d", "unary_d2", "binary_da", "binary_db",
-                    "binary_daa", "binary_dab", "binary_dbb"):
+            if rows is not None:
+                self._couple(rows, rows, True, pairs, pair_bands)
+        elif kind in ("binary", "scale", "unary_d", "unary_d2", "binary_da", "binary_db",
+                      "binary_daa", "binary_dab", "binary_dbb"):
             size = instr.outs[0].size
             rows = [self._rows(var, size, reached[0]) for var in instr.args]
             if kind == "binary":
@@ -397,14 +501,15 @@ class _Propagation:
                 second = {(0, 0): _ZERO, (0, 1): "1.0", (1, 1): _ZERO}
             else:       # derivative instructions: conservatively nonlinear in everything
                 second = {(p, q): "?" for p in range(len(rows)) for q in range(p, len(rows))}
-            return [row_pairs(*rows[p], *rows[q], p == q) for (p, q), d2 in second.items()
-                    if d2 != _ZERO and rows[p] is not None and rows[q] is not None]
-        if kind == "matmul":
-            return self._matmul_pairs(instr, reached[0])
-        if kind == "python" and instr.params["entry"].kind == "primitive":
-            union = _all_rows([self.sets.get(var) for var in instr.args], 1)
-            return [] if union is None else [row_pairs(*union, *union, True)]
-        return []
+            for (p, q), d2 in second.items():
+                if d2 != _ZERO and rows[p] is not None and rows[q] is not None:
+                    self._couple(rows[p], rows[q], p == q, pairs, pair_bands)
+        elif kind == "matmul":
+            pairs += self._matmul_pairs(instr, _mask(reached[0], instr.outs[0].size))
+        elif kind == "python" and instr.params["entry"].kind == "primitive":
+            union = _all_rows([self.sets.get(var) for var in instr.args], 1, self.n)
+            if union is not None:
+                pairs.append(row_pairs(*union, *union, True))
 
     def _matmul_pairs(self, instr, reached):
         """a[p, i, t] * b[p, t, j], both variable: per (p, t), the union over the reached
@@ -413,6 +518,7 @@ class _Propagation:
         sets_a, sets_b = self.sets.get(a), self.sets.get(b)
         if sets_a is None or sets_b is None:
             return []
+        sets_a, sets_b = _explicit(sets_a), _explicit(sets_b)
         m, k, n = (instr.params[name] for name in "mkn")
         count = instr.outs[0].size // max(m * n, 1)
         r = reached.reshape(count, m, n)

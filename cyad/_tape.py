@@ -131,14 +131,16 @@ class Tape:
 
     def const(self, value, dtype=None):
         dtype = self.dtype if dtype is None else dtype
-        try:
-            with np.errstate(all="raise"):
-                array = np.asarray(value, dtype=dtype)
-            overflows = False
-        except FloatingPointError:   # a number the dtype cannot hold (1e300 in float32)
-            with np.errstate(all="ignore"):
-                array = np.asarray(value, dtype=dtype)
-            overflows = True
+        array = np.asarray(value)
+        overflows = False
+        if array.dtype != dtype:
+            try:
+                with np.errstate(all="raise"):
+                    array = np.asarray(value, dtype=dtype)
+            except FloatingPointError:   # a number the dtype cannot hold (1e300 in float32)
+                with np.errstate(all="ignore"):
+                    array = np.asarray(value, dtype=dtype)
+                overflows = True
         v = self.var(array.shape, array.dtype)
         self.consts[v] = array
         if overflows:   # NumPy warns of it where f computes with it: every call

@@ -158,9 +158,11 @@ class Recording:
     def __init__(self, dtype):
         self.tape = Tape(dtype)
         self.values = _Values()
-        self._consts = {}   # id(captured object) -> (the object, its Var)
+        self._consts = {}   # id(captured object), or a number's type and repr -> (the
+        # object, its Var)
         self._known = {}    # an instruction's identity (_key) -> its output
         self.captured = []  # the ndarrays f's operations took as constants
+        self._positions = {}    # size -> read-only arange(size), sliced for index maps
         self._errstate = np.geterr()   # the caller's: f's own np.errstate is recorded
 
     # -- Vars ------------------------------------------------------------------------
@@ -176,15 +178,16 @@ class Recording:
         if isinstance(value, Dual):
             raise TypeError("cyad: a dual array of a cyad call inside f met a traced array: "
                             + _NO_NESTING)
-        key = id(value)
-        if key in self._consts and self._consts[key][0] is value:
+        number = type(value) in (int, float, bool)
+        # (a Python number by its value: every 2.0 in f is one constant)
+        key = (type(value), repr(value)) if number else id(value)
+        if key in self._consts and (number or self._consts[key][0] is value):
             return self._consts[key][1]
         array = np.asarray(value)
         dtype = bool if array.dtype == bool else self.tape.dtype
         var = self.tape.const(array, dtype)
         self.values[var] = self.tape.consts[var]
-        if not isinstance(value, (int, float, bool)):
-            self._consts[key] = (value, var)
+        self._consts[key] = (value, var)
         if isinstance(value, np.ndarray):
             self.captured.append(value)
         return var
@@ -199,6 +202,16 @@ class Recording:
             x.check()
             return x.node
         return self.const(x)
+
+    def positions(self, shape):
+        """The flat positions of an array of `shape` (read-only: index maps made by basic
+        indexing are views of it, not arrays of their own)."""
+        size = math.prod(shape)
+        flat = self._positions.get(size)
+        if flat is None:
+            flat = self._positions[size] = np.arange(size, dtype=np.int64)
+            flat.flags.writeable = False
+        return flat.reshape(shape)
 
     # -- instructions ------------------------------------------------------------------
     def emit(self, kind, args, shape, dtype=None, **params):
@@ -272,7 +285,7 @@ class Recording:
     def broadcast(self, var, shape):
         if var.shape == tuple(shape):
             return Tracer(self, var)
-        index = np.broadcast_to(np.arange(var.size).reshape(var.shape), shape)
+        index = np.broadcast_to(self.positions(var.shape), shape)
         return self.gather(var, index)
 
     def gather(self, var, index):
@@ -280,7 +293,7 @@ class Recording:
         index = np.asarray(index, np.int64)
         flat = index.reshape(-1)
         if (var.size and flat.size == var.size and flat[0] == 0 and flat[-1] == var.size - 1
-                and np.array_equal(flat, np.arange(var.size))):
+                and np.array_equal(flat, self.positions(var.shape).reshape(-1))):
             if index.shape == var.shape:
                 return Tracer(self, var)
             return self.emit("copy", (var,), index.shape, var.dtype)
@@ -296,7 +309,7 @@ class Recording:
         axes = tuple(sorted(axes))
         kept = [i for i in range(len(var.shape)) if i not in axes]
         if kept + list(axes) != list(range(len(var.shape))):
-            index = np.transpose(np.arange(var.size).reshape(var.shape), kept + list(axes))
+            index = np.transpose(self.positions(var.shape), kept + list(axes))
             var = self.gather(var, index).node
         kept_shape = tuple(var.shape[:len(kept)])
         k = math.prod(var.shape[len(kept):])
@@ -361,7 +374,7 @@ class Recording:
 class Tracer:
     """A traced array: a Var of a Recording and the operations f applies to it."""
 
-    __slots__ = ("recording", "node", "base", "index", "views", "stale")
+    __slots__ = ("recording", "node", "base", "index", "key", "views", "stale")
     __array_priority__ = 1000
 
     def __init__(self, recording, node):
@@ -371,6 +384,7 @@ class Tracer:
         self.index = None      # a view's elements: their flat positions in base
         self.views = []        # the views made of this one
         self.stale = False     # a view whose base was written since it last read it
+        self.key = None        # a view by basic indexing of its base: that key
 
     def check(self):
         """Bring a view up to date with its base (NumPy's views see writes)."""
@@ -383,21 +397,24 @@ class Tracer:
         self.check()
         return self.recording.values[self.node]
 
-    def view(self, result, index):
+    def view(self, result, index, key=None):
         """`result`, whose elements are this array's at the flat positions `index`, as the
-        view NumPy makes (a slice, reshape, transpose): it follows writes both ways."""
+        view NumPy makes (a slice, reshape, transpose): it follows writes both ways. `key`:
+        the basic index that made it, kept where this array is no view itself (a write
+        through the view then slices rather than scatters)."""
         root = self if self.base is None else self.base
         if self.base is not None:
             index = self.index.reshape(-1)[index]
         view = Tracer(self.recording, result.node)
         view.base, view.index = root, np.asarray(index, np.int64)
+        view.key = key if self.base is None else None
         root.views.append(view)
         return view
 
     def _write(self, var):
         """This array's elements are now those of `var` (broadcast to its shape)."""
         if self.base is not None:
-            self.base._write_at(self.index, var)
+            self.base._write_at(self.index, var, self.key)
             return
         if var.shape != self.node.shape:
             var = self.recording.broadcast(var, self.node.shape).node
@@ -408,22 +425,29 @@ class Tracer:
         for view in self.views:
             view.stale = True
 
-    def _write_at(self, index, var):
+    def _write_at(self, index, var, key=None):
         """Write var (broadcast to index's shape) at the flat positions `index`; the last
-        write to a place wins, as in NumPy."""
+        write to a place wins, as in NumPy. `key`: the basic index of this array that
+        `index` stands for, if any (the index maps are then made by slicing)."""
         rec = self.recording
         positions = np.asarray(index).reshape(-1)
         size = self.node.size
-        source = np.full(size, -1, np.int64)
-        source[positions] = np.arange(positions.size)
         var = rec.broadcast(var, np.shape(index)).node
         if var.dtype != rec.tape.dtype:
             var = rec.emit("copy", (var,), var.shape).node
-        if np.array_equal(source, np.arange(size)):
-            self._written(rec.reshape(var, self.node.shape).node)
+        if positions.size == size and np.array_equal(positions, rec.positions((size,))):
+            self._written(rec.reshape(var, self.node.shape).node)     # every element, in order
             return
         shape = self.node.shape    # (the written array keeps its shape)
-        kept = rec.gather(self.node, np.where(source < 0, np.arange(size), -1).reshape(shape))
+        source = np.full(shape, -1, np.int64)
+        unwritten = rec.positions(shape).copy()
+        if key is not None:
+            source[key] = rec.positions(np.shape(index))
+            unwritten[key] = -1
+        else:
+            source.reshape(-1)[positions] = rec.positions((positions.size,))
+            unwritten.reshape(-1)[positions] = -1
+        kept = rec.gather(self.node, unwritten.reshape(shape))
         written = rec.gather(var, source.reshape(shape))
         self._written(rec.elementwise("binary", (kept, written), op=_OP["add"]).node)
 
@@ -507,12 +531,12 @@ class Tracer:
         if method != "__call__":   # reduce, accumulate, outer, at: in the primitive table's terms
             return ufunc_methods.call(ufunc, method, inputs, kwargs)
         out = kwargs.pop("out", None)
-        name = _rule_table.ufunc_name(ufunc)
         if set(kwargs) - {"casting", "order", "subok"}:
-            raise TypeError(f"cyad: {name} with these arguments is not supported by "
-                            "engine='tape'")
-        result = ufunc_call(self.recording, ufunc, inputs, name)
-        return result if out is None else _into(self.recording, out, result, name)
+            raise TypeError(f"cyad: {_rule_table.ufunc_name(ufunc)} with these arguments is "
+                            "not supported by engine='tape'")
+        result = ufunc_call(self.recording, ufunc, inputs)
+        return result if out is None else \
+            _into(self.recording, out, result, _rule_table.ufunc_name(ufunc))
 
     def __array_function__(self, func, types, args, kwargs):
         if kwargs.get("out") is None:
@@ -528,16 +552,21 @@ class Tracer:
         self.check()
         index, basic = _index_map(self, key)
         result = self.recording.gather(self.node, index)
-        return self.view(result, index) if basic else result
+        return self.view(result, index, key) if basic else result
 
     def __setitem__(self, key, value):
         self.check()
-        index, _ = _index_map(self, key)
-        value = self.recording.var_of(stacked(value, "a value assigned to an array"))
-        if self.base is not None:
-            self.base._write_at(self.index.reshape(-1)[index], value)
-        else:
-            self._write_at(index, value)
+        index, basic = _index_map(self, key)
+        root, positions = (self, index) if self.base is None else \
+            (self.base, self.index.reshape(-1)[index])
+        if isinstance(value, Tracer) and value.base is root and \
+                value.index.shape == positions.shape and np.array_equal(value.index, positions):
+            # y[k] -= v (y[k] made a view, its in-place operator wrote through it): the
+            # view holds root's elements at these positions, so writing it back is nothing
+            return
+        root._write_at(positions, self.recording.var_of(
+            stacked(value, "a value assigned to an array")),
+            key if self.base is None and basic else None)
 
     # -- arithmetic ----------------------------------------------------------------------------
     def __add__(self, other):
@@ -800,18 +829,21 @@ def _into(rec, out, result, name):
 
 # -- ufuncs ------------------------------------------------------------------------------------
 
-def ufunc_call(rec, ufunc, inputs, name):
-    """A NumPy ufunc on traced operands: a rule-table or comparison instruction."""
+def ufunc_call(rec, ufunc, inputs):
+    """A NumPy ufunc on traced operands: a rule-table or comparison instruction (its
+    name, for messages and scipy.special's table entries, looked up only there)."""
     if ufunc in COMPARISONS:
         if len(inputs) != COMPARISONS[ufunc]:
-            raise TypeError(f"{name} takes {COMPARISONS[ufunc]} operands")
+            raise TypeError(f"{_rule_table.ufunc_name(ufunc)} takes {COMPARISONS[ufunc]} operands")
         return rec.elementwise("compare", inputs, bool, ufunc=ufunc)
-    _UNARY.refresh()        # scipy.special's, once SciPy is imported
-    _BINARY.refresh()
     op = _UNARY.get(ufunc)
+    if op is None and _UNARY.refresh():     # scipy.special's, once SciPy is imported
+        op = _UNARY.get(ufunc)
     if op is not None and len(inputs) == 1:
         return rec.elementwise("unary", inputs, op=op)
     op = _BINARY.get(ufunc)
+    if op is None and _BINARY.refresh():
+        op = _BINARY.get(ufunc)
     if op is not None and len(inputs) == 2:
         if op == _POWER:
             a, b = inputs
@@ -822,11 +854,13 @@ def ufunc_call(rec, ufunc, inputs, name):
             elif not isinstance(a, Tracer):
                 op = _OP["power_const_base"]
         elif _rule_table.BINARY_RULES[op].differentiable == "b" and isinstance(inputs[0], Tracer):
-            raise TypeError(f"cyad: {name} is differentiable in its second argument only; its "
-                            "first must be a constant, not a traced array")
+            raise TypeError(f"cyad: {_rule_table.ufunc_name(ufunc)} is differentiable in its "
+                            "second argument only; its first must be a constant, not a traced "
+                            "array")
         return rec.elementwise("binary", inputs, op=op)
     if ufunc in TABLE:   # a ufunc of the primitive table: np.matmul, np.vecdot, ...
         return function_call(rec, ufunc, inputs, {})
+    name = _rule_table.ufunc_name(ufunc)
     if name in NAMED:    # scipy.special.betainc, ...
         return table_call(rec, NAMED[name], ufunc, inputs, {})
     raise TypeError(f"cyad: {name} is not supported by engine='tape' (its derivative is not "
@@ -1046,7 +1080,7 @@ def _index_map(tracer, key):
         if isinstance(k, (np.ndarray, list)):
             basic = False
         plain.append(k)
-    index = np.arange(tracer.node.size).reshape(tracer.node.shape)
+    index = tracer.recording.positions(tracer.node.shape)
     return np.asarray(index[tuple(plain) if isinstance(key, tuple) else plain[0]]), basic
 
 

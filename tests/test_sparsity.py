@@ -12,7 +12,10 @@ import pytest
 import scipy.sparse
 
 import cyad
-from cyad._index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
+from cyad import _index_bands
+from cyad._index_bands import Bands
+from cyad._index_sets import (
+    affine_runs, band_rows, gather_rows, row_pairs, symmetric_pattern, union_rows)
 from cyad._sparsity import _Propagation
 from cyad._tape import Tape, evaluate
 from tests.rosenbrock import rosenbrock, rosenbrock_hessian
@@ -466,6 +469,10 @@ def test_index_set_kernels(seed):
     assert _as_lists(*gather_rows(*a_csr, source)) == [a[s] if s >= 0 else [] for s in source]
     assert _as_lists(*union_rows(*a_csr, *b_csr)) == [sorted(set(u) | set(v))
                                                      for u, v in zip(a, b)]
+    with pytest.raises(ValueError, match="rows"):   # (30 rows and 20)
+        union_rows(*gather_rows(*a_csr, source), *b_csr)
+    with pytest.raises(ValueError, match="rows"):
+        row_pairs(*gather_rows(*a_csr, source), *b_csr, False)
     first, second = row_pairs(*a_csr, *b_csr, False)
     assert sorted(zip(first.tolist(), second.tolist())) == sorted(
         (min(u, v), max(u, v)) for r, s in zip(a, b) for u in r for v in s)
@@ -479,3 +486,204 @@ def test_index_set_kernels(seed):
     first, second = np.zeros(40, np.int64), rng.integers(0, n, 40).astype(np.int64)
     expected = [sorted(set(second.tolist()))] + [[0] if i in second else [] for i in range(1, n)]
     assert _as_lists(*symmetric_pattern(first, second, n)) == expected
+
+
+# -- bands: index sets kept symbolic, against the same sets made explicit -------------------
+
+def _band_program(rng, n):
+    """A random composition of slices, strided and reversed reads, slice writes into
+    zeros and in-place updates of slices (the forms bands keep), with scalars, sums and
+    rolls among them (forms that make the rows explicit)."""
+    steps = []
+    for _ in range(rng.integers(2, 7)):
+        choice, shift = rng.integers(9), int(rng.integers(1, 3))
+        step = int(rng.choice([1, 2, -1, -2]))
+        if choice == 0:
+            steps.append(lambda u, a=shift: np.concatenate([u[a:] * u[:u.size - a], u[:a] + 1.0]))
+        elif choice == 1:
+            def written(u, a=shift, s=step):
+                y = np.zeros_like(u)
+                y[a::abs(s)] = np.sin(u[a::abs(s)]) if s > 0 else u[::-1][a::abs(s)] ** 2
+                y[0] += u[-1] * u[0]
+                return y
+            steps.append(written)
+        elif choice == 2:
+            def updated(u, a=shift):
+                y = u * 2.0 + 1.0
+                y[a:] -= u[:u.size - a]
+                y[:u.size - 1] -= 2.0 * u[1:] * u[:-1]
+                return y
+            steps.append(updated)
+        elif choice == 3:
+            steps.append(lambda u, s=step: u * np.tanh(u[::s][:1]) + u[::-1] ** 3)
+        elif choice == 4:
+            steps.append(lambda u: np.exp(u) * np.sum(u[1:3]) + u)
+        elif choice == 5:
+            def tridiagonal(u):
+                y = np.zeros_like(u)
+                y[1:-1] = (3 - 2 * u[1:-1]) * u[1:-1] - u[:-2] - 2 * u[2:] + 1
+                y[0] = (3 - 2 * u[0]) * u[0] - 2 * u[1] + 1
+                y[-1] = u[-1] * u[-2]
+                return y
+            steps.append(tridiagonal)
+        elif choice == 6:
+            steps.append(lambda u: np.maximum(u, u[::-1]) * u)
+        elif choice == 7:
+            steps.append(lambda u: (u.reshape(-1, 2) * u.reshape(-1, 2)[:, ::-1]).ravel()
+                         + np.roll(u, 1))
+        else:
+            def interleaved(u):
+                y = u.copy()
+                y[::2] = u[1::2] * u[::2]
+                return y
+            steps.append(interleaved)
+
+    def program(x):
+        u = x
+        for step in steps:
+            u = step(u)
+        return u
+    return program
+
+
+def _explicit_patterns(monkeypatch, f, g, x):
+    """f's Jacobian and g's Hessian patterns with every Var's sets made explicit."""
+    with monkeypatch.context() as patch:
+        patch.setattr(_index_bands, "MOST", 0)
+        return (cyad.jacobian_sparsity(f, x).toarray(), cyad.hessian_sparsity(g, x).toarray())
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bands_equal_explicit_rows(seed, monkeypatch):
+    """Detection with bands gives the patterns of the same propagation on explicit rows
+    (exactly), and they hold the dense derivatives."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([4, 6, 8, 10, 12]))
+    program = _band_program(rng, n)
+
+    def energy(x):
+        return np.sum(program(x) ** 2)
+    x = rng.uniform(-1.2, 1.2, n)
+    jacobian = _check_pattern(cyad.jacobian_sparsity(program, x), (n, n))
+    hessian = _check_pattern(cyad.hessian_sparsity(energy, x), (n, n))
+    explicit = _explicit_patterns(monkeypatch, program, energy, x)
+    np.testing.assert_array_equal(jacobian, explicit[0])
+    np.testing.assert_array_equal(hessian, explicit[1])
+    with np.errstate(all="ignore"):
+        _assert_contains(jacobian, _dense_jacobian(program, x))
+        _assert_contains(hessian, _dense_hessian(energy, x))
+
+
+def broyden_updated(x):
+    # the Broyden function as asv_bench/benchmarks/sparsity.py writes it: slices updated
+    y = (3.0 - 2.0 * x) * x + 1.0
+    y[1:] -= x[:-1]
+    y[:-1] -= 2.0 * x[1:]
+    return y
+
+
+def broyden_written(x):
+    y = np.zeros_like(x)
+    y[1:-1] = (3 - 2 * x[1:-1]) * x[1:-1] - x[:-2] - 2 * x[2:] + 1
+    y[0] = (3 - 2 * x[0]) * x[0] - 2 * x[1] + 1
+    y[-1] = (3 - 2 * x[-1]) * x[-1] - x[-2] + 1
+    return y
+
+
+@pytest.mark.parametrize("f", [broyden_updated, broyden_written])
+@pytest.mark.parametrize("n", [3, 4, 1000])
+def test_broyden_forms_are_tridiagonal(f, n, monkeypatch):
+    x = np.linspace(-1.0, 1.5, n)
+    pattern = _check_pattern(cyad.jacobian_sparsity(f, x), (n, n))
+    np.testing.assert_array_equal(pattern, _band(n, (-1, 0, 1)))
+    hessian = _check_pattern(cyad.hessian_sparsity(lambda x: np.sum(f(x) ** 2), x), (n, n))
+    np.testing.assert_array_equal(hessian, _band(n, (-2, -1, 0, 1, 2)))
+    # (the rosenbrock function, banded the whole way)
+    rosenbrock_pattern = _check_pattern(cyad.hessian_sparsity(rosenbrock, x), (n, n))
+    np.testing.assert_array_equal(rosenbrock_pattern, _band(n, (-1, 0, 1)))
+
+
+def _runs_reference(source):
+    """affine_runs' greedy runs, in Python."""
+    runs, i = [], 0
+    while i < len(source):
+        if source[i] < 0:
+            i += 1
+            continue
+        p, a = i, source[i]
+        t = source[i + 1] - a if i + 1 < len(source) and source[i + 1] >= 0 else 0
+        i += 1
+        while i < len(source) and source[i] >= 0 and source[i] == a + t * (i - p):
+            i += 1
+        runs.append((p, i, a, t))
+    return runs
+
+
+def _random_bands(rng, count, n):
+    bands = []
+    for _ in range(rng.integers(0, 5)):
+        stride = int(rng.choice([0, 1, -1, 2, -2]))
+        lo, hi = sorted(rng.integers(0, count + 1, 2).tolist())
+        # rows whose column stride * i + offset lies in [0, n) for every i in [lo, hi)
+        ends = [stride * lo, stride * max(hi - 1, lo)]
+        low, high = -min(ends), n - 1 - max(ends)
+        if low <= high:
+            bands.append((lo, hi, stride, int(rng.integers(low, high + 1))))
+    return Bands(count, tuple(bands))
+
+
+def _band_lists(bands):
+    return [sorted({s * i + o for lo, hi, s, o in bands.bands if lo <= i < hi})
+            for i in range(bands.count)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_band_kernels(seed):
+    """affine_runs, band_rows, gather, union and pair_bands against Python sets and the
+    explicit kernels."""
+    rng = np.random.default_rng(seed)
+    n, count = 15, 12
+    # an index map of a few affine runs and holes
+    pieces = []
+    for _ in range(rng.integers(1, 5)):
+        length, t = int(rng.integers(1, 6)), int(rng.choice([0, 1, -1, 2, -3]))
+        a = int(rng.integers(0, count))
+        pieces.append(np.clip(a + t * np.arange(length), -1, count - 1))
+        pieces.append(np.full(int(rng.integers(0, 3)), -1))
+    source = np.concatenate(pieces).astype(np.int64)
+    runs = affine_runs(source, 100)
+    assert runs == _runs_reference(source.tolist())
+    rebuilt = np.full(source.size, -1, np.int64)
+    for p, q, a, t in runs:
+        rebuilt[p:q] = a + t * np.arange(q - p)
+    np.testing.assert_array_equal(rebuilt, source)
+    assert affine_runs(source, len(runs) - 1) is None if runs else affine_runs(source, 0) == []
+
+    a, b = _random_bands(rng, count, n), _random_bands(rng, count, n)
+    assert _as_lists(*a.rows()) == _band_lists(a)
+    # bands of one stride (written band by band), on distinct diagonals or not
+    offsets = rng.choice(np.arange(-3, 4), int(rng.integers(1, 5)), replace=bool(seed % 2))
+    ends = [sorted(rng.integers(0, count + 1, 2).tolist()) for _ in offsets]
+    one_stride = Bands(count, tuple((lo, hi, 1, int(o)) for (lo, hi), o in zip(ends, offsets)
+                                    if all(0 <= i + o < n for i in range(lo, hi))))
+    assert _as_lists(*one_stride.rows()) == _band_lists(one_stride)
+    lo, hi, stride, offset = (np.array(c, np.int64).reshape(-1) for c in zip(*a.bands)) \
+        if a.bands else [np.zeros(0, np.int64)] * 4
+    assert _as_lists(*band_rows(count, lo, hi, stride, offset)) == _band_lists(a)
+    gathered = _index_bands.gather(a, runs, source.size)
+    assert _as_lists(*gathered.rows()) == _as_lists(*gather_rows(*a.rows(), source))
+    assert _as_lists(*_index_bands.union(a, b).rows()) == _as_lists(
+        *union_rows(*a.rows(), *b.rows()))
+    mask = np.zeros(n, bool)
+    a.mark(mask)
+    assert np.flatnonzero(mask).tolist() == sorted(set(a.rows()[1].tolist()))
+    for left, right, square in ((a, b, False), (a, a, True)):
+        pairs = _index_bands.pair_bands(left, right, square)
+        expected = symmetric_pattern(*row_pairs(*left.rows(), *right.rows(), square), n)
+        if pairs is None:       # a stride not +-1
+            assert any(s not in (1, -1) for *_, s, _ in left.bands + right.bands)
+            continue
+        coordinates = [_index_bands.coordinates(band) for band in pairs]
+        first = np.concatenate([np.zeros(0, np.int64)] + [u for u, _ in coordinates])
+        second = np.concatenate([np.zeros(0, np.int64)] + [v for _, v in coordinates])
+        assert _as_lists(*symmetric_pattern(first, second, n)) == _as_lists(*expected)

@@ -176,13 +176,26 @@ def _y_view_read_after_y_written(y, x):
     y *= y[::-1]
 
 
+def _slices_updated_in_place(x):
+    a = x.reshape(2, 3) * 1.0
+    a[:, 1:] -= a[:, :-1] * 2.0    # a tuple of slices, reading what it writes
+    a[1, ::2] *= x[:2]             # an int and a strided slice
+    a[..., 0] += 2.0
+    a[None, 1] = a[1] ** 2         # a new axis in the key
+    v = a[:, 1:]
+    a[0] = x[3:]                   # v sees the write
+    a[:, 1:] = v                   # and is written back onto its own places
+    a[1:, :2] = a[:1, 1:] * 2.0    # another view's places
+    return a.ravel() * x
+
+
 VIEW_PROGRAMS = {f.__name__.lstrip("_"): f for f in (
     _view_zeroed, _reshape_transpose_written, _view_after_its_base_was_written, _copyto,
     _ufunc_out_and_in_place, _view_of_a_view, _repeated_indices, _column_of_a_reshape,
     _transpose_read_after_a_write, _shifted_onto_itself, _written_into_x, _masked_update,
     _views_without_a_copy, _reshapes_that_copy, _partial_write_into_a_matrix, _function_out,
     _reads_y,
-    _y_view_read_after_y_written)}
+    _y_view_read_after_y_written, _slices_updated_in_place)}
 VIEW_POINT = np.array([0.5, -1.0, 2.0, 0.3, 1.5, -0.7])
 VIEW_OTHER = np.array([-0.25, 0.75, 1.25, -0.5, 0.125, 0.9])
 Y_START = np.array([1.0, 2.0, -3.0, 4.0, 0.5, -1.5])
