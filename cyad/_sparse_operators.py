@@ -41,8 +41,9 @@ Design:
   (cyad/_sparsity.py), so every call watches f's branches with a tape (`_Watch`): the
   products' own where they run on the tape, else a tape prep of its own (a pullback of
   one cotangent, or a gradient), run on every call. A tape records f anew when a guard
-  fails, a constant f closes over changes, or Python state f read changes; then the
-  pattern is detected at the call's x and must lie inside the prep's (ValueError
+  fails, a constant f closes over changes, or Python state f read changes; then, unless
+  the new record is the old program with other numbers (`cyad._tape.same_structure`),
+  the pattern is detected at the call's x and must lie inside the prep's (ValueError
   otherwise, before the result is written). A tape that gave up following f (handed to
   the dual engine after its guards kept failing) leaves a given sparsity trusted and
   refuses a detected one.
@@ -55,7 +56,8 @@ Design:
 import numpy as np
 
 from cyad import _coloring, _operators
-from cyad._sparsity import _scipy_sparse, hessian_sparsity, jacobian_sparsity
+from cyad._tape import frozen, same_structure
+from cyad._sparsity import _scipy_sparse, recorded_pattern
 from cyad._wrapper import FunctionWrapper
 
 FORMATS = ("csr", "csc", "coo")
@@ -82,22 +84,23 @@ def _read_sparsity(sparsity, shape):
 
 
 def _pattern(sparsity, shape, detect):
-    """The prep's pattern, and whether f could be traced: detected, or given and checked
-    to contain the one `detect()` finds (trusted where f cannot be traced)."""
+    """The prep's pattern, and the tape f was recorded to (None where f cannot be traced):
+    detected, or given and checked to contain the one `detect()` finds (trusted where f
+    cannot be traced)."""
     if sparsity is None:
-        return detect(), True
+        return detect()
     pattern = _read_sparsity(sparsity, shape)
     try:
-        detected = detect()
+        detected, tape = detect()
     except TypeError:
-        return pattern, False
+        return pattern, None
     if detected.shape == pattern.shape:     # else the caller's checks say which differs
         missing = _missing(pattern, detected)
         if missing is not None:
             raise ValueError(f"cyad: the given sparsity misses the entry {missing}, where "
                              "f's derivative can be nonzero; its value would be added into "
                              "other entries")
-    return pattern, True
+    return pattern, tape
 
 
 def _missing(pattern, detected):
@@ -115,15 +118,18 @@ class _Watch:
 
     `prep` is a tape prep: the products' own (run=None: the call runs it), or one made to
     watch, which `run(f, x, y)` calls. Its tape object changes when f is recorded anew.
+    `recorded` is the tape the pattern was read off: a record of the same structure has
+    the same pattern.
     """
 
-    def __init__(self, prep, run, detect, pattern, given):
+    def __init__(self, prep, run, detect, pattern, recorded, given):
         self._state = prep.engine_state
         self._run = run
         self._detect = detect
         self._pattern = pattern
         self._given = given
         self._tape = self._state.tape
+        self._primal = frozen(recorded)
         self._trusted = False
 
     def check(self, f, x, y):
@@ -141,13 +147,17 @@ class _Watch:
                                "no longer follows them: the sparsity detected when the prep "
                                "was made may not hold at this x; give sparsity= a pattern "
                                "that holds for every branch")
-        missing = _missing(self._pattern, self._detect(x, y))
+        primal = self._state.primal
+        # recorded anew for a changed number (Python state, a constant) and the same
+        # program: the same pattern, without detecting it
+        missing = (None if same_structure(self._primal, primal)
+                   else _missing(self._pattern, self._detect(x, y)[0]))
         if missing is not None:
             raise ValueError(f"cyad: at this x, f takes another branch than where its "
                              f"sparsity was detected, and its derivative can be nonzero at "
                              f"{missing}, outside the prep's pattern: prepare again at this "
                              "x, or give sparsity= a pattern that holds for every branch")
-        self._tape = self._state.tape
+        self._tape, self._primal = self._state.tape, frozen(primal)
 
 
 class _PullbackWatch:
@@ -174,16 +184,17 @@ class _GradientWatch:
         _operators.gradient(f, x, y=y, prep=self.prep, out=self._out)
 
 
-def _watch(products_prep, make_watch, detect, pattern, traced, given):
-    """The prep's watch: None where f cannot be traced (the pattern is trusted)."""
-    if not traced:
+def _watch(products_prep, make_watch, detect, pattern, recorded, given):
+    """The prep's watch: None where f cannot be traced (recorded None: the pattern is
+    trusted)."""
+    if recorded is None:
         return None
     if products_prep.engine == "tape":
-        return _Watch(products_prep, None, detect, pattern, given)
+        return _Watch(products_prep, None, detect, pattern, recorded, given)
     watch = make_watch()
     if watch.prep.engine != "tape":
         return None    # f is a recorded function: its tape is frozen, as is its pattern
-    return _Watch(watch.prep, watch, detect, pattern, given)
+    return _Watch(watch.prep, watch, detect, pattern, recorded, given)
 
 
 class _SparsePrep:
@@ -353,9 +364,9 @@ class SparseJacobianPrep(_SparsePrep):
         _need_sparsity(f, sparsity)
         x = _unaliased(_float_input(x), y)
         def detect(x, y):
-            return jacobian_sparsity(f, x, y=y)
+            return recorded_pattern(f, x, y)
 
-        pattern, traced = _pattern(sparsity, None, lambda: detect(x, y))
+        pattern, recorded = _pattern(sparsity, None, lambda: detect(x, y))
         if pattern.shape[1] != x.size:
             raise ValueError(f"the sparsity pattern has {pattern.shape[1]} columns, "
                              f"x has {x.size} elements")
@@ -399,7 +410,7 @@ class SparseJacobianPrep(_SparsePrep):
         self._first = self._forward if self._forward is not None else self._reverse
         self._both = len(parts) == 2
         self._watch = _watch(self._first.prep, lambda: _PullbackWatch(f, x, y, self.out_shape),
-                             detect, pattern, traced, sparsity is not None)
+                             detect, pattern, recorded, sparsity is not None)
         super().__init__(pattern, colors, coloring, parts, format)
 
     def _products(self, f, x, y, value_out):
@@ -481,9 +492,9 @@ class SparseHessianPrep(_SparsePrep):
         x = _unaliased(_float_input(x), y)
         n = x.size
         def detect(x, y):
-            return hessian_sparsity(f, x, y=y)
+            return recorded_pattern(f, x, y, hessian=True)
 
-        pattern, traced = _pattern(sparsity, (n, n), lambda: detect(x, y))
+        pattern, recorded = _pattern(sparsity, (n, n), lambda: detect(x, y))
         if coloring == "star":
             colors = _coloring.star_coloring(pattern, order)
             decompression = _coloring.star_decompression(pattern, colors)
@@ -497,7 +508,7 @@ class SparseHessianPrep(_SparsePrep):
         self._seeds = _seeds(colors, k, x)
         self._inner = _operators.prepare_hvp(f, x, self._seeds, y=y, engine=engine)
         self._watch = _watch(self._inner, lambda: _GradientWatch(f, x, y), detect, pattern,
-                             traced, sparsity is not None)
+                             recorded, sparsity is not None)
         self._gradient_prep = None
         self._gradient_pair = (None, None)
         compressed = np.zeros((k,) + x.shape, dtype=self._inner.dtype)

@@ -621,6 +621,17 @@ def jacobian_sparsity(f, x, *, y=None, local=False):
     return _Propagation.of(_python_function(f), x, y, local).jacobian()
 
 
+def recorded_pattern(f, x, y=None, hessian=False):
+    """jacobian_sparsity's (or, with `hessian`, hessian_sparsity's) pattern, and the tape
+    it was read off, its output set as the tape engine sets it: a later record of f
+    with the same structure (cyad._tape.same_structure) has the same pattern."""
+    propagation = _Propagation.of(_python_function(f), x, y)
+    pattern = propagation.hessian() if hessian else propagation.jacobian()
+    tape = propagation.tape
+    tape.outputs = [] if propagation.output is None else [propagation.output]
+    return pattern, tape
+
+
 def hessian_sparsity(f, x, *, y=None):
     """The sparsity pattern of a scalar function's Hessian: which entries can be nonzero.
 

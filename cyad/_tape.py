@@ -169,6 +169,65 @@ class Tape:
         return "\n".join(lines)
 
 
+def frozen(tape):
+    """Tape's structure as it is now, for `same_structure`: its instructions (a record
+    never changes them) and its constants' zero masks (a captured constant is f's own
+    array, which f may change in place later)."""
+    copy = Tape(tape.dtype)
+    copy.vars, copy.inputs, copy.outputs = tape.vars, tape.inputs, list(tape.outputs)
+    copy.instrs = tape.instrs
+    copy.consts = {v: np.asarray(value) != 0 for v, value in tape.consts.items()}
+    return copy
+
+
+def same_structure(a, b):
+    """Whether tapes a and b record one program but for their numbers: the same
+    instructions on the same Vars and shapes, the same index maps and parameters, and
+    constants of the same shapes, zero in the same places. A sparsity pattern read off
+    one holds for the other (cyad/_sparsity.py reads constants only for their zeros);
+    guards may expect other values."""
+    if (len(a.instrs) != len(b.instrs) or len(a.vars) != len(b.vars)
+            or [v.number for v in a.inputs] != [v.number for v in b.inputs]
+            or [v.number for v in a.outputs] != [v.number for v in b.outputs]
+            or any(v.shape != w.shape or v.dtype != w.dtype for v, w in zip(a.vars, b.vars))
+            or {v.number for v in a.consts} != {v.number for v in b.consts}):
+        return False
+    b_consts = {v.number: value for v, value in b.consts.items()}
+    for v, value in a.consts.items():
+        if not np.array_equal(value != 0, b_consts[v.number] != 0):
+            return False
+    for x, y in zip(a.instrs, b.instrs):
+        if (x.kind != y.kind or [v.number for v in x.args] != [v.number for v in y.args]
+                or [v.number for v in x.outs] != [v.number for v in y.outs]):
+            return False
+        if x.kind != "guard" and not _same_params(x.params, y.params):
+            return False
+    return True
+
+
+def _same_params(p, q):
+    if p.keys() != q.keys():
+        return False
+    for key, value in p.items():
+        other = q[key]
+        if key == "where" or value is other:
+            continue
+        if isinstance(value, np.ndarray) or isinstance(other, np.ndarray):
+            if not (isinstance(value, np.ndarray) and isinstance(other, np.ndarray)
+                    and value.dtype == other.dtype and np.array_equal(value, other)):
+                return False
+        elif isinstance(value, dict) and isinstance(other, dict):
+            if not _same_params(value, other):
+                return False
+        else:
+            try:
+                if not bool(value == other):
+                    return False
+            except (TypeError, ValueError):     # no plain equality: taken as different
+                return False
+    return True
+
+
 # -- what each kind computes, in NumPy --------------------------------------------------------
 
 def _modular(a, size):

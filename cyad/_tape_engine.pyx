@@ -829,6 +829,11 @@ cdef class TapeEngine(Engine):
         return None if self.replay is None else self.replay.tape
 
     @property
+    def primal(self):
+        """f's tape as recorded (None before the first record)."""
+        return self.primal
+
+    @property
     def delegated(self):
         """Whether the dual engine answers for this prep (f could not be traced, or its
         guards kept failing): the tape no longer follows f."""

@@ -46,7 +46,7 @@ import threading
 import numpy as np
 
 from cyad import _coloring, _operators, _sparse_operators
-from cyad._sparsity import hessian_sparsity
+from cyad._sparsity import recorded_pattern
 
 __all__ = ["Callbacks", "problem"]
 
@@ -88,10 +88,11 @@ class _LagrangianHessian:
         self.lagrangian = lagrangian
 
         def detect(z, y):
-            return hessian_sparsity(lagrangian, z).tocsr()[:n, :n].tocsr()
+            pattern, tape = recorded_pattern(lagrangian, z, hessian=True)
+            return pattern.tocsr()[:n, :n].tocsr(), tape
 
         try:
-            block = detect(self.z, None)
+            block, recorded = detect(self.z, None)
         except TypeError as error:
             raise TypeError(f"cyad.ipopt: f and c are recorded to detect the Lagrangian "
                             f"Hessian's pattern, and this failed ({error}); hessian=False "
@@ -122,7 +123,7 @@ class _LagrangianHessian:
         self.prep = _operators.prepare_hvp(lagrangian, self.z, self.directions, engine=engine)
         self.watch = _sparse_operators._watch(
             self.prep, lambda: _sparse_operators._GradientWatch(lagrangian, self.z, None),
-            detect, block, True, False)
+            detect, block, recorded, False)
 
     def __call__(self, x, lagrange, obj_factor):
         if self.prep is None:

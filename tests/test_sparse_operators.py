@@ -551,3 +551,32 @@ def test_branches_that_keep_changing():
     for point in (x, -x):                    # the given one goes on
         assert_matches(cyad.sparse_jacobian(branching, point, prep=given),
                        jax_jacobian(branching, point))
+
+
+def test_new_numbers_in_the_same_program_need_no_detection(monkeypatch):
+    """A constant f closes over changes its values but not its zeros: the tape records f
+    anew, the program is the same, and the pattern is not detected again."""
+    import cyad._sparse_operators as sparse_operators
+
+    scale = np.ones(6)
+
+    def f(x):
+        return np.tanh(scale * x) + x[::-1]
+
+    detections = []
+    detect = sparse_operators.recorded_pattern
+    monkeypatch.setattr(sparse_operators, "recorded_pattern",
+                        lambda *a, **k: detections.append(1) or detect(*a, **k))
+    x = RNG.uniform(-1.0, 1.0, 6)
+    for engine in ("tape", "dual"):
+        scale[:] = 1.0
+        prep = cyad.prepare_sparse_jacobian(f, x, engine=engine)
+        detections.clear()
+        for value in (2.0, 3.0, 0.5):
+            scale[:] = value
+            expected = np.diag(value / np.cosh(value * x) ** 2) + np.eye(6)[::-1]
+            assert_matches(cyad.sparse_jacobian(f, x, prep=prep), expected)
+        assert not detections
+        scale[2] = 0.0                      # a new zero: another pattern, detected
+        cyad.sparse_jacobian(f, x, prep=prep)
+        assert detections
