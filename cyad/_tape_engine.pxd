@@ -18,6 +18,8 @@ ctypedef struct tape_prep:
     const tape_replay* program  # its replay's state; NULL until f is recorded
     Py_ssize_t split           # instructions [0, split) need no seed: once per call
     Py_ssize_t seeded_split    # [split, seeded_split) need the seeds alone
+    bint seeds_held            # the tangent input holds the last call's tangents (one
+    # chunk of them) and [split, seeded_split) ran on them: a call with the same skips both
     void* cache                # their results per chunk (basis seeds), or NULL
     Py_ssize_t* cache_spans    # (offset, size) of each cached Var in the arena
     Py_ssize_t n_cache_spans

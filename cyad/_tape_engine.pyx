@@ -36,7 +36,10 @@ answers from then on, as it does for an f the tape cannot trace.
 
 For basis seeds (jacobian by columns or by rows, hessian) the instructions that read the
 seeds alone are replayed once per chunk when f is recorded, and their results copied back
-per call (`_cache_seeded`).
+per call (`_cache_seeded`). Given tangents (cotangents) that fit in one chunk are held:
+a call whose tangents are, bit for bit, those of the last call (a sparse Jacobian's or
+Hessian's seeds, cyad/_sparse_operators.py) neither seeds nor replays the instructions
+that read the seeds alone (`seeds_held`, `same_seeds`); their results keep their slots.
 
 NumPy's floating-point warnings: a call clears the floating-point flags before the
 tape's value part and tests them after it (the primal part; with the derivatives' when one
@@ -151,10 +154,14 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     cdef Py_ssize_t n_x = h.n_x, item = p.item
     cdef int status
     cdef bint basis = tangents == NULL
+    # the tangents of the last call (a sparse Jacobian's or Hessian's seeds): the tangent
+    # input and the results of its own instructions stand
+    cdef bint held = (not basis and p.seeds_held and p.family != GRADIENT
+                      and same_seeds(p, tangents))
     # one chunk of seeds, none cached: the seeds first, then the whole tape in one run
     # (the replay's blocked runs may then cross the split)
     cdef bint at_once = (p.family != GRADIENT and p.family != PULLBACK and p.cache == NULL
-                         and 0 < p.directions <= lanes)
+                         and 0 < p.directions <= lanes and not held)
     for k in range(p.n_captured):
         if memcmp(p.captured[k].data, p.captured[k].copy, p.captured[k].nbytes) != 0:
             return CAPTURED_CHANGED
@@ -180,14 +187,21 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
         start = 0
         while start < p.directions:
             count = min(lanes, p.directions - start)
-            seed(p, tangents, basis, start, count)
-            if p.cache != NULL:   # the seeds' own part, computed when f was recorded
+            if held:   # the seeds' own part ran on these tangents in the last call
+                status = replay_run(p.program, p.seeded_split, p.program.n_instr)
+            elif p.cache != NULL:   # the seeds' own part, computed when f was recorded
+                seed(p, tangents, basis, start, count)
                 restore_cached(p, start // lanes)
                 status = replay_run(p.program, p.seeded_split, p.program.n_instr)
             else:
+                p.seeds_held = False
+                seed(p, tangents, basis, start, count)
                 status = replay_run(p.program, 0 if at_once else p.split, p.program.n_instr)
                 if at_once:   # the value part ran with the derivatives' (flags of both)
                     p.value_flags = raised_fp_flags() | p.casts_warn
+                # (one chunk of tangents: the next call may find them held)
+                p.seeds_held = (status == 0 and not basis and p.t2_at < 0
+                                and p.directions <= lanes)
             if status != 0:
                 return status
             if p.reverse:   # a Jacobian by rows: lane k is row start + k
@@ -213,6 +227,16 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     if value != NULL and value != y:
         memcpy(value, at(p, p.value_at), h.y_bytes)
     return 0
+
+
+cdef bint same_seeds(tape_prep* p, const void* const* tangents) noexcept nogil:
+    # the tangents are, bit for bit, those the tangent input holds
+    cdef Py_ssize_t k, nbytes = p.seed_size * p.item
+    cdef const char* held = at(p, p.t_at)
+    for k in range(p.directions):
+        if memcmp(held + k * nbytes, tangents[k], nbytes) != 0:
+            return False
+    return True
 
 
 cdef void put_columns(tape_prep* p, real* jacobian, Py_ssize_t start,
@@ -249,9 +273,9 @@ cdef void seed(tape_prep* p, const void* const* tangents, bint basis, Py_ssize_t
             continue
         t = at(p, places[j])
         if not basis:
-            memset(t, 0, p.lanes * n_x * item)
             for k in range(count):
                 memcpy(t + k * n_x * item, tangents[start + k], n_x * item)
+            memset(t + count * n_x * item, 0, (p.lanes - count) * n_x * item)
             continue
         # basis directions: only the ones of the last chunk are cleared
         if p.basis_start < 0:
@@ -689,20 +713,20 @@ cdef class TapeEngine(Engine):
         cdef Py_ssize_t lanes = self.state.lanes
         self.state.y_at = -1
         self.state.t2_at = -1
+        self.state.seeds_held = False
         if family == GRADIENT:
-            derived, _ = vjp(tape, values, [0], names)
+            derived, _ = vjp(tape, values, [0], names, unit=True)
         elif family == PULLBACK:
             self.state.seed_size = int(np.prod(self.out_shape))
             self._reverse_lanes()
             derived, _ = vjp(tape, values, [0], names, lanes=self.state.lanes)
-        elif family in (HVP, HESSIAN):
-            reverse, _ = vjp(tape, values, [0], names)
-            derived, _ = jvp(reverse.tape, values + [np.ones(self.out_shape)], lanes, [0],
-                             names + ["ct"])
-        elif family == SECOND_DERIVATIVE:
+        elif family in (HVP, HESSIAN):   # the gradient's tangents alone
+            reverse, _ = vjp(tape, values, [0], names, unit=True)
+            derived, _ = jvp(reverse.tape, values, lanes, [0], names, tangents_of=[1])
+        elif family == SECOND_DERIVATIVE:   # the first derivative's tangent alone
             forward, _ = jvp(tape, values, 1, [0], names)
             derived, _ = jvp(forward.tape, values + [np.ones((1,) + self.x_shape)], 1, [0],
-                             names + ["tx"], seeded=[len(values)])
+                             names + ["tx"], seeded=[len(values)], tangents_of=[1])
         elif self._by_rows(tape):   # a Jacobian of few rows: reverse mode, lanes of rows
             derived, _ = vjp(tape, values, [0], names, lanes=self.state.lanes)
         else:   # pushforward, derivative, jacobian
@@ -717,16 +741,14 @@ cdef class TapeEngine(Engine):
         primal_inputs = len(values)
         self.state.value_at = self.replay.offset(d.outputs[0])
         if family == GRADIENT:
-            self.replay.set_input(primal_inputs, np.ones(self.out_shape))
             self.state.result_at = self.replay.offset(d.outputs[1])
         elif family == PULLBACK:   # the cotangent input, set per chunk of cotangents
             self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
             self.state.result_at = self.replay.offset(d.outputs[1])
         elif family in (HVP, HESSIAN):
-            self.replay.set_input(primal_inputs, np.ones(self.out_shape))
-            self.state.t_at = self.replay.offset(d.inputs[primal_inputs + 1])
+            self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
             self.state.first_at = self.replay.offset(d.outputs[1])
-            self.state.result_at = self.replay.offset(d.outputs[3])
+            self.state.result_at = self.replay.offset(d.outputs[2])
         elif self.state.reverse:
             self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
             self.state.result_at = self.replay.offset(d.outputs[1])
@@ -735,7 +757,7 @@ cdef class TapeEngine(Engine):
             self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
             self.state.t2_at = self.replay.offset(d.inputs[primal_inputs + 1])
             self.state.first_at = self.replay.offset(d.outputs[1])
-            self.state.result_at = self.replay.offset(d.outputs[3])
+            self.state.result_at = self.replay.offset(d.outputs[2])
         else:
             self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
             self.state.result_at = self.replay.offset(d.outputs[1])

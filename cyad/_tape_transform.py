@@ -14,16 +14,20 @@ partial beyond the second (unary_d2 and the binary second partials have no deriv
 here).
 
 The result tapes are pruned (instructions nothing needs are dropped, guards stay, the
-Vars left are numbered anew; the negatives of partials of -1 are folded into an add or a
-scale by a constant where they can be, exactly: `_fold_negatives`) and ordered in three
-parts: the instructions that read no derivative input (tangents, cotangents), then those
-that read derivative inputs alone, then the rest. `split` and `seeded_split` tell where
-they start, so that a replay computes the primal part once and the rest once per chunk
-of directions, and, for fixed seeds, the middle part once per chunk for good (`cached`).
+Vars left are numbered anew; exactly, where fewer instructions give the same numbers:
+gathers of gathers, and the pairs of gathers an assignment to a slice leaves, are folded
+into one gather, products by a gradient's cotangent of ones dropped (`_fold_copies`),
+the negatives of partials of -1 folded into an add or a scale by a constant
+(`_fold_negatives`)) and ordered in three parts: the instructions that read no
+derivative input (tangents, cotangents), then those that read derivative inputs alone,
+then the rest. `split` and `seeded_split` tell where they start, so that a replay
+computes the primal part once and the rest once per chunk of directions, and, for fixed
+seeds, the middle part once per chunk for good (`cached`).
 
 Only what the result needs is derived: reverse mode computes the cotangents of the Vars
 that depend on the differentiated inputs alone, forward mode the partials of operands
-that have a tangent.
+that have a tangent, and the tangents of the outputs asked for (forward over reverse:
+the gradient's, not the value's).
 """
 import numpy as np
 
@@ -194,7 +198,7 @@ def _partials(tr, instr, args, wanted):
 
 # -- forward: tangents, lanes leading ------------------------------------------------------------
 
-def jvp(tape, values, lanes, wrt, names, seeded=()):
+def jvp(tape, values, lanes, wrt, names, seeded=(), tangents_of=None):
     """The tape computing tape's outputs and their tangents along `lanes` directions of
     the inputs numbered in `wrt` (the tangent inputs follow the primal ones).
 
@@ -202,6 +206,9 @@ def jvp(tape, values, lanes, wrt, names, seeded=()):
     primal inputs' names ("t" + name for their tangents, and for the outputs'); `seeded`
     numbers the inputs that are themselves seeds (a tangent of the tape being
     differentiated): the instructions that read them belong to the derivative part.
+    `tangents_of` numbers the outputs whose tangents are outputs too (None: all of them):
+    forward over reverse wants the gradient's alone, and what only the value's tangent
+    needs is pruned.
     """
     tr = _Transform(tape, values)
     tangent = {}
@@ -219,15 +226,17 @@ def jvp(tape, values, lanes, wrt, names, seeded=()):
             if t is not None:
                 tangent[old] = t
     outputs = [tr.primal[v] for v in tape.outputs]
-    for v in tape.outputs:
+    chosen = range(len(tape.outputs)) if tangents_of is None else tangents_of
+    for i in chosen:
+        v = tape.outputs[i]
         t = tangent.get(v)
         if t is None or v.dtype == bool:
             t = tr.rec.emit("zeros", (), (lanes,) + v.shape).node
         outputs.append(t)
     inputs = list(names) + ["t" + names[i] for i in wrt]
-    out_names = ["value"] + ["tangent"] if len(tape.outputs) == 1 else \
+    out_names = ["value"] + ["tangent"] * len(chosen) if len(tape.outputs) == 1 else \
         [f"value{i}" for i in range(len(tape.outputs))] + \
-        [f"tangent{i}" for i in range(len(tape.outputs))]
+        [f"tangent{i}" for i in chosen]
     seeds = [tr.primal[tape.inputs[i]] for i in seeded] + tr.rec.tape.inputs[len(tape.inputs):]
     return _finish(tr.rec, outputs, inputs, out_names, seeds)
 
@@ -354,10 +363,12 @@ _JVP = {
 
 # -- reverse: cotangents ------------------------------------------------------------------------
 
-def vjp(tape, values, wrt, names, lanes=None):
+def vjp(tape, values, wrt, names, lanes=None, unit=False):
     """The tape computing tape's (single) output and the cotangents of the inputs numbered
     in `wrt` from a cotangent input "ct" of the output's shape; with `lanes`, from `lanes`
-    cotangents at once: "ct" and the cotangents computed have a leading axis of lanes."""
+    cotangents at once: "ct" and the cotangents computed have a leading axis of lanes.
+    `unit`: the cotangent is ones (a gradient), a constant rather than an input, so that
+    the products by it fold away (`_fold_copies`)."""
     tr = _Transform(tape, values)
     # the Vars that depend on the inputs in wrt: only theirs are cotangents worth having
     active = {tape.inputs[i] for i in wrt}
@@ -367,7 +378,11 @@ def vjp(tape, values, wrt, names, lanes=None):
             active.update(instr.outs)
     (y,) = tape.outputs
     lead = () if lanes is None else (lanes,)
-    ct_input = tr.rec.input(np.zeros(lead + y.shape)).node
+    if unit:   # (a constant of its own: a seed of `_finish`)
+        ct_input = tr.rec.tape.const(np.ones(y.shape, tr.rec.tape.dtype))
+        tr.rec.values[ct_input] = tr.rec.tape.consts[ct_input]
+    else:
+        ct_input = tr.rec.input(np.zeros(lead + y.shape)).node
     cotangent = {y: ct_input}
     for instr in reversed(tape.instrs):
         cts = [cotangent.get(v) for v in instr.outs]
@@ -385,7 +400,8 @@ def vjp(tape, values, wrt, names, lanes=None):
         outputs.append(tr.rec.emit("zeros", (), lead + var.shape).node if c is None
                        else tr.rec.reshape(c, lead + var.shape).node)
     out_names = ["value"] + ["ct" + names[i] for i in wrt]
-    return _finish(tr.rec, outputs, list(names) + ["ct"], out_names, [ct_input])
+    return _finish(tr.rec, outputs, list(names) + ([] if unit else ["ct"]), out_names,
+                   [ct_input])
 
 
 def _vjp_unary(tr, instr, args, cts, wanted, lanes):
@@ -572,15 +588,88 @@ def _fold_negatives(tape, keep):
             instr.kind, instr.args, instr.params = "scale", tuple(args), dict(scale.params)
 
 
+def _gather_rows(instr):
+    # a gather's rows: out[l*m + i] = a[l*r + index[i]] for l < rows (cyad/_tape.py)
+    m = instr.params["index"].size
+    return instr.outs[0].size // m if m else None
+
+
+def _fold_copies(tape, outputs):
+    """Rewrite, in place, the instructions that only move numbers about, each a pass over
+    its array, where fewer do the same exactly.
+
+    Gathers: an assignment to a slice (f's y[1:] -= v) is recorded as y's other elements
+    gathered with zeros in the slice, plus v gathered into the slice, and an augmented
+    assignment writes the slice back, the same numbers again. A gather of a gather (of
+    as many rows) becomes one gather; an add of two gathers of one Var (as many rows)
+    that never both take an element becomes one gather (x + 0 is x, but for -0.0, which
+    the assignment itself keeps).
+    Products by ones: the cotangent of a gradient is ones (vjp's `unit`); a scale of a
+    by ones (gathered, broadcast) is a, exactly.
+    An instruction left giving its operand back whole (the same shape) is dropped, its
+    readers reading the operand; so is an output's, where the operand is none of the
+    inputs, constants or outputs (`outputs` is updated). Pruning drops what is left
+    unread."""
+    writer = {}
+    renamed = {}
+    fixed = set(tape.inputs) | set(tape.consts) | set(outputs)
+    ones = {v for v, value in tape.consts.items()
+            if v.dtype != bool and np.all(np.asarray(value) == 1)}
+
+    def gather_of(var):
+        instr = writer.get(var)
+        return instr if instr is not None and instr.kind == "gather" else None
+
+    def rename(out, a):
+        # out's readers read a instead: True where that may be
+        if a.shape != out.shape or a.dtype != out.dtype or (out in outputs and a in fixed):
+            return False
+        if out in outputs:
+            outputs[:] = [a if v is out else v for v in outputs]
+            fixed.add(a)
+        renamed[out] = a
+        return True
+
+    for instr in tape.instrs:
+        instr.args = tuple(renamed.get(a, a) for a in instr.args)
+        kind, args = instr.kind, instr.args
+        if kind == "binary" and instr.params["op"] == _OP["add"] \
+                and args[0].size == args[1].size == instr.outs[0].size:
+            first, second = (gather_of(a) for a in args)
+            if (first is not None and second is not None and first.args == second.args
+                    and _gather_rows(first) == _gather_rows(second)):
+                i, j = first.params["index"], second.params["index"]
+                if not np.any((i >= 0) & (j >= 0)):
+                    instr.kind, instr.args = "gather", first.args
+                    instr.params = {"index": np.maximum(i, j)}
+        if instr.kind == "gather":
+            inner = gather_of(instr.args[0])
+            rows = _gather_rows(instr)
+            if inner is not None and rows is not None and _gather_rows(inner) == rows:
+                index, within = inner.params["index"], instr.params["index"]
+                instr.args = inner.args
+                instr.params = {"index": np.where(within >= 0, index[np.maximum(within, 0)],
+                                                  -1).astype(np.int64)}
+            index = instr.params["index"]
+            if instr.args[0] in ones and np.all(index >= 0):
+                ones.add(instr.outs[0])
+            if (instr.args[0].size == instr.outs[0].size
+                    and np.array_equal(index, np.arange(index.size))
+                    and rename(instr.outs[0], instr.args[0])):
+                continue
+        elif kind == "copy" and args[0] in ones:
+            ones.add(instr.outs[0])
+        elif kind == "scale" and args[1] in ones and rename(instr.outs[0], args[0]):
+            continue
+        for out in instr.outs:
+            writer[out] = instr
+
+
 # -- pruning and ordering ------------------------------------------------------------------------
 
-def _finish(rec, outputs, input_names, output_names, seeds):
-    """Prune rec's tape to what its outputs and guards need, and order it: the
-    instructions that read no derivative input (the Vars `seeds`) first, then those that
-    read only derivative inputs and constants, then the rest."""
-    tape = rec.tape
-    tape.outputs = list(outputs)
-    _fold_negatives(tape, tape.outputs)
+def _prune(tape):
+    """Drop the instructions that neither the outputs nor a guard need; return them, and
+    the Vars read."""
     needed = set(tape.outputs)
     kept = []
     for instr in reversed(tape.instrs):
@@ -588,18 +677,37 @@ def _finish(rec, outputs, input_names, output_names, seeds):
             kept.append(instr)
             needed.update(instr.args)
     kept.reverse()
+    tape.instrs = kept
+    return kept, needed
+
+
+def _finish(rec, outputs, input_names, output_names, seeds):
+    """Prune rec's tape to what its outputs and guards need, and order it: the
+    instructions that read no derivative input (the Vars `seeds`) first, then those that
+    read only derivative inputs and constants, then the rest."""
+    tape = rec.tape
+    tape.outputs = list(outputs)
+    # the parts, told before the folds: they make an instruction read what its operands
+    # were computed from, and a product by a seed of ones (vjp's `unit`) that folds away
+    # leaves its readers in the derivative part
     seeded = set(seeds)
     varying = {v for v in tape.inputs if v not in seeded}
-    first, seed_only, mixed = [], [], []
-    for instr in kept:
+    part = {}
+    for instr in tape.instrs:
         reads_seeds = not seeded.isdisjoint(instr.args)
         reads_primal = not varying.isdisjoint(instr.args)
         if reads_seeds:
             seeded.update(instr.outs)
         if reads_primal:
             varying.update(instr.outs)
-        (mixed if reads_seeds and reads_primal else seed_only if reads_seeds
-         else first).append(instr)
+        part[instr] = 2 if reads_seeds and reads_primal else 1 if reads_seeds else 0
+    _fold_copies(tape, tape.outputs)
+    _prune(tape)    # (a Var that only pruned instructions read is read once)
+    _fold_negatives(tape, tape.outputs)
+    kept, needed = _prune(tape)
+    first, seed_only, mixed = [], [], []
+    for instr in kept:
+        (first, seed_only, mixed)[part[instr]].append(instr)
     tape.instrs = first + seed_only + mixed
     tape.consts = {v: c for v, c in tape.consts.items() if v in needed}
     # the Vars left, numbered anew: a replay gives no slot to a pruned one

@@ -4,7 +4,10 @@ Broyden's tridiagonal function at n = 10^4: the prepared sparse Jacobian (3 colu
 tape or dual engine, ``out=``) beside one evaluation of f and SciPy's
 ``approx_derivative`` with the same sparsity (its own column grouping, 2-point
 differences). Rosenbrock's function at n = 10^4: the prepared sparse Hessian (3 star
-colors, tape hvps) beside cyad's prepared gradient.
+colors, tape hvps) beside cyad's prepared gradient. `TapeLanes`: the products under them
+on the tape, prepared, with ``out=``: one pushforward lane and three (the coloring's
+seeds) beside f, one hvp and three beside the gradient (k lanes share the value part,
+and their seeds' own part is held from call to call).
 """
 import numpy as np
 
@@ -57,3 +60,32 @@ class SparseHessian(Call):
 
     def setup(self, call):
         self.call = hessian_calls(inputs(10_000))[call]
+
+
+def lane_calls(x):
+    """Pushforwards of Broyden's function and hvps of Rosenbrock's, one lane or three."""
+    rng = np.random.default_rng(0)
+    seeds = tuple(rng.uniform(-1.0, 1.0, x.size) for _ in range(3))
+    calls = {"broyden f": lambda: broyden(x), "rosenbrock f": lambda: rosenbrock(x)}
+    for lanes in (1, 3):
+        directions = seeds[0] if lanes == 1 else seeds[:lanes]
+        outs = np.empty_like(x) if lanes == 1 else tuple(np.empty_like(x) for _ in seeds)
+        for name, f in (("pushforward", broyden), ("hvp", rosenbrock)):
+            run = getattr(cyad, name)
+            prep = getattr(cyad, f"prepare_{name}")(f, x, directions, engine="tape")
+            calls[f"{name} {lanes}"] = (lambda run=run, f=f, d=directions, prep=prep, out=outs:
+                                        run(f, x, d, prep=prep, out=out))
+    gradient_prep = cyad.prepare_gradient(rosenbrock, x, engine="tape")
+    gradient_out = np.empty_like(x)
+    calls["gradient"] = lambda: cyad.gradient(rosenbrock, x, prep=gradient_prep,
+                                              out=gradient_out)
+    return calls
+
+
+class TapeLanes(Call):
+    params = [["broyden f", "pushforward 1", "pushforward 3", "rosenbrock f", "gradient",
+               "hvp 1", "hvp 3"]]
+    param_names = ["call"]
+
+    def setup(self, call):
+        self.call = lane_calls(inputs(10_000))[call]
