@@ -1,6 +1,8 @@
 """Functions of the tests of cyad.at_points and cyad.dask, in a module of their own so that
 worker processes import them by name (cloudpickle ships them by reference) and an exception
 raised there is the same class here."""
+import os
+
 import numpy as np
 
 
@@ -31,3 +33,12 @@ def refusing(x):
     if bool(x[0] == 5.0):
         raise Refused("a point f refuses")
     return np.sum(np.sin(x) * x)
+
+
+def dies_once(x, marker):
+    """sum(x^2), but the first evaluation anywhere (no file at `marker` yet) kills its
+    process."""
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(1)
+    return np.sum(x ** 2)
