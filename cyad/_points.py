@@ -201,8 +201,9 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         ``get_executor().map``): blocks of rows as tasks, f shipped with cloudpickle, one
         prep per problem cached in every worker process.
     tasks : int, optional
-        Blocks of rows for a map-like (default: four per CPU of this machine, at most one
-        per point).
+        Blocks of rows for a map-like (default: one per CPU of this machine, at most one per
+        point). A task costs a Dask cluster about 0.2-1 ms (more on a busy machine): give it
+        at least a few milliseconds of work.
     out : ndarray or tuple of ndarray, optional
         The stacked results' arrays (C-contiguous, of the results' shapes and dtype),
         returned themselves.
@@ -362,7 +363,7 @@ def _mapped(problem, workers, tasks, z, v, v0, out, m, dtype):
     _put_back(key, prep)
     outputs = _outputs(out, problem, problem.shapes(y_shape), m, dtype)
     if tasks is None:
-        tasks = 4 * (os.cpu_count() or 1)
+        tasks = os.cpu_count() or 1
     blocks = _blocks(m, int(tasks))
     work = [(payload, z[a:b], None if v is None else v[a:b]) for a, b in blocks]
     answers = list(workers(run_task, work))

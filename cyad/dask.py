@@ -60,6 +60,15 @@ def gradient(f, points, *, chunk=None, engine=None):
     -------
     dask.array.Array
         Shaped like `points`, chunked like its rows.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> points = da.from_array(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), chunks=2)
+    >>> cyad.dask.gradient(lambda x: np.sum(x**2), points).compute()
+    array([[ 2.,  4.],
+           [ 6.,  8.],
+           [10., 12.]])
     """
     return _map("gradient", f, points, None, chunk, engine)
 
@@ -82,6 +91,17 @@ def jacobian(f, points, *, out_shape=None, chunk=None, engine=None):
     -------
     dask.array.Array
         Of shape ``(points.shape[0],) + out_shape + points.shape[1:]``.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> points = da.from_array(np.array([[1.0, 2.0], [3.0, 4.0]]), chunks=1)
+    >>> cyad.dask.jacobian(lambda x: x[::-1] * x[0], points).compute()
+    array([[[2., 1.],
+            [2., 0.]],
+    <BLANKLINE>
+           [[4., 3.],
+            [6., 0.]]])
     """
     return _map("jacobian", f, points, out_shape, chunk, engine)
 
@@ -102,5 +122,16 @@ def hessian(f, points, *, chunk=None, engine=None):
     -------
     dask.array.Array
         Of shape ``(points.shape[0],) + 2 * points.shape[1:]``.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> points = da.from_array(np.array([[1.0, 2.0], [3.0, 4.0]]), chunks=1)
+    >>> cyad.dask.hessian(lambda x: x[0] ** 2 * x[1], points).compute()
+    array([[[4., 2.],
+            [2., 0.]],
+    <BLANKLINE>
+           [[8., 6.],
+            [6., 0.]]])
     """
     return _map("hessian", f, points, None, chunk, engine)

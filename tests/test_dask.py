@@ -94,6 +94,7 @@ def test_a_worker_killed_mid_run_costs_a_retry_not_rows(tmp_path):
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         put_tests_on_path(client)
-        g = cyad.dask.gradient(functools.partial(dies_once, marker=marker), da.from_array(points, chunks=4))
+        f = functools.partial(dies_once, marker=marker)
+        g = cyad.dask.gradient(f, da.from_array(points, chunks=4))
         assert_array_equal(g.compute(), 2 * points)
     assert os.path.exists(marker)

@@ -1,4 +1,4 @@
-"""Every public function and class of cyad (and of cyad.scipy where it exists, of cyad.ipopt
+"""Every public function and class of cyad (and of cyad.scipy where it exists, of cyad.dask where dask is installed, of cyad.ipopt
 where cyipopt is installed) has a numpydoc Examples section, and its examples pass as
 doctests.
 
@@ -29,6 +29,8 @@ def _modules():
         modules.append(importlib.import_module("cyad.scipy"))
     if importlib.util.find_spec("cyipopt") is not None:     # cyad.ipopt.problem's solves
         modules.append(importlib.import_module("cyad.ipopt"))
+    if importlib.util.find_spec("dask") is not None:
+        modules.append(importlib.import_module("cyad.dask"))
     return modules
 
 
