@@ -3,6 +3,8 @@
 from collections.abc import Callable
 from typing import Any
 
+__all__ = ["gradient", "hessian", "jacobian"]
+
 def gradient(
     f: Callable[..., Any], points: Any, *, chunk: int | None = None, engine: str | None = None,
 ) -> Any: ...
