@@ -8,15 +8,22 @@ the rows of stacked outputs, so that serial, threaded and remote runs compute ev
 the same way, bit for bit.
 
 - `workers=None` or 1: one prep, one loop over all rows.
-- `workers=k`: k contiguous blocks of rows, each with a prep of its own made here, each
-  looped over on a thread of its own with the GIL released (threads overlap where the
-  prep runs without the GIL: a tape, or a C function; a Python f on the dual engine takes
-  the GIL for every evaluation, so its threads take turns).
+- `workers=k`: k contiguous blocks of rows, each with a prep of its own, each looped over
+  on a thread of its own with the GIL released (threads overlap where the prep runs
+  without the GIL: a tape, or a C function; a Python f on the dual engine takes the GIL
+  for every evaluation, so its threads take turns).
 - `workers=map` (SciPy's protocol: `pool.map`, `client.get_executor().map`): blocks of
-  rows are tasks `(payload, rows, tangents)`, the problem pickled once with cloudpickle.
-  Wherever a task runs, `run_task` keeps preps per problem (keyed by the payload's hash) in
-  a process-wide cache: a prep is taken for the task and put back after it, even when f
-  raises, so that a process makes one prep per problem per concurrent task and keeps it.
+  rows are tasks `(payload, rows, tangents)`, the problem pickled once with cloudpickle;
+  `run_task` runs one wherever the map sends it.
+
+Preps are kept from call to call in a process-wide cache (`_take`, `_put_back`): per
+problem (f itself here, the payload's hash in a task) and per point shape and dtype, a
+list of free preps. A run takes one per block (made, with one Python call that tells f's
+output, where none is free) and puts it back after, even when f raises: a process makes
+one prep per problem and concurrent block, once, and a prep serves one block at a time.
+Reusing a prep is reusing it as its engine allows: a default tape records f anew when the
+Python state f reads has changed; `engine="tape"` freezes that state at the record, as a
+prep the caller keeps does.
 
 Per-point arguments (`args=`, f(x, *args_i)) become part of the point: the prep
 differentiates z = (x, args_i) flattened, and the loop keeps the derivatives with respect
@@ -248,7 +255,7 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         v = np.ascontiguousarray(v, dtype)
     if not isinstance(args, tuple):
         raise TypeError("cyad: args= takes a tuple of arrays, one row per point")
-    z, z_width, f_z = points, None, f
+    z, z_width, f_z, arg_shapes = points, None, f, ()
     if args:
         if isinstance(f, FunctionWrapper):
             raise TypeError("cyad: per-point args= need a Python f (a FunctionWrapper's C "
@@ -261,7 +268,8 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         z = np.concatenate([points.reshape(m, -1)] + [a.reshape(m, -1).astype(dtype)
                                                       for a in arrays], axis=1)
         z_width = z.shape[1]
-        f_z = _with_arguments(f, x_shape, [a.shape[1:] for a in arrays])
+        arg_shapes = tuple(a.shape[1:] for a in arrays)
+        f_z = _with_arguments(f, x_shape, arg_shapes)
         if family == HVP:
             wide = np.zeros_like(z)
             wide[:, :points[0].size] = v.reshape(m, -1)
@@ -276,57 +284,63 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         raise ValueError(f"cyad: workers= takes None, a positive int or a map-like callable, "
                          f"not {workers!r}")
     blocks = _blocks(m, int(workers))
-    preps = []
-    for start, _ in blocks:   # made here: a prep learns f's output from one Python call
-        prep, y_shape = problem.prepare(z[start], None if v is None else v[start])
-        preps.append(prep)
-    outputs = _outputs(out, problem, problem.shapes(y_shape), m, dtype)
-    if len(blocks) == 1:
-        problem.run(preps[0], y_shape, z, v, *outputs, 0, m)
+    # preps kept from call to call, per f (held by the cache, so that its id stays its own)
+    key = ("local", id(f), name, x_shape, arg_shapes, chunk, engine)
+    taken = []
+    try:
+        for start, _ in blocks:   # taken here: a new prep learns f's output from a Python call
+            taken.append(_take(key, lambda: problem, z[start],
+                               None if v is None else v[start]))
+        problem, y_shape = taken[0][1], taken[0][2]
+        outputs = _outputs(out, problem, problem.shapes(y_shape), m, dtype)
+        if len(blocks) == 1:
+            problem.run(taken[0][3], y_shape, z, v, *outputs, 0, m)
+            return _results(outputs, out, problem)
+        errors = [None] * len(blocks)
+
+        def work(k):
+            try:
+                problem.run(taken[k][3], y_shape, z, v, *outputs, *blocks[k])
+            except BaseException as e:  # re-raised below, in the calling thread
+                errors[k] = e
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(1, len(blocks))]
+        for t in threads:
+            t.start()
+        work(0)
+        for t in threads:
+            t.join()
+        for e in errors:
+            if e is not None:
+                raise e
         return _results(outputs, out, problem)
-    errors = [None] * len(blocks)
-
-    def work(k):
-        try:
-            problem.run(preps[k], y_shape, z, v, *outputs, *blocks[k])
-        except BaseException as e:  # re-raised below, in the calling thread
-            errors[k] = e
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(1, len(blocks))]
-    for t in threads:
-        t.start()
-    work(0)
-    for t in threads:
-        t.join()
-    for e in errors:
-        if e is not None:
-            raise e
-    return _results(outputs, out, problem)
+    finally:
+        for entry in taken:
+            _put_back(entry[0], entry[3])
 
 
 # -- map-likes: tasks, and the preps a process keeps --------------------------------------
 
 _cache_lock = threading.Lock()
-_cache = OrderedDict()   # payload hash: (problem, y_shape or None, free preps); newest last
+_cache = OrderedDict()   # key, point shape, dtype: (problem, y_shape, free preps); newest last
 _CACHED_PROBLEMS = 16
 
 
-def _take(payload, z0, v0):
-    """A free prep of the payload's problem (made if none is free), with the problem and
-    f's output shape."""
-    key = hashlib.sha256(payload).hexdigest()
+def _take(key, problem_of, z0, v0):
+    """A free prep of a problem for points like z0 (made if none is free): (its cache key,
+    the problem, f's output shape, the prep). `key` names the problem; `problem_of()` makes
+    it where the cache has none."""
+    key = key + (z0.shape, z0.dtype.str)
     with _cache_lock:
         entry = _cache.get(key)
         if entry is not None:
             _cache.move_to_end(key)
             if entry[2]:
                 return key, entry[0], entry[1], entry[2].pop()
-    if entry is None:
-        import cloudpickle
-        entry = (cloudpickle.loads(payload), None, [])
-    prep, y_shape = entry[0].prepare(z0, v0)
+    problem = problem_of() if entry is None else entry[0]
+    prep, y_shape = problem.prepare(z0, v0)
     with _cache_lock:
-        entry = _cache.setdefault(key, (entry[0], y_shape, entry[2]))
+        entry = _cache.setdefault(key, (problem, y_shape, []))
         while len(_cache) > _CACHED_PROBLEMS:
             _cache.popitem(last=False)
     return key, entry[0], y_shape, prep
@@ -343,13 +357,23 @@ def run_task(task):
     """One block of rows of a problem: `task` is (payload, z rows, tangent rows or None);
     returns the stacked (value, first, main), None where not wanted."""
     payload, z, v = task
-    key, problem, y_shape, prep = _take(payload, z[0], None if v is None else v[0])
+    key, problem, y_shape, prep = _take(_payload_key(payload), lambda: _loads(payload), z[0],
+                                        None if v is None else v[0])
     try:
         outputs = _outputs(None, problem, problem.shapes(y_shape), z.shape[0], z.dtype)
         problem.run(prep, y_shape, z, v, *outputs, 0, z.shape[0])
     finally:
         _put_back(key, prep)
     return tuple(outputs)
+
+
+def _payload_key(payload):
+    return ("payload", hashlib.sha256(payload).hexdigest())
+
+
+def _loads(payload):
+    import cloudpickle
+    return cloudpickle.loads(payload)
 
 
 def payload_of(problem):
@@ -359,7 +383,8 @@ def payload_of(problem):
 
 def _mapped(problem, workers, tasks, z, v, v0, out, m, dtype):
     payload = payload_of(problem)
-    key, _, y_shape, prep = _take(payload, z[0], v0)   # f's output, for the outputs' shapes
+    # f's output, for the outputs' shapes
+    key, _, y_shape, prep = _take(_payload_key(payload), lambda: problem, z[0], v0)
     _put_back(key, prep)
     outputs = _outputs(out, problem, problem.shapes(y_shape), m, dtype)
     if tasks is None:

@@ -269,6 +269,25 @@ def test_a_map_that_drops_tasks_is_an_error():
         cyad.at_points(cyad.gradient, scalar, random_points(6, 3), workers=lossy, tasks=3)
 
 
+def test_threads_keep_their_preps_from_call_to_call():
+    from cyad import _points
+
+    def f(x):
+        return np.sum(np.cos(x) * x)
+    points = random_points(10, 4, seed=12)
+
+    def free():
+        return {id(p) for key, entry in _points._cache.items() if key[1] == id(f)
+                for p in entry[2]}
+    first = cyad.at_points(cyad.gradient, f, points, workers=2)
+    preps = free()
+    assert len(preps) == 2
+    same(cyad.at_points(cyad.gradient, f, points, workers=2), first)
+    assert free() == preps
+    cyad.at_points(cyad.gradient, f, points.astype(np.float32), workers=2)
+    assert free() == preps       # float32 points have preps of their own
+
+
 def test_a_worker_process_keeps_its_prep():
     from cyad import _points
     problem_points = random_points(6, 3, seed=11)
