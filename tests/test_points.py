@@ -276,16 +276,16 @@ def test_threads_keep_their_preps_from_call_to_call():
         return np.sum(np.cos(x) * x)
     points = random_points(10, 4, seed=12)
 
-    def free():
-        return {id(p) for key, entry in _points._cache.items() if key[1] == id(f)
-                for p in entry[2]}
+    def free(dtype="<f8"):
+        return {id(p) for key, entry in _points._cache.items()
+                if key[1] == id(f) and key[-1] == dtype for p in entry[2]}
     first = cyad.at_points(cyad.gradient, f, points, workers=2)
     preps = free()
     assert len(preps) == 2
     same(cyad.at_points(cyad.gradient, f, points, workers=2), first)
     assert free() == preps
     cyad.at_points(cyad.gradient, f, points.astype(np.float32), workers=2)
-    assert free() == preps       # float32 points have preps of their own
+    assert free() == preps and len(free("<f4")) == 2   # float32 points: preps of their own
 
 
 def test_a_worker_process_keeps_its_prep():
