@@ -297,3 +297,32 @@ def test_a_worker_process_keeps_its_prep():
         cyad.at_points(cyad.gradient, scalar, problem_points, workers=pool.map, tasks=3)
         again = {id(p) for entry in _points._cache.values() for p in entry[2]}
     assert preps and preps == again
+
+
+# -- random programs (tests/test_random_programs.py) ---------------------------------------
+
+@pytest.mark.parametrize("seed", range(0, 48, 4))
+def test_random_programs_at_points(seed):
+    import test_random_programs as random_programs
+
+    program = random_programs.PROGRAMS[seed]
+    (exact,) = random_programs.references(    # JAX's, or differences of an exact order
+        [(lambda xp, x: [random_programs.out_of_place(program)(xp, x)], program.point)])[0]
+    rng = np.random.default_rng(seed)
+    # the program's point (JAX's reference) and points close by (its rules' domains hold)
+    points = program.point + np.concatenate([np.zeros((1, program.point.size)),
+                                             rng.uniform(-1e-3, 1e-3, (5, program.point.size))])
+    for variant in ("out-of-place", "in-place"):
+        f, _ = random_programs.cyad_function(program, variant)
+        value, gradient, hessian = cyad.at_points(cyad.value_gradient_and_hessian, f, points,
+                                                  workers=2)
+        tol = dict(rtol=1e-9, atol=1e-9 * (1 + np.max(np.abs(exact.second))))
+        assert_allclose(value[0], exact.value, rtol=1e-12)
+        assert_allclose(gradient[0], exact.first, **tol)
+        assert_allclose(hessian[0], exact.second, **tol)
+        prep = cyad.prepare_hessian(f, points[0])
+        for i, p in enumerate(points):   # each row as one prepared call computes it
+            one = cyad.value_gradient_and_hessian(f, p, prep=prep)
+            assert_array_equal(value[i], one[0])
+            assert_array_equal(gradient[i], one[1])
+            assert_array_equal(hessian[i], one[2])
