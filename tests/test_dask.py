@@ -98,3 +98,18 @@ def test_a_worker_killed_mid_run_costs_a_retry_not_rows(tmp_path):
         g = cyad.dask.gradient(f, da.from_array(points, chunks=4))
         assert_array_equal(g.compute(), 2 * points)
     assert os.path.exists(marker)
+
+
+def test_a_worker_lost_beyond_the_allowed_failures_is_a_clear_error(tmp_path):
+    import dask
+
+    marker = str(tmp_path / "died")
+    points = random_points(4, 3, seed=7)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                     dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        put_tests_on_path(client)
+        f = functools.partial(dies_once, marker=marker)
+        with pytest.raises(distributed.KilledWorker):
+            cyad.dask.gradient(f, da.from_array(points, chunks=4)).compute()
