@@ -377,7 +377,11 @@ def _loads(payload):
 
 
 def payload_of(problem):
-    import cloudpickle
+    try:
+        import cloudpickle
+    except ImportError as e:
+        raise ImportError("cyad: a map-like workers= ships f with cloudpickle: pip install "
+                          "cyad[dask] (or cloudpickle)") from e
     return cloudpickle.dumps(problem)
 
 

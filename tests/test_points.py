@@ -263,6 +263,8 @@ def test_a_process_pool_raises_f_exception_and_stays_usable(process_pool):
 
 
 def test_a_map_that_drops_tasks_is_an_error():
+    pytest.importorskip("cloudpickle")
+
     def lossy(func, tasks):
         return [func(t) for t in list(tasks)[:-1]]
     with pytest.raises(RuntimeError, match="answered 2 of 3"):
@@ -289,6 +291,7 @@ def test_threads_keep_their_preps_from_call_to_call():
 
 
 def test_a_worker_process_keeps_its_prep():
+    pytest.importorskip("cloudpickle")
     from cyad import _points
     problem_points = random_points(6, 3, seed=11)
     with ThreadPoolExecutor(1) as pool:

@@ -149,8 +149,16 @@ assert_type(power(x, 2), Buffer)
 # many points: stacked results, on threads or through a map-like
 points: Buffer = np.stack([x, 2 * x])
 gradients: Floats = cyad.at_points(cyad.gradient, objective, points, workers=2)
-with ThreadPoolExecutor(2) as pool:
-    values, grads = cyad.at_points("value_and_gradient", objective, points, workers=pool.map)
+values, grads = cyad.at_points("value_and_gradient", objective, points, workers=1)
+
+
+def on_a_pool(pool: ThreadPoolExecutor) -> Floats:   # a map-like (cloudpickle): not run here
+    jacobians: Floats = cyad.at_points(cyad.jacobian, residual, points, workers=pool.map,
+                                       tasks=2)
+    return jacobians
+
+
+
 stacked_out: Buffer = np.empty((2, 5))
 assert_type(cyad.at_points(cyad.hvp, objective, points, points, out=stacked_out), Any)
 
