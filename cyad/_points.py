@@ -10,8 +10,8 @@ the same way, bit for bit.
 - `workers=None` or 1: one prep, one loop over all rows.
 - `workers=k`: k contiguous blocks of rows, each with a prep of its own, each looped over
   on a thread of its own with the GIL released (threads overlap where the prep runs
-  without the GIL: a tape, or a C function; a Python f on the dual engine takes the GIL
-  for every evaluation, so its threads take turns).
+  without the GIL: a tape, or a C function). A Python f on the dual engine holds the GIL
+  for every evaluation, where threads would only take turns: it runs serially.
 - `workers=map` (SciPy's protocol: `pool.map`, `client.get_executor().map`): blocks of
   rows are tasks `(payload, rows, tangents)`, the problem pickled once with cloudpickle;
   `run_task` runs one wherever the map sends it.
@@ -203,7 +203,9 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         points' dtype; f sees them as constants).
     workers : None, int or map-like, optional
         None or 1: serially. An int k: k threads, each with a prep of its own and a block of
-        rows, looping in compiled code without the GIL. A map-like ``map(func, iterable)``
+        rows, looping in compiled code without the GIL (serially where the prep runs a
+        Python f on the dual engine, which holds the GIL: use a process pool for it).
+        A map-like ``map(func, iterable)``
         (``ThreadPoolExecutor().map``, ``multiprocessing.Pool().map``, a Dask client's
         ``get_executor().map``): blocks of rows as tasks, f shipped with cloudpickle, one
         prep per problem cached in every worker process.
@@ -283,12 +285,18 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
         raise ValueError(f"cyad: workers= takes None, a positive int or a map-like callable, "
                          f"not {workers!r}")
-    blocks = _blocks(m, int(workers))
     # preps kept from call to call, per f (held by the cache, so that its id stays its own)
     key = ("local", id(f), name, x_shape, arg_shapes, chunk, engine)
     taken = []
     try:
-        for start, _ in blocks:   # taken here: a new prep learns f's output from a Python call
+        # taken here: a new prep learns f's output from a Python call
+        taken.append(_take(key, lambda: problem, z[0], None if v is None else v[0]))
+        prep = taken[0][3]
+        # a Python f on the dual engine holds the GIL for every evaluation: threads would
+        # only take turns, so it runs serially (processes run it in parallel)
+        holds_gil = prep.engine == "dual" and prep.is_python
+        blocks = _blocks(m, 1 if holds_gil else int(workers))
+        for start, _ in blocks[1:]:
             taken.append(_take(key, lambda: problem, z[start],
                                None if v is None else v[start]))
         problem, y_shape = taken[0][1], taken[0][2]

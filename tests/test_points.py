@@ -172,17 +172,35 @@ def test_a_c_function_at_points_runs_on_threads():
 
 # -- faults -----------------------------------------------------------------------------
 
+@pytest.mark.parametrize("engine", [None, "dual"])
 @pytest.mark.parametrize("workers", [None, 2])
-def test_an_exception_in_f_propagates_with_the_point_and_later_calls_work(workers):
+def test_an_exception_in_f_propagates_with_the_point_and_later_calls_work(workers, engine):
     points = random_points(10, 3)
-    good = cyad.at_points(cyad.gradient, refusing, points, engine="dual", workers=workers)
+    good = cyad.at_points(cyad.gradient, refusing, points, engine=engine, workers=workers)
+    assert_allclose(good, np.sin(points) + points * np.cos(points), rtol=1e-14)
     bad = points.copy()
     bad[7, 0] = 5.0
     with pytest.raises(Refused, match="refuses") as info:
-        cyad.at_points(cyad.gradient, refusing, bad, engine="dual", workers=workers)
+        cyad.at_points(cyad.gradient, refusing, bad, engine=engine, workers=workers)
     assert any("at point 7" in note for note in getattr(info.value, "__notes__", []))
     assert info.value.__traceback__ is not None
-    same(cyad.at_points(cyad.gradient, refusing, points, engine="dual", workers=workers), good)
+    same(cyad.at_points(cyad.gradient, refusing, points, engine=engine, workers=workers), good)
+
+
+def test_a_python_f_on_the_dual_engine_runs_serially_on_one_prep():
+    from cyad import _points
+
+    def f(x):
+        return np.sum(np.tanh(x) * x)
+    points = random_points(12, 4, seed=13)
+    got = cyad.at_points(cyad.gradient, f, points, engine="dual", workers=3)
+    same(got, cyad.at_points(cyad.gradient, f, points, engine="dual"))
+    preps = [p for key, entry in _points._cache.items() if key[1] == id(f) for p in entry[2]]
+    assert len(preps) == 1 and preps[0].engine == "dual"
+    # a tape runs on threads, a prep each
+    cyad.at_points(cyad.gradient, f, points, engine="tape", workers=3)
+    preps = [p for key, entry in _points._cache.items() if key[1] == id(f) for p in entry[2]]
+    assert len(preps) == 4
 
 
 def test_bad_input_is_refused():
