@@ -4,6 +4,7 @@ caller and the workers' preps stay usable; a worker killed mid-run costs a retry
 rows."""
 import functools
 import os
+import traceback
 
 import numpy as np
 import pytest
@@ -77,7 +78,7 @@ def test_an_exception_in_f_reaches_the_caller_and_workers_stay_usable(client):
     bad[8, 0] = 5.0
     with pytest.raises(Refused, match="refuses") as info:
         cyad.dask.gradient(refusing, da.from_array(bad, chunks=3), engine="dual").compute()
-    assert info.value.__traceback__ is not None
+    assert "in refusing" in "".join(traceback.format_exception(info.value))   # f's frame
     got = cyad.dask.gradient(refusing, da.from_array(points, chunks=3), engine="dual")
     assert_array_equal(got.compute(), cyad.at_points(cyad.gradient, refusing, points,
                                                      engine="dual"))
