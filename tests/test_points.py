@@ -350,3 +350,13 @@ def test_random_programs_at_points(seed):
             assert_array_equal(value[i], one[0])
             assert_array_equal(gradient[i], one[1])
             assert_array_equal(hessian[i], one[2])
+
+
+def test_scalar_points_against_analytic_derivatives():
+    p = np.linspace(-1.5, 2.0, 7)
+    assert_allclose(cyad.at_points(cyad.gradient, np.sin, p, workers=2), np.cos(p), rtol=1e-15)
+    assert_allclose(cyad.at_points(cyad.hessian, np.sin, p), -np.sin(p), rtol=1e-15)
+    assert_allclose(cyad.at_points(cyad.jacobian, lambda x: np.stack([x, x**2]), p),
+                    np.stack([np.ones_like(p), 2 * p], axis=1), rtol=1e-15)
+    assert_allclose(cyad.at_points(cyad.gradient, lambda x, a: np.sin(a * x), p, args=(p,)),
+                    p * np.cos(p * p), rtol=1e-14)
