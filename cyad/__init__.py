@@ -34,6 +34,7 @@ from cyad._operators import (
     value_derivative_and_second_derivative,
     value_gradient_and_hessian,
 )
+from cyad._points import at_points
 from cyad._prep import Prep
 from cyad._scipy_dispatch import install_everywhere
 from cyad._sparse_operators import (
@@ -100,6 +101,7 @@ __all__ = [
     "SparseJacobianPrep",
     "TapeFunction",
     "allocations_per_call",
+    "at_points",
     "custom_derivative",
     "default_chunk",
     "derivative",

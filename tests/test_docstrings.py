@@ -1,6 +1,6 @@
-"""Every public function and class of cyad (and of cyad.scipy where it exists, of cyad.ipopt
-where cyipopt is installed) has a numpydoc Examples section, and its examples pass as
-doctests.
+"""Every public function and class of cyad (and of cyad.scipy where it exists, of cyad.dask
+where dask is installed, of cyad.ipopt where cyipopt is installed) has a numpydoc Examples
+section, and its examples pass as doctests.
 
 The examples assume ``import numpy as np`` and ``import cyad``. DocTestFinder skips
 compiled functions when it walks a module, and the properties of compiled classes when it
@@ -29,6 +29,8 @@ def _modules():
         modules.append(importlib.import_module("cyad.scipy"))
     if importlib.util.find_spec("cyipopt") is not None:     # cyad.ipopt.problem's solves
         modules.append(importlib.import_module("cyad.ipopt"))
+    if importlib.util.find_spec("dask") is not None:
+        modules.append(importlib.import_module("cyad.dask"))
     return modules
 
 

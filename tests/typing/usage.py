@@ -3,6 +3,7 @@
 tests/test_typing.py type-checks this file with mypy --strict against the installed
 stubs (every `assert_type` must hold, every `type: ignore` must be needed) and runs it.
 """
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, assert_type
 
 import numpy as np
@@ -168,6 +169,22 @@ assert_type(check.max_rel_error, float)
 
 
 
+# many points: stacked results, on threads or through a map-like
+points: Buffer = np.stack([x, 2 * x])
+gradients: Floats = cyad.at_points(cyad.gradient, objective, points, workers=2)
+values, grads = cyad.at_points("value_and_gradient", objective, points, workers=1)
+
+
+def on_a_pool(pool: ThreadPoolExecutor) -> Floats:   # a map-like (cloudpickle): not run here
+    jacobians: Floats = cyad.at_points(cyad.jacobian, residual, points, workers=pool.map,
+                                       tasks=2)
+    return jacobians
+
+
+
+stacked_out: Buffer = np.empty((2, 5))
+assert_type(cyad.at_points(cyad.hvp, objective, points, points, out=stacked_out), Any)
+
 def rejected(d: cyad.Dual) -> None:
     """What the stubs reject (each line raises TypeError or ValueError at run time)."""
     cyad.gradient(objective, x, chunk="8")  # type: ignore[arg-type]
@@ -175,3 +192,4 @@ def rejected(d: cyad.Dual) -> None:
     cyad.hvp(objective, x)  # type: ignore[call-overload]
     float(d)  # type: ignore[arg-type]
     pow(d, 2, 3)  # type: ignore[call-overload]
+    cyad.at_points(cyad.gradient, objective, x, workers="2")  # type: ignore[arg-type]

@@ -1,0 +1,415 @@
+"""cyad.at_points: an operator at every row of a batch of points, serially, on threads, or
+through a map-like (process pools, Dask).
+
+A problem (`_Problem`) is what every worker needs: the operator's family and wanted
+results, f as the prep sees it, the chunk and the engine. Points go through one compiled
+loop (cyad/_points_loop.pyx) that calls a prep's nogil entry point row by row and writes
+the rows of stacked outputs, so that serial, threaded and remote runs compute every row
+the same way, bit for bit.
+
+- `workers=None` or 1: one prep, one loop over all rows.
+- `workers=k`: k contiguous blocks of rows, each with a prep of its own, each looped over
+  on a thread of its own with the GIL released (threads overlap where the prep runs
+  without the GIL: a tape, or a C function). A Python f on the dual engine holds the GIL
+  for every evaluation, where threads would only take turns: it runs serially.
+- `workers=map` (SciPy's protocol: `pool.map`, `client.get_executor().map`): blocks of
+  rows are tasks `(payload, rows, tangents)`, the problem pickled once with cloudpickle;
+  `run_task` runs one wherever the map sends it.
+
+Preps are kept from call to call in a process-wide cache (`_take`, `_put_back`): per
+problem (f itself here, the payload's hash in a task) and per point shape and dtype, a
+list of free preps. A run takes one per block (made, with one Python call that tells f's
+output, where none is free) and puts it back after, even when f raises: a process makes
+one prep per problem and concurrent block, once, and a prep serves one block at a time.
+Reusing a prep is reusing it as its engine allows: a default tape records f anew when the
+Python state f reads has changed; `engine="tape"` freezes that state at the record, as a
+prep the caller keeps does.
+
+Per-point arguments (`args=`, f(x, *args_i)) become part of the point: the prep
+differentiates z = (x, args_i) flattened, and the loop keeps the derivatives with respect
+to x. A tape records f once and replays it at every row (arrays closed over instead would
+be constants of the tape, recorded anew whenever they change); derivatives with respect to
+z cost extra directions only where the engine runs forward over x's basis (jacobian,
+hessian), and nothing extra for a reverse-mode gradient.
+"""
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from cyad import _operators
+from cyad._points_loop import GRADIENT, HESSIAN, HVP, JACOBIAN, run_rows
+from cyad._wrapper import FunctionWrapper
+
+# operator name: (family, returns the value, returns the first derivative beside the main one)
+_OPERATORS = {
+    "gradient": (GRADIENT, False, False),
+    "value_and_gradient": (GRADIENT, True, False),
+    "jacobian": (JACOBIAN, False, False),
+    "value_and_jacobian": (JACOBIAN, True, False),
+    "hessian": (HESSIAN, False, False),
+    "value_gradient_and_hessian": (HESSIAN, True, True),
+    "hvp": (HVP, False, False),
+    "gradient_and_hvp": (HVP, False, True),
+}
+_FAMILY_OPERATOR = {GRADIENT: "gradient", JACOBIAN: "jacobian", HESSIAN: "hessian",
+                    HVP: "hvp"}
+
+
+class _Problem:
+    """What a worker needs to differentiate at a block of points (picklable with
+    cloudpickle): f as the prep sees it (f itself, or f of z = (x, args) flattened)."""
+
+    def __init__(self, name, f, x_shape, z_width, chunk, engine):
+        self.family, self.with_value, self.with_first = _OPERATORS[name]
+        self.f = f
+        self.x_shape = x_shape
+        self.z_width = z_width          # elements of z when per-point args widen it, else None
+        self.chunk = chunk
+        self.engine = engine
+
+    def prepare(self, z0, v0):
+        """A prep for points like z0 that knows f's output (one call of the operator)."""
+        name = _FAMILY_OPERATOR[self.family]
+        prepare = getattr(_operators, "prepare_" + name)
+        operator = getattr(_operators, name)
+        options = {"chunk": self.chunk, "engine": self.engine}
+        if self.family == HVP:
+            prep = prepare(self.f, z0, v0, **options)
+            result = operator(self.f, z0, v0, prep=prep, **options)
+        else:
+            prep = prepare(self.f, z0, **options)
+            result = operator(self.f, z0, prep=prep, **options)
+        if self.family != JACOBIAN:   # the others' f is scalar-valued
+            return prep, ()
+        return prep, np.shape(result)[:np.ndim(result) - np.ndim(z0)]
+
+    def shapes(self, y_shape):
+        """Per point: the value's, the first result's and the main result's shapes."""
+        x = self.x_shape
+        main = {GRADIENT: x, JACOBIAN: y_shape + x, HESSIAN: x + x, HVP: x}[self.family]
+        return y_shape, x, main
+
+    def run(self, prep, y_shape, z, v, value, first, main, start, stop):
+        """Rows start..stop of the outputs from the rows of z (and v) on one prep."""
+        first_scratch = main_scratch = None
+        kept = 1
+        n_x = int(np.prod(self.x_shape, dtype=np.intp))
+        if self.z_width is not None:
+            width = self.z_width
+            kept = {GRADIENT: 1, JACOBIAN: int(np.prod(y_shape, dtype=np.intp)),
+                    HESSIAN: n_x, HVP: 1}[self.family]
+            rows = width if self.family == HESSIAN else kept
+            main_scratch = np.empty((1, rows * width), z.dtype)
+            if first is not None:
+                first_scratch = np.empty((1, width), z.dtype)
+        run_rows(prep, self.family, z, v, value, first, main, first_scratch, main_scratch,
+                 n_x, kept, start, stop)
+
+
+def _float_dtype(a, what):
+    if np.issubdtype(a.dtype, np.complexfloating):
+        raise TypeError(f"cyad: {what} must be real, not {a.dtype}")
+    return a.dtype if a.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+
+
+def _operator_name(operator):
+    name = operator if isinstance(operator, str) else getattr(operator, "__name__", None)
+    if name not in _OPERATORS or not (isinstance(operator, str)
+                                       or getattr(_operators, name) is operator):
+        raise ValueError(f"cyad: at_points takes one of the operators {sorted(_OPERATORS)} "
+                         f"(or its name), not {operator!r}")
+    return name
+
+
+def _with_arguments(f, x_shape, arg_shapes):
+    """f of z = (x, args) flattened, for a prep of one vector."""
+    n_x = int(np.prod(x_shape, dtype=np.intp))
+    bounds = []
+    start = n_x
+    for shape in arg_shapes:
+        size = int(np.prod(shape, dtype=np.intp))
+        bounds.append((start, start + size, shape))
+        start += size
+
+    def f_of_z(z):
+        return f(z[:n_x].reshape(x_shape), *[z[a:b].reshape(s) for a, b, s in bounds])
+    return f_of_z
+
+
+def _blocks(m, parts):
+    edges = np.linspace(0, m, min(parts, m) + 1).round().astype(np.intp)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def _outputs(out, problem, shapes, m, dtype):
+    """The stacked outputs (value, first, main; None where not wanted), the caller's checked."""
+    names = ([0] if problem.with_value else []) + ([1] if problem.with_first else []) + [2]
+    given = [None] * 3
+    if out is not None:
+        parts = (out,) if len(names) == 1 else out
+        if not isinstance(parts, tuple) or len(parts) != len(names):
+            raise ValueError(f"cyad: out= takes {len(names)} arrays here, as a "
+                             f"{'tuple' if len(names) > 1 else 'single array'}")
+        for k, a in zip(names, parts):
+            given[k] = a
+    outputs = [None] * 3
+    for k in names:
+        shape = (m,) + shapes[k]
+        a = given[k]
+        if a is None:
+            a = np.empty(shape, dtype)
+        elif (not isinstance(a, np.ndarray) or a.shape != shape or a.dtype != dtype
+              or not a.flags.c_contiguous or not a.flags.writeable):
+            raise ValueError(f"cyad: out= must hold writeable C-contiguous {dtype} arrays of "
+                             f"shapes {[(m,) + shapes[j] for j in names]}")
+        outputs[k] = a
+    return outputs
+
+
+def _results(outputs, out, problem):
+    if out is not None:
+        return out
+    value, first, main = outputs
+    if problem.with_value and problem.with_first:
+        return value, first, main
+    if problem.with_value:
+        return value, main
+    if problem.with_first:
+        return first, main
+    return main
+
+
+def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None, out=None,
+              chunk=None, engine=None):
+    """An operator of f at every row of `points`, the results stacked along a first axis.
+
+    Parameters
+    ----------
+    operator : callable or str
+        ``cyad.gradient``, ``value_and_gradient``, ``jacobian``, ``value_and_jacobian``,
+        ``hessian``, ``value_gradient_and_hessian``, ``hvp`` or ``gradient_and_hvp``
+        (or its name).
+    f : callable
+        The function, ``f(x, *args_i)``; a cyad.FunctionWrapper only without `args`.
+    points : array_like
+        Points along the first axis: ``points[i]`` is one x.
+    v : array_like, optional
+        For ``hvp`` and ``gradient_and_hvp``: one tangent per point, shaped like `points`.
+    args : tuple of array_like, optional
+        Per-point arguments: ``args[j][i]`` is f's argument j at point i (converted to the
+        points' dtype; f sees them as constants).
+    workers : None, int or map-like, optional
+        None or 1: serially. An int k: k threads, each with a prep of its own and a block of
+        rows, looping in compiled code without the GIL (serially where the prep runs a
+        Python f on the dual engine, which holds the GIL: use a process pool for it).
+        A map-like ``map(func, iterable)``
+        (``ThreadPoolExecutor().map``, ``multiprocessing.Pool().map``, a Dask client's
+        ``get_executor().map``): blocks of rows as tasks, f shipped with cloudpickle, one
+        prep per problem cached in every worker process.
+    tasks : int, optional
+        Blocks of rows for a map-like (default: one per CPU of this machine, at most one per
+        point). A task costs a Dask cluster about 0.2-1 ms (more on a busy machine): give it
+        at least a few milliseconds of work.
+    out : ndarray or tuple of ndarray, optional
+        The stacked results' arrays (C-contiguous, of the results' shapes and dtype),
+        returned themselves.
+    chunk, engine : optional
+        As for the operator (see its prepare function).
+
+    Returns
+    -------
+    ndarray or tuple of ndarray
+        The operator's results with a first axis of points: a scalar value becomes a vector
+        of values.
+
+    Raises
+    ------
+    Exception
+        What f raised at a point (a note names the point); from a process, as the map
+        re-raises it.
+
+    Examples
+    --------
+    >>> points = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> cyad.at_points(cyad.gradient, lambda x: np.sum(x**2), points)
+    array([[2., 4.],
+           [6., 8.]])
+    """
+    name = _operator_name(operator)
+    points = np.asarray(points)
+    if points.ndim < 1 or points.shape[0] == 0:
+        raise ValueError("cyad: points must have a first axis of at least one point")
+    dtype = _float_dtype(points, "points")
+    points = np.ascontiguousarray(points, dtype)
+    m, x_shape = points.shape[0], points.shape[1:]
+    family = _OPERATORS[name][0]
+    if (family == HVP) != (v is not None):
+        raise TypeError(f"cyad: at_points({name!r}) " + ("takes v, one tangent per point"
+                                                         if family == HVP else "takes no v"))
+    if family == HVP:
+        v = np.asarray(v)
+        _float_dtype(v, "v")
+        if v.shape != points.shape:
+            raise ValueError(f"cyad: v must be shaped like points {points.shape}, not {v.shape}")
+        v = np.ascontiguousarray(v, dtype)
+    if not isinstance(args, tuple):
+        raise TypeError("cyad: args= takes a tuple of arrays, one row per point")
+    z, z_width, f_z, arg_shapes = points, None, f, ()
+    if args:
+        if isinstance(f, FunctionWrapper):
+            raise TypeError("cyad: per-point args= need a Python f (a FunctionWrapper's C "
+                            "function takes x alone)")
+        arrays = [np.asarray(a) for a in args]
+        for a in arrays:
+            _float_dtype(a, "args")
+            if a.ndim < 1 or a.shape[0] != m:
+                raise ValueError(f"cyad: every array of args= needs a first axis of {m} points")
+        z = np.concatenate([points.reshape(m, -1)] + [a.reshape(m, -1).astype(dtype)
+                                                      for a in arrays], axis=1)
+        z_width = z.shape[1]
+        arg_shapes = tuple(a.shape[1:] for a in arrays)
+        f_z = _with_arguments(f, x_shape, arg_shapes)
+        if family == HVP:
+            wide = np.zeros_like(z)
+            wide[:, :points[0].size] = v.reshape(m, -1)
+            v = wide
+    problem = _Problem(name, f_z, x_shape, z_width, chunk, engine)
+    v0 = None if v is None else v[0]
+    if callable(workers):
+        return _mapped(problem, workers, tasks, z, v, v0, out, m, dtype)
+    if workers is None:
+        workers = 1
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ValueError(f"cyad: workers= takes None, a positive int or a map-like callable, "
+                         f"not {workers!r}")
+    # preps kept from call to call, per f (held by the cache, so that its id stays its own)
+    key = ("local", id(f), name, x_shape, arg_shapes, chunk, engine)
+    taken = []
+    try:
+        # taken here: a new prep learns f's output from a Python call
+        taken.append(_take(key, lambda: problem, z[0], None if v is None else v[0]))
+        prep = taken[0][3]
+        # a Python f on the dual engine holds the GIL for every evaluation: threads would
+        # only take turns, so it runs serially (processes run it in parallel)
+        holds_gil = prep.engine == "dual" and prep.is_python
+        blocks = _blocks(m, 1 if holds_gil else int(workers))
+        for start, _ in blocks[1:]:
+            taken.append(_take(key, lambda: problem, z[start],
+                               None if v is None else v[start]))
+        problem, y_shape = taken[0][1], taken[0][2]
+        outputs = _outputs(out, problem, problem.shapes(y_shape), m, dtype)
+        if len(blocks) == 1:
+            problem.run(taken[0][3], y_shape, z, v, *outputs, 0, m)
+            return _results(outputs, out, problem)
+        errors = [None] * len(blocks)
+
+        def work(k):
+            try:
+                problem.run(taken[k][3], y_shape, z, v, *outputs, *blocks[k])
+            except BaseException as e:  # re-raised below, in the calling thread
+                errors[k] = e
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(1, len(blocks))]
+        for t in threads:
+            t.start()
+        work(0)
+        for t in threads:
+            t.join()
+        for e in errors:
+            if e is not None:
+                raise e
+        return _results(outputs, out, problem)
+    finally:
+        for entry in taken:
+            _put_back(entry[0], entry[3])
+
+
+# -- map-likes: tasks, and the preps a process keeps --------------------------------------
+
+_cache_lock = threading.Lock()
+_cache = OrderedDict()   # key, point shape, dtype: (problem, y_shape, free preps); newest last
+_CACHED_PROBLEMS = 16
+
+
+def _take(key, problem_of, z0, v0):
+    """A free prep of a problem for points like z0 (made if none is free): (its cache key,
+    the problem, f's output shape, the prep). `key` names the problem; `problem_of()` makes
+    it where the cache has none."""
+    key = key + (z0.shape, z0.dtype.str)
+    with _cache_lock:
+        entry = _cache.get(key)
+        if entry is not None:
+            _cache.move_to_end(key)
+            if entry[2]:
+                return key, entry[0], entry[1], entry[2].pop()
+    problem = problem_of() if entry is None else entry[0]
+    prep, y_shape = problem.prepare(z0, v0)
+    with _cache_lock:
+        entry = _cache.setdefault(key, (problem, y_shape, []))
+        while len(_cache) > _CACHED_PROBLEMS:
+            _cache.popitem(last=False)
+    return key, entry[0], y_shape, prep
+
+
+def _put_back(key, prep):
+    with _cache_lock:
+        entry = _cache.get(key)
+        if entry is not None:
+            entry[2].append(prep)
+
+
+def run_task(task):
+    """One block of rows of a problem: `task` is (payload, z rows, tangent rows or None);
+    returns the stacked (value, first, main), None where not wanted."""
+    payload, z, v = task
+    key, problem, y_shape, prep = _take(_payload_key(payload), lambda: _loads(payload), z[0],
+                                        None if v is None else v[0])
+    try:
+        outputs = _outputs(None, problem, problem.shapes(y_shape), z.shape[0], z.dtype)
+        problem.run(prep, y_shape, z, v, *outputs, 0, z.shape[0])
+    finally:
+        _put_back(key, prep)
+    return tuple(outputs)
+
+
+def _payload_key(payload):
+    return ("payload", hashlib.sha256(payload).hexdigest())
+
+
+def _loads(payload):
+    import cloudpickle
+    return cloudpickle.loads(payload)
+
+
+def payload_of(problem):
+    try:
+        import cloudpickle
+    except ImportError as e:
+        raise ImportError("cyad: a map-like workers= ships f with cloudpickle: pip install "
+                          "cyad[dask] (or cloudpickle)") from e
+    return cloudpickle.dumps(problem)
+
+
+def _mapped(problem, workers, tasks, z, v, v0, out, m, dtype):
+    payload = payload_of(problem)
+    # f's output, for the outputs' shapes
+    key, _, y_shape, prep = _take(_payload_key(payload), lambda: problem, z[0], v0)
+    _put_back(key, prep)
+    outputs = _outputs(out, problem, problem.shapes(y_shape), m, dtype)
+    if tasks is None:
+        tasks = os.cpu_count() or 1
+    blocks = _blocks(m, int(tasks))
+    work = [(payload, z[a:b], None if v is None else v[a:b]) for a, b in blocks]
+    answers = list(workers(run_task, work))
+    if len(answers) != len(blocks):   # never leave rows unwritten
+        raise RuntimeError(f"cyad: the map answered {len(answers)} of {len(blocks)} tasks")
+    for (a, b), results in zip(blocks, answers):
+        for target, result in zip(outputs, results):
+            if target is not None:
+                if result is None or result.shape != (b - a,) + target.shape[1:]:
+                    raise RuntimeError(f"cyad: the map answered no rows {a}..{b}")
+                target[a:b] = result
+    return _results(outputs, out, problem)
