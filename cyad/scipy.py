@@ -36,12 +36,12 @@ The sparse forms (``sparse=True``) prepare cyad's sparse operator (`cyad.sparse_
 a call where fun takes a branch that leaves it raises ValueError), colored, and every
 call evaluates one product per color and gathers them into a ``scipy.sparse`` array, in
 the format the solver converts to (CSR for ``least_squares`` and ``trust-constr``, CSC
-for BDF and Radau), so that its conversion copies nothing. The solvers keep what a call returns (BDF and Radau hold J over many steps; ``least_squares``
-scales its data in place and returns it as ``res.jac``): each call returns a new array,
-with data and index arrays of its own, copied from the prep's result (one copy of each;
-a change to its structure, such as ``eliminate_zeros()``, cannot reach the prep). The
-patterns for SciPy's own finite differences (`jac_sparsity`, `ode_jac_sparsity`) are
-`cyad.jacobian_sparsity`'s.
+for BDF and Radau), so that its conversion copies nothing. The solvers keep what a call
+returns (BDF and Radau hold J over many steps; ``least_squares`` scales its data in place
+and returns it as ``res.jac``): each call returns a new array, with data and index arrays
+of its own, copied from the prep's result (one copy of each; a change to its structure,
+such as ``eliminate_zeros()``, cannot reach the prep). The patterns for SciPy's own
+finite differences (`jac_sparsity`, `ode_jac_sparsity`) are `cyad.jacobian_sparsity`'s.
 
 Like a prep, a callable serves one call at a time (it holds the
 current arguments and buffers besides its prep): one called again while a call

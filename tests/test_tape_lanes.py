@@ -163,9 +163,10 @@ def test_folds_change_no_number(program, in_place, family, monkeypatch):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("name", list(PROGRAMS))
-def test_slice_assignments_fold_to_fewer_gathers(name, family, dtype, monkeypatch):
-    f, _ = PROGRAMS[name]
+def test_slice_assignments_fold_to_fewer_gathers(family, dtype, monkeypatch):
+    # (Broyden's augmented slices are recorded without a view written back: nothing of
+    # them is left to fold, and the next test counts its gathers)
+    f, _ = PROGRAMS["slices"]
     x = np.linspace(-1.0, 1.5, 11).astype(dtype)
     folded, prep = _results(family, f, x)
     gathers = _count(prep, "gather")
