@@ -52,6 +52,8 @@ import numpy as np
 
 cimport numpy as cnp
 
+from cyad._fused cimport real
+
 cnp.import_array()
 
 ORDERS = ("natural", "largest_first", "smallest_last", "incidence_degree",
@@ -654,9 +656,7 @@ def star_coloring(pattern, order="auto"):
     >>> star_coloring(arrowhead)
     array([0, 1, 1, 1, 1])
     """
-    ptr, adj, edge, n_edges = _adjacency_graph(*_pattern_csr(pattern))
-    return _fewest((_star(ptr, adj, edge, n_edges, vertex_order)
-                    for vertex_order in _orders(ptr, adj, order)), 2 if n_edges else 1)
+    return _symmetric_colors(pattern, order, _star)
 
 
 def acyclic_coloring(pattern, order="auto"):
@@ -692,8 +692,14 @@ def acyclic_coloring(pattern, order="auto"):
     >>> acyclic_coloring(tridiagonal, order="natural")
     array([0, 1, 0, 1, 0, 1])
     """
+    return _symmetric_colors(pattern, order, _acyclic)
+
+
+def _symmetric_colors(pattern, order, color):
+    """The coloring `color` (_star or _acyclic) of a symmetric pattern's adjacency graph
+    with the fewest colors over the orders (an edge needs two)."""
     ptr, adj, edge, n_edges = _adjacency_graph(*_pattern_csr(pattern))
-    return _fewest((_acyclic(ptr, adj, edge, n_edges, vertex_order)
+    return _fewest((color(ptr, adj, edge, n_edges, vertex_order)
                     for vertex_order in _orders(ptr, adj, order)), 2 if n_edges else 1)
 
 
@@ -871,14 +877,10 @@ cdef int _check_out(cnp.ndarray out, Py_ssize_t nnz, int typenum, dtype) except 
     return 0
 
 
-cdef class Decompression:
-    """A prepared decompression: the nonzeros of a pattern from a compressed product.
-
-    Made by `column_decompression`, `row_decompression`, `star_decompression` or (one of
-    a pair) `bidirectional_decompression`. A call gathers, for every nonzero of the
-    pattern in CSR order, its entry of the compressed product, through indices computed
-    once. A partial decompression writes only the nonzeros its product holds, so that a
-    pair of them fills one ``out``.
+cdef class Recovery:
+    """What a prepared recovery of a pattern's nonzeros from a compressed product holds:
+    the pattern's shape and CSR structure and the product's shape (`Decompression`,
+    `Substitution`).
 
     Attributes
     ----------
@@ -897,14 +899,45 @@ cdef class Decompression:
     cdef readonly object indptr
     cdef readonly object indices
     cdef readonly bint partial
+    cdef Py_ssize_t _nnz
+    cdef Py_ssize_t _rows
+    cdef Py_ssize_t _cols
+
+    def __init__(self, shape, compressed_shape, indptr, indices, partial=False):
+        self.shape = tuple(shape)
+        self.compressed_shape = tuple(compressed_shape)
+        self.indptr = indptr
+        self.indices = indices
+        self.partial = partial
+        self._nnz = np.shape(indices)[0]
+        self._rows, self._cols = self.compressed_shape
+
+    @property
+    def nnz(self):
+        """The number of nonzeros of the pattern (the length of the result)."""
+        return self._nnz
+
+
+cdef class Decompression(Recovery):
+    """A prepared decompression: the nonzeros of a pattern from a compressed product.
+
+    Made by `column_decompression`, `row_decompression`, `star_decompression` or (one of
+    a pair) `bidirectional_decompression`. A call gathers, for every nonzero of the
+    pattern in CSR order, its entry of the compressed product, through indices computed
+    once. A partial decompression writes only the nonzeros its product holds, so that a
+    pair of them fills one ``out``.
+
+    Attributes
+    ----------
+    shape, compressed_shape, indptr, indices, nnz, partial
+        As for `Recovery`.
+    """
+
     cdef object _source_owner
     cdef object _target_owner
     cdef const Py_ssize_t[::1] _source
     cdef const Py_ssize_t[::1] _target
-    cdef Py_ssize_t _nnz
     cdef Py_ssize_t _count
-    cdef Py_ssize_t _rows
-    cdef Py_ssize_t _cols
 
     def __init__(self, shape, compressed_shape, indptr, indices, source, target=None):
         """Made by the decompression functions.
@@ -912,13 +945,7 @@ cdef class Decompression:
         source: the flat index into the compressed product of every nonzero recovered;
         target: their positions among the pattern's nonzeros (None: all, in order).
         """
-        self.shape = tuple(shape)
-        self.compressed_shape = tuple(compressed_shape)
-        self.indptr = indptr
-        self.indices = indices
-        self._nnz = np.shape(indices)[0]
-        self._rows, self._cols = self.compressed_shape
-        self.partial = target is not None
+        Recovery.__init__(self, shape, compressed_shape, indptr, indices, target is not None)
         self._source_owner = np.ascontiguousarray(source, dtype=np.intp)
         self._target_owner = np.ascontiguousarray(
             np.arange(self._nnz) if target is None else target, dtype=np.intp)
@@ -934,10 +961,11 @@ cdef class Decompression:
         self._target = self._target_owner
         self._count = count
 
-    @property
-    def nnz(self):
-        """The number of nonzeros of the pattern (the length of the result)."""
-        return self._nnz
+    def sources(self):
+        """(source, target): for every nonzero this decompression recovers, its flat
+        index in the compressed product and its position among the pattern's nonzeros
+        (copies), to gather from another layout of the product."""
+        return np.array(self._source_owner), np.array(self._target_owner)
 
     def __call__(self, cnp.ndarray compressed, cnp.ndarray out=None):
         """The nonzeros of the matrix, in the pattern's CSR order.
@@ -1123,7 +1151,7 @@ def star_decompression(pattern, colors):
     return Decompression(shape, (shape[0], k), indptr, indices, source)
 
 
-cdef class Substitution:
+cdef class Substitution(Recovery):
     """A prepared decompression by substitution: a symmetric Hessian from ``H @ S``.
 
     Made by `acyclic_decompression`. ``B[v, c]`` sums H[v, w] over v's neighbors w of
@@ -1135,14 +1163,9 @@ cdef class Substitution:
     Attributes
     ----------
     shape, compressed_shape, indptr, indices, nnz, partial
-        As for `Decompression` (partial is False).
+        As for `Recovery` (partial is False).
     """
 
-    cdef readonly tuple shape
-    cdef readonly tuple compressed_shape
-    cdef readonly object indptr
-    cdef readonly object indices
-    cdef readonly bint partial
     cdef object _owners
     cdef const Py_ssize_t[::1] _diagonal
     cdef const Py_ssize_t[::1] _diagonal_source
@@ -1151,9 +1174,6 @@ cdef class Substitution:
     cdef const Py_ssize_t[::1] _mirror
     cdef const Py_ssize_t[::1] _known_ptr
     cdef const Py_ssize_t[::1] _known
-    cdef Py_ssize_t _nnz
-    cdef Py_ssize_t _rows
-    cdef Py_ssize_t _cols
 
     def __init__(self, shape, compressed_shape, indptr, indices, diagonal, diagonal_source,
                  source, target, mirror, known_ptr, known):
@@ -1163,13 +1183,7 @@ cdef class Substitution:
         less ``out[known[known_ptr[s]:known_ptr[s + 1]]]``, in order; ``out[diagonal]``
         is ``compressed.flat[diagonal_source]``.
         """
-        self.shape = tuple(shape)
-        self.compressed_shape = tuple(compressed_shape)
-        self.indptr = indptr
-        self.indices = indices
-        self.partial = False
-        self._nnz = np.shape(indices)[0]
-        self._rows, self._cols = self.compressed_shape
+        Recovery.__init__(self, shape, compressed_shape, indptr, indices)
         arrays = [np.ascontiguousarray(a, dtype=np.intp) for a in
                   (diagonal, diagonal_source, source, target, mirror, known_ptr, known)]
         self._owners = arrays
@@ -1186,11 +1200,6 @@ cdef class Substitution:
                                           and sources.max() < self._rows * self._cols))):
             raise ValueError("a substitution's steps read and write inside the product "
                              "and the nonzeros")
-
-    @property
-    def nnz(self):
-        """The number of nonzeros of the pattern (the length of the result)."""
-        return self._nnz
 
     def rearranged(self, source_map, position, compressed_shape):
         """The same steps on a product of `compressed_shape` whose flat entry
@@ -1222,26 +1231,14 @@ cdef class Substitution:
             src = <char *>cnp.PyArray_DATA(compressed)
         with nogil:
             if typenum == cnp.NPY_DOUBLE:
-                self._substitute_double(<const double *>src, <double *>dst)
+                self._substitute(<const double *>src, <double *>dst)
             else:
-                self._substitute_float(<const float *>src, <float *>dst)
+                self._substitute(<const float *>src, <float *>dst)
         return out
 
-    cdef void _substitute_double(self, const double *b, double *out) noexcept nogil:
+    cdef void _substitute(self, const real *b, real *out) noexcept nogil:
         cdef Py_ssize_t s, q
-        cdef double value
-        for s in range(self._diagonal.shape[0]):
-            out[self._diagonal[s]] = b[self._diagonal_source[s]]
-        for s in range(self._source.shape[0]):
-            value = b[self._source[s]]
-            for q in range(self._known_ptr[s], self._known_ptr[s + 1]):
-                value -= out[self._known[q]]
-            out[self._target[s]] = value
-            out[self._mirror[s]] = value
-
-    cdef void _substitute_float(self, const float *b, float *out) noexcept nogil:
-        cdef Py_ssize_t s, q
-        cdef float value
+        cdef real value
         for s in range(self._diagonal.shape[0]):
             out[self._diagonal[s]] = b[self._diagonal_source[s]]
         for s in range(self._source.shape[0]):

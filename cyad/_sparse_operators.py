@@ -236,13 +236,8 @@ class _SparsePrep:
                 gathers.append(decompression.rearranged((flat % k) * size + flat // k,
                                                         position, (k, size)))
                 continue
-            # the decompression run once on the flat indices of its product: where each
-            # nonzero it recovers comes from (-1: a nonzero the other part recovers)
-            probe = np.full(nnz, -1.0)
-            decompression(np.arange(size * k, dtype=np.float64).reshape(
-                decompression.compressed_shape), probe)
-            target = np.flatnonzero(probe >= 0)
-            source = probe[target].astype(np.intp)
+            # where each nonzero it recovers comes from (a partial one: some of them)
+            source, target = decompression.sources()
             if transposed:
                 source = (source % k) * size + source // k
             target = position[target]
@@ -516,6 +511,12 @@ class SparseHessianPrep(_SparsePrep):
         super().__init__(pattern, colors, coloring, [(compressed, decompression, True)],
                          format)
 
+    def _products(self, f, x, y):
+        """The hvps into the compressed buffer, the pattern checked to hold at x."""
+        _operators.hvp(f, x, self._seeds, y=y, prep=self._inner, out=self._outs)
+        if self._watch is not None:
+            self._watch.check(f, x, y)
+
     def _value_and_gradient_prep(self, f, x, y):
         # made at the first value_gradient_and_sparse_hessian call
         if self._gradient_prep is None:
@@ -747,9 +748,7 @@ def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):
         x, prep = _new_prep(SparseHessianPrep, f, x, y, options)
     else:
         _check_prep(SparseHessianPrep, "prepare_sparse_hessian", f, prep, options)
-    _operators.hvp(f, x, prep._seeds, y=y, prep=prep._inner, out=prep._outs)
-    if prep._watch is not None:
-        prep._watch.check(f, x, y)
+    prep._products(f, x, y)
     return prep._result(out)
 
 
@@ -788,17 +787,13 @@ def value_gradient_and_sparse_hessian(f, x, *, y=None, prep=None, out=None, **op
     gradient_prep = prep._value_and_gradient_prep(f, x, y)
     if out is None:
         value, gradient = _operators.value_and_gradient(f, x, y=y, prep=gradient_prep)
-        _operators.hvp(f, x, prep._seeds, y=y, prep=prep._inner, out=prep._outs)
-        if prep._watch is not None:
-            prep._watch.check(f, x, y)
+        prep._products(f, x, y)
         return value, gradient, prep._result(None)
     pair = prep._gradient_pair
     if pair[0] is not out[0] or pair[1] is not out[1]:
         # kept for the next call with the same outputs: a new pair would allocate
         pair = prep._gradient_pair = (out[0], out[1])
     _operators.value_and_gradient(f, x, y=y, prep=gradient_prep, out=pair)
-    _operators.hvp(f, x, prep._seeds, y=y, prep=prep._inner, out=prep._outs)
-    if prep._watch is not None:
-        prep._watch.check(f, x, y)
+    prep._products(f, x, y)
     prep._result(out[2])
     return out

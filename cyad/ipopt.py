@@ -110,9 +110,7 @@ class _LagrangianHessian:
             return
         # where the star decompression reads each nonzero in the (n, k) products ...
         decompression = _coloring.star_decompression(block, colors)
-        probe = decompression(np.arange(n * k, dtype=np.float64).reshape(n, k),
-                              np.empty(block.nnz))
-        source = probe[lower].astype(np.intp)
+        source = decompression.sources()[0][lower]     # whole: in CSR order
         # ... rewritten for the (k, z.size) buffer whose rows are the products
         self.source = (source % k) * self.z.size + source // k
         seed = _coloring.seed_matrix(colors)
