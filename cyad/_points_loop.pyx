@@ -10,6 +10,9 @@ Points with per-point arguments are differentiated as one vector z = (x, argumen
 cyad/_points.py): the entry point writes z-space results into scratch rows, of which the
 loop keeps the first `kept` rows' first `n_x` columns (the derivatives with respect to x).
 Without arguments the results go straight into the output rows.
+
+A block is one operation: a default tape compares f's Python state once, at the block's
+start (cyad/_tape_engine.pyx, `hold_python_state`), not at every row with the GIL.
 """
 cimport numpy as cnp
 from libc.string cimport memcpy
@@ -17,6 +20,7 @@ from libc.string cimport memcpy
 from cyad._api cimport (cyad_prep, prep_handle, raise_status, gradient_nogil, jacobian_nogil,
                         hessian_nogil, hvp_nogil)
 from cyad._fused cimport real
+from cyad._tape_engine cimport hold_python_state, release_python_state
 
 cnp.import_array()
 
@@ -105,15 +109,19 @@ def run_rows(prep, int family, cnp.ndarray z, object v, object value, object fir
     cdef Py_ssize_t fss = 0 if first is None else (<cnp.ndarray>first).strides[0]
     cdef Py_ssize_t ms_ = main.strides[0]
     cdef bint single = z.dtype.num == cnp.NPY_FLOAT
-    with nogil:
-        if single:
-            status = run_block(<float*>NULL, p, family, zp, zs, vp, vs, valp, vals, fp, fss,
-                               mp, ms_, <float*>fs, <float*>ms, n_x, width, kept,
-                               stop - start, &failed)
-        else:
-            status = run_block(<double*>NULL, p, family, zp, zs, vp, vs, valp, vals, fp, fss,
-                               mp, ms_, <double*>fs, <double*>ms, n_x, width, kept,
-                               stop - start, &failed)
+    cdef bint held = hold_python_state(prep)
+    try:
+        with nogil:
+            if single:
+                status = run_block(<float*>NULL, p, family, zp, zs, vp, vs, valp, vals, fp,
+                                   fss, mp, ms_, <float*>fs, <float*>ms, n_x, width, kept,
+                                   stop - start, &failed)
+            else:
+                status = run_block(<double*>NULL, p, family, zp, zs, vp, vs, valp, vals, fp,
+                                   fss, mp, ms_, <double*>fs, <double*>ms, n_x, width, kept,
+                                   stop - start, &failed)
+    finally:
+        release_python_state(prep, held)
     if status:
         try:
             raise_status(prep, status)

@@ -25,7 +25,9 @@ reads (a global number, an attribute): f runs once, not on every call. The captu
 arrays are compared with a copy on every call, and a change (an array updated in place
 between calls) records f anew. Python state is seen only by a tape cyad chose by default
 (`chosen`: no engine= named): it compares what f read (cyad/_tape_state.pyx) before every
-call and records f anew when it changed.
+call and records f anew when it changed. A run of calls that is one operation (a block of
+cyad.at_points' rows) compares it once, at its start (`hold_python_state`): the comparison
+takes the GIL, which would otherwise serialise threads that each run a block.
 
 Guards: when a guard of the tape fails (a branch of f, a mask, an order it read off the
 values changed: cyad/_tape_trace.py lists them), the call records f anew at this x,
@@ -315,6 +317,25 @@ cdef bint strided_changed(tape_prep* p) noexcept with gil:
 
 cdef bint state_changed(tape_prep* p) noexcept with gil:
     return (<TapeEngine>p.engine).python_state.changed()
+
+
+cdef bint hold_python_state(object prep) except -1:
+    """Compare f's Python state now, for the calls that follow until
+    `release_python_state`: when it is unchanged they skip the comparison (and so the GIL);
+    otherwise (or on a prep that makes no comparison) nothing changes. Whether it held."""
+    if not isinstance(prep, Prep) or not isinstance((<Prep>prep).engine_state, TapeEngine):
+        return False
+    cdef TapeEngine engine = <TapeEngine>(<Prep>prep).engine_state
+    if not engine.state.check_state or engine.python_state.changed():
+        return False
+    engine.state.check_state = False
+    return True
+
+
+cdef void release_python_state(object prep, bint held) noexcept:
+    # a record during the run (a guard failed) has set the comparison again already
+    if held:
+        (<TapeEngine>(<Prep>prep).engine_state).state.check_state = True
 
 
 cdef int run_delegate(tape_prep* p, const void* x, const void* const* tangents, void* y,

@@ -311,6 +311,36 @@ def test_threads_keep_their_preps_from_call_to_call():
     assert free() == preps and len(free("<f4")) == 2   # float32 points: preps of their own
 
 
+SCALE = 2.0
+
+
+def scaled(x):
+    return SCALE * np.sum(x ** 3)
+
+
+@pytest.mark.parametrize("workers", [None, 2])
+def test_the_default_tape_sees_python_state_changed_between_calls(workers):
+    # a block compares f's Python state once, at its start, and leaves the prep comparing
+    # it before every call again
+    global SCALE
+    from cyad import _points
+    points = random_points(8, 3, seed=13)
+    try:
+        for scale in (2.0, 5.0, 5.0, -1.5):
+            SCALE = scale
+            got = cyad.at_points(cyad.gradient, scaled, points, workers=workers)
+            assert_allclose(got, 3 * scale * points ** 2, rtol=1e-14)
+        preps = [p for key, entry in _points._cache.items() if key[1] == id(scaled)
+                 for p in entry[2]]
+        assert preps
+        SCALE = 7.0
+        for prep in preps:
+            assert_allclose(cyad.gradient(scaled, points[0], prep=prep),
+                            21.0 * points[0] ** 2, rtol=1e-14)
+    finally:
+        SCALE = 2.0
+
+
 def test_a_worker_process_keeps_its_prep():
     pytest.importorskip("cloudpickle")
     from cyad import _points

@@ -2,9 +2,9 @@
 
 Threads: gradients of Rosenbrock (n = 10) at 10^4 points, on a tape named with
 engine="tape" (the compiled loop runs without the GIL, so threads overlap), on the default
-tape (it takes the GIL for a moment at every point, to compare f's Python state) and on the
-dual engine (a Python f holds the GIL for every evaluation: threads cannot gain). Dask: gradients
-at 64 points of an f costing about `cost_ms` milliseconds per call (Python work on the dual
+tape (which compares f's Python state once per block, with the GIL) and on the dual engine
+(a Python f holds the GIL for every evaluation: threads cannot gain). Dask: gradients at 64
+points of an f costing about `cost_ms` milliseconds per call (Python work on the dual
 engine), serially against a map over a LocalCluster of 2 worker processes, a task each; the
 ratio at each cost shows where Dask's cost per task (0.2-1 ms) is paid back.
 """
