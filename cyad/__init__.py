@@ -49,6 +49,7 @@ from cyad._sparse_operators import (
 )
 from cyad._sparsity import hessian_sparsity, jacobian_sparsity
 from cyad._tape_function import TapeFunction, record
+from cyad._threads import get_threads, set_threads
 from cyad._wrapper import FunctionError, FunctionWrapper
 from cyad.profiling import Profile, allocations_per_call, profile
 
@@ -106,6 +107,7 @@ __all__ = [
     "default_chunk",
     "derivative",
     "get_include",
+    "get_threads",
     "gradient",
     "gradient_and_hvp",
     "hessian",
@@ -138,6 +140,7 @@ __all__ = [
     "pushforward",
     "record",
     "second_derivative",
+    "set_threads",
     "sparse_hessian",
     "sparse_jacobian",
     "value_and_derivative",

@@ -72,6 +72,7 @@ from cyad._fused cimport real
 from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, GRADIENT,
                          JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._tape_replay cimport Replay, replay_run, clear_fp_flags, raised_fp_flags
+from cyad._threads cimport copy_bytes, same_bytes, replay_threads
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad._dual_engine import default_chunk
 from cyad._tape import warn_as_numpy
@@ -155,6 +156,7 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     cdef Py_ssize_t start, count, k, lanes = p.lanes
     cdef Py_ssize_t n_x = h.n_x, item = p.item
     cdef int status
+    cdef int threads = replay_threads()
     cdef bint basis = tangents == NULL
     # the tangents of the last call (a sparse Jacobian's or Hessian's seeds): the tangent
     # input and the results of its own instructions stand
@@ -165,15 +167,16 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     cdef bint at_once = (p.family != GRADIENT and p.family != PULLBACK and p.cache == NULL
                          and 0 < p.directions <= lanes and not held)
     for k in range(p.n_captured):
-        if memcmp(p.captured[k].data, p.captured[k].copy, p.captured[k].nbytes) != 0:
+        if not same_bytes(p.captured[k].data, p.captured[k].copy, p.captured[k].nbytes,
+                          threads):
             return CAPTURED_CHANGED
     if p.strided_captured and strided_changed(p):
         return CAPTURED_CHANGED
     if p.check_state and state_changed(p):
         return CAPTURED_CHANGED
-    memcpy(at(p, p.x_at), x, h.x_bytes)
+    copy_bytes(at(p, p.x_at), x, h.x_bytes, threads)
     if p.y_at >= 0:
-        memcpy(at(p, p.y_at), y, h.y_bytes)
+        copy_bytes(at(p, p.y_at), y, h.y_bytes, threads)
     clear_fp_flags()
     if not at_once:
         status = replay_run(p.program, 0, p.split)
@@ -184,7 +187,7 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
         status = replay_run(p.program, p.split, p.program.n_instr)
         if status != 0:
             return status
-        memcpy(results[0], at(p, p.result_at), h.x_bytes)
+        copy_bytes(results[0], at(p, p.result_at), h.x_bytes, threads)
     else:
         start = 0
         while start < p.directions:
@@ -219,15 +222,15 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
                        count * h.x_bytes)
             else:   # one result per tangent (cotangent)
                 for k in range(count):
-                    memcpy(results[start + k], at(p, p.result_at + k * p.result_size),
-                           p.result_size * item)
+                    copy_bytes(results[start + k], at(p, p.result_at + k * p.result_size),
+                               p.result_size * item, threads)
             start += count
     if first != NULL:
-        memcpy(first, at(p, p.first_at), p.first_size * item)
+        copy_bytes(first, at(p, p.first_at), p.first_size * item, threads)
     if y != NULL:
-        memcpy(y, at(p, p.value_at), h.y_bytes)
+        copy_bytes(y, at(p, p.value_at), h.y_bytes, threads)
     if value != NULL and value != y:
-        memcpy(value, at(p, p.value_at), h.y_bytes)
+        copy_bytes(value, at(p, p.value_at), h.y_bytes, threads)
     return 0
 
 
@@ -235,8 +238,9 @@ cdef bint same_seeds(tape_prep* p, const void* const* tangents) noexcept nogil:
     # the tangents are, bit for bit, those the tangent input holds
     cdef Py_ssize_t k, nbytes = p.seed_size * p.item
     cdef const char* held = at(p, p.t_at)
+    cdef int threads = replay_threads()
     for k in range(p.directions):
-        if memcmp(held + k * nbytes, tangents[k], nbytes) != 0:
+        if not same_bytes(held + k * nbytes, tangents[k], nbytes, threads):
             return False
     return True
 
@@ -266,7 +270,7 @@ cdef void seed(tape_prep* p, const void* const* tangents, bint basis, Py_ssize_t
     basis directions, lanes beyond count 0 (second order: both tangent inputs alike)."""
     cdef Py_ssize_t k, n_x = p.seed_size, item = p.item
     cdef Py_ssize_t places[2]
-    cdef int j
+    cdef int j, threads = replay_threads()
     cdef char* t
     places[0] = p.t_at
     places[1] = p.t2_at
@@ -276,7 +280,7 @@ cdef void seed(tape_prep* p, const void* const* tangents, bint basis, Py_ssize_t
         t = at(p, places[j])
         if not basis:
             for k in range(count):
-                memcpy(t + k * n_x * item, tangents[start + k], n_x * item)
+                copy_bytes(t + k * n_x * item, tangents[start + k], n_x * item, threads)
             memset(t + count * n_x * item, 0, (p.lanes - count) * n_x * item)
             continue
         # basis directions: only the ones of the last chunk are cleared

@@ -63,7 +63,12 @@ The loops:
   here), or one between runs of -1 (a block that concatenate, pad or stack places among
   zeros), is a strided copy (step 1: memcpy) and a memset of the zeros; otherwise one
   index per element.
-- sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop).
+- sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop; a sum
+  of at least PARALLEL_FROM numbers, pieces of such loops added in order).
+- Threads (cyad.set_threads, cyad/_threads.pyx): an elementwise instruction or blocked
+  run of at least PARALLEL_FROM elements whose operands are the output's size or single
+  numbers, a long sum's pieces and the rows of many sums are split across the threads,
+  each part computed by the loops of a serial run: the numbers do not depend on the count.
 - matmul: i-k-j loops (the innermost over a row of b and of the output: vectorised,
   with an AVX2 copy chosen at load where gcc builds one);
   an output of few columns in tiles of 4 by 4 held in accumulators while k runs
@@ -101,6 +106,7 @@ from cyad._rules cimport BinaryOp, unary_rule, unary_second, binary_rule, binary
 # (read by the generated dispatch, cyad/_tape_replay_rules.pxi.tp)
 from cyad._rules cimport UnaryOp  # no-cython-lint
 from cyad import _rule_table, _tape
+from cyad._threads cimport replay_threads, run_parallel
 
 cdef extern from "_vector_sine.h":
     # out[i] = sin(x[i] + shift * pi/2), and where out2 is not NULL, out2[i] = sin(x[i] +
@@ -791,24 +797,31 @@ cdef int replay_run(const tape_replay* replay, Py_ssize_t start, Py_ssize_t stop
 
 cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t start,
                           Py_ssize_t stop) noexcept nogil:
-    cdef Py_ssize_t s, end, done = start    # instructions before `done` ran already
+    cdef Py_ssize_t s, end, n, done = start    # instructions before `done` ran already
     cdef const int64_t* row
     cdef int64_t kind
+    cdef int threads = replay_threads()
     for s in range(start, stop):
         if s < done:
             continue
+        row = replay.code + s * CODE_WIDTH
+        n = row[OUT_SIZE]
         end = replay.runs[3 * s]
         if end > s + 1:
             if end > stop:
                 end = stop
             if end > s + 1:
-                run_blocked(replay, arena, s, end, replay.runs[3 * s + 1],
-                            replay.runs[3 * s + 2])
+                if threads > 1 and replay.runs[3 * s + 1] == n and n >= _PARALLEL_FROM:
+                    split_elementwise(replay, s, end, replay.runs[3 * s + 2], threads)
+                else:
+                    run_blocked(replay, arena, s, end, replay.runs[3 * s + 1],
+                                replay.runs[3 * s + 2])
                 done = end
                 continue
-        row = replay.code + s * CODE_WIDTH
         kind = row[KIND]
-        if kind <= UNARY_D2 and row[P0]:
+        if threads > 1 and kind <= COPY and n >= _PARALLEL_FROM and full_or_single(row):
+            split_elementwise(replay, s, s + 1, (n + threads - 1) // threads, threads)
+        elif kind <= UNARY_D2 and row[P0]:
             numpy_unary(row, arena, replay.ufunc_loops + row[P0] - 1)
         elif kind <= UNARY_D2 and row[P2]:
             if row[P3] and s + 1 < stop:   # the next instruction as well
@@ -823,7 +836,7 @@ cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t sta
         elif kind == SCATTER_ADD:
             scatter_add(row, arena, replay.indices + row[P0])
         elif kind == SUM_INNER:
-            sum_inner(row, arena)
+            sum_inner(row, arena, threads)
         elif kind == MATMUL:
             matmul(row, arena)
         elif kind == ZEROS:
@@ -853,6 +866,74 @@ cdef void run_blocked(const tape_replay* replay, real* arena, Py_ssize_t first,
                                       replay.ufunc_loops, base, j, count, period)
             j += count
         base += period
+
+
+# -- large work split across threads (cyad/_threads.pyx) -----------------------------------
+#
+# An elementwise instruction, or a blocked run whose operands are all of the output's size
+# or single numbers, of at least PARALLEL_FROM elements, is split into units of elements
+# (a blocked run's blocks; an instruction's share of the threads), contiguous ranges of
+# units running on the threads: each element is computed by the loop that computes it in
+# a serial run. A sum of at least PARALLEL_FROM numbers is always one of SUM_PIECES pieces
+# at most, each summed as a short sum is and the pieces added in order; the pieces, or the
+# rows of several sums, run on the threads. Below PARALLEL_FROM, waking a thread (some
+# microseconds) costs about what a part would save.
+PARALLEL_FROM = 65536
+cdef Py_ssize_t _PARALLEL_FROM = PARALLEL_FROM
+cdef enum:
+    SUM_PIECE = 32768      # a long sum's pieces hold at least this many numbers
+    SUM_PIECES = 32        # and are at most this many
+
+
+cdef bint full_or_single(const int64_t* row) noexcept nogil:
+    # every operand of the output's size, a single number or absent
+    cdef int column
+    for column in range(A_SIZE, C_SIZE + 1, 2):
+        if row[column] > 1 and row[column] != row[OUT_SIZE]:
+            return False
+    return True
+
+
+ctypedef struct elementwise_split:
+    const tape_replay* replay
+    Py_ssize_t first, end      # the instructions
+    Py_ssize_t n, block, units, parts
+
+
+cdef void elementwise_units(const elementwise_split* job, real* arena,
+                            Py_ssize_t part) noexcept nogil:
+    # the part's units: elements [u * block, (u + 1) * block) of every instruction in turn
+    cdef Py_ssize_t u = job.units * part // job.parts
+    cdef Py_ssize_t last = job.units * (part + 1) // job.parts, j, count, s
+    while u < last:
+        j = u * job.block
+        count = job.n - j if job.n - j < job.block else job.block
+        s = job.first
+        while s < job.end:
+            s += elementwise_part(job.replay.code + s * CODE_WIDTH, s + 1 < job.end, arena,
+                                  job.replay.ufunc_loops, 0, j, count, job.n)
+        u += 1
+
+
+cdef void elementwise_task(void* context, Py_ssize_t part) noexcept nogil:
+    cdef const elementwise_split* job = <const elementwise_split*>context
+    if job.replay.single:
+        elementwise_units(job, <float*>job.replay.arena, part)
+    else:
+        elementwise_units(job, <double*>job.replay.arena, part)
+
+
+cdef void split_elementwise(const tape_replay* replay, Py_ssize_t first, Py_ssize_t end,
+                            Py_ssize_t block, int threads) noexcept nogil:
+    cdef elementwise_split job
+    job.replay = replay
+    job.first = first
+    job.end = end
+    job.n = replay.code[first * CODE_WIDTH + OUT_SIZE]
+    job.block = block
+    job.units = (job.n + block - 1) // block
+    job.parts = threads if threads < job.units else job.units
+    run_parallel(elementwise_task, &job, job.parts, threads)
 
 
 cdef inline void part_of(const int64_t* row, int64_t* part, Py_ssize_t base, Py_ssize_t j,
@@ -1333,13 +1414,71 @@ cdef inline double sum_of(const real* a, Py_ssize_t k) noexcept nogil:
     return total
 
 
-cdef void sum_inner(const int64_t* row, real* arena) noexcept nogil:
-    # out[j] = sum over t < k of a[j*k + t]
+ctypedef struct sum_split:
+    const int64_t* row
+    void* arena
+    bint single
+    Py_ssize_t pieces, piece   # a long sum's pieces and their length (one row)
+    Py_ssize_t parts
+    double partial[SUM_PIECES]
+
+
+cdef void sum_rows(const int64_t* row, real* arena, Py_ssize_t first,
+                   Py_ssize_t last) noexcept nogil:
+    # out[j] = sum over t < k of a[j*k + t], for rows first <= j < last
     cdef Py_ssize_t k = row[P0], j
     cdef real* out = arena + row[OUT]
     cdef const real* a = arena + row[A]
-    for j in range(row[OUT_SIZE]):
+    for j in range(first, last):
         out[j] = <real>sum_of(a + j * k, k)
+
+
+cdef void sum_pieces(sum_split* job, const real* a, Py_ssize_t first,
+                     Py_ssize_t last) noexcept nogil:
+    cdef Py_ssize_t p, k = job.row[P0], start
+    for p in range(first, last):
+        start = p * job.piece
+        job.partial[p] = sum_of(a + start, job.piece if k - start > job.piece else k - start)
+
+
+cdef void sum_task(void* context, Py_ssize_t part) noexcept nogil:
+    cdef sum_split* job = <sum_split*>context
+    cdef Py_ssize_t m = job.row[OUT_SIZE] if job.pieces == 0 else job.pieces
+    cdef Py_ssize_t first = m * part // job.parts, last = m * (part + 1) // job.parts
+    if job.pieces == 0 and job.single:
+        sum_rows(job.row, <float*>job.arena, first, last)
+    elif job.pieces == 0:
+        sum_rows(job.row, <double*>job.arena, first, last)
+    elif job.single:
+        sum_pieces(job, <float*>job.arena + job.row[A], first, last)
+    else:
+        sum_pieces(job, <double*>job.arena + job.row[A], first, last)
+
+
+cdef void sum_inner(const int64_t* row, real* arena, int threads) noexcept nogil:
+    # out[j] = sum over t < k of a[j*k + t]: a long sum in pieces (added in order), many
+    # sums by rows, either split across the threads when they are large
+    cdef Py_ssize_t k = row[P0], m = row[OUT_SIZE], p
+    cdef sum_split job
+    cdef double total = 0.0
+    job.row = row
+    job.arena = arena
+    job.single = real is float
+    job.pieces = 0
+    if m == 1 and k >= _PARALLEL_FROM:
+        job.pieces = k // SUM_PIECE if k // SUM_PIECE < SUM_PIECES else SUM_PIECES
+        job.piece = ((k + job.pieces - 1) // job.pieces + 7) // 8 * 8
+        job.pieces = (k + job.piece - 1) // job.piece
+        job.parts = threads if threads < job.pieces else job.pieces
+        run_parallel(sum_task, &job, job.parts, threads)
+        for p in range(job.pieces):
+            total += job.partial[p]
+        arena[row[OUT]] = <real>total
+    elif threads > 1 and m > 1 and m * k >= _PARALLEL_FROM:
+        job.parts = threads if threads < m else m
+        run_parallel(sum_task, &job, job.parts, threads)
+    else:
+        sum_rows(row, arena, 0, m)
 
 
 cdef inline double dot(const real* a, const real* b, Py_ssize_t k) noexcept nogil:
