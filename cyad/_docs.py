@@ -63,6 +63,13 @@ engine : str, optional
     The engine that computes the derivatives: ``"dual"`` (the default: forward mode
     on dual numbers) or ``"tape"`` (f traced once, its derivative tape replayed);
     another name raises ValueError. With ``prep=``, it must be the prep's.""",
+    "workers": """\
+workers : int, optional
+    Run a call in this many parts at once, each a share of the chunks of directions on
+    a prep of its own, on cyad's threads without the GIL (a C function; a tape, but for
+    a gradient's one reverse sweep), every result bit for bit the serial one. Ctrl-C
+    stops the parts at their next chunk. A Python f on engine="dual" holds the GIL for
+    every evaluation: it runs serially.""",
     "engine_prepare": """\
 engine : str, optional
     The engine the prep runs on: ``"dual"`` (the default) or ``"tape"``; another

@@ -44,8 +44,9 @@ from cyad._layout cimport (lane_count, second_order_width, outer_lane, inner_lan
                            clear_lanes, put_lane, get_lane, put_basis, get_columns)
 from cyad._dual cimport new_dual, nested_tag, enter as enter_tag, leave as leave_tag
 from cyad._api cimport cyad_prep, cyad_entry_points
-from cyad._prep cimport (Prep, run_call, enter_nogil, release, PUSHFORWARD, DERIVATIVE,
-                         GRADIENT, JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
+from cyad._prep cimport (Prep, run_call, enter_nogil, release, part_chunks, cancelled,
+                         CANCELLED, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
+                         SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._wrapper cimport python_f64, python_f32, python2_f64, python2_f32, is_python_function
 from cyad._stacked import stacked
 from cyad._wrapper import constant_result
@@ -151,6 +152,26 @@ cdef void seed_first_chunk(dual_prep* p, const real* const* tangents) noexcept n
         put_tangents(p, tangents, count)
 
 
+# -- the directions a run computes: all, or a part's (workers=, cyad/_prep.pxd) ----------
+
+cdef inline void chunk_range(dual_prep* p, Py_ssize_t* start, Py_ssize_t* stop) noexcept nogil:
+    # the first-order directions [start, stop) of this run, in whole chunks
+    cdef Py_ssize_t first, last
+    part_chunks(&p.base, (p.directions + p.chunk - 1) // p.chunk, False, &first, &last)
+    start[0] = first * p.chunk
+    stop[0] = min(last * p.chunk, p.directions)
+
+
+cdef inline void outer_range(dual_prep* p, bint triangular, Py_ssize_t* start,
+                             Py_ssize_t* stop) noexcept nogil:
+    # second order: the outer directions [start, stop) of this run, in whole outer chunks
+    cdef Py_ssize_t first, last
+    part_chunks(&p.base, (p.outer_directions + p.outer_chunk - 1) // p.outer_chunk,
+                triangular, &first, &last)
+    start[0] = first * p.outer_chunk
+    stop[0] = min(last * p.outer_chunk, p.outer_directions)
+
+
 # -- the first-order engine -----------------------------------------------------------
 
 cdef inline int call(dual_prep* p, const real* x, const real* dx, real* y, real* dy) noexcept nogil:
@@ -183,11 +204,14 @@ cdef inline int run_pushforward(dual_prep* p, const real* x, const real* const* 
                                 real* y, real* value, real** outs) noexcept nogil:
     """outs[k] = J(x) @ tangents[k] for every direction k, a chunk per evaluation."""
     cdef bint in_place = y != NULL and p.directions <= p.chunk
-    cdef Py_ssize_t start = 0, count, k
+    cdef Py_ssize_t start, stop, count, k
     cdef real* yv = <real*>p.y
     cdef real* dy
     cdef const real* dx
     cdef int status
+    chunk_range(p, &start, &stop)
+    if start >= stop:
+        return 0
     if in_place and p.width == 1:
         # the classic call: one tangent, one evaluation, on the caller's own buffers. The
         # loop below does the same work; this straight path takes a nogil pushforward at
@@ -197,7 +221,9 @@ cdef inline int run_pushforward(dual_prep* p, const real* x, const real* const* 
         if status == 0 and value != NULL and value != y:
             memcpy(value, y, p.base.n_y * sizeof(real))
         return status
-    while start < p.directions:
+    while start < stop:
+        if cancelled(&p.base):
+            return CANCELLED
         count = min(p.chunk, p.directions - start)
         if p.pending and start == 0:
             dy = <real*>p.dy
@@ -239,10 +265,13 @@ cdef int run_jacobian(dual_prep* p, const real* x, real* y, real* value,
                       real* jacobian) noexcept nogil:
     """jacobian (n_y x n_x, row-major) of f at x, a chunk of columns per evaluation."""
     cdef bint in_place = y != NULL and p.directions <= p.chunk
-    cdef Py_ssize_t start = 0, count
+    cdef Py_ssize_t start, stop, count
     cdef real* yv = <real*>p.y
     cdef int status
-    while start < p.directions:
+    chunk_range(p, &start, &stop)
+    while start < stop:
+        if cancelled(&p.base):
+            return CANCELLED
         count = min(p.chunk, p.directions - start)
         status = evaluate_basis(p, x, y, in_place, start, count, &yv)
         if status != 0:
@@ -276,10 +305,13 @@ cdef int run_pullback(dual_prep* p, const real* x, const real* const* cotangents
     chunk of basis directions (columns of J) per evaluation, each chunk contracted with
     every cotangent as it comes, so that J is never held whole."""
     cdef bint in_place = y != NULL and p.directions <= p.chunk
-    cdef Py_ssize_t start = 0, count, c
+    cdef Py_ssize_t start, stop, count, c
     cdef real* yv = <real*>p.y
     cdef int status
-    while start < p.directions:
+    chunk_range(p, &start, &stop)
+    while start < stop:
+        if cancelled(&p.base):
+            return CANCELLED
         count = min(p.chunk, p.directions - start)
         status = evaluate_basis(p, x, y, in_place, start, count, &yv)
         if status != 0:
@@ -371,10 +403,13 @@ cdef int run_second_derivative(dual_prep* p, const real* x, real* y, real* value
 cdef int run_hvp(dual_prep* p, const real* x, const real* const* tangents, real* y,
                  real* first, real** products) noexcept nogil:
     """first = the gradient, products[k] = H @ tangents[k] (n_x each); first may be NULL."""
-    cdef Py_ssize_t outer_start = 0, outer_count, inner_start, inner_count, j, k
+    cdef Py_ssize_t outer_start, outer_stop, outer_count, inner_start, inner_count, j, k
     cdef real* dy = <real*>p.dy
     cdef int status
-    while outer_start < p.outer_directions:
+    outer_range(p, False, &outer_start, &outer_stop)
+    while outer_start < outer_stop:
+        if cancelled(&p.base):
+            return CANCELLED
         outer_count = min(p.outer_chunk, p.outer_directions - outer_start)
         inner_start = 0
         while inner_start < p.directions:
@@ -401,12 +436,16 @@ cdef int run_hessian(dual_prep* p, const real* x, real* y, real* value, real* fi
     """first = the gradient, hessian = H (n_x x n_x, row-major), for each chunk of outer
     basis directions from row r the inner ones from r on (the rest mirrored); first and
     value may be NULL."""
-    cdef Py_ssize_t outer_start = 0, outer_count, inner_start, inner_count, j, k, row, col
+    cdef Py_ssize_t outer_start, outer_stop, outer_count, inner_start, inner_count, j, k, row
+    cdef Py_ssize_t col
     cdef real* dy = <real*>p.dy
     cdef real c
     cdef const real* const* no_tangents = NULL
     cdef int status
-    while outer_start < p.outer_directions:
+    outer_range(p, True, &outer_start, &outer_stop)
+    while outer_start < outer_stop:
+        if cancelled(&p.base):
+            return CANCELLED
         outer_count = min(p.outer_chunk, p.outer_directions - outer_start)
         inner_start = outer_start
         while inner_start < p.directions:
@@ -726,6 +765,11 @@ cdef class DualEngine(Engine):
 
     cdef object declared_out_shape(self):
         return None if self.wrapper is None else self.wrapper.out_shape
+
+    cdef bint splits(self, Prep prep):
+        # a Python f holds the GIL for every evaluation: its parts would take turns
+        return (self.python is None and prep.family != DERIVATIVE
+                and prep.family != SECOND_DERIVATIVE)
 
     cdef discover(self, Prep prep, object x):
         """Evaluate the first chunk in Python to learn f's output; the engine then skips it.

@@ -27,86 +27,86 @@ _Outs = TypeVar("_Outs", bound=tuple[Any, ...])
 
 def prepare_pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike | _Batch, *, y: _Y = None,
-    chunk: _Chunk = None, engine: _Engine = None,
+    chunk: _Chunk = None, engine: _Engine = None, workers: int | None = None,
 ) -> Prep: ...
 @overload
 def pushforward(
     f: _Function, x: npt.ArrayLike, dx: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> tuple[_Array, ...]: ...
 @overload
 def pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> _Result: ...
 @overload
 def pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: _Out, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> _Out: ...
 @overload
 def value_and_pushforward(
     f: _Function, x: npt.ArrayLike, dx: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> tuple[_Result, tuple[_Array, ...]]: ...
 @overload
 def value_and_pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> tuple[_Result, _Result]: ...
 @overload
 def value_and_pushforward(
     f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike | _Batch, *, y: _Y = None,
     prep: Prep | None = None, out: _Outs, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> _Outs: ...
 
 # -- pullback (dy shaped like f(x); the results like x)
 
 def prepare_pullback(
     f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike | _Batch, *, y: _Y = None,
-    chunk: _Chunk = None, engine: _Engine = None,
+    chunk: _Chunk = None, engine: _Engine = None, workers: int | None = None,
 ) -> Prep: ...
 @overload
 def pullback(
     f: _Function, x: npt.ArrayLike, dy: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> tuple[_Array, ...]: ...
 @overload
 def pullback(
     f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> _Result: ...
 @overload
 def pullback(
     f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: _Out, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> _Out: ...
 @overload
 def value_and_pullback(
     f: _Function, x: npt.ArrayLike, dy: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> tuple[_Result, tuple[_Array, ...]]: ...
 @overload
 def value_and_pullback(
     f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> tuple[_Result, _Result]: ...
 @overload
 def value_and_pullback(
     f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike | _Batch, *, y: _Y = None,
     prep: Prep | None = None, out: _Outs, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> _Outs: ...
 
 # -- derivative (scalar x)
@@ -140,44 +140,44 @@ def value_and_derivative(
 
 def prepare_gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> Prep: ...
 def gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> _Array: ...
 @overload
 def value_and_gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
-    chunk: _Chunk = None, engine: _Engine = None,
+    chunk: _Chunk = None, engine: _Engine = None, workers: int | None = None,
 ) -> tuple[float, _Array]: ...
 @overload
 def value_and_gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
-    chunk: _Chunk = None, engine: _Engine = None,
+    chunk: _Chunk = None, engine: _Engine = None, workers: int | None = None,
 ) -> _Outs: ...
 
 # -- jacobian
 
 def prepare_jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> Prep: ...
 def jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> _Array: ...
 @overload
 def value_and_jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
-    chunk: _Chunk = None, engine: _Engine = None,
+    chunk: _Chunk = None, engine: _Engine = None, workers: int | None = None,
 ) -> tuple[_Result, _Array]: ...
 @overload
 def value_and_jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
-    chunk: _Chunk = None, engine: _Engine = None,
+    chunk: _Chunk = None, engine: _Engine = None, workers: int | None = None,
 ) -> _Outs: ...
 
 # -- second derivative (scalar x)
@@ -211,51 +211,51 @@ def value_derivative_and_second_derivative(
 
 def prepare_hvp(
     f: _Function, x: npt.ArrayLike, v: npt.ArrayLike | _Batch, *, y: _Y = None,
-    chunk: _Chunk = None, engine: _Engine = None,
+    chunk: _Chunk = None, engine: _Engine = None, workers: int | None = None,
 ) -> Prep: ...
 @overload
 def hvp(
     f: _Function, x: npt.ArrayLike, v: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> tuple[_Array, ...]: ...
 @overload
 def hvp(
     f: _Function, x: npt.ArrayLike, v: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> _Array: ...
 @overload
 def gradient_and_hvp(
     f: _Function, x: npt.ArrayLike, v: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], tuple[npt.NDArray[Any], ...]] | None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> tuple[_Array, tuple[_Array, ...]]: ...
 @overload
 def gradient_and_hvp(
     f: _Function, x: npt.ArrayLike, v: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> tuple[_Array, _Array]: ...
 
 # -- Hessian (scalar-valued f)
 
 def prepare_hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> Prep: ...
 def hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
-    engine: _Engine = None,
+    engine: _Engine = None, workers: int | None = None,
 ) -> _Array: ...
 @overload
 def value_gradient_and_hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
-    chunk: _Chunk = None, engine: _Engine = None,
+    chunk: _Chunk = None, engine: _Engine = None, workers: int | None = None,
 ) -> tuple[float, _Array, _Array]: ...
 @overload
 def value_gradient_and_hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
-    chunk: _Chunk = None, engine: _Engine = None,
+    chunk: _Chunk = None, engine: _Engine = None, workers: int | None = None,
 ) -> _Outs: ...

@@ -40,11 +40,11 @@ cdef inline bint _nests(object f, object prep, object engine) except -1:
 
 
 cdef Prep _prep(Family family, object f, object x, object dx, object y,
-                object prep, object chunk, object engine):
+                object prep, object chunk, object engine, object workers=None):
     # a new prep, or the given one checked against the call's form
     cdef Prep p
     if prep is None:
-        return _new_prep(family, f, x, dx, y, chunk, engine, True)
+        return _new_prep(family, f, x, dx, y, chunk, engine, True, workers)
     if not isinstance(prep, Prep):
         raise TypeError(f"cyad: prep must come from a prepare_* function, not "
                         f"{type(prep).__name__}")
@@ -55,21 +55,39 @@ cdef Prep _prep(Family family, object f, object x, object dx, object y,
     if engine is not None and engine != p.engine:
         engine_type(engine)     # an unknown name says so
         raise ValueError(f"cyad: engine={engine!r} differs from the prep's engine {p.engine!r}")
+    if workers is not None and _workers(workers) != p.workers:
+        raise ValueError(f"cyad: workers={workers} differs from the prep's workers {p.workers}")
     return p
 
 
+cdef int _workers(object workers) except -1:
+    # workers= of an operator or a prep: None or a positive int
+    if workers is None:
+        return 1
+    if callable(workers):
+        raise TypeError("cyad: an operator's workers= is a number of threads; a map-like "
+                        "(a pool's map, a Dask executor's) runs cyad.at_points' points")
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ValueError(f"cyad: workers= takes None or a positive int, not {workers!r}")
+    return int(workers)
+
+
 cdef Prep _new_prep(Family family, object f, object x, object dx, object y, object chunk,
-                    object engine, bint one_shot):
+                    object engine, bint one_shot, object workers=None):
     # the family's prep, made from the operator's arguments; `one_shot`: for one call
-    # (an operator called without prep=)
+    # (an operator called without prep=); `workers`: its calls' parts at once
     cdef Prep p
     cdef bint chosen = engine is None
+    cdef int k = _workers(workers)
     if chosen:
         engine = _default_engine(family, f, x, one_shot)
     p = _PREP_TYPES[family](f, x, dx, y, chunk, engine)
     # (a recorded function's tape is f's as recorded: no Python state is watched, and no
     # dual engine takes over)
     p.engine_state.chosen = chosen and not _recorded(f)
+    if k > 1:
+        p._set_workers(k, [_PREP_TYPES[family](f, x, dx, y, chunk, engine)
+                           for _ in range(k - 1)] if p.engine_state.splits(p) else [])
     return p
 
 
@@ -99,7 +117,7 @@ cdef str _default_engine(Family family, object f, object x, bint one_shot):
 
 # -- pushforward ---------------------------------------------------------------------
 
-def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None):
+def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None, workers=None):
     """Prepare `pushforward` and `value_and_pushforward` of f at inputs shaped like x.
 
     Parameters
@@ -112,6 +130,7 @@ def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None):
     %(y)s
     %(chunk_tangents)s
     %(engine_prepare)s
+    %(workers)s
 
     Returns
     -------
@@ -134,10 +153,10 @@ def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None):
     >>> out
     array([2., 4.])
     """
-    return _new_prep(PUSHFORWARD, f, x, dx, y, chunk, engine, False)
+    return _new_prep(PUSHFORWARD, f, x, dx, y, chunk, engine, False, workers)
 
 
-def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
     """The Jacobian-vector product J(x) @ dx, shaped like f(x).
 
     Parameters
@@ -155,6 +174,7 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=Non
         batch), written in place and returned.
     %(chunk_tangents)s
     %(engine)s
+    %(workers)s
 
     Returns
     -------
@@ -187,16 +207,17 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=Non
     """
     if _nests(f, prep, engine):
         return _nested.pushforward(f, x, dx, y, out, False)
-    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine)
+    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine, workers)
     return _scalar_result(p.call(f, x, dx, y, out, 0), out)
 
 
-def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None,
+                          workers=None):
     """f(x) and the Jacobian-vector product J(x) @ dx.
 
     Parameters
     ----------
-    f, x, dx, y, prep, chunk, engine
+    f, x, dx, y, prep, chunk, engine, workers
         As for `pushforward`.
     out : tuple, optional
         A pair ``(value_out, tangent_out)`` (``tangent_out`` a tuple for a batch), written in
@@ -225,13 +246,13 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, 
     """
     if _nests(f, prep, engine):
         return _nested.pushforward(f, x, dx, y, out, True)
-    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine)
+    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine, workers)
     return _scalar_tuple(p.call(f, x, dx, y, out, WITH_VALUE), out)
 
 
 # -- pullback ----------------------------------------------------------------------------
 
-def prepare_pullback(f, x, dy, *, y=None, chunk=None, engine=None):
+def prepare_pullback(f, x, dy, *, y=None, chunk=None, engine=None, workers=None):
     """Prepare `pullback` and `value_and_pullback` of f at inputs shaped like x.
 
     Parameters
@@ -244,6 +265,7 @@ def prepare_pullback(f, x, dy, *, y=None, chunk=None, engine=None):
     %(y)s
     %(chunk_pullback)s
     %(engine_prepare)s
+    %(workers)s
 
     Returns
     -------
@@ -266,10 +288,10 @@ def prepare_pullback(f, x, dy, *, y=None, chunk=None, engine=None):
     >>> out
     array([2., 4.])
     """
-    return _new_prep(PULLBACK, f, x, dy, y, chunk, engine, False)
+    return _new_prep(PULLBACK, f, x, dy, y, chunk, engine, False, workers)
 
 
-def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
     """The vector-Jacobian product dy @ J(x), shaped like x.
 
     ``engine="tape"`` is the engine made for it: reverse mode, one sweep of f's
@@ -293,6 +315,7 @@ def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None):
         written in place and returned.
     %(chunk_pullback)s
     %(engine)s
+    %(workers)s
 
     Returns
     -------
@@ -327,16 +350,17 @@ def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """
     if _nests(f, prep, engine):
         return _nested.pullback(f, x, dy, y, out, False)
-    cdef Prep p = _prep(PULLBACK, f, x, dy, y, prep, chunk, engine)
+    cdef Prep p = _prep(PULLBACK, f, x, dy, y, prep, chunk, engine, workers)
     return _scalar_result(p.call(f, x, dy, y, out, 0), out)
 
 
-def value_and_pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def value_and_pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None,
+                       workers=None):
     """f(x) and the vector-Jacobian product dy @ J(x).
 
     Parameters
     ----------
-    f, x, dy, y, prep, chunk, engine
+    f, x, dy, y, prep, chunk, engine, workers
         As for `pullback`.
     out : tuple, optional
         A pair ``(value_out, pullback_out)`` (``pullback_out`` a tuple for a batch),
@@ -365,7 +389,7 @@ def value_and_pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, eng
     """
     if _nests(f, prep, engine):
         return _nested.pullback(f, x, dy, y, out, True)
-    cdef Prep p = _prep(PULLBACK, f, x, dy, y, prep, chunk, engine)
+    cdef Prep p = _prep(PULLBACK, f, x, dy, y, prep, chunk, engine, workers)
     return _scalar_tuple(p.call(f, x, dy, y, out, WITH_VALUE), out)
 
 
@@ -489,7 +513,7 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engin
 
 # -- gradient --------------------------------------------------------------------------
 
-def prepare_gradient(f, x, *, y=None, chunk=None, engine=None):
+def prepare_gradient(f, x, *, y=None, chunk=None, engine=None, workers=None):
     """Prepare `gradient` and `value_and_gradient` of a scalar-valued f at inputs shaped like x.
 
     Parameters
@@ -499,6 +523,7 @@ def prepare_gradient(f, x, *, y=None, chunk=None, engine=None):
     %(y)s
     %(chunk_inputs)s
     %(engine_prepare)s
+    %(workers)s
 
     Returns
     -------
@@ -520,10 +545,10 @@ def prepare_gradient(f, x, *, y=None, chunk=None, engine=None):
     >>> cyad.gradient(f, np.array([1.0, 2.0, 3.0]), prep=prep, out=out)
     array([2., 4., 6.])
     """
-    return _new_prep(GRADIENT, f, x, None, y, chunk, engine, False)
+    return _new_prep(GRADIENT, f, x, None, y, chunk, engine, False, workers)
 
 
-def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
     """The gradient of a scalar-valued f, shaped like x.
 
     Parameters
@@ -536,6 +561,7 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
         Buffer of x's shape and dtype, written in place and returned.
     %(chunk_inputs)s
     %(engine)s
+    %(workers)s
 
     Returns
     -------
@@ -560,16 +586,16 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """
     if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, False, True)
-    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine)
+    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine, workers)
     return p.call(f, x, None, y, out, 0)
 
 
-def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
     """f(x) as a float, and the gradient of the scalar-valued f.
 
     Parameters
     ----------
-    f, x, y, prep, chunk, engine
+    f, x, y, prep, chunk, engine, workers
         As for `gradient`.
     out : tuple, optional
         A pair ``(value_out, gradient_out)`` with ``value_out`` a 0-d array, written in
@@ -598,13 +624,13 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
     """
     if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, True, True)
-    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine)
+    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine, workers)
     return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE), out)
 
 
 # -- jacobian --------------------------------------------------------------------------
 
-def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None):
+def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None, workers=None):
     """Prepare `jacobian` and `value_and_jacobian` of f at inputs shaped like x.
 
     Parameters
@@ -614,6 +640,7 @@ def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None):
     %(y)s
     %(chunk_inputs)s
     %(engine_prepare)s
+    %(workers)s
 
     Returns
     -------
@@ -634,10 +661,10 @@ def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None):
     array([[3., 0.],
            [0., 3.]])
     """
-    return _new_prep(JACOBIAN, f, x, None, y, chunk, engine, False)
+    return _new_prep(JACOBIAN, f, x, None, y, chunk, engine, False, workers)
 
 
-def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
     """The Jacobian of f at x, of shape ``f(x).shape + x.shape``.
 
     Parameters
@@ -650,6 +677,7 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
         Buffer of exactly the Jacobian's shape and dtype, written in place and returned.
     %(chunk_inputs)s
     %(engine)s
+    %(workers)s
 
     Returns
     -------
@@ -674,16 +702,16 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     """
     if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, False, False)
-    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine)
+    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine, workers)
     return p.call(f, x, None, y, out, 0)
 
 
-def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
     """f(x) and the Jacobian of f at x.
 
     Parameters
     ----------
-    f, x, y, prep, chunk, engine
+    f, x, y, prep, chunk, engine, workers
         As for `jacobian`.
     out : tuple, optional
         A pair ``(value_out, jacobian_out)``, written in place and returned.
@@ -714,7 +742,7 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
     """
     if _nests(f, prep, engine):
         return _nested.jacobian(f, x, y, out, True, False)
-    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine)
+    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine, workers)
     return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE), out)
 
 
@@ -843,7 +871,7 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
     return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE | WITH_FIRST), out)
 
 
-def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None):
+def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None, workers=None):
     """Prepare `hvp` and `gradient_and_hvp` of a scalar-valued f at inputs shaped like x.
 
     Parameters
@@ -855,6 +883,7 @@ def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None):
     %(y)s
     %(chunk_hvp)s
     %(engine_prepare)s
+    %(workers)s
 
     Returns
     -------
@@ -876,10 +905,10 @@ def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None):
     >>> cyad.hvp(f, x, v, prep=prep)
     array([ 6., 12.])
     """
-    return _new_prep(HVP, f, x, v, y, chunk, engine, False)
+    return _new_prep(HVP, f, x, v, y, chunk, engine, False, workers)
 
 
-def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
     """The Hessian-vector product H(x) @ v of a scalar-valued f, shaped like x.
 
     Parameters
@@ -897,6 +926,7 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None):
         returned.
     %(chunk_hvp)s
     %(engine)s
+    %(workers)s
 
     Returns
     -------
@@ -922,16 +952,17 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None):
     array([ 6., 12.])
     """
     _refuse_nesting("hvp")
-    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine)
+    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine, workers)
     return p.call(f, x, v, y, out, 0)
 
 
-def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None,
+                     workers=None):
     """The gradient of a scalar-valued f and the Hessian-vector product H(x) @ v.
 
     Parameters
     ----------
-    f, x, v, y, prep, chunk, engine
+    f, x, v, y, prep, chunk, engine, workers
         As for `hvp`.
     out : tuple, optional
         A pair ``(gradient_out, hvp_out)`` (``hvp_out`` a tuple for a batch), written in
@@ -960,11 +991,11 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine
     (array([ 3., 12.]), array([ 6., 12.]))
     """
     _refuse_nesting("gradient_and_hvp")
-    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine)
+    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine, workers)
     return p.call(f, x, v, y, out, WITH_FIRST)
 
 
-def prepare_hessian(f, x, *, y=None, chunk=None, engine=None):
+def prepare_hessian(f, x, *, y=None, chunk=None, engine=None, workers=None):
     """Prepare `hessian` and `value_gradient_and_hessian` of a scalar-valued f at inputs
     shaped like x.
 
@@ -975,6 +1006,7 @@ def prepare_hessian(f, x, *, y=None, chunk=None, engine=None):
     %(y)s
     %(chunk_hessian)s
     %(engine_prepare)s
+    %(workers)s
 
     Returns
     -------
@@ -998,10 +1030,10 @@ def prepare_hessian(f, x, *, y=None, chunk=None, engine=None):
     array([[4., 2.],
            [2., 0.]])
     """
-    return _new_prep(HESSIAN, f, x, None, y, chunk, engine, False)
+    return _new_prep(HESSIAN, f, x, None, y, chunk, engine, False, workers)
 
 
-def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
     """The Hessian of a scalar-valued f, of shape ``x.shape + x.shape``.
 
     Parameters
@@ -1016,6 +1048,7 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
         Buffer of exactly the Hessian's shape and dtype, written in place and returned.
     %(chunk_hessian)s
     %(engine)s
+    %(workers)s
 
     Returns
     -------
@@ -1041,16 +1074,17 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
            [2., 0.]])
     """
     _refuse_nesting("hessian")
-    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine)
+    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine, workers)
     return p.call(f, x, None, y, out, 0)
 
 
-def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None,
+                               workers=None):
     """f(x) as a float, the gradient and the Hessian of a scalar-valued f.
 
     Parameters
     ----------
-    f, x, y, prep, chunk, engine
+    f, x, y, prep, chunk, engine, workers
         As for `hessian`.
     out : tuple, optional
         A triple ``(value_out, gradient_out, hessian_out)`` with ``value_out`` a 0-d array,
@@ -1085,7 +1119,7 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None,
            [2., 0.]])
     """
     _refuse_nesting("value_gradient_and_hessian")
-    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine)
+    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine, workers)
     return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE | WITH_FIRST), out)
 
 

@@ -17,6 +17,7 @@
 #define CYAD_POOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef void (*cyad_task)(void *context, Py_ssize_t part);
 
@@ -60,13 +61,13 @@ static void cyad_run_parts(cyad_job *job) {
     }
 }
 
-static void *cyad_helper(void *unused) {
-    unsigned long seen;
+static void *cyad_helper(void *generation) {
+    /* the jobs posted before this helper was made: it joins those posted after, the one
+       being posted as it is made among them */
+    unsigned long seen = (unsigned long)(uintptr_t)generation;
     cyad_job *job;
-    (void)unused;
     cyad_pool_thread = 1;
     pthread_mutex_lock(&cyad_pool.lock);
-    seen = cyad_pool.posted;
     for (;;) {
         while (cyad_pool.posted == seen)
             pthread_cond_wait(&cyad_pool.wake, &cyad_pool.lock);
@@ -110,7 +111,8 @@ static int cyad_post(cyad_job *job, int helpers) {
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         while (cyad_pool.helpers < helpers
-               && pthread_create(&thread, &attr, cyad_helper, NULL) == 0)
+               && pthread_create(&thread, &attr, cyad_helper,
+                                 (void *)(uintptr_t)cyad_pool.posted) == 0)
             cyad_pool.helpers++;
         pthread_attr_destroy(&attr);
     }

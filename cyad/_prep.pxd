@@ -60,6 +60,56 @@ cdef struct prep_header:
     Py_ssize_t overlapping[2]  # after OVERLAPPING_OUTPUTS: the two spans that meet
     void* scratch              # copies of inputs that overlap an output, made when needed
     Py_ssize_t scratch_bytes
+    # workers= (see part_chunks): the part of a call this run computes, of `parts` (0 of
+    # 1: all of it), and where a watcher asks it to stop at its next chunk (NULL: never)
+    int part, parts
+    const int* cancel
+
+
+# -- a call in parts (workers=) ----------------------------------------------------------
+#
+# A prep made with workers=k runs a call as k parts at once, each on a prep of its own
+# (the prep's own for part 0), each the chunks of directions that part_chunks gives it,
+# in the order and the chunking of a serial run, so that every result is computed as a
+# serial run computes it. Part 0 always has a chunk: it writes f's value and y.
+
+# the status of a part stopped by its watcher (cyad/_threads.pyx, run_watched)
+cdef enum:
+    CANCELLED = -100
+
+
+cdef inline bint cancelled(const prep_header* h) noexcept nogil:
+    return h.cancel != NULL and h.cancel[0] != 0
+
+
+cdef inline void part_chunks(const prep_header* h, Py_ssize_t chunks, bint triangular,
+                             Py_ssize_t* first, Py_ssize_t* last) noexcept nogil:
+    """The chunks [first, last) of a run's `chunks` that this run computes: all of them, or
+    a part's contiguous share. `triangular`: chunk c costs chunks - c (a symmetric
+    Hessian's rows), and the shares are of equal cost."""
+    cdef Py_ssize_t parts = h.parts if h.parts < chunks else chunks, c, total, done
+    if h.parts <= 1:
+        first[0], last[0] = 0, chunks
+        return
+    if h.part >= parts:
+        first[0], last[0] = 0, 0
+        return
+    if not triangular:
+        first[0] = chunks * h.part // parts
+        last[0] = chunks * (h.part + 1) // parts
+        return
+    # the first chunk at which the cost done reaches part / parts of the total, and the
+    # next part's
+    total = chunks * (chunks + 1) // 2
+    first[0], last[0] = chunks, chunks
+    done = 0
+    for c in range(chunks):
+        if first[0] == chunks and done * parts >= total * h.part:
+            first[0] = c
+        if done * parts >= total * (h.part + 1):
+            last[0] = c
+            break
+        done += chunks - c
 
 
 # -- one call at a time ---------------------------------------------------------------
@@ -200,6 +250,8 @@ cdef class Engine:
     cdef finish(self, bint nest)
     cdef object python_error(self)
     cdef object declared_out_shape(self)
+    cdef bint splits(self, Prep prep)
+    cdef quiet(self)
 
 
 cdef class Prep:
@@ -227,6 +279,10 @@ cdef class Prep:
     cdef cnp.ndarray scalar_t          # a Python-number tangent, as an array
     cdef void** tangents               # per call: the tangents' data
     cdef void** outs                   # per call: the results' data
+    cdef readonly int workers          # workers=k: the parts a call runs in at once, or 1
+    cdef list part_preps               # the preps of parts 1 ... k - 1 (workers=k), or None
+    cdef list part_ys                  # their copies of y's incoming values (f(y, x))
+    cdef void* part_calls              # the parts' calls (part_call structs, _prep.pyx)
 
     # the family's answers
     cdef bint takes_tangents(self)
@@ -244,6 +300,8 @@ cdef class Prep:
 
     cdef check_form(self, Family family, object y)
     cdef object call(self, object f, object x, object v, object y, object out, int wanted)
+    cdef int run_parts(self, object x_array, const void* x, const void* const* tangents,
+                       void* y, void* value, void* first, bint nest) except? -1
     cdef object results(self, object out, bint batch, Py_ssize_t count)
     cdef tuple batch_results(self, object out, Py_ssize_t count)
     cdef bind(self, object f)

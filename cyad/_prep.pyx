@@ -51,6 +51,7 @@ from libc.string cimport memcpy
 from cyad._fused cimport real
 
 from cyad._api cimport PYTHON_ERROR, WRONG_CALL, OVERLAPPING_OUTPUTS, NO_MEMORY
+from cyad._threads cimport run_watched
 from cyad._dual import Dual as _DualType
 from cyad._wrapper import FunctionError, is_python_function
 from cyad._engines import engine_type
@@ -332,6 +333,34 @@ cdef class Engine:
     cdef object declared_out_shape(self):
         return None
 
+    cdef bint splits(self, Prep prep):
+        """Whether the prep's calls can run in parts at once (workers=): its chunks of
+        directions on preps of their own, without the GIL."""
+        return False
+
+    cdef quiet(self):
+        """Forget what the call that ran would warn of when it finishes (a part of a call
+        run in parts, beside part 0, which warns)."""
+        pass
+
+
+# -- calls in parts (workers=) -------------------------------------------------------------
+
+ctypedef struct part_call:
+    prep_header* h
+    const void* x
+    const void* const* tangents
+    void* y
+    void* value
+    void* first
+    void** results
+    int status
+
+
+cdef void run_part(void* context, Py_ssize_t part) noexcept nogil:
+    cdef part_call* c = (<part_call*>context) + part
+    c.status = c.h.run(c.h, c.x, c.tangents, c.y, c.value, c.first, c.results)
+
 
 # -- the base of every prep ---------------------------------------------------------------
 
@@ -402,10 +431,13 @@ cdef class Prep:
     def __cinit__(self):
         self.tangents = NULL
         self.outs = NULL
+        self.part_calls = NULL
+        self.workers = 1
 
     def __dealloc__(self):
         free(self.tangents)
         free(self.outs)
+        free(self.part_calls)
 
     def __init__(self, f, x, Py_ssize_t directions, y=None, chunk=None, engine=None):
         # directions: the tangents of a pushforward or hvp, the cotangents of a pullback,
@@ -569,7 +601,9 @@ cdef class Prep:
             vp = NULL if value is None else _data(value)
             fp = NULL if first is None else _data(first)
             status = protect_inputs(self.handle, &xp, &tp, yp, vp, fp, self.outs)
-            if status == 0 and self.without_gil:
+            if status == 0 and self.part_preps is not None:
+                status = self.run_parts(x, xp, tp, yp, vp, fp, nest)
+            elif status == 0 and self.without_gil:
                 with nogil:
                     status = self.handle.run(self.handle, xp, tp, yp, vp, fp, self.outs)
             elif status == 0:
@@ -586,6 +620,78 @@ cdef class Prep:
             return (value, first, main)
         finally:
             self.end(nest)
+
+    cdef int run_parts(self, object x_array, const void* x, const void* const* tangents,
+                       void* y, void* value, void* first, bint nest) except? -1:
+        """The call in self.workers parts at once, each on its prep (part 0 on this one):
+        the status of the first part that failed, or 0 (the others' errors dropped). The
+        caller waits without the GIL; Ctrl-C stops every part at its next chunk and raises
+        KeyboardInterrupt."""
+        cdef Py_ssize_t k, parts = len(self.part_preps) + 1
+        cdef part_call* calls = <part_call*>self.part_calls
+        cdef Prep part
+        cdef int cancel = 0
+        cdef list begun = []
+        try:
+            for k in range(1, parts):
+                part = <Prep>self.part_preps[k - 1]
+                part.bind(self.engine_state.bound)
+                part.begin(nest)
+                begun.append(part)
+                if part.out_shape is None:
+                    part.engine_state.discover(part, x_array)
+            if y != NULL and self.part_ys is None:
+                self.part_ys = [np.empty(self.out_shape, self.dtype) for _ in begun]
+            for k in range(parts):
+                part = self if k == 0 else <Prep>self.part_preps[k - 1]
+                calls[k].h = part.handle
+                calls[k].x = x
+                calls[k].tangents = tangents
+                calls[k].results = self.outs
+                # f's value, y's final values and a first-order result from part 0; the
+                # others read y's incoming values from copies
+                calls[k].y = y if k == 0 or y == NULL else _data(self.part_ys[k - 1])
+                calls[k].value = value if k == 0 else NULL
+                calls[k].first = first if k == 0 else NULL
+                calls[k].status = 0
+                if k > 0 and y != NULL:
+                    memcpy(calls[k].y, y, self.handle.y_bytes)
+                part.handle.part = <int>k
+                part.handle.parts = <int>parts
+                part.handle.cancel = &cancel
+            run_watched(run_part, calls, parts, <int>parts, &cancel)
+            failed = next((k for k in range(parts) if calls[k].status != 0), None)
+            if failed is None:
+                return 0
+            for k in range(1, parts):      # the errors of the parts not reported
+                if k != failed and calls[k].status != 0:
+                    (<Prep>self.part_preps[k - 1]).engine_state.python_error()
+            if failed > 0:   # its error is that part's prep's
+                (<Prep>self.part_preps[failed - 1]).raise_for(calls[failed].status)
+            return calls[0].status
+        finally:
+            self.handle.parts = 1
+            self.handle.cancel = NULL
+            for part in begun:
+                part.handle.parts = 1
+                part.handle.cancel = NULL
+                part.engine_state.quiet()
+                part.end(nest)
+
+    def _set_workers(self, int workers, list parts):
+        """Run calls in `workers` parts at once, parts 1 ... workers - 1 on `parts` (preps
+        of this one's signature, made for this), where the engine splits its calls; else
+        serially (a Python f on the dual engine holds the GIL for every evaluation)."""
+        cdef Prep part
+        self.workers = workers
+        if workers < 2 or not self.engine_state.splits(self):
+            return
+        for part in parts:
+            part.engine_state.chosen = self.engine_state.chosen
+        self.part_preps = parts
+        self.part_calls = malloc(workers * sizeof(part_call))
+        if self.part_calls == NULL:
+            raise MemoryError()
 
     cdef object results(self, object out, bint batch, Py_ssize_t count):
         """The main result's buffer (the caller's, checked, or a new one), or a batch's

@@ -69,8 +69,9 @@ from libc.string cimport memcmp, memcpy, memset
 
 from cyad._api cimport cyad_prep, cyad_entry_points, PYTHON_ERROR
 from cyad._fused cimport real
-from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, GRADIENT,
-                         JACOBIAN, SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
+from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, part_chunks,
+                         cancelled, CANCELLED, PUSHFORWARD, GRADIENT, JACOBIAN,
+                         SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._tape_replay cimport Replay, replay_run, clear_fp_flags, raised_fp_flags
 from cyad._threads cimport copy_bytes, same_bytes, replay_threads
 from cyad._wrapper cimport is_python_function, FunctionWrapper
@@ -153,7 +154,7 @@ cdef int run_tape(prep_header* h, const void* x, const void* const* tangents, vo
 cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, void* y,
                       void* value, void* first, void** results) noexcept nogil:
     cdef prep_header* h = &p.base
-    cdef Py_ssize_t start, count, k, lanes = p.lanes
+    cdef Py_ssize_t start, stop, first_chunk, last_chunk, count, k, lanes = p.lanes
     cdef Py_ssize_t n_x = h.n_x, item = p.item
     cdef int status
     cdef int threads = replay_threads()
@@ -166,6 +167,10 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     # (the replay's blocked runs may then cross the split)
     cdef bint at_once = (p.family != GRADIENT and p.family != PULLBACK and p.cache == NULL
                          and 0 < p.directions <= lanes and not held)
+    # the chunks of directions this run computes: all, or a part's (workers=)
+    part_chunks(h, (p.directions + lanes - 1) // lanes, False, &first_chunk, &last_chunk)
+    if first_chunk >= last_chunk and p.family != GRADIENT:
+        return 0
     for k in range(p.n_captured):
         if not same_bytes(p.captured[k].data, p.captured[k].copy, p.captured[k].nbytes,
                           threads):
@@ -189,8 +194,11 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
             return status
         copy_bytes(results[0], at(p, p.result_at), h.x_bytes, threads)
     else:
-        start = 0
-        while start < p.directions:
+        start = first_chunk * lanes
+        stop = min(last_chunk * lanes, p.directions)
+        while start < stop:
+            if cancelled(h):
+                return CANCELLED
             count = min(lanes, p.directions - start)
             if held:   # the seeds' own part ran on these tangents in the last call
                 status = replay_run(p.program, p.seeded_split, p.program.n_instr)
@@ -346,6 +354,9 @@ cdef int run_delegate(tape_prep* p, const void* x, const void* const* tangents, 
                       void* value, void* first, void** results) noexcept nogil:
     # the call on the dual engine's prep that a default tape handed f to
     cdef int status
+    # (a part of workers=: the same part of the delegate's directions)
+    p.delegate.part, p.delegate.parts = p.base.part, p.base.parts
+    p.delegate.cancel = p.base.cancel
     delegate_enters(p)
     status = p.delegate.run(p.delegate, x, tangents, y, value, first, results)
     delegate_leaves(p, status)
@@ -614,6 +625,13 @@ cdef class TapeEngine(Engine):
     cdef set_output(self, Prep prep, tuple shape):
         if self.out_shape is None:
             self.out_shape = shape
+
+    cdef bint splits(self, Prep prep):
+        # a gradient is one reverse sweep; the others' lanes run in chunks
+        return prep.family in (PUSHFORWARD, PULLBACK, JACOBIAN, HVP, HESSIAN)
+
+    cdef quiet(self):
+        self.state.value_flags = 0
 
     cdef object python_error(self):
         cdef object error = self.error

@@ -18,6 +18,7 @@ RECIPROCAL_SQUARED: frozenset[tuple[str, str]]
 SINE_SHIFTS: dict[tuple[str, str], int]
 BLOCK: int
 BLOCKED_BY: int
+PARALLEL_FROM: int
 
 @disjoint_base
 class Replay:

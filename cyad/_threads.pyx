@@ -15,8 +15,11 @@ part, runs in its caller, serially.
 """
 import os
 
-from cpython.exc cimport PyErr_CheckSignals
 from libc.string cimport memcmp, memcpy
+
+cdef extern from "Python.h":
+    # (not cpython.exc's, which raises at once: a watcher first stops its job's parts)
+    int PyErr_CheckSignals()
 
 cdef extern from "_pool.h" nogil:
     ctypedef void (*cyad_task)(void* context, Py_ssize_t part) noexcept nogil

@@ -201,7 +201,9 @@ def test_every_operator_docstring_is_filled_and_documents_engine(operator):
     # no fragment left unfilled: %(name)s, or a {key} field (a numpydoc choice set such as
     # {"csr", "csc"} is not one)
     assert "%(" not in doc and not re.search(r"\{\w+\}", doc.split("Examples")[0])
-    assert "\nengine : str, optional\n" in doc or ", engine\n" in doc
+    assert "\nengine : str, optional\n" in doc or re.search(r", engine(, workers)?\n", doc)
+    if "workers" in inspect.signature(operator).parameters:
+        assert "\nworkers : int, optional\n" in doc or ", engine, workers\n" in doc
 
 
 def test_a_nested_call_refuses_an_unknown_engine():
