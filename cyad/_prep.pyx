@@ -623,25 +623,24 @@ cdef class Prep:
 
     cdef int run_parts(self, object x_array, const void* x, const void* const* tangents,
                        void* y, void* value, void* first, bint nest) except? -1:
-        """The call in self.workers parts at once, each on its prep (part 0 on this one):
-        the status of the first part that failed, or 0 (the others' errors dropped). The
-        caller waits without the GIL; Ctrl-C stops every part at its next chunk and raises
-        KeyboardInterrupt."""
-        cdef Py_ssize_t k, parts = len(self.part_preps) + 1
+        """The call in parts at once, each on its prep (part 0 on this one): the status
+        of the first part that failed, or 0 (the others' errors dropped). The caller
+        waits without the GIL; Ctrl-C stops every part at its next chunk and raises
+        KeyboardInterrupt. Allocates nothing once the parts have learnt f's output."""
+        cdef Py_ssize_t k, failed = -1, begun = 0, parts = len(self.part_preps) + 1
         cdef part_call* calls = <part_call*>self.part_calls
         cdef Prep part
         cdef int cancel = 0
-        cdef list begun = []
         try:
             for k in range(1, parts):
                 part = <Prep>self.part_preps[k - 1]
                 part.bind(self.engine_state.bound)
                 part.begin(nest)
-                begun.append(part)
+                begun += 1
                 if part.out_shape is None:
                     part.engine_state.discover(part, x_array)
             if y != NULL and self.part_ys is None:
-                self.part_ys = [np.empty(self.out_shape, self.dtype) for _ in begun]
+                self.part_ys = [np.empty(self.out_shape, self.dtype) for _ in range(1, parts)]
             for k in range(parts):
                 part = self if k == 0 else <Prep>self.part_preps[k - 1]
                 calls[k].h = part.handle
@@ -660,19 +659,20 @@ cdef class Prep:
                 part.handle.parts = <int>parts
                 part.handle.cancel = &cancel
             run_watched(run_part, calls, parts, <int>parts, &cancel)
-            failed = next((k for k in range(parts) if calls[k].status != 0), None)
-            if failed is None:
-                return 0
-            for k in range(1, parts):      # the errors of the parts not reported
-                if k != failed and calls[k].status != 0:
-                    (<Prep>self.part_preps[k - 1]).engine_state.python_error()
+            for k in range(parts):
+                if calls[k].status != 0:
+                    if failed < 0:
+                        failed = k
+                    elif k > 0:    # an error not reported: dropped
+                        (<Prep>self.part_preps[k - 1]).engine_state.python_error()
             if failed > 0:   # its error is that part's prep's
                 (<Prep>self.part_preps[failed - 1]).raise_for(calls[failed].status)
             return calls[0].status
         finally:
             self.handle.parts = 1
             self.handle.cancel = NULL
-            for part in begun:
+            for k in range(begun):
+                part = <Prep>self.part_preps[k]
                 part.handle.parts = 1
                 part.handle.cancel = NULL
                 part.engine_state.quiet()

@@ -352,7 +352,7 @@ class SparseJacobianPrep(_SparsePrep):
     """
 
     def __init__(self, f, x, *, y=None, sparsity=None, coloring="auto",
-                 order="auto", engine=None, format="csr"):
+                 order="auto", engine=None, format="csr", workers=None):
         if coloring not in JACOBIAN_COLORINGS:
             raise ValueError(f"coloring is one of {JACOBIAN_COLORINGS}, not {coloring!r}")
         _checked_format(format)
@@ -394,11 +394,12 @@ class SparseJacobianPrep(_SparsePrep):
         parts = []
         self._forward = self._reverse = None
         if column_colors is not None and _colors(column_colors):
-            self._forward = _Products(True, f, x, column_colors, x, y, engine, self.out_shape)
+            self._forward = _Products(True, f, x, column_colors, x, y, engine, self.out_shape,
+                                      workers)
             parts.append((self._forward.compressed, forward, True))
         if row_colors is not None and _colors(row_colors):
             self._reverse = _Products(False, f, x, row_colors, np.empty(self.out_shape, x.dtype),
-                                      y, engine, x.shape)
+                                      y, engine, x.shape, workers)
             parts.append((self._reverse.compressed, reverse, False))
         if not parts:
             raise ValueError("the sparsity pattern has no nonzeros")
@@ -423,10 +424,10 @@ class _Products:
     """One prepared batch of products: pushforwards of seed columns (forward) or
     pullbacks of seed rows, into the rows of one compressed buffer."""
 
-    def __init__(self, forward, f, x, colors, like, y, engine, product_shape):
+    def __init__(self, forward, f, x, colors, like, y, engine, product_shape, workers):
         self.seeds = _seeds(colors, _colors(colors), like)
         prepare = _operators.prepare_pushforward if forward else _operators.prepare_pullback
-        self.prep = prepare(f, x, self.seeds, y=y, engine=engine)
+        self.prep = prepare(f, x, self.seeds, y=y, engine=engine, workers=workers)
         self.compressed = np.zeros((len(self.seeds),) + tuple(product_shape),
                                    dtype=self.prep.dtype)
         self.outs = tuple(self.compressed)
@@ -479,7 +480,7 @@ class SparseHessianPrep(_SparsePrep):
     """
 
     def __init__(self, f, x, *, y=None, sparsity=None, coloring="star", order="auto",
-                 engine="tape", format="csr"):
+                 engine="tape", format="csr", workers=None):
         if coloring not in HESSIAN_COLORINGS:
             raise ValueError(f"coloring is one of {HESSIAN_COLORINGS}, not {coloring!r}")
         _checked_format(format)
@@ -501,7 +502,8 @@ class SparseHessianPrep(_SparsePrep):
         self._x_scratch = None
         self._engine = engine
         self._seeds = _seeds(colors, k, x)
-        self._inner = _operators.prepare_hvp(f, x, self._seeds, y=y, engine=engine)
+        self._inner = _operators.prepare_hvp(f, x, self._seeds, y=y, engine=engine,
+                                             workers=workers)
         self._watch = _watch(self._inner, lambda: _GradientWatch(f, x, y), detect, pattern,
                              recorded, sparsity is not None)
         self._gradient_prep = None
@@ -525,7 +527,7 @@ class SparseHessianPrep(_SparsePrep):
 
 
 def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
-                            order="auto", engine=None, format="csr"):
+                            order="auto", engine=None, format="csr", workers=None):
     """Prepare `sparse_jacobian` and `value_and_sparse_jacobian` of f at inputs like x.
 
     Parameters
@@ -555,6 +557,8 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
         The engine of the products.
     format : {"csr", "csc", "coo"}, optional
         The format of the results.
+    workers : int, optional
+        The products in this many parts at once, as for `cyad.prepare_jacobian`.
 
     Returns
     -------
@@ -569,7 +573,7 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
     ('column', 2)
     """
     return SparseJacobianPrep(f, x, y=y, sparsity=sparsity, coloring=coloring, order=order,
-                              engine=engine, format=format)
+                              engine=engine, format=format, workers=workers)
 
 
 def _new_prep(prep_class, f, x, y, options):
@@ -668,7 +672,7 @@ def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
 
 
 def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, coloring="star", order="auto",
-                           engine="tape", format="csr"):
+                           engine="tape", format="csr", workers=None):
     """Prepare `sparse_hessian` and `value_gradient_and_sparse_hessian` of a scalar f.
 
     Parameters
@@ -697,6 +701,8 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, coloring="star", orde
         The engine of the Hessian-vector products (the tape by default).
     format : {"csr", "csc", "coo"}, optional
         The format of the results.
+    workers : int, optional
+        The products in this many parts at once, as for `cyad.prepare_hessian`.
 
     Returns
     -------
@@ -710,7 +716,7 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, coloring="star", orde
     3
     """
     return SparseHessianPrep(f, x, y=y, sparsity=sparsity, coloring=coloring, order=order,
-                             engine=engine, format=format)
+                             engine=engine, format=format, workers=workers)
 
 
 def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):

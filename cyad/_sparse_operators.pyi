@@ -27,18 +27,20 @@ class SparseJacobianPrep(_SparsePrep):
     out_shape: tuple[int, ...]
     def __init__(self, f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
                  sparsity: Any = None, coloring: str = "auto", order: str | tuple[str, ...] = "auto",
-                 engine: str | None = None, format: str = "csr") -> None: ...
+                 engine: str | None = None, format: str = "csr",
+                 workers: int | None = None) -> None: ...
 
 class SparseHessianPrep(_SparsePrep):
     def __init__(self, f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
                  sparsity: Any = None, coloring: str = "star",
                  order: str | tuple[str, ...] = "auto", engine: str | None = "tape",
-                 format: str = "csr") -> None: ...
+                 format: str = "csr", workers: int | None = None) -> None: ...
 
 def prepare_sparse_jacobian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
                             sparsity: Any = None, coloring: str = "auto",
                             order: str | tuple[str, ...] = "auto", engine: str | None = None,
-                            format: str = "csr") -> SparseJacobianPrep: ...
+                            format: str = "csr",
+                            workers: int | None = None) -> SparseJacobianPrep: ...
 def sparse_jacobian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
                     prep: SparseJacobianPrep | None = None, out: Any = None,
                     **options: Any) -> Any: ...
@@ -50,7 +52,8 @@ def value_and_sparse_jacobian(f: _Function, x: npt.ArrayLike, *,
 def prepare_sparse_hessian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
                            sparsity: Any = None, coloring: str = "star",
                            order: str | tuple[str, ...] = "auto", engine: str | None = "tape",
-                           format: str = "csr") -> SparseHessianPrep: ...
+                           format: str = "csr",
+                           workers: int | None = None) -> SparseHessianPrep: ...
 def sparse_hessian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
                    prep: SparseHessianPrep | None = None, out: Any = None,
                    **options: Any) -> Any: ...

@@ -65,7 +65,7 @@ from cpython.ref cimport PyObject, Py_XDECREF
 cdef extern from "Python.h":
     int PyException_SetTraceback(PyObject* ex, PyObject* tb)
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memcpy, memset
 
 from cyad._api cimport cyad_prep, cyad_entry_points, PYTHON_ERROR
 from cyad._fused cimport real

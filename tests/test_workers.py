@@ -227,3 +227,54 @@ def test_ctrl_c_stops_a_threaded_jacobian():
         timer.cancel()
     assert time.perf_counter() - start < 0.8
     assert_array_equal(cyad.jacobian(f, x, prep=prep), 2.0 * np.eye(64))
+
+
+def broyden(x):
+    y = (3.0 - 2.0 * x) * x + 1.0
+    y[1:] -= x[:-1]
+    y[:-1] -= 2.0 * x[1:]
+    return y
+
+
+def chained(x):
+    return np.sum((x[1:] - x[:-1] ** 2) ** 2) + np.sum(np.sin(x) ** 2)
+
+
+@pytest.mark.parametrize("engine", ["dual", "tape"])
+@pytest.mark.parametrize("coloring", ["column", "row", "bidirectional"])
+def test_sparse_jacobian_in_parts(coloring, engine):
+    x = np.linspace(-1.0, 1.0, 40)
+    f = broyden if engine == "tape" else cyad.record(broyden, x)
+    serial = cyad.sparse_jacobian(f, x, coloring=coloring, engine=engine)
+    prep = cyad.prepare_sparse_jacobian(f, x, coloring=coloring, engine=engine, workers=3)
+    parallel = cyad.sparse_jacobian(f, x, prep=prep)
+    assert_array_equal(parallel.toarray(), serial.toarray())
+    expected = np.diag(3.0 - 4.0 * x) - np.eye(40, k=-1) - 2.0 * np.eye(40, k=1)
+    assert_allclose(parallel.toarray(), expected, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("coloring", ["star", "acyclic"])
+def test_sparse_hessian_in_parts(coloring):
+    x = np.linspace(-1.0, 1.0, 30)
+    serial = cyad.sparse_hessian(chained, x, coloring=coloring)
+    prep = cyad.prepare_sparse_hessian(chained, x, coloring=coloring, workers=2)
+    parallel = cyad.sparse_hessian(chained, x, prep=prep)
+    assert_array_equal(parallel.toarray(), serial.toarray())
+    assert_allclose(parallel.toarray(), cyad.hessian(chained, x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["dual", "tape"])
+def test_a_call_in_parts_with_out_allocates_nothing(engine, allocations_per_call):
+    x = np.linspace(0.1, 1.0, 64)
+    f = cyad.record(PYTHON.F, x) if engine == "dual" else PYTHON.F
+    prep = cyad.prepare_jacobian(f, x, engine=engine, chunk=8, workers=2)
+    out = np.empty((64, 64))
+    cyad.jacobian(f, x, prep=prep, out=out)
+    if engine == "dual":
+        # a recorded function adds an arena the first time two parts run it at once
+        for _ in range(100_000):
+            if f.tape.programs[0][2] >= 2:
+                break
+            cyad.jacobian(f, x, prep=prep, out=out)
+        assert f.tape.programs[0][2] == 2
+    assert allocations_per_call(lambda: cyad.jacobian(f, x, prep=prep, out=out)) == 0
