@@ -22,6 +22,13 @@ prep fills it (install_entry_points) with its engine's function for each entry p
 it answers, in its dtype, and a refusal (WRONG_CALL) elsewhere, so that a call from
 Cython is one indirect call into the engine, which claims, protects and runs in one.
 
+Calls in parts (workers=k): a prep whose engine splits its calls (`Engine.splits`: a C
+function on the dual engine, a tape's chunked families) holds k - 1 more preps of its
+signature. A call protects its inputs once, then runs k parts at once on the pool of
+cyad/_threads.pyx, part j on prep j (0: this one), each the chunks part_chunks gives it
+(cyad/_prep.pxd), writing its own results; part 0 alone writes f's value, y and a
+first-order result, the others read y's incoming values from copies.
+
 Outputs that overlap inputs: like a NumPy ufunc given an overlapping out=, a call
 reads its inputs as they were when it started. An engine reads x and the tangents
 (or cotangents) in every evaluation and writes outputs after each, so every call of

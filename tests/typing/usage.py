@@ -98,6 +98,13 @@ is_python: bool = prep.is_python
 shape: tuple[int, ...] = prep.x_shape
 cyad.jacobian(rhs, u, y=y, prep=prep, out=jacobian_out, engine="dual")
 cyad.value_and_jacobian(rhs, u, y=y, prep=cyad.prepare_value_and_jacobian(rhs, u, y=y))
+
+# a call in parts on threads, and the replay's threads
+parts: int = cyad.prepare_hessian(objective, x, workers=2).workers
+cyad.jacobian(residual, x, workers=2)
+former: int = cyad.set_threads(2)
+cyad.set_threads(None)
+threads: int = cyad.get_threads()
 cyad.hessian(objective, x, prep=cyad.prepare_hessian(objective, x))
 chunk: int = cyad.default_chunk(100, 100)
 
@@ -193,3 +200,5 @@ def rejected(d: cyad.Dual) -> None:
     float(d)  # type: ignore[arg-type]
     pow(d, 2, 3)  # type: ignore[call-overload]
     cyad.at_points(cyad.gradient, objective, x, workers="2")  # type: ignore[arg-type]
+    cyad.jacobian(residual, x, workers="2")  # type: ignore[arg-type]
+    cyad.set_threads("2")  # type: ignore[arg-type]
