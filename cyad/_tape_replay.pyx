@@ -106,7 +106,7 @@ from cyad._rules cimport BinaryOp, unary_rule, unary_second, binary_rule, binary
 # (read by the generated dispatch, cyad/_tape_replay_rules.pxi.tp)
 from cyad._rules cimport UnaryOp  # no-cython-lint
 from cyad import _rule_table, _tape
-from cyad._threads cimport replay_threads, run_parallel
+from cyad._threads cimport replay_threads, run_parallel, copy_bytes
 
 cdef extern from "_vector_sine.h":
     # out[i] = sin(x[i] + shift * pi/2), and where out2 is not NULL, out2[i] = sin(x[i] +
@@ -832,9 +832,9 @@ cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t sta
         elif kind <= COPY:
             elementwise(row, arena)
         elif kind == GATHER:
-            gather(row, arena, replay.indices + row[P0])
+            gather(row, arena, replay.indices + row[P0], threads)
         elif kind == SCATTER_ADD:
-            scatter_add(row, arena, replay.indices + row[P0])
+            scatter_add(row, arena, replay.indices + row[P0], threads)
         elif kind == SUM_INNER:
             sum_inner(row, arena, threads)
         elif kind == MATMUL:
@@ -1330,7 +1330,8 @@ cdef void select_block(Py_ssize_t n, real* out, const real* c, bint c_full, cons
 
 # -- structural kinds ------------------------------------------------------------------
 
-cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept nogil:
+cdef void gather(const int64_t* row, real* arena, const int64_t* index,
+                 int threads) noexcept nogil:
     # out[l*m + i] = a[l*r + index[i]], 0 where index[i] < 0
     cdef Py_ssize_t m = row[P1], rows, r, line, i, first, step = row[P3]
     cdef Py_ssize_t lead = 0, count = m
@@ -1349,7 +1350,7 @@ cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept
         if row[P2]:
             memset(out, 0, lead * sizeof(real))
             if step == 1:
-                memcpy(out + lead, a + first, count * sizeof(real))
+                copy_bytes(out + lead, a + first, count * sizeof(real), threads)
             else:
                 a += first
                 for i in range(count):
@@ -1362,27 +1363,37 @@ cdef void gather(const int64_t* row, real* arena, const int64_t* index) noexcept
         out += m
 
 
-cdef void scatter_add(const int64_t* row, real* arena, const int64_t* index) noexcept nogil:
+cdef void scatter_add(const int64_t* row, real* arena, const int64_t* index,
+                      int threads) noexcept nogil:
     # out = 0; out[l*r + index[i]] += a[l*m + i], nothing where index[i] < 0
-    cdef Py_ssize_t m = row[P1], rows, r, line, i, step = row[P3]
+    cdef Py_ssize_t m = row[P1], rows, r, line, i, step = row[P3], first
     cdef Py_ssize_t lead = 0, count = m
     cdef real* out
     cdef const real* a = arena + row[A]
     cdef int64_t j
-    memset(arena + row[OUT], 0, row[OUT_SIZE] * sizeof(real))
+    cdef bint block
     if m == 0 or row[A_SIZE] == 0:
+        memset(arena + row[OUT], 0, row[OUT_SIZE] * sizeof(real))
         return
     if row[P2] == PADDED:
         lead, count = index[m], index[m + 1]
+    # a block of distinct targets in a row (a slice's transpose) is copied, and only the
+    # rest of its line cleared; any other scatter adds into a cleared output
+    block = row[P2] != 0 and step == 1 and count > 0
+    if not block:
+        memset(arena + row[OUT], 0, row[OUT_SIZE] * sizeof(real))
     rows = row[A_SIZE] // m
     r = row[OUT_SIZE] // rows
     for line in range(rows):
         out = arena + row[OUT] + line * r
         if row[P2]:
             # distinct targets: a strided copy of the indexed block
-            out += index[lead]
-            if step == 1:
-                memcpy(out, a + lead, count * sizeof(real))
+            first = index[lead]
+            out += first
+            if block:
+                memset(out - first, 0, first * sizeof(real))
+                copy_bytes(out, a + lead, count * sizeof(real), threads)
+                memset(out + count, 0, (r - first - count) * sizeof(real))
             else:
                 for i in range(count):
                     out[i * step] = a[lead + i]
