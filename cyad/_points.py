@@ -8,10 +8,11 @@ the rows of stacked outputs, so that serial, threaded and remote runs compute ev
 the same way, bit for bit.
 
 - `workers=None` or 1: one prep, one loop over all rows.
-- `workers=k`: k contiguous blocks of rows, each with a prep of its own, each looped over
-  on a thread of its own with the GIL released (threads overlap where the prep runs
-  without the GIL: a tape, or a C function). A Python f on the dual engine holds the GIL
-  for every evaluation, where threads would only take turns: it runs serially.
+- `workers=k`: k contiguous blocks of rows, each with a prep of its own, looped over at
+  once on cyad's threads with the GIL released (`run_blocks`: they overlap where the prep
+  runs without the GIL, a tape or a C function; Ctrl-C stops them). A Python f on the
+  dual engine holds the GIL for every evaluation, where threads would only take turns:
+  it runs serially.
 - `workers=map` (SciPy's protocol: `pool.map`, `client.get_executor().map`): blocks of
   rows are tasks `(payload, rows, tangents)`, the problem pickled once with cloudpickle;
   `run_task` runs one wherever the map sends it.
@@ -40,7 +41,7 @@ from collections import OrderedDict
 import numpy as np
 
 from cyad import _operators
-from cyad._points_loop import GRADIENT, HESSIAN, HVP, JACOBIAN, run_rows
+from cyad._points_loop import GRADIENT, HESSIAN, HVP, JACOBIAN, run_blocks, run_rows
 from cyad._wrapper import FunctionWrapper
 
 # operator name: (family, returns the value, returns the first derivative beside the main one)
@@ -92,8 +93,9 @@ class _Problem:
         main = {GRADIENT: x, JACOBIAN: y_shape + x, HESSIAN: x + x, HVP: x}[self.family]
         return y_shape, x, main
 
-    def run(self, prep, y_shape, z, v, value, first, main, start, stop):
-        """Rows start..stop of the outputs from the rows of z (and v) on one prep."""
+    def _rows(self, y_shape, dtype, with_first):
+        """x's elements, the rows of z-space results the loop keeps, and a block's scratch
+        arrays for them (first, main; None without per-point arguments)."""
         first_scratch = main_scratch = None
         kept = 1
         n_x = int(np.prod(self.x_shape, dtype=np.intp))
@@ -102,11 +104,24 @@ class _Problem:
             kept = {GRADIENT: 1, JACOBIAN: int(np.prod(y_shape, dtype=np.intp)),
                     HESSIAN: n_x, HVP: 1}[self.family]
             rows = width if self.family == HESSIAN else kept
-            main_scratch = np.empty((1, rows * width), z.dtype)
-            if first is not None:
-                first_scratch = np.empty((1, width), z.dtype)
+            main_scratch = np.empty((1, rows * width), dtype)
+            if with_first:
+                first_scratch = np.empty((1, width), dtype)
+        return n_x, kept, first_scratch, main_scratch
+
+    def run(self, prep, y_shape, z, v, value, first, main, start, stop):
+        """Rows start..stop of the outputs from the rows of z (and v) on one prep."""
+        n_x, kept, first_scratch, main_scratch = self._rows(y_shape, z.dtype,
+                                                            first is not None)
         run_rows(prep, self.family, z, v, value, first, main, first_scratch, main_scratch,
                  n_x, kept, start, stop)
+
+    def run_blocks(self, preps, y_shape, z, v, value, first, main, blocks):
+        """The rows of every block (start, stop) at once, block k on preps[k], on cyad's
+        threads."""
+        rows = [self._rows(y_shape, z.dtype, first is not None) for _ in blocks]
+        run_blocks(preps, self.family, z, v, value, first, main, [r[2] for r in rows],
+                   [r[3] for r in rows], rows[0][0], rows[0][1], blocks)
 
 
 def _float_dtype(a, what):
@@ -304,23 +319,7 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         if len(blocks) == 1:
             problem.run(taken[0][3], y_shape, z, v, *outputs, 0, m)
             return _results(outputs, out, problem)
-        errors = [None] * len(blocks)
-
-        def work(k):
-            try:
-                problem.run(taken[k][3], y_shape, z, v, *outputs, *blocks[k])
-            except BaseException as e:  # re-raised below, in the calling thread
-                errors[k] = e
-
-        threads = [threading.Thread(target=work, args=(k,)) for k in range(1, len(blocks))]
-        for t in threads:
-            t.start()
-        work(0)
-        for t in threads:
-            t.join()
-        for e in errors:
-            if e is not None:
-                raise e
+        problem.run_blocks([entry[3] for entry in taken], y_shape, z, v, *outputs, blocks)
         return _results(outputs, out, problem)
     finally:
         for entry in taken:

@@ -1,10 +1,12 @@
-"""The compiled loop behind cyad.at_points: one prep, a block of points, no GIL.
+"""The compiled loop behind cyad.at_points: a prep per block of points, no GIL.
 
 `run_rows` calls a prep's nogil entry point (cyad/_api.pxd) on every row of a block of
-points, writing each row's results into rows of the stacked outputs. The GIL is released
-for the whole block, so threads that each own a prep and a block run in parallel where the
-prep's engine runs without the GIL (a tape, a C function); a prep that calls a Python
-callable takes the GIL for each evaluation, and the threads take turns.
+points, writing each row's results into rows of the stacked outputs, with the GIL
+released for the whole block. `run_blocks` runs several blocks at once, each on a prep of
+its own, on cyad's threads (cyad/_threads.pyx): they run in parallel where the preps'
+engine runs without the GIL (a tape, a C function); a prep that calls a Python callable
+takes the GIL for each evaluation, and the blocks take turns. Ctrl-C stops the blocks at
+their next row.
 
 Points with per-point arguments are differentiated as one vector z = (x, arguments) (see
 cyad/_points.py): the entry point writes z-space results into scratch rows, of which the
@@ -21,6 +23,8 @@ from cyad._api cimport (cyad_prep, prep_handle, raise_status, gradient_nogil, ja
                         hessian_nogil, hvp_nogil)
 from cyad._fused cimport real
 from cyad._tape_engine cimport hold_python_state, release_python_state
+from cyad._threads cimport run_watched
+from libc.stdlib cimport malloc, free
 
 cnp.import_array()
 
@@ -51,7 +55,8 @@ cdef int run_block(real* tag, cyad_prep* p, int family, char* z, Py_ssize_t z_st
                    const char* v, Py_ssize_t v_step, char* value, Py_ssize_t value_step,
                    char* first, Py_ssize_t first_step, char* main, Py_ssize_t main_step,
                    real* first_scratch, real* main_scratch, Py_ssize_t n_x, Py_ssize_t width,
-                   Py_ssize_t kept, Py_ssize_t count, Py_ssize_t* failed) noexcept nogil:
+                   Py_ssize_t kept, Py_ssize_t count, Py_ssize_t* failed,
+                   const int* cancel) noexcept nogil:
     cdef Py_ssize_t i
     cdef int status = 0
     cdef real* x
@@ -59,6 +64,8 @@ cdef int run_block(real* tag, cyad_prep* p, int family, char* z, Py_ssize_t z_st
     cdef real* fst
     cdef real* res
     for i in range(count):
+        if cancel != NULL and cancel[0]:
+            return 0       # (the watcher raises KeyboardInterrupt)
         x = <real*>(z + i * z_step)
         val = <real*>(value + i * value_step) if value != NULL else NULL
         fst = <real*>(first + i * first_step) if first != NULL else NULL
@@ -115,11 +122,11 @@ def run_rows(prep, int family, cnp.ndarray z, object v, object value, object fir
             if single:
                 status = run_block(<float*>NULL, p, family, zp, zs, vp, vs, valp, vals, fp,
                                    fss, mp, ms_, <float*>fs, <float*>ms, n_x, width, kept,
-                                   stop - start, &failed)
+                                   stop - start, &failed, NULL)
             else:
                 status = run_block(<double*>NULL, p, family, zp, zs, vp, vs, valp, vals, fp,
                                    fss, mp, ms_, <double*>fs, <double*>ms, n_x, width, kept,
-                                   stop - start, &failed)
+                                   stop - start, &failed, NULL)
     finally:
         release_python_state(prep, held)
     if status:
@@ -128,4 +135,94 @@ def run_rows(prep, int family, cnp.ndarray z, object v, object value, object fir
         except BaseException as e:
             e.add_note(f"cyad.at_points: at point {start + failed}")
             raise
+    return None
+
+
+# -- several blocks at once ---------------------------------------------------------------
+
+ctypedef struct block_call:
+    cyad_prep* p
+    int family
+    bint single
+    char* z
+    Py_ssize_t z_step
+    const char* v
+    Py_ssize_t v_step
+    char* value
+    Py_ssize_t value_step
+    char* first
+    Py_ssize_t first_step
+    char* main
+    Py_ssize_t main_step
+    char* first_scratch
+    char* main_scratch
+    Py_ssize_t n_x, width, kept, count, failed
+    const int* cancel
+    int status
+
+
+cdef void run_block_task(void* context, Py_ssize_t part) noexcept nogil:
+    cdef block_call* c = (<block_call*>context) + part
+    if c.single:
+        c.status = run_block(<float*>NULL, c.p, c.family, c.z, c.z_step, c.v, c.v_step,
+                             c.value, c.value_step, c.first, c.first_step, c.main,
+                             c.main_step, <float*>c.first_scratch, <float*>c.main_scratch,
+                             c.n_x, c.width, c.kept, c.count, &c.failed, c.cancel)
+    else:
+        c.status = run_block(<double*>NULL, c.p, c.family, c.z, c.z_step, c.v, c.v_step,
+                             c.value, c.value_step, c.first, c.first_step, c.main,
+                             c.main_step, <double*>c.first_scratch, <double*>c.main_scratch,
+                             c.n_x, c.width, c.kept, c.count, &c.failed, c.cancel)
+
+
+def run_blocks(list preps, int family, cnp.ndarray z, object v, object value, object first,
+               cnp.ndarray main, list first_scratches, list main_scratches, Py_ssize_t n_x,
+               Py_ssize_t kept, list bounds):
+    """`run_rows` of every block (start, stop) of `bounds` at once, block k on preps[k]
+    (its scratch arrays first_scratches[k], main_scratches[k], or None), on cyad's threads.
+    Raises what the first failing block's prep reports, with a note naming the point."""
+    cdef Py_ssize_t k, blocks = len(bounds), start, stop
+    cdef int cancel = 0
+    cdef block_call* calls = <block_call*>malloc(blocks * sizeof(block_call))
+    cdef list held = []
+    if calls == NULL:
+        raise MemoryError()
+    try:
+        for k in range(blocks):
+            start, stop = bounds[k]
+            calls[k].p = prep_handle(preps[k])
+            calls[k].family = family
+            calls[k].single = z.dtype.num == cnp.NPY_FLOAT
+            calls[k].z = row_of(z, start)
+            calls[k].z_step = z.strides[0]
+            calls[k].v = row_of(v, start)
+            calls[k].v_step = 0 if v is None else (<cnp.ndarray>v).strides[0]
+            calls[k].value = row_of(value, start)
+            calls[k].value_step = 0 if value is None else (<cnp.ndarray>value).strides[0]
+            calls[k].first = row_of(first, start)
+            calls[k].first_step = 0 if first is None else (<cnp.ndarray>first).strides[0]
+            calls[k].main = row_of(main, start)
+            calls[k].main_step = main.strides[0]
+            calls[k].first_scratch = row_of(first_scratches[k], 0)
+            calls[k].main_scratch = row_of(main_scratches[k], 0)
+            calls[k].n_x = n_x
+            calls[k].width = z.shape[1] if z.ndim > 1 else 1
+            calls[k].kept = kept
+            calls[k].count = stop - start
+            calls[k].failed = -1
+            calls[k].cancel = &cancel
+            calls[k].status = 0
+            held.append(hold_python_state(preps[k]))
+        run_watched(run_block_task, calls, blocks, <int>blocks, &cancel)
+        for k in range(blocks):
+            if calls[k].status:
+                try:
+                    raise_status(preps[k], calls[k].status)
+                except BaseException as e:
+                    e.add_note(f"cyad.at_points: at point {bounds[k][0] + calls[k].failed}")
+                    raise
+    finally:
+        for k in range(len(held)):
+            release_python_state(preps[k], held[k])
+        free(calls)
     return None

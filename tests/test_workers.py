@@ -196,8 +196,9 @@ def test_an_exception_in_f_in_a_part_keeps_its_traceback():
     assert_allclose(cyad.jacobian(f, X, prep=prep), expected, rtol=1e-13)
 
 
-def slow_function(seconds):
-    """F(x) = 2x as a ctypes C function that sleeps `seconds` in every evaluation."""
+def slow_function(seconds, n=64):
+    """F(x) = 2x (n elements) as a ctypes C function that sleeps `seconds` in every
+    evaluation."""
     @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_double),
                       ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
                       ctypes.POINTER(ctypes.c_double), ctypes.c_ssize_t, ctypes.c_ssize_t,
@@ -208,7 +209,7 @@ def slow_function(seconds):
         np.ctypeslib.as_array(dy, (n_y, width))[:] = 2.0 * np.ctypeslib.as_array(
             dx, (n_x, width))
         return 0
-    return cyad.FunctionWrapper(f, out_shape=(64,))
+    return cyad.FunctionWrapper(f, out_shape=(n,))
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
@@ -227,6 +228,26 @@ def test_ctrl_c_stops_a_threaded_jacobian():
         timer.cancel()
     assert time.perf_counter() - start < 0.8
     assert_array_equal(cyad.jacobian(f, x, prep=prep), 2.0 * np.eye(64))
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
+                    reason="a SIGINT sent to this process")
+def test_ctrl_c_stops_points_on_threads():
+    points = np.ones((64, 2))
+    f = slow_function(0.05, 2)   # a row's Jacobian in one evaluation: 1.6 s on 2 threads
+    # (after the blocks' preps are made: a ctypes callback running on this thread when the
+    # signal comes would swallow the KeyboardInterrupt)
+    timer = threading.Timer(0.4, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            cyad.at_points(cyad.jacobian, f, points, workers=2)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - start < 1.1
+    assert_array_equal(cyad.at_points(cyad.jacobian, f, points[:4], workers=2),
+                       np.broadcast_to(2.0 * np.eye(2), (4, 2, 2)))
 
 
 def broyden(x):
