@@ -766,9 +766,11 @@ cdef class Prep:
     def __repr__(self):
         form = "f(y, x)" if self.two_argument else "f(x)"
         kind = "a Python callable" if self.is_python else "a C function"
+        parts = ("" if self.part_preps is None
+                 else f", in {len(self.part_preps) + 1} parts at once")
         return (f"<cyad prep for {_FAMILY_NAMES[self.family]} of {form}, {kind}: x {self.x_shape} "
                 f"{self.dtype}, {self.directions} directions in chunks of {self.chunk} "
-                f"({self.width} lanes), {self.evaluations} evaluation(s) per call>")
+                f"({self.width} lanes), {self.evaluations} evaluation(s) per call{parts}>")
 
     @property
     def n_x(self):
