@@ -820,7 +820,10 @@ cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t sta
                 continue
         kind = row[KIND]
         if threads > 1 and kind <= COPY and n >= _PARALLEL_FROM and full_or_single(row):
-            split_elementwise(replay, s, s + 1, (n + threads - 1) // threads, threads)
+            # (parts of 64 elements' multiples: each starts on a 64-byte boundary as the
+            # slot does, so that a SIMD loop treats every element as in the whole run)
+            split_elementwise(replay, s, s + 1, ((n + threads - 1) // threads + 63) // 64 * 64,
+                              threads)
         elif kind <= UNARY_D2 and row[P0]:
             numpy_unary(row, arena, replay.ufunc_loops + row[P0] - 1)
         elif kind <= UNARY_D2 and row[P2]:
