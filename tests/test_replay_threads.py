@@ -138,3 +138,41 @@ def test_set_threads(threads):
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="positive int"):
             cyad.set_threads(bad)
+
+
+def selecting(x):
+    # comparisons, selections, clips, a broadcast row and a scalar: elementwise kinds
+    # beside the arithmetic, over more elements than the split's threshold
+    y = np.where(x > 0.2, np.sqrt(np.abs(x)) * x, np.expm1(x) - 0.5 * x**2)
+    z = np.maximum(y, -0.3) + np.minimum(np.cos(x), 0.5) * x.reshape(-1, 4)[:, :1].repeat(
+        4, axis=1).ravel()
+    return np.sum(np.clip(z, -1.0, 1.0) ** 2) + np.sum(np.tanh(x) * 1.5)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_selections_and_broadcasts_are_the_serial_ones(dtype):
+    n = 4 * (PARALLEL_FROM + 3)
+    x = np.random.default_rng(5).uniform(-1.0, 1.0, n).astype(dtype)
+    v = np.random.default_rng(6).uniform(-1.0, 1.0, n).astype(dtype)
+    grad = cyad.prepare_gradient(selecting, x, engine="tape")
+    hvp = cyad.prepare_hvp(selecting, x, v, engine="tape")
+    gradients = by_threads(lambda: cyad.gradient(selecting, x, prep=grad))
+    products = by_threads(lambda: cyad.hvp(selecting, x, v, prep=hvp))
+    for g, p in zip(gradients[1:], products[1:]):
+        assert_array_equal(g, gradients[0])
+        assert_array_equal(p, products[0])
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    def jax_selecting(x):
+        y = jnp.where(x > 0.2, jnp.sqrt(jnp.abs(x)) * x, jnp.expm1(x) - 0.5 * x**2)
+        z = jnp.maximum(y, -0.3) + jnp.minimum(jnp.cos(x), 0.5) * jnp.repeat(
+            x.reshape(-1, 4)[:, :1], 4, axis=1).ravel()
+        return jnp.sum(jnp.clip(z, -1.0, 1.0) ** 2) + jnp.sum(jnp.tanh(x) * 1.5)
+
+    x64, v64 = jnp.asarray(x, jnp.float64), jnp.asarray(v, jnp.float64)
+    rtol = 1e-10 if dtype == np.float64 else 2e-3
+    assert_allclose(gradients[0], jax.grad(jax_selecting)(x64), rtol=rtol, atol=rtol)
+    expected = jax.jvp(jax.grad(jax_selecting), (x64,), (v64,))[1]
+    assert_allclose(products[0], expected, rtol=rtol, atol=rtol * 10)
