@@ -64,12 +64,15 @@ engine : str, optional
     on dual numbers) or ``"tape"`` (f traced once, its derivative tape replayed);
     another name raises ValueError. With ``prep=``, it must be the prep's.""",
     "workers": """\
-workers : int, optional
+workers : int or map-like, optional
     Run a call in this many parts at once, each a share of the chunks of directions on
     a prep of its own, on cyad's threads without the GIL (a C function; a tape, but for
     a gradient's one reverse sweep), every result bit for bit the serial one. Ctrl-C
     stops the parts at their next chunk. A Python f on engine="dual" holds the GIL for
-    every evaluation: it runs serially.""",
+    every evaluation: it runs serially. A map-like ``map(func, iterable)``
+    (``ThreadPoolExecutor().map``, ``multiprocessing.Pool().map``, a Dask client's
+    ``get_executor().map``) runs the parts as tasks, one per CPU, f shipped with
+    cloudpickle.""",
     "engine_prepare": """\
 engine : str, optional
     The engine the prep runs on: ``"dual"`` (the default) or ``"tape"``; another

@@ -55,18 +55,17 @@ cdef Prep _prep(Family family, object f, object x, object dx, object y,
     if engine is not None and engine != p.engine:
         engine_type(engine)     # an unknown name says so
         raise ValueError(f"cyad: engine={engine!r} differs from the prep's engine {p.engine!r}")
-    if workers is not None and _workers(workers) != p.workers:
-        raise ValueError(f"cyad: workers={workers} differs from the prep's workers {p.workers}")
+    if workers is not None and (workers is not p.workers_map if callable(workers)
+                                else p.workers_map is not None or _workers(workers) != p.workers):
+        raise ValueError(f"cyad: workers={workers!r} differs from the prep's workers "
+                         f"{p.workers if p.workers_map is None else p.workers_map!r}")
     return p
 
 
 cdef int _workers(object workers) except -1:
-    # workers= of an operator or a prep: None or a positive int
-    if workers is None:
+    # workers= of an operator or a prep: None, a positive int (a map-like: 1)
+    if workers is None or callable(workers):
         return 1
-    if callable(workers):
-        raise TypeError("cyad: an operator's workers= is a number of threads; a map-like "
-                        "(a pool's map, a Dask executor's) runs cyad.at_points' points")
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
         raise ValueError(f"cyad: workers= takes None or a positive int, not {workers!r}")
     return int(workers)
@@ -88,6 +87,8 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
     if k > 1:
         p._set_workers(k, [_PREP_TYPES[family](f, x, dx, y, chunk, engine)
                            for _ in range(k - 1)] if p.engine_state.splits(p) else [])
+    elif callable(workers):
+        p._set_map(workers, chunk, None if chosen else engine)
     return p
 
 

@@ -280,6 +280,8 @@ cdef class Prep:
     cdef void** tangents               # per call: the tangents' data
     cdef void** outs                   # per call: the results' data
     cdef readonly int workers          # workers=k: the parts a call runs in at once, or 1
+    cdef readonly object workers_map   # workers=map: a map-like running parts as tasks
+    cdef readonly object map_options   # and the chunk and engine given with it
     cdef list part_preps               # the preps of parts 1 ... k - 1 (workers=k), or None
     cdef list part_ys                  # their copies of y's incoming values (f(y, x))
     cdef void* part_calls              # the parts' calls (part_call structs, _prep.pyx)

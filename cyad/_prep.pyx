@@ -573,6 +573,9 @@ cdef class Prep:
         cdef void* yp
         cdef void* vp
         cdef void* fp
+        if self.workers_map is not None:
+            from cyad import _parts_map
+            return _parts_map.call(self, f, x, v, y, out, wanted)
         self.begin(nest)
         try:
             self.bind(f)
@@ -699,6 +702,27 @@ cdef class Prep:
         self.part_calls = malloc(workers * sizeof(part_call))
         if self.part_calls == NULL:
             raise MemoryError()
+
+    def _set_map(self, workers_map, chunk, engine):
+        """Run calls as parts, each a task of the map-like `workers_map` (cyad/_parts_map.py),
+        on preps made with `chunk` and `engine` as given (None: cyad's choice), where the
+        engine splits its calls; else serially."""
+        if self.engine_state.splits(self):
+            self.workers_map = workers_map
+            self.map_options = (chunk, engine)
+
+    def _call_part(self, f, x, v, y, out, int wanted, int part, int parts):
+        """Part `part` of `parts` of a call (a map-like's task): the operator's call, of
+        which only that part's chunks of directions are computed (part 0 writes f's value,
+        y and a first-order result; the others leave every result they do not compute as
+        they found it)."""
+        self.handle.part = part
+        self.handle.parts = parts
+        try:
+            return self.call(f, x, v, y, out, wanted)
+        finally:
+            self.handle.part = 0
+            self.handle.parts = 1
 
     cdef object results(self, object out, bint batch, Py_ssize_t count):
         """The main result's buffer (the caller's, checked, or a new one), or a batch's

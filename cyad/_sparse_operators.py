@@ -557,8 +557,8 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
         The engine of the products.
     format : {"csr", "csc", "coo"}, optional
         The format of the results.
-    workers : int, optional
-        The products in this many parts at once, as for `cyad.prepare_jacobian`.
+    workers : int or map-like, optional
+        The products in parts at once, as for `cyad.prepare_jacobian`.
 
     Returns
     -------
@@ -701,8 +701,8 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, coloring="star", orde
         The engine of the Hessian-vector products (the tape by default).
     format : {"csr", "csc", "coo"}, optional
         The format of the results.
-    workers : int, optional
-        The products in this many parts at once, as for `cyad.prepare_hessian`.
+    workers : int or map-like, optional
+        The products in parts at once, as for `cyad.prepare_hessian`.
 
     Returns
     -------

@@ -114,3 +114,17 @@ def test_a_worker_lost_beyond_the_allowed_failures_is_a_clear_error(tmp_path):
         f = functools.partial(dies_once, marker=marker)
         with pytest.raises(distributed.KilledWorker):
             cyad.dask.gradient(f, da.from_array(points, chunks=4)).compute()
+
+
+def test_a_jacobian_and_a_hessian_in_parts_on_the_clients_executor(client):
+    x = np.linspace(-0.8, 0.9, 7)
+    with client.get_executor() as executor:
+        jacobian = cyad.prepare_jacobian(vector, x[:3], engine="tape", chunk=1,
+                                         workers=executor.map)
+        hessian = cyad.prepare_hessian(scalar, x, engine="tape", chunk=2, workers=executor.map)
+        got = (cyad.jacobian(vector, x[:3], prep=jacobian),
+               *cyad.value_gradient_and_hessian(scalar, x, prep=hessian))
+    want = (cyad.jacobian(vector, x[:3], engine="tape", chunk=1),
+            *cyad.value_gradient_and_hessian(scalar, x, engine="tape", chunk=2))
+    for g, w in zip(got, want):
+        assert_array_equal(g, w)

@@ -203,7 +203,7 @@ def test_every_operator_docstring_is_filled_and_documents_engine(operator):
     assert "%(" not in doc and not re.search(r"\{\w+\}", doc.split("Examples")[0])
     assert "\nengine : str, optional\n" in doc or re.search(r", engine(, workers)?\n", doc)
     if "workers" in inspect.signature(operator).parameters:
-        assert "\nworkers : int, optional\n" in doc or ", engine, workers\n" in doc
+        assert "\nworkers : int or map-like, optional\n" in doc or ", engine, workers\n" in doc
 
 
 def test_a_nested_call_refuses_an_unknown_engine():

@@ -152,8 +152,11 @@ def test_workers_are_checked():
     for bad in (0, -2, 1.5, True, "2"):
         with pytest.raises(ValueError, match="positive int"):
             cyad.prepare_jacobian(C.F, X, workers=bad)
-    with pytest.raises(TypeError, match="at_points"):
-        cyad.prepare_hessian(C.g, X, workers=map)
+    with pytest.raises(ValueError, match="differs from the prep's workers"):
+        cyad.jacobian(C.F, X, prep=prep, workers=map)
+    pytest.importorskip("cloudpickle")
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        cyad.hessian(C.g, X, workers=map)
 
 
 def failing_on_late_directions(status):
@@ -302,3 +305,86 @@ def test_a_call_in_parts_with_out_allocates_nothing(engine, allocations_per_call
             cyad.jacobian(f, x, prep=prep, out=out)
         assert f.tape.programs[0][2] == 2
     assert allocations_per_call(lambda: cyad.jacobian(f, x, prep=prep, out=out)) == 0
+
+
+# -- a map-like: parts as tasks ------------------------------------------------------------
+
+def fork_pool():
+    import multiprocessing
+    return multiprocessing.get_context("fork").Pool(2)
+
+
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_a_map_like_runs_the_parts_as_tasks(pool):
+    pytest.importorskip("cloudpickle")
+    from concurrent.futures import ThreadPoolExecutor
+    from points_functions import scalar, vector
+    x = np.linspace(-0.8, 0.9, 6)
+    v = tuple(np.cos(np.arange(6) + k) for k in range(3))
+    with (ThreadPoolExecutor(2) if pool == "threads" else fork_pool()) as executor:
+        workers = executor.map
+        cases = [
+            (cyad.jacobian, cyad.prepare_jacobian, vector, (), {"chunk": 1}),
+            (cyad.value_and_jacobian, cyad.prepare_jacobian, vector, (), {"chunk": 1}),
+            (cyad.value_gradient_and_hessian, cyad.prepare_hessian, scalar, (), {"chunk": 2}),
+            (cyad.gradient_and_hvp, cyad.prepare_hvp, scalar, (v,), {"chunk": 1}),
+            (cyad.pushforward, cyad.prepare_pushforward, vector, (v,), {"chunk": 1}),
+            (cyad.pullback, cyad.prepare_pullback, vector,
+             (tuple(t[:4] for t in v),), {"chunk": 1}),
+        ]
+        for operator, prepare, f, args, options in cases:
+            prep = prepare(f, x, *args, engine="tape", workers=workers, **options)
+            assert prep.workers_map is workers
+            got = operator(f, x, *args, prep=prep)
+            want = operator(f, x, *args, engine="tape", **options)
+            for g, w in zip(as_tuple(got), as_tuple(want)):
+                for a, b in zip(as_tuple(g), as_tuple(w)):
+                    assert_array_equal(a, b)
+        # cyad's default engine for a Hessian: a tape watching f's Python state, in every task
+        prep = cyad.prepare_hessian(scalar, x, chunk=2, workers=workers)
+        serial = cyad.prepare_hessian(scalar, x, chunk=2)
+        for g, w in zip(cyad.value_gradient_and_hessian(scalar, x, prep=prep),
+                        cyad.value_gradient_and_hessian(scalar, x, prep=serial)):
+            assert_array_equal(g, w)
+        # out= and f(y, x) reading y
+        prep = cyad.prepare_jacobian(PYTHON.F_in_place, X, y=np.ones(N), engine="tape",
+                                     chunk=2, workers=workers)
+        y, out = np.ones(N), np.empty((N, N))
+        assert cyad.jacobian(PYTHON.F_in_place, X, y=y, prep=prep, out=out) is out
+        assert_allclose(out, F_jacobian(X), rtol=1e-13, atol=1e-13)
+        assert_allclose(y, 1.0 + F_value(X), rtol=1e-13)
+
+
+def test_sparse_products_on_a_map_like():
+    pytest.importorskip("cloudpickle")
+    from concurrent.futures import ThreadPoolExecutor
+    x = np.linspace(-1.0, 1.0, 40)
+    with ThreadPoolExecutor(2) as pool:
+        jacobian = cyad.prepare_sparse_jacobian(broyden, x, coloring="bidirectional",
+                                                engine="tape", workers=pool.map)
+        hessian = cyad.prepare_sparse_hessian(chained, x, workers=pool.map)
+        got = (cyad.sparse_jacobian(broyden, x, prep=jacobian),
+               cyad.sparse_hessian(chained, x, prep=hessian))
+    want = (cyad.sparse_jacobian(broyden, x, coloring="bidirectional", engine="tape"),
+            cyad.sparse_hessian(chained, x))
+    for g, w in zip(got, want):
+        assert_array_equal(g.toarray(), w.toarray())
+
+
+def test_a_map_losing_an_entry_or_a_task_is_an_error():
+    pytest.importorskip("cloudpickle")
+
+    def dropping(func, tasks):   # a map whose second task came back as never run
+        answers = [func(t) for t in tasks]
+        value, first, main, y = answers[-1]
+        main[...] = np.nan     # (computed entries overwritten: written by none)
+        main.view(np.uint64)[...] = np.uint64(0x7FF4C0DED0D0CAFE)
+        return answers
+
+    prep = cyad.prepare_jacobian(PYTHON.F, X, engine="tape", chunk=1, workers=dropping)
+    with pytest.raises(RuntimeError, match="by none"):
+        cyad.jacobian(PYTHON.F, X, prep=prep)
+    prep = cyad.prepare_jacobian(PYTHON.F, X, engine="tape", chunk=1,
+                                 workers=lambda func, tasks: [func(t) for t in tasks][:1])
+    with pytest.raises(RuntimeError, match="answered 1 of"):
+        cyad.jacobian(PYTHON.F, X, prep=prep)
