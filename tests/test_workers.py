@@ -309,9 +309,11 @@ def test_a_call_in_parts_with_out_allocates_nothing(engine, allocations_per_call
 
 # -- a map-like: parts as tasks ------------------------------------------------------------
 
-def fork_pool():
+def process_pool():
+    # spawned: forking a process whose JAX (a reference of other tests) runs threads may
+    # deadlock
     import multiprocessing
-    return multiprocessing.get_context("fork").Pool(2)
+    return multiprocessing.get_context("spawn").Pool(2)
 
 
 @pytest.mark.parametrize("pool", ["threads", "processes"])
@@ -321,7 +323,7 @@ def test_a_map_like_runs_the_parts_as_tasks(pool):
     from points_functions import scalar, vector
     x = np.linspace(-0.8, 0.9, 6)
     v = tuple(np.cos(np.arange(6) + k) for k in range(3))
-    with (ThreadPoolExecutor(2) if pool == "threads" else fork_pool()) as executor:
+    with (ThreadPoolExecutor(2) if pool == "threads" else process_pool()) as executor:
         workers = executor.map
         cases = [
             (cyad.jacobian, cyad.prepare_jacobian, vector, (), {"chunk": 1}),
