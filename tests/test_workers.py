@@ -159,13 +159,17 @@ def test_workers_are_checked():
         cyad.hessian(C.g, X, workers=map)
 
 
+# cyad's first-order float64 signature, for ctypes callbacks
+FIRST_ORDER_F64 = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
+    ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double), ctypes.c_ssize_t,
+    ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_void_p)
+
+
 def failing_on_late_directions(status):
     """F as a ctypes C function that returns `status` where a lane seeds direction N - 1
     (the last chunk: another part than the first's)."""
-    @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_double),
-                      ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
-                      ctypes.POINTER(ctypes.c_double), ctypes.c_ssize_t, ctypes.c_ssize_t,
-                      ctypes.c_ssize_t, ctypes.c_void_p)
+    @FIRST_ORDER_F64
     def f(x, dx, y, dy, n_x, n_y, width, context):
         x_ = np.ctypeslib.as_array(x, (n_x,))
         dx_ = np.ctypeslib.as_array(dx, (n_x, width))
@@ -205,10 +209,7 @@ def test_an_exception_in_f_in_a_part_keeps_its_traceback():
 def slow_function(seconds, n=64):
     """F(x) = 2x (n elements) as a ctypes C function that sleeps `seconds` in every
     evaluation."""
-    @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_double),
-                      ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
-                      ctypes.POINTER(ctypes.c_double), ctypes.c_ssize_t, ctypes.c_ssize_t,
-                      ctypes.c_ssize_t, ctypes.c_void_p)
+    @FIRST_ORDER_F64
     def f(x, dx, y, dy, n_x, n_y, width, context):
         time.sleep(seconds)
         np.ctypeslib.as_array(y, (n_y,))[:] = 2.0 * np.ctypeslib.as_array(x, (n_x,))
