@@ -369,6 +369,18 @@ SCENARIOS = [
              + xp.einsum("...ij,...j->...i", x.reshape(2, 2, 3)[:1, :, :].reshape(2, 3)[None],
                          x[:3][None], optimize=True)[0, :1]
              + xp.einsum("i,j,j", x[:3], x[3:6], x[6:9])),
+    Scenario("einsum-ellipses", [np.einsum], 24, lambda xp, x: flat(
+        xp, xp.einsum("j...k,lj...->lk...", x[:4].reshape(2, 2), x[4:12].reshape(2, 2, 2)),
+        xp.einsum("jk...,lj...->lk...", x[:6].reshape(3, 2), x[:24].reshape(2, 3, 4) ** 2),
+        xp.einsum("i...j,j...->...i", x[:24].reshape(3, 2, 4, 1), x[8:12].reshape(1, 4)),
+        xp.einsum("a...b,b", x[:24].reshape(2, 3, 4), x[20:24] ** 3),
+        xp.einsum("...i,...i->...", x[:12].reshape(3, 1, 4), x[4:24].reshape(5, 4)),
+        xp.einsum("i...i,...->i...", x[:18].reshape(3, 2, 3), x[18:20]),
+        xp.einsum("ij,jk->ik", x[:3].reshape(3, 1), x[3:11].reshape(4, 2)))),
+    Scenario("einsum-sublists", [np.einsum], 12, lambda xp, x: flat(
+        xp, xp.einsum(x.reshape(3, 4), [0, 1], x[4:12].reshape(4, 2) ** 2, [1, 30], [30, 0]),
+        xp.einsum(x.reshape(3, 4), [Ellipsis, 1], x[:4], [1]),
+        xp.einsum(x.reshape(3, 4), [0, 1], x.reshape(3, 4), [0, 1]))),
     Scenario("kron", [np.kron], 12,
              lambda xp, x: xp.kron(x[:4].reshape(2, 2), x[4:10].reshape(2, 3))
              + xp.sum(xp.kron(x[10:12], c(xp, x, K3)))),
@@ -821,9 +833,12 @@ def test_interp_slope_at_knots_and_outside():
 
 
 
-def test_einsum_subscripts_must_be_a_string():
-    with pytest.raises(TypeError, match="subscripts as a string"):
-        cyad.gradient(lambda x: np.einsum(x, [0], [0]), np.ones(3))
+def test_einsum_sublists_take_numpys_letters():
+    # labels 0-25 are A-Z and 26-51 a-z, so the implicit output is ordered as NumPy orders it
+    a, b = SCENARIOS[0].point[:6].reshape(2, 3), SCENARIOS[0].point[6:12].reshape(3, 2)
+    f = lambda x: np.einsum(x.reshape(2, 3), [40, 1], b, [1, 3])  # noqa: E731
+    np.testing.assert_array_equal(cyad.jacobian(f, a.ravel()).reshape(2, 2, 6).sum(-1),
+                                  np.einsum(np.ones((2, 3)), [40, 1], b, [1, 3]))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])

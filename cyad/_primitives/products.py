@@ -5,6 +5,8 @@ operand replaced by its tangent; the lanes of the tangent lead, so each rule say
 where that axis goes (matmul broadcasts it, tensordot and einsum name it).
 np.dot, np.inner, np.outer and np.kron are compositions of these and of multiply.
 """
+import math
+
 import numpy as np
 
 from cyad._primitives._table import (
@@ -31,7 +33,8 @@ def _lanes_times(ta, b):
     if ndim_of(b) == 2:   # the lanes' rows are rows of one product
         if ta.ndim == 2:
             return np.matmul(ta, b)
-        return np.matmul(ta.reshape(-1, b.shape[0]), b).reshape(ta.shape[:-1] + b.shape[1:])
+        rows = math.prod(ta.shape[:-1])   # (not -1: ta may be empty)
+        return np.matmul(ta.reshape(rows, b.shape[0]), b).reshape(ta.shape[:-1] + b.shape[1:])
     row, column = ta.ndim == 2, ndim_of(b) == 1
     ta = ta[:, None, :] if row else ta
     b = b[:, None] if column else b
@@ -46,7 +49,7 @@ def _times_lanes(a, tb):
         if tb.ndim == 2:   # b a vector
             return np.matmul(tb, matrix_transpose(a))
         columns = np.moveaxis(tb, -2, 0)
-        t = np.matmul(a, np.reshape(columns, (a.shape[1], -1)))
+        t = np.matmul(a, np.reshape(columns, (a.shape[1], math.prod(columns.shape[1:]))))
         return np.moveaxis(np.reshape(t, (a.shape[0],) + columns.shape[1:]), 0, -2)
     row, column = ndim_of(a) == 1, tb.ndim == 2
     a = a[None, :] if row else a
@@ -124,24 +127,69 @@ class _tensordot:
         return np.transpose(ga, np.argsort(ga_axes)), np.transpose(gb, np.argsort(gb_axes))
 
 
-def _einsum_spec(subscripts, count):
-    """The inputs' subscripts and the output's, explicit (NumPy's implicit output: the
-    letters seen once, in alphabetical order, behind the broadcast axes)."""
-    if not isinstance(subscripts, str):
-        raise TypeError("cyad: numpy.einsum on dual arrays takes its subscripts as a string")
+def _sublist_letter(label):
+    # NumPy's letters for the integer labels of einsum's sublist form: 0-25 are A-Z, 26-51 a-z
+    if label is Ellipsis:
+        return "..."
+    label = int(label)
+    if not 0 <= label < 52:
+        raise ValueError(f"einsum: subscript label {label} is not in [0, 52)")
+    return chr(ord("A") + label) if label < 26 else chr(ord("a") + label - 26)
+
+
+def _einsum_arguments(args):
+    """(subscripts, operands) of either form of an einsum call: a string and the operands,
+    or operand, sublist, operand, sublist, ... [, output sublist]."""
+    if isinstance(args[0], str):
+        return args[0], args[1:]
+    if len(args) % 2 and not isinstance(args[-1], (list, tuple)):
+        raise TypeError("cyad: numpy.einsum takes its subscripts as a string or as sublists "
+                        "of integers after each operand")
+    pairs = args[:len(args) - len(args) % 2]
+    operands = pairs[0::2]
+    inputs = ["".join(_sublist_letter(c) for c in s) for s in pairs[1::2]]
+    subscripts = ",".join(inputs)
+    if len(args) % 2:
+        subscripts += "->" + "".join(_sublist_letter(c) for c in args[-1])
+    return subscripts, operands
+
+
+def _einsum_spec(subscripts, shapes):
+    """The inputs' subscripts and the output's, explicit: NumPy's implicit output (the
+    letters seen once, in alphabetical order, behind the broadcast axes) written out,
+    and every "..." spelled as fresh letters, one per broadcast axis, aligned on the
+    right as NumPy aligns them (an operand with fewer broadcast axes takes the last)."""
     subscripts = subscripts.replace(" ", "")
     inputs, arrow, output = subscripts.partition("->")
-    inputs = tuple(inputs.split(","))
-    if len(inputs) != count:
+    inputs = inputs.split(",")
+    if len(inputs) != len(shapes):
         raise ValueError("more operands provided to einstein sum function than specified "
-                         "in the subscripts string" if count > len(inputs) else
+                         "in the subscripts string" if len(shapes) > len(inputs) else
                          "fewer operands provided to einstein sum function than specified "
                          "in the subscripts string")
     if not arrow:
         letters = "".join(inputs).replace("...", "")
         output = ("..." if any("..." in s for s in inputs) else "") + "".join(
             sorted(c for c in set(letters) if letters.count(c) == 1))
-    return inputs, output
+    broadcast = [len(shape) - len(s.replace("...", "")) for s, shape in zip(inputs, shapes)
+                 if "..." in s]
+    width = max(broadcast, default=0)
+    if width and "..." not in output:
+        raise ValueError("output has more dimensions than subscripts given in einstein sum, "
+                         "but no '...' ellipsis provided to broadcast the extra dimensions.")
+    used = set("".join(inputs) + output)
+    fresh = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+             if c not in used]
+    if width > len(fresh):
+        raise ValueError("einsum: too many subscripts")
+    axes = "".join(fresh[:width])
+
+    def spelled(s, count):
+        return s.replace("...", axes[width - count:]) if "..." in s else s
+
+    inputs = tuple(spelled(s, len(shape) - len(s.replace("...", "")))
+                   for s, shape in zip(inputs, shapes))
+    return inputs, spelled(output, width)
 
 
 def _fresh_letter(inputs, output):
@@ -154,34 +202,36 @@ def _einsum_call(inputs, output, operands, optimize):
     return np.einsum(",".join(inputs) + "->" + output, *operands, optimize=optimize)
 
 
-def _letter_sizes(subscripts, shape):
-    # the size of every letter of one operand (after its broadcast axes, if any)
-    before, _, after = subscripts.partition("...")
-    sizes = dict(zip(before, shape, strict=False))
-    sizes.update(zip(after, shape[len(shape) - len(after):], strict=True) if after else ())
-    return sizes
-
-
 def _on_diagonals(g, letters, sizes):
-    """The cotangent of an operand whose subscripts repeat letters (`letters`, no "..."), from
-    g over each letter once (in order of first appearance): g's entries on the diagonals
-    where the repeated letters' indices agree, zero elsewhere."""
+    """The cotangent of an operand whose subscripts repeat letters, from g over each letter
+    once (in order of first appearance): g's entries on the diagonals where the repeated
+    letters' indices agree, zero elsewhere."""
     # g's axes are the letters' first occurrences, in order: a unit axis at each repeat
     shape = tuple(sizes[c] if letters.index(c) == p else 1 for p, c in enumerate(letters))
     grids = np.indices([sizes[c] for c in letters], sparse=True)
     mask = np.ones([sizes[c] for c in letters], bool)
     for p, c in enumerate(letters):
         mask &= grids[p] == grids[letters.index(c)]
-    lead = ndim_of(g) - len(set(letters))   # g's broadcast axes lead
-    return np.reshape(g, shape_of(g)[:lead] + shape) * np.asarray(mask, g.dtype)
+    return np.reshape(g, shape) * np.asarray(mask, g.dtype)
+
+
+def _to_sizes(g, shape):
+    """g over an operand's letters, brought to the operand's `shape` where a letter's sizes
+    differ by NumPy's broadcasting: summed where the operand's is 1 (others broadcast it),
+    spread where g's is 1 (the operand broadcast against the others' 1)."""
+    axes = tuple(i for i, (m, n) in enumerate(zip(shape_of(g), shape)) if n == 1 and m != 1)
+    if axes:
+        g = np.sum(g, axis=axes, keepdims=True)
+    return g if shape_of(g) == tuple(shape) else np.broadcast_to(g, shape)
 
 
 @primitive(np.einsum)
 class _einsum:
     def bind(*operands, optimize=False):
-        # NumPy's (*operands): the subscripts first, then the arrays
-        subscripts, operands = operands[0], operands[1:]
-        inputs, output = _einsum_spec(subscripts, len(operands))
+        # NumPy's (*operands): the subscripts first, then the arrays, or each array
+        # followed by its sublist; the subscripts made explicit (`_einsum_spec`)
+        subscripts, operands = _einsum_arguments(operands)
+        inputs, output = _einsum_spec(subscripts, [shape_of(x) for x in operands])
         return operands, {"inputs": inputs, "output": output, "optimize": optimize}
 
     def impl(*operands, inputs, output, optimize):
@@ -201,28 +251,24 @@ class _einsum:
         return out, t
 
     def vjp(primals, ct, *, inputs, output, optimize):
+        # the product of the cotangent and the other operands, over this operand's letters
+        # (each once); ones stand for the letters it alone has (summed over: their
+        # cotangent is spread back). Repeated letters put it on their diagonals.
         cotangents = []
         for i, x in enumerate(primals):
             target = inputs[i]
-            letters = target.replace("...", "")
-            repeats = len(set(letters)) != len(letters)
-            if ("..." in target and "..." not in output) or (
-                    repeats and "..." in target and not target.startswith("...")):
-                raise NotImplementedError(
-                    f"cyad: the transpose of numpy.einsum in an operand {target!r} that sums its "
-                    "broadcast axes alone, or repeats a letter after them")
             others = [(s, y) for j, (s, y) in enumerate(zip(inputs, primals, strict=True))
                       if j != i]
             seen = set(output + "".join(s for s, _ in others))
-            sizes = _letter_sizes(target, shape_of(x))
-            # a letter of this operand alone was summed over: its cotangent is spread back
-            alone = [(c, np.ones(sizes[c], ct.dtype)) for c in letters if c not in seen]
+            sizes = dict(zip(target, shape_of(x), strict=True))
+            unique = "".join(dict.fromkeys(target))
+            alone = [(c, np.ones(sizes[c], ct.dtype)) for c in unique if c not in seen]
             spec = (output,) + tuple(s for s, _ in others) + tuple(c for c, _ in alone)
-            unique = "".join(dict.fromkeys(letters))
-            g = _einsum_call(spec, target.replace(letters, unique),
+            g = _einsum_call(spec, unique,
                              (ct,) + tuple(y for _, y in others) + tuple(o for _, o in alone),
                              optimize)
-            if repeats:
-                g = _on_diagonals(g, letters, sizes)
-            cotangents.append(unbroadcast(g, shape_of(x)))
+            g = _to_sizes(g, tuple(sizes[c] for c in unique))
+            if len(unique) != len(target):
+                g = _on_diagonals(g, target, sizes)
+            cotangents.append(g)
         return tuple(cotangents)
