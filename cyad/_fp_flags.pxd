@@ -16,6 +16,11 @@ cdef inline int numpy_fp_flags() noexcept nogil:
     return FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID
 
 
+cdef inline int non_finite_fp_flags() noexcept nogil:
+    # the flags of an operation that made an infinity or a NaN of finite numbers
+    return FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID
+
+
 cdef inline void clear_fp_flags() noexcept nogil:
     if fetestexcept(numpy_fp_flags()):
         feclearexcept(numpy_fp_flags())

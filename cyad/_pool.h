@@ -16,11 +16,16 @@
  * what a part of the smallest split work takes; a replay splits several instructions in a
  * row, which the spinning helpers take up at once.
  *
+ * The floating-point status flags are per thread: those a helper's parts of a job raise
+ * are raised in the caller too when cyad_pool_run returns, as if it had run every part
+ * (NumPy's warnings and the tape's checks read them: cyad/_fp_flags.pxd).
+ *
  * Without POSIX threads (Windows) every job runs in the caller.
  */
 #ifndef CYAD_POOL_H
 #define CYAD_POOL_H
 
+#include <fenv.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,7 +40,10 @@ typedef struct cyad_job {
     int helpers;            /* helpers that may join */
     int joined;             /* helpers that joined (under the pool's lock) */
     int inside;             /* helpers still running parts (under the pool's lock) */
+    int fp_flags;           /* the floating-point flags the helpers' parts raised (atomic) */
 } cyad_job;
+
+#define CYAD_FP_FLAGS (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)
 
 #define CYAD_POOL_MAX_HELPERS 256
 
@@ -129,7 +137,9 @@ static void *cyad_helper(void *generation) {
         job->joined++;
         __atomic_add_fetch(&job->inside, 1, __ATOMIC_ACQ_REL);
         pthread_mutex_unlock(&cyad_pool.lock);
+        feclearexcept(CYAD_FP_FLAGS);
         cyad_run_parts(job);
+        __atomic_fetch_or(&job->fp_flags, fetestexcept(CYAD_FP_FLAGS), __ATOMIC_ACQ_REL);
         pthread_mutex_lock(&cyad_pool.lock);
         __atomic_sub_fetch(&job->inside, 1, __ATOMIC_ACQ_REL);
         pthread_cond_broadcast(&cyad_pool.finished);
@@ -184,6 +194,7 @@ static int cyad_post(cyad_job *job, int helpers) {
 static int cyad_pool_start(cyad_job *job, int helpers) {
     job->next = 0;
     job->done = 0;
+    job->fp_flags = 0;
     if (cyad_pool_thread || helpers < 1)
         return 0;
     pthread_mutex_lock(&cyad_pool.lock);
@@ -241,6 +252,7 @@ static void cyad_pool_run(cyad_job *job, int helpers) {
     int posted = 0;
     job->next = 0;
     job->done = 0;
+    job->fp_flags = 0;
     if (!cyad_pool_thread && helpers > 0) {
         pthread_mutex_lock(&cyad_pool.lock);
         if (!cyad_pool.running) {
@@ -263,6 +275,8 @@ static void cyad_pool_run(cyad_job *job, int helpers) {
         pthread_cond_wait(&cyad_pool.finished, &cyad_pool.lock);
     cyad_pool.running = 0;
     pthread_mutex_unlock(&cyad_pool.lock);
+    if (job->fp_flags)
+        feraiseexcept(job->fp_flags);
 }
 
 #else   /* no POSIX threads: the caller runs every part */

@@ -42,6 +42,9 @@ ctypedef struct tape_prep:
     bint strided_captured      # also captured arrays not C-contiguous (checked with the GIL)
     bint check_state           # compare f's Python state before every call (a default tape)
     prep_header* delegate      # the dual engine's prep that answers instead, or NULL
+    prep_header* forward       # the dual engine's prep that answers a call whose reverse
+    # sweep gave a number that is not finite (made at the first), or NULL
+    bint not_finite            # the last run's reverse results hold such a number
     int value_flags            # the floating-point flags the last run's value part raised
     int casts_warn             # nonzero when f's tape holds numbers that overflowed a cast
     # (NumPy warns of them on every call)
@@ -73,6 +76,9 @@ cdef class TapeEngine(Engine):
     cdef object cache                  # the seeds' results per chunk (state.cache)
     cdef object python_state           # what f read of Python state (a default tape)
     cdef Prep delegate                 # the dual engine's prep answering instead, or None
+    cdef Prep forward                  # the dual engine's prep answering calls whose
+    # reverse sweep gave a number that is not finite (state.forward), or None
+    cdef Py_ssize_t forward_calls      # calls it answered
     cdef bint chunk_given              # the prep's chunk was given (not a default)
     cdef object primal                 # f's tape as recorded (NumPy warns from it)
     cdef Py_ssize_t checks             # calls whose values NumPy computed again
@@ -81,6 +87,7 @@ cdef class TapeEngine(Engine):
     cdef record_at(self, const void* x, void* y, int failed)
     cdef _record_at(self, const void* x, void* y, int failed)
     cdef _hand_to_dual(self, const void* x)
+    cdef Prep _dual_prep(self)
     cdef _capture(self, list arrays)
     cdef bint strided_changed(self)
     cdef _derive(self, tape, list values, list names)

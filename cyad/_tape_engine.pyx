@@ -52,6 +52,21 @@ of on every evaluation) has NumPy compute f's values again from its tape when it
 (`finish`, cyad._tape.warn_as_numpy), warning or raising as f does. The nogil entry
 points do not warn.
 
+Partials that are not finite: where a partial is infinite or NaN (sqrt, cbrt and x**p
+with p < 1 at 0, arcsin at +-1, arctan2 at the origin, ...), forward mode's convention
+gives the derivative: a zero tangent times it contributes 0 (`np.sqrt(x - x)`, `np.std`
+of equal numbers have derivative 0), any other makes it infinite or NaN. The reverse
+sweep multiplies the partial by a cotangent instead, and cannot tell what forward mode
+would: it forms infinities that forward mode never does (inf - inf where the tangent
+sums to 0), and a zero cotangent hides infinite tangents (d/dx sqrt(x)**2 at 0 is NaN in
+forward mode, 0 in reverse). So a reverse call (gradient, pullback, hvp, Hessian, a
+Jacobian by rows) whose value part raised a floating-point flag of an infinity or NaN
+made of finite numbers (divide by zero, overflow, invalid: how such a partial is made),
+or whose results hold a number that is not finite (a partial of an infinite input), is
+answered by a prep of the dual engine (`forward`, made at the first such call): every
+engine gives forward mode's numbers. That costs a forward evaluation per chunk of
+directions, at such points only; NumPy warns of them in f as well.
+
 The tape engine traces Python callables. A function recorded by cyad.record
 (cyad/_tape_function.pyx) is one too: its first record is the tape it holds, and f is
 traced anew only when a guard fails. A C function runs on engine="dual".
@@ -64,6 +79,7 @@ from cpython.ref cimport PyObject, Py_XDECREF
 
 cdef extern from "Python.h":
     int PyException_SetTraceback(PyObject* ex, PyObject* tb)
+from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
@@ -72,7 +88,8 @@ from cyad._fused cimport real
 from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, part_chunks,
                          cancelled, CANCELLED, PUSHFORWARD, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
-from cyad._tape_replay cimport Replay, replay_run, clear_fp_flags, raised_fp_flags
+from cyad._fp_flags cimport clear_fp_flags, raised_fp_flags, non_finite_fp_flags
+from cyad._tape_replay cimport Replay, replay_run
 from cyad._threads cimport copy_bytes, same_bytes, replay_threads
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad._dual_engine import default_chunk
@@ -84,9 +101,12 @@ import cyad._operators as _operators
 
 cnp.import_array()
 
-# the prepare_* of the families a tape chosen by default may hand to the dual engine
+# the prepare_* of the families of reverse sweeps, which a tape hands to the dual engine
+# (a tape chosen by default when it cannot serve f; any, for a call whose partials are
+# not finite)
 PREPARE = {GRADIENT: _operators.prepare_gradient, PULLBACK: _operators.prepare_pullback,
-           HVP: _operators.prepare_hvp, HESSIAN: _operators.prepare_hessian}
+           HVP: _operators.prepare_hvp, HESSIAN: _operators.prepare_hessian,
+           JACOBIAN: _operators.prepare_jacobian}
 
 
 class TapeLimit(RuntimeError):
@@ -140,6 +160,8 @@ cdef int run_tape(prep_header* h, const void* x, const void* const* tangents, vo
             status = record(p, x, y, 0)
         else:
             status = run_recorded(p, x, tangents, y, value, first, results)
+            if status == 0 and p.not_finite:
+                return run_forward(p, x, tangents, y, value, first, results)
             if status > 0:          # a guard failed: record f at this x, then again
                 status = record(p, x, y, status)
                 if status == 0:
@@ -168,6 +190,7 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     cdef bint at_once = (p.family != GRADIENT and p.family != PULLBACK and p.cache == NULL
                          and 0 < p.directions <= lanes and not held)
     # the chunks of directions this run computes: all, or a part's (workers=)
+    p.not_finite = False
     part_chunks(h, (p.directions + lanes - 1) // lanes, False, &first_chunk, &last_chunk)
     if first_chunk >= last_chunk and p.family != GRADIENT:
         return 0
@@ -185,14 +208,15 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     clear_fp_flags()
     if not at_once:
         status = replay_run(p.program, 0, p.split)
-        p.value_flags = raised_fp_flags() | p.casts_warn
-        if status != 0:
+        take_flags(p)
+        if status != 0 or p.not_finite:   # (the dual engine answers: run_forward)
             return status
     if p.family == GRADIENT:   # no seeds: the reverse sweep too, once
         status = replay_run(p.program, p.split, p.program.n_instr)
         if status != 0:
             return status
         copy_bytes(results[0], at(p, p.result_at), h.x_bytes, threads)
+        p.not_finite = not all_finite(results[0], n_x, h.float32)
     else:
         start = first_chunk * lanes
         stop = min(last_chunk * lanes, p.directions)
@@ -211,7 +235,7 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
                 seed(p, tangents, basis, start, count)
                 status = replay_run(p.program, 0 if at_once else p.split, p.program.n_instr)
                 if at_once:   # the value part ran with the derivatives' (flags of both)
-                    p.value_flags = raised_fp_flags() | p.casts_warn
+                    take_flags(p)
                 # (one chunk of tangents: the next call may find them held)
                 p.seeds_held = (status == 0 and not basis and p.t2_at < 0
                                 and p.directions <= lanes)
@@ -232,14 +256,52 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
                 for k in range(count):
                     copy_bytes(results[start + k], at(p, p.result_at + k * p.result_size),
                                p.result_size * item, threads)
+            if swept(p) and not p.not_finite:   # reverse results: those of this chunk
+                p.not_finite = not all_finite(
+                    at(p, p.result_at),
+                    count * (n_x if p.reverse or p.family == HESSIAN else p.result_size),
+                    h.float32)
             start += count
     if first != NULL:
         copy_bytes(first, at(p, p.first_at), p.first_size * item, threads)
+        if swept(p) and not p.not_finite:
+            p.not_finite = not all_finite(first, p.first_size, h.float32)
     if y != NULL:
         copy_bytes(y, at(p, p.value_at), h.y_bytes, threads)
     if value != NULL and value != y:
         copy_bytes(value, at(p, p.value_at), h.y_bytes, threads)
     return 0
+
+
+cdef inline void take_flags(tape_prep* p) noexcept nogil:
+    # the floating-point flags the value part raised: NumPy's warnings, and for a reverse
+    # sweep whether a partial may be infinite or NaN (see the module's docstring)
+    cdef int flags = raised_fp_flags()
+    p.value_flags = flags | p.casts_warn
+    if flags & non_finite_fp_flags() and swept(p):
+        p.not_finite = True
+
+
+cdef inline bint swept(const tape_prep* p) noexcept nogil:
+    # whether the prep's results come from a reverse sweep (see the module's docstring)
+    return (p.family == GRADIENT or p.family == PULLBACK or p.family == HVP
+            or p.family == HESSIAN or p.reverse)
+
+
+cdef bint all_finite(const void* numbers, Py_ssize_t count, bint float32) noexcept nogil:
+    """Whether none of `count` numbers is infinite or NaN: an exponent of all ones, told
+    from the bits without a branch per number (a loop the compiler vectorises)."""
+    cdef const uint64_t* wide = <const uint64_t*>numbers
+    cdef const uint32_t* narrow = <const uint32_t*>numbers
+    cdef uint64_t seen = 0
+    cdef Py_ssize_t i
+    if float32:
+        for i in range(count):
+            seen |= (narrow[i] & 0x7f800000u) == 0x7f800000u
+    else:
+        for i in range(count):
+            seen |= (wide[i] & 0x7ff0000000000000u) == 0x7ff0000000000000u
+    return seen == 0
 
 
 cdef bint same_seeds(tape_prep* p, const void* const* tangents) noexcept nogil:
@@ -353,27 +415,62 @@ cdef void release_python_state(object prep, bint held) noexcept:
 cdef int run_delegate(tape_prep* p, const void* x, const void* const* tangents, void* y,
                       void* value, void* first, void** results) noexcept nogil:
     # the call on the dual engine's prep that a default tape handed f to
+    return run_dual(p, p.delegate, x, tangents, y, value, first, results)
+
+
+cdef int run_forward(tape_prep* p, const void* x, const void* const* tangents, void* y,
+                     void* value, void* first, void** results) noexcept nogil:
+    # the call again on the dual engine's prep of the same signature: the reverse results
+    # held a number that is not finite (see the module's docstring)
+    p.value_flags = 0    # f evaluated on dual arrays warns as f does
+    if p.forward == NULL and make_forward(p) != 0:
+        return PYTHON_ERROR
+    return run_dual(p, p.forward, x, tangents, y, value, first, results)
+
+
+cdef int make_forward(tape_prep* p) noexcept with gil:
+    cdef TapeEngine engine = <TapeEngine>p.engine
+    try:
+        engine.forward = engine._dual_prep()
+    except BaseException as e:
+        engine.error = e
+        return PYTHON_ERROR
+    p.forward = engine.forward.handle
+    return 0
+
+
+cdef int run_dual(tape_prep* p, prep_header* dual, const void* x,
+                  const void* const* tangents, void* y, void* value, void* first,
+                  void** results) noexcept nogil:
+    # a call on a prep of the dual engine held by this one (`delegate` or `forward`)
     cdef int status
-    # (a part of workers=: the same part of the delegate's directions)
-    p.delegate.part, p.delegate.parts = p.base.part, p.base.parts
-    p.delegate.cancel = p.base.cancel
-    delegate_enters(p)
-    status = p.delegate.run(p.delegate, x, tangents, y, value, first, results)
-    delegate_leaves(p, status)
+    # (a part of workers=: the same part of the dual prep's directions)
+    dual.part, dual.parts = p.base.part, p.base.parts
+    dual.cancel = p.base.cancel
+    dual_enters(p, dual)
+    status = dual.run(dual, x, tangents, y, value, first, results)
+    dual_leaves(p, dual, status)
     return status
 
 
-cdef void delegate_enters(tape_prep* p) noexcept with gil:
-    cdef Prep delegate = (<TapeEngine>p.engine).delegate
-    if delegate.order == 1:
-        delegate.engine_state.enter()
-
-
-cdef void delegate_leaves(tape_prep* p, int status) noexcept with gil:
+cdef Prep held_dual(tape_prep* p, prep_header* dual):
     cdef TapeEngine engine = <TapeEngine>p.engine
-    engine.delegate.engine_state.finish(engine.delegate.order == 1)
+    return engine.delegate if dual == p.delegate else engine.forward
+
+
+cdef void dual_enters(tape_prep* p, prep_header* dual) noexcept with gil:
+    cdef Prep prep = held_dual(p, dual)
+    if dual == p.forward:
+        (<TapeEngine>p.engine).forward_calls += 1
+    if prep.order == 1:
+        prep.engine_state.enter()
+
+
+cdef void dual_leaves(tape_prep* p, prep_header* dual, int status) noexcept with gil:
+    cdef Prep prep = held_dual(p, dual)
+    prep.engine_state.finish(prep.order == 1)
     if status == PYTHON_ERROR:
-        engine.error = engine.delegate.engine_state.python_error()
+        (<TapeEngine>p.engine).error = prep.engine_state.python_error()
 
 
 cdef int keep_python_error(tape_prep* p) noexcept with gil:
@@ -581,10 +678,12 @@ cdef class TapeEngine(Engine):
     cdef bind(self, object f):
         self._check_python(f)
         if f is not self.bound:
-            # another callable: its own tape
+            # another callable: its own tape (and its own preps of the dual engine)
             self.state.program = NULL
             self.replay = None
             self.recorded = 0
+            self.delegate = self.forward = None
+            self.state.delegate = self.state.forward = NULL
         self.bound = f
 
     cdef discover(self, Prep prep, object x):
@@ -601,6 +700,11 @@ cdef class TapeEngine(Engine):
 
     cdef _hand_to_dual(self, const void* x):
         """Make the dual engine's prep of this family and signature that answers from now on."""
+        self.delegate = self._dual_prep()
+        self.state.delegate = self.delegate.handle
+
+    cdef Prep _dual_prep(self):
+        """A prep of the dual engine of this family and signature, for f."""
         cdef Prep delegate
         xv = np.zeros(self.x_shape, self.dtype)
         yv = None if not self.two_argument else np.zeros(self.out_shape, self.dtype)
@@ -615,8 +719,7 @@ cdef class TapeEngine(Engine):
         delegate = prepare(_callable(self.bound), xv, *args, y=yv, engine="dual")
         if self.out_shape is not None and delegate.out_shape is None:
             delegate.set_output(self.out_shape)
-        self.delegate = delegate
-        self.state.delegate = delegate.handle
+        return delegate
 
     cdef object declared_out_shape(self):
         source = _recorded(self.bound)     # a recorded function knows its output
@@ -897,6 +1000,12 @@ cdef class TapeEngine(Engine):
     def primal(self):
         """f's tape as recorded (None before the first record)."""
         return self.primal
+
+    @property
+    def forward_calls(self):
+        """How many calls the dual engine answered because the reverse sweep's results
+        held a number that is not finite (an infinite partial: the module's docstring)."""
+        return self.forward_calls
 
     @property
     def delegated(self):
