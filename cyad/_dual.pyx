@@ -970,6 +970,12 @@ cdef class Dual:
             return ufunc_methods.call(ufunc, method, inputs, kwargs)
         out = _as_dual_out(kwargs.pop("out", None))
         name = _rule_table.ufunc_name(ufunc)
+        # a ufunc of the primitive table (np.matmul, np.vecdot, ..., scipy.special.betainc),
+        # with its own parameters (np.vecdot's axis=)
+        impl = _handled_functions().get(ufunc) or _named_functions().get(name)
+        if impl is not None:
+            options = {k: v for k, v in kwargs.items() if k not in ("casting", "order", "subok")}
+            return impl(*inputs, out=out, **options)
         if kwargs.get("where", True) is not True or (
                 set(kwargs) - {"where", "casting", "order", "subok"}):
             raise TypeError(f"cyad: {name} with these arguments is not supported on dual arrays")
@@ -989,10 +995,6 @@ cdef class Dual:
             return power(inputs[0], inputs[1], out)
         if ufunc is np.float_power:
             return power(_float64(inputs[0]), _float64(inputs[1]), out)
-        # a ufunc of the primitive table: np.matmul, np.vecdot, ..., scipy.special.betainc
-        impl = _handled_functions().get(ufunc) or _named_functions().get(name)
-        if impl is not None:
-            return impl(*inputs, out=out)
         raise TypeError(f"cyad: {name} is not supported on dual arrays (its derivative is not "
                         "in cyad's rule table)")
 

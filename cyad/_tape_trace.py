@@ -531,10 +531,11 @@ class Tracer:
         if method != "__call__":   # reduce, accumulate, outer, at: in the primitive table's terms
             return ufunc_methods.call(ufunc, method, inputs, kwargs)
         out = kwargs.pop("out", None)
-        if set(kwargs) - {"casting", "order", "subok"}:
+        options = {k: v for k, v in kwargs.items() if k not in ("casting", "order", "subok")}
+        if options and ufunc not in TABLE:   # (a table ufunc's own parameters: vecdot's axis)
             raise TypeError(f"cyad: {_rule_table.ufunc_name(ufunc)} with these arguments is "
                             "not supported by engine='tape'")
-        result = ufunc_call(self.recording, ufunc, inputs)
+        result = ufunc_call(self.recording, ufunc, inputs, options)
         return result if out is None else \
             _into(self.recording, out, result, _rule_table.ufunc_name(ufunc))
 
@@ -829,9 +830,10 @@ def _into(rec, out, result, name):
 
 # -- ufuncs ------------------------------------------------------------------------------------
 
-def ufunc_call(rec, ufunc, inputs):
+def ufunc_call(rec, ufunc, inputs, options=None):
     """A NumPy ufunc on traced operands: a rule-table or comparison instruction (its
-    name, for messages and scipy.special's table entries, looked up only there)."""
+    name, for messages and scipy.special's table entries, looked up only there); `options`
+    are a primitive-table ufunc's own parameters (np.vecdot's axis=)."""
     if ufunc in COMPARISONS:
         if len(inputs) != COMPARISONS[ufunc]:
             raise TypeError(f"{_rule_table.ufunc_name(ufunc)} takes {COMPARISONS[ufunc]} operands")
@@ -859,7 +861,7 @@ def ufunc_call(rec, ufunc, inputs):
                             "array")
         return rec.elementwise("binary", inputs, op=op)
     if ufunc in TABLE:   # a ufunc of the primitive table: np.matmul, np.vecdot, ...
-        return function_call(rec, ufunc, inputs, {})
+        return function_call(rec, ufunc, inputs, options or {})
     name = _rule_table.ufunc_name(ufunc)
     if name in NAMED:    # scipy.special.betainc, ...
         return table_call(rec, NAMED[name], ufunc, inputs, {})

@@ -299,6 +299,8 @@ def _matrices(tr, var, count, rows, columns, lanes=None):
     """var (a matrix or `count` of them; with `lanes`, a tangent) as count matrices
     (times lanes): for an operand of a matmul instruction of `count` products."""
     per = rows * columns
+    if per == 0:   # empty matrices: nothing to broadcast
+        return var
     have = var.size // per
     want = count * (lanes or 1)
     if have == want or have == 1:
@@ -461,7 +463,7 @@ def _vjp_sum_inner(tr, instr, args, cts, wanted, lanes):
 
 def _transposed(tr, var, rows, columns):
     """Each of var's (rows x columns) matrices transposed."""
-    count = var.size // (rows * columns)
+    count = var.size // (rows * columns) if rows * columns else 0   # (empty: none to read)
     index = np.arange(var.size).reshape(count, rows, columns).transpose(0, 2, 1)
     return tr.rec.gather(var, index).node
 

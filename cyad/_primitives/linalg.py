@@ -142,7 +142,7 @@ class _solve:
         x = np.linalg.solve(a, b)
         vector = ndim_of(b) == 1
         xm = x[..., None] if vector else x
-        r = None if tb is None else (tb[..., None] if vector else tb)
+        r = None if tb is None else (tb[..., None] if vector else lanes_padded(tb, xm.ndim))
         if ta is not None:
             r = -np.matmul(ta, xm) if r is None else r - np.matmul(ta, xm)
         if r.shape[1:] != xm.shape:   # a right-hand side broadcast against a stack of matrices
@@ -169,28 +169,36 @@ def _phi(m):
 
 @primitive(np.linalg.cholesky)
 class _cholesky:
-    """L = cholesky(A) of the lower triangle; dL = L phi(inv(L) dS inv(L)^T), S symmetric."""
+    """L = cholesky(A) of the lower triangle; dL = L phi(inv(L) dS inv(L)^T), S symmetric.
+    upper=True (NumPy 2) reads the upper triangle: the transpose of A^T's L."""
 
-    def bind(a):
-        return (a,), {}
+    def bind(a, /, *, upper=False):
+        return (a,), {"upper": upper}
 
-    def impl(a):
+    def impl(a, upper):
+        if upper:
+            return matrix_transpose(np.linalg.cholesky(matrix_transpose(a)))
         return np.linalg.cholesky(a)
 
-    def jvp(primals, tangents):
+    def jvp(primals, tangents, upper):
         (a,), (t,) = primals, tangents
+        if upper:
+            a, t = matrix_transpose(a), matrix_transpose(t)
         low = np.linalg.cholesky(a)
         li = np.linalg.inv(low)
         m = np.matmul(np.matmul(li, _symmetrised(t, "L")), matrix_transpose(li))
-        return low, np.matmul(low, _phi(m))
+        dl = np.matmul(low, _phi(m))
+        return (matrix_transpose(low), matrix_transpose(dl)) if upper else (low, dl)
 
-    def vjp(primals, ct):
+    def vjp(primals, ct, upper):
         (a,) = primals
+        if upper:
+            a, ct = matrix_transpose(a), matrix_transpose(ct)
         low = np.linalg.cholesky(a)
         li = np.linalg.inv(low)
         p = _phi(np.matmul(matrix_transpose(low), ct))
-        g = np.matmul(np.matmul(matrix_transpose(li), p), li)
-        return (_symmetrised_adjoint(g, "L"),)
+        g = _symmetrised_adjoint(np.matmul(np.matmul(matrix_transpose(li), p), li), "L")
+        return (matrix_transpose(g) if upper else g,)
 
 
 def _eigen_gaps(w):

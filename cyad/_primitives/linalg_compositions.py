@@ -297,8 +297,8 @@ def _matrix_norm(x, ord, axes, keepdims):
 # -- NumPy 2's ufuncs of vectors and matrices (real operands) ------------------------------------
 
 @composition(numpy_function("vecdot"))
-def _vecdot(x1, x2, /):
-    return np.sum(x1 * x2, axis=-1)
+def _vecdot(x1, x2, /, *, axis=-1):
+    return np.sum(x1 * x2, axis=axis)
 
 
 @composition(numpy_function("matvec"))

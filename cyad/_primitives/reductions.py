@@ -10,6 +10,8 @@ the mean of the tangents of the elements equal to it (JAX's convention too); an
 ``where=`` replaces the elements it leaves out by the reduction's identity (by
 ``initial`` for np.max and np.min, which need one): they carry no derivative.
 """
+import math
+
 import numpy as np
 
 from cyad._primitives._table import (
@@ -28,7 +30,7 @@ def _others_product(x, axes):
     of x with a one in every place on the arrays of an engine (O(n^2), differentiable)."""
     k = len(axes)
     moved = np.moveaxis(x, axes, range(x.ndim - k, x.ndim))
-    merged = np.reshape(moved, moved.shape[:x.ndim - k] + (-1,))
+    merged = np.reshape(moved, moved.shape[:x.ndim - k] + (math.prod(moved.shape[x.ndim - k:]),))
     if type(merged) is np.ndarray:
         ones = np.ones_like(merged[..., :1])
         before = np.cumprod(np.concatenate([ones, merged[..., :-1]], axis=-1), axis=-1)
