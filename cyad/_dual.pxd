@@ -2,15 +2,13 @@ cimport numpy as cnp
 
 cdef class Tag:
     cdef readonly Py_ssize_t width     # lanes of the duals it marks
-    cdef readonly long long level      # when its differentiation started (outer < inner)
-    cdef readonly bint running         # whether that differentiation is running
-    cdef readonly Tag outer            # a nested tag's two differentiations
-    cdef readonly Tag inner            # (None for a tag of one differentiation)
+    cdef readonly Tag outer            # a nested tag's outer and inner directions
+    cdef readonly Tag inner            # (None for a first-order tag)
     cdef Tag nested                    # the last nested tag made with this as inner
 
 cdef Tag nested_tag(Tag outer, Tag inner)
-cdef int enter(Tag tag) except -1
-cdef void leave(Tag tag) noexcept
+cpdef void enter() noexcept
+cpdef void leave() noexcept
 cdef bint differentiating() noexcept
 
 

@@ -7,12 +7,14 @@ broadcasting, indexing and assignment, NumPy ufuncs through `__array_ufunc__`
 methods reduce, accumulate, outer and at in `_primitives/ufunc_methods.py`) and
 NumPy functions through `__array_function__` (`_dual_functions.py`).
 
-Nested differentiation: every dual carries the `Tag` of its differentiation. When
-duals of two differentiations meet (a function differentiated inside another), both
-become nested duals of a nested tag, whose lanes hold the outer differentiation's
-partials, the inner one's, and the second derivatives across them (the second-order
-layout of cyad/_layout.pxd); the elementwise rules add their second-derivative terms
-from the rule table's second column. Two levels are supported.
+Every dual carries the `Tag` of its differentiation: a first-order one, or the nested tag
+of a second-order one (hessian, hvp, second_derivative), whose lanes hold the partials
+along its outer directions, its inner ones and the second derivatives across them (the
+second-order layout of cyad/_layout.pxd); the elementwise rules add their
+second-derivative terms from the rule table's second column. Duals of two
+differentiations never meet: a differentiation inside another traces its f and derives a
+program (cyad/_nested.py), which the dual engine evaluates on its duals; a dual of a
+finished call meeting a live one is refused.
 
 In-place operations (operators, out=) read their operands as they were before the
 result is written, whatever the overlap, as NumPy's do: the kernels allow an output
@@ -36,7 +38,7 @@ from libc.string cimport memcpy, memmove
 
 from cyad._fused cimport real
 from cyad._kernels cimport unary_chunks, binary_chunks, unary_nested, binary_nested
-from cyad._layout cimport second_order_width, outer_lane, inner_lane
+from cyad._layout cimport second_order_width
 from cyad._rules cimport UnaryOp, BinaryOp
 from cyad import _hints, _rule_table
 from cyad._stacked import stacked
@@ -56,33 +58,27 @@ _CONVERSION_HINT = (
     "results into dual buffers rather than plain ndarrays."
 )
 
-_NESTING_ERROR = (
-    "cyad: cannot combine dual arrays of these differentiations: only two levels of "
-    "differentiation nest (a derivative of a derivative), and a dual array is valid only "
-    "inside the call that made it"
-)
+_MIXED = ("cyad: dual arrays of two differentiations met: a dual array is valid only inside "
+          "the call that made it")
 
 
 # -- tags: which differentiation a dual belongs to ---------------------------------
 
 cdef extern from *:
     """
-    /* differentiations of Python callables running in this thread, one inside another */
+    /* differentiations of Python callables running in this thread (dual engines running
+       f, tapes recording it), one inside another */
     static _Thread_local int cyad_nesting_depth = 0;
-    /* counts the differentiations started: a later start has a larger stamp */
-    static long long cyad_start_stamp = 0;
     """
     int cyad_nesting_depth
-    long long cyad_start_stamp
 
 
 cdef class Tag:
-    """Marks the dual arrays of one differentiation (or, nested, of two at once)."""
+    """Marks the dual arrays of one differentiation: first order, or the nested tag of a
+    second-order one (its outer and inner directions)."""
 
     def __init__(self, Py_ssize_t width):
         self.width = width
-        self.level = 0
-        self.running = False
 
     @property
     def is_nested(self):
@@ -90,13 +86,12 @@ cdef class Tag:
 
     def __repr__(self):
         if self.outer is None:
-            state = "running" if self.running else "not running"
-            return f"<cyad.Tag of {self.width} lanes, started {self.level}, {state}>"
+            return f"<cyad.Tag of {self.width} lanes>"
         return f"<cyad.Tag nesting {self.inner!r} in {self.outer!r}>"
 
 
 cdef Tag nested_tag(Tag outer, Tag inner):
-    """The tag of duals of `inner`'s differentiation running inside `outer`'s."""
+    """The tag of second-order duals: `inner`'s directions inside `outer`'s."""
     cdef Tag t = inner.nested
     if t is not None and t.outer is outer:
         return t
@@ -108,20 +103,16 @@ cdef Tag nested_tag(Tag outer, Tag inner):
     return t
 
 
-cdef int enter(Tag tag) except -1:
-    """Start a differentiation: its duals rank inside those of the running ones."""
-    global cyad_nesting_depth, cyad_start_stamp
+cpdef void enter() noexcept:
+    """A differentiation of a Python callable starts running f (a dual engine evaluating it,
+    a tape recording it): a cyad operator f calls nests (`differentiating`)."""
+    global cyad_nesting_depth
     cyad_nesting_depth += 1
-    cyad_start_stamp += 1   # under the GIL
-    tag.level = cyad_start_stamp
-    tag.running = True
-    return 0
 
 
-cdef void leave(Tag tag) noexcept:
+cpdef void leave() noexcept:
     global cyad_nesting_depth
     cyad_nesting_depth -= 1
-    tag.running = False
 
 
 cdef bint differentiating() noexcept:
@@ -130,7 +121,8 @@ cdef bint differentiating() noexcept:
 
 
 def make_nested_tag(Tag outer, Tag inner):
-    """The tag of duals of `inner`'s differentiation running inside `outer`'s."""
+    """The tag of second-order duals: `inner`'s directions inside `outer`'s (for code that
+    builds such duals by hand: the layout's tests)."""
     return nested_tag(outer, inner)
 
 
@@ -139,53 +131,9 @@ def tagged_dual(cnp.ndarray values, cnp.ndarray partials, Tag tag):
     return new_dual(values, partials, tag.width, tag)
 
 
-def _enter(Tag tag):
-    enter(tag)
-
-
-def _leave(Tag tag):
-    leave(tag)
-
-
-cdef Tag common_tag(Tag s, Tag t):
-    """The tag of a result of duals marked s and t."""
-    if s is t:
-        return s
-    if s.outer is None and t.outer is None and s.running and t.running:
-        # the differentiation started first is the outer one
-        return nested_tag(s, t) if s.level < t.level else nested_tag(t, s)
-    if s.outer is not None and (t is s.outer or t is s.inner):
-        return s
-    if t.outer is not None and (s is t.outer or s is t.inner):
-        return t
-    raise TypeError(_NESTING_ERROR)
-
-
-cdef object promoted(object x, Tag tag):
-    """x as a dual of `tag`: a dual of one of its differentiations gets its lanes there."""
-    cdef Dual d
-    cdef Py_ssize_t offset
-    if not isinstance(x, Dual) or (<Dual>x).tag is tag:
-        return x
-    d = <Dual>x
-    if tag.outer is None or (d.tag is not tag.outer and d.tag is not tag.inner):
-        raise TypeError(_NESTING_ERROR)
-    # an outer dual's lanes are the a lanes, an inner dual's the b lanes
-    offset = outer_lane(0) if d.tag is tag.outer else inner_lane(tag.outer.width, 0)
-    partials = np.zeros((<object>d.values).shape + (tag.width,), d.values.dtype)
-    partials[..., offset:offset + d.width] = d.partials
-    return new_dual(d.values, partials, tag.width, tag)
-
-
-def promote(*operands):
-    """The operands with every dual among them made a dual of one common tag."""
-    cdef Tag tag = None
-    for x in operands:
-        if isinstance(x, Dual):
-            tag = (<Dual>x).tag if tag is None else common_tag(tag, (<Dual>x).tag)
-    if tag is None:
-        return operands
-    return tuple([promoted(x, tag) for x in operands])
+def mixed_differentiations():
+    """The error of duals of two differentiations that met (one of them stale)."""
+    return TypeError(_MIXED)
 
 
 cdef Dual new_dual(cnp.ndarray values, cnp.ndarray partials, Py_ssize_t width, Tag tag):
@@ -582,12 +530,21 @@ cdef inline char* _data_or_null(object a):
     return NULL if a is None else <char*>cnp.PyArray_DATA(<cnp.ndarray>a)
 
 
+cdef inline bint _foreign(object x):
+    # another engine's array (a tracer of a tape recording around this differentiation or
+    # inside it): the operation is that engine's to record (it lifts the dual)
+    return (type(x) is not Dual and not PyFloat_CheckExact(x) and not cnp.PyArray_CheckExact(x)
+            and getattr(type(x), "__cyad_value__", None) is not None)
+
+
 cdef object binary(int op, object a, object b, object out=None):
     cdef object result = _binary_fast(op, a, b, out)
     if result is not None:
         return result
+    if _foreign(a) or _foreign(b):
+        return NotImplemented
     if isinstance(a, Dual) and isinstance(b, Dual) and (<Dual>a).tag is not (<Dual>b).tag:
-        a, b = promote(a, b)
+        raise TypeError(_MIXED)
     cdef Dual like = _common_dual(a, b)
     a = _array_like(a)
     b = _array_like(b)
@@ -685,6 +642,8 @@ cdef object matmul(object a, object b):
                 and cnp.PyArray_TYPE(d.values) == cnp.PyArray_TYPE(<cnp.ndarray>a)
                 and cnp.PyArray_DIMS(<cnp.ndarray>a)[1] == cnp.PyArray_DIMS(d.values)[0]):
             return _matrix_times_dual(<cnp.ndarray>a, d)
+    if _foreign(a) or _foreign(b):
+        return NotImplemented
     return _handled_functions()[np.matmul](a, b)
 
 
@@ -955,6 +914,8 @@ cdef class Dual:
             # the common calls, straight to the rule
             if kwargs:
                 out = _as_dual_out(kwargs["out"])
+                if _foreign(out):
+                    return NotImplemented
             op = _UNARY_UFUNCS.get(ufunc)
             if op is not None and isinstance(inputs[0], Dual):
                 return unary(op, <Dual>inputs[0], out)
@@ -963,6 +924,8 @@ cdef class Dual:
                 return _ufunc_binary(op, ufunc, inputs[0], inputs[1], out)
             if ufunc is np.matmul and out is None:
                 return matmul(inputs[0], inputs[1])
+        if any([_foreign(x) for x in inputs]) or _foreign(_as_dual_out(kwargs.get("out"))):
+            return NotImplemented
         if _refresh_ufuncs():
             return self.__array_ufunc__(ufunc, method, *inputs, **kwargs)
         if method != "__call__":   # reduce, accumulate, outer, at: in the primitive table's terms
@@ -1002,6 +965,9 @@ cdef class Dual:
         if (func is _np_sum and not kwargs and len(args) == 1 and args[0] is self
                 and _contiguous(self)):
             return sum_all(self)
+        for t in types:
+            if t is not Dual and getattr(t, "__cyad_value__", None) is not None:
+                return NotImplemented   # (a tracer's engine records it: `_foreign`)
         impl = _handled_functions().get(func)
         if impl is None:
             impl = _custom_function(func)
@@ -1088,9 +1054,15 @@ cdef class Dual:
         if isinstance(value, (list, tuple)):
             value = stacked(value, "a value assigned to a dual array")
         if isinstance(value, Dual):
-            v = <Dual>promoted(value, self.tag)
+            v = <Dual>value
+            if v.tag is not self.tag:
+                raise TypeError(_MIXED)
             self.values[vkey] = v.values
             self.partials[pkey] = v.partials
+        elif _foreign(value):
+            raise TypeError("cyad: a function differentiated inside another cannot write into "
+                            "an array of the differentiation around it; return the value "
+                            "instead")
         else:
             self.values[vkey] = value
             self.partials[pkey] = 0

@@ -42,7 +42,8 @@ from libc.string cimport memcpy, memset
 from cyad._fused cimport real
 from cyad._layout cimport (lane_count, second_order_width, outer_lane, inner_lane, cross_lane,
                            clear_lanes, put_lane, get_lane, put_basis, get_columns)
-from cyad._dual cimport new_dual, nested_tag, enter as enter_tag, leave as leave_tag
+from cyad._dual cimport (new_dual, nested_tag, enter as enter_differentiation,
+                         leave as leave_differentiation)
 from cyad._api cimport cyad_prep, cyad_entry_points
 from cyad._prep cimport (Prep, run_call, enter_nogil, release, part_chunks, cancelled,
                          CANCELLED, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
@@ -804,11 +805,11 @@ cdef class DualEngine(Engine):
 
     cdef enter(self):
         if self.python is not None:
-            enter_tag(self.tag)
+            enter_differentiation()
 
-    cdef finish(self, bint nest):
-        if nest and self.python is not None:
-            leave_tag(self.tag)
+    cdef finish(self):
+        if self.python is not None:
+            leave_differentiation()
         self.state.pending = False
 
     cdef object python_error(self):

@@ -35,7 +35,8 @@ import sys
 import numpy as np
 
 from cyad._hints import function_name
-from cyad._dual import Dual, Tag, float_dtype, make_dual, primal, promote, tagged_dual
+from cyad._dual import (Dual, Tag, float_dtype, make_dual, mixed_differentiations, primal,
+                        tagged_dual)
 from cyad._layout import NestedLanes, padded_width
 from cyad._primitives import NAMED, TABLE
 
@@ -44,14 +45,13 @@ HANDLED_FUNCTIONS = {}
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def implements(numpy_function, signature, promote=True, into=HANDLED_FUNCTIONS):
+def implements(numpy_function, signature, into=HANDLED_FUNCTIONS):
     """Register `signature`'s implementation as `numpy_function` on dual arrays (in `into`).
 
     `signature` (the function called, or the entry's ``bind``) carries NumPy's names,
     in NumPy's positions, but only those supported: a call passing any other argument
     (other than at NumPy's default) raises TypeError naming the function and the
-    argument. With ``promote=False`` the arguments are not made duals of one
-    differentiation first (for a function that writes into one of them).
+    argument. The duals among the arguments must be of one differentiation.
 
     Where NumPy's function has an ``out`` parameter, so does this one: the result is
     computed apart, then copied into ``out``, so ``out`` may share memory with any
@@ -81,9 +81,8 @@ def implements(numpy_function, signature, promote=True, into=HANDLED_FUNCTIONS):
             elif "out" in kwargs:
                 out = kwargs.pop("out")
             # one dual alone (np.sum(x), x.reshape(...)) belongs to one differentiation
-            if promote and (len(args) != 1 or type(args[0]) is not Dual):
-                if len(_tags(args)) > 1:
-                    args = _promoted(args)
+            if (len(args) != 1 or type(args[0]) is not Dual) and len(_tags(args)) > 1:
+                raise mixed_differentiations()
             if len(args) <= positional and accepted.issuperset(kwargs):
                 result = impl(*args, **kwargs)
             else:
@@ -130,14 +129,6 @@ def _tags(args):
         elif isinstance(x, (list, tuple)):
             tags.update(y.tag for y in x if isinstance(y, Dual))
     return tags
-
-
-def _promoted(args):
-    # the arguments with all their duals made duals of one (nested) tag
-    flat = [y for x in args for y in (x if isinstance(x, (list, tuple)) else (x,))]
-    done = iter(promote(*flat))
-    return tuple([type(x)(next(done) for _ in x) if isinstance(x, (list, tuple)) else next(done)
-                  for x in args])
 
 
 def _into(out, result):
@@ -313,7 +304,7 @@ _ENGINE = {"composition": lambda entry: entry.impl, "constant": _constant_functi
 
 for _function, _entry in TABLE.items():
     implements(_function, _entry.impl if _entry.kind in ("composition", "constant")
-               else _entry.bind, _entry.promote)(_ENGINE[_entry.kind](_entry))
+               else _entry.bind)(_ENGINE[_entry.kind](_entry))
 
 
 def custom_function(function):
@@ -326,7 +317,7 @@ def custom_function(function):
     if handler is None:
         made = {}
         implements(function, entry.impl if entry.kind == "constant" else entry.bind,
-                   entry.promote, into=made)(_ENGINE[entry.kind](entry))
+                   into=made)(_ENGINE[entry.kind](entry))
         handler = entry.engine_handlers["dual"] = made[function]
     return handler
 
@@ -336,7 +327,7 @@ def _named_function(entry):
 
     def call(*args, out=None):
         if len(_tags(args)) > 1:
-            args = _promoted(args)
+            raise mixed_differentiations()
         return _into(out, run(*args))
 
     return call
@@ -349,13 +340,13 @@ NAMED_FUNCTIONS = {_name: _named_function(_entry) for _name, _entry in NAMED.ite
 
 # -- arrays made or written by this engine ----------------------------------------------------
 
-def _engine_function(numpy_function, promote=True):
+def _engine_function(numpy_function):
     def register(impl):
-        return implements(numpy_function, impl, promote)(impl)
+        return implements(numpy_function, impl)(impl)
     return register
 
 
-@_engine_function(np.copyto, promote=False)
+@_engine_function(np.copyto)
 def _copyto(dst, src, casting="same_kind", where=True):
     """dst[...] = src where `where` is true, both broadcast to dst's shape; src may
     overlap dst (it is read in full first, as in NumPy)."""
@@ -382,7 +373,8 @@ def _like_result(values, a, fill=None):
         raise TypeError(f"cyad: dual arrays hold float64 or float32, not {values.dtype}")
     if not isinstance(fill, Dual):
         return _constant(values, a)
-    fill, a = promote(fill, a)
+    if fill.tag is not a.tag:
+        raise mixed_differentiations()
     partials = np.broadcast_to(fill.partials.astype(values.dtype, copy=False),
                                values.shape + (a.width,))
     return make_dual(values, partials.copy(), a)

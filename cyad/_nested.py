@@ -1,279 +1,406 @@
-"""First-order operators called inside a function that cyad is differentiating.
+"""Operators called inside a function that cyad is differentiating: derivatives of any order.
 
-Such a call (``derivative(lambda x: x * derivative(lambda y: x + y, 1.0), 1.0)``)
-must keep its perturbations apart from those of the differentiation around it. It
-gets a tag of its own, ranked inside the running one (`cyad._dual.Tag`), and seeds
-its directions on that tag: where they meet duals of the outer differentiation - in
-x, in the tangents, or captured by f - the elementwise rules build nested duals,
-whose lanes keep both sets of partials and the second derivatives across them. The
-results are then duals of the outer differentiation (or plain arrays when nothing
-outer was involved), which the outer differentiation goes on differentiating.
+Such a call (``derivative(lambda y: x * y, 1.0)`` inside f, x one of f's arrays) computes
+its derivative as a program, JAX's way, so that the differentiations around it
+differentiate that program in turn, to any depth and on any engine:
 
-The seeds go into the lanes, and the results come out of them, through the loops the
-prepared engine seeds and extracts with (cyad._layout): the first-order layout, or the
-nested one whose a lanes carry the outer differentiation. This path evaluates f once
-with all directions and allocates its buffers per call: nesting is for correctness,
-the prepared operators are for speed. A FunctionWrapper of a Python callable nests as
-that callable, and so does a function cyad.record recorded (its Python f).
+1. its f is traced at x's values on a `nested` recording (cyad/_tape_trace.py): a level
+   above those around it, so that no two differentiations' perturbations mix; an array of
+   a differentiation around it that f reads (a dual array, a tracer of an earlier
+   recording) becomes an input of the recording, a `free` one;
+2. the operator's derivative tape is derived from it (cyad/_tape_transform.py) with
+   composed partials (cyad/_rule_derivatives.py): primal operations only, which
+   differentiate again;
+3. that program is evaluated on the arrays it was given, free ones included:
+   - on tracers of a recording (a tape around it, or a nested call around it): its
+     instructions are recorded there (inlined), so a tape records the inner derivative as
+     instructions; a prepared tape replays it compiled;
+   - on dual arrays (the dual engine around it): their partials are the tangents of a
+     forward transform of the program (jvp; jvp of jvp for the second-order duals of
+     hessian, hvp and second_derivative), evaluated in NumPy, the results duals again;
+   - on plain arrays: evaluated in NumPy.
+
+Every nested call traces its f anew (it allocates; `prep=` is for top-level calls), and
+its engine= chooses nothing: the program is the same. The cost grows with the depth as
+the derivative programs do (each level differentiates the one inside it).
 """
 import numpy as np
 
-from cyad._dual import Dual, Tag, _enter, _leave, make_nested_tag, primal, tagged_dual
-from cyad._layout import (NestedLanes, padded_width, read_columns, seed_basis, seed_columns,
-                          seed_lanes)
+from cyad._dual import Dual, mixed_differentiations, primal, tagged_dual
+from cyad._layout import NestedLanes
 from cyad._prep import input_dtype
-from cyad._stacked import stacked
-from cyad._wrapper import FunctionWrapper, constant_result
-
-_NESTING_ERROR = ("cyad: only two levels of differentiation nest (a derivative of a "
-                  "derivative); this call would be a third")
+from cyad._tape import run, warn_as_numpy
+from cyad._tape_trace import Tracer, _latest, trace
+from cyad._tape_transform import jvp, vjp
+from cyad._wrapper import FunctionWrapper
 
 
 def _python_callable(f):
     # the Python f of a FunctionWrapper: its callable, or the one cyad.record traced (a
-    # recorded function nests as that f, on dual arrays)
+    # recorded function nests as that f)
     if isinstance(f, FunctionWrapper):
-        return f.callable if f.tape is None else f.tape.f
+        if f.tape is not None:
+            return f.tape.f
+        if f.callable is None:
+            raise TypeError("cyad: a C function cannot be differentiated inside another "
+                            "differentiation (cyad cannot see into it); differentiate it at "
+                            "the top level, or give it a custom rule (cyad.custom_derivative)")
+        return f.callable
     return f
 
 
+def _engine(a):
+    return isinstance(a, (Dual, Tracer))
+
+
 def _dtype(x):
-    # the dtype cyad differentiates in, as for a prep (x may be a dual)
-    return input_dtype(primal(x))
-
-
-def _outer_tag(*arrays):
-    """The tag of the outer differentiation among the duals given, or None."""
-    outer = None
-    for a in arrays:
-        if isinstance(a, Dual):
-            if a.tag.is_nested or (outer is not None and a.tag is not outer):
-                raise TypeError(_NESTING_ERROR)
-            outer = a.tag
-    return outer
+    return input_dtype(np.asarray(primal(x)) if not isinstance(x, Tracer) else x.value)
 
 
 def _values(a, dtype):
-    return np.asarray(primal(a), dtype=dtype)
+    # a's numbers, a copy in dtype (f may write into its input)
+    return np.array(a.value if isinstance(a, Tracer) else primal(a), dtype=dtype)
 
 
-def _own_values(a, dtype):
-    # a copy: f may write into its input, which must not change the caller's array (or,
-    # for a dual of the outer differentiation, its values without its partials)
-    return np.array(primal(a), dtype=dtype)
+class _Recorded:
+    """f traced at x (and y) on a nested recording: its tape, whose output is f's value, and
+    the arrays its inputs stand for (x, y, then the free ones)."""
+
+    def __init__(self, f, x, y):
+        self.dtype = _dtype(x)
+        self.x_shape = np.shape(primal(x)) if not isinstance(x, Tracer) else x.shape
+        yv = None if y is None else _values(y, self.dtype)
+        rec, result = trace(_python_callable(f), _values(x, self.dtype), self.dtype, yv,
+                            nested=True)
+        out = rec.var_of(result)
+        if out.dtype == bool:
+            raise TypeError("cyad: f returned booleans, which carry no derivative")
+        self.tape = rec.tape
+        self.tape.outputs = [out]
+        self.captured = rec.captured
+        self.arguments = [x] + ([] if y is None else [y]) + [a for a, _ in rec.free]
+        self.values = [rec.values[v] for v in self.tape.inputs]
+        self.names = [f"input{i}" for i in range(len(self.values))]
+
+    @property
+    def out_shape(self):
+        return self.tape.outputs[0].shape
+
+    def forward(self, lanes, tangents):
+        """f's value and its tangents along `lanes` directions of x (tangents: an array or
+        engine array of shape (lanes,) + x's shape)."""
+        derived, _ = jvp(self.tape, self.values, lanes, [0], self.names, composed=True)
+        return self.evaluate(derived.tape, [tangents])
+
+    def reverse(self, lanes=None, cotangents=None):
+        """f's value and the cotangent of x: of f's scalar value (lanes None), or of each of
+        `lanes` cotangents (shape (lanes,) + f's shape)."""
+        if lanes is None:
+            derived, _ = vjp(self.tape, self.values, [0], self.names, unit=True, composed=True)
+            return self.evaluate(derived.tape, [])
+        derived, _ = vjp(self.tape, self.values, [0], self.names, lanes=lanes, composed=True)
+        return self.evaluate(derived.tape, [cotangents])
+
+    def forward_over_reverse(self, lanes, tangents):
+        """f's value, its gradient and the hvps along `lanes` tangents of x."""
+        reverse, _ = vjp(self.tape, self.values, [0], self.names, unit=True, composed=True)
+        derived, _ = jvp(reverse.tape, self.values, lanes, [0], self.names, tangents_of=[1],
+                         composed=True)
+        return self.evaluate(derived.tape, [tangents])
+
+    def forward_over_forward(self):
+        """f's value, its first and its second derivative along x (a scalar)."""
+        ones = np.ones((1,) + self.x_shape, self.dtype)
+        forward, _ = jvp(self.tape, self.values, 1, [0], self.names, composed=True)
+        derived, _ = jvp(forward.tape, self.values + [ones], 1, [0], self.names + ["tangent"],
+                         seeded=[len(self.values)], tangents_of=[1], composed=True)
+        return self.evaluate(derived.tape, [ones, ones])
+
+    def evaluate(self, tape, extra):
+        """tape's outputs at the recorded arrays followed by `extra` (its further inputs):
+        recorded on the latest recording among tracers, duals of the differentiation around,
+        or plain arrays (the module's docstring)."""
+        arguments = self.arguments + list(extra)
+        recording = _latest_recording(arguments)
+        if recording is not None:
+            return _inline(tape, arguments, recording, self.captured)
+        warn_as_numpy(self.tape, self.values)   # (f's values: NumPy's warnings, as in f)
+        values = [_values(a, tape.dtype) for a in arguments]
+        duals = [i for i, a in enumerate(arguments) if isinstance(a, Dual)]
+        if duals:
+            return _on_duals(tape, values, [arguments[i] for i in duals], duals)
+        return run(tape, values)
 
 
-def _evaluate(f, x, tangents, tangent_partials, y):
-    """f at x seeded along `tangents` (arrays shaped like x; None: x's basis directions) on a
-    new tag ranked inside the running ones.
-
-    tangent_partials: the tangents that are duals of the outer differentiation (a list
-    with None for the others) or None. Returns (value, derivatives,
-    derivative_partials, outer tag): the value as an array or a dual of the outer
-    differentiation, the derivatives along the tangents (shape + (k,)) and, with an
-    outer differentiation, their partials (shape + (k, W1)).
-    """
-    dtype = _dtype(x)
-    xv = _own_values(x, dtype)
-    k = xv.size if tangents is None else len(tangents)
-    inner = Tag(padded_width(k))
-    outer = _outer_tag(x, y, *(tangent_partials or ()))
-    _enter(inner)
-    try:
-        if outer is None:
-            tag, lanes = inner, None
-            first = 0
-        else:
-            tag = make_nested_tag(outer, inner)
-            lanes = _lanes(tag)
-            first = lanes.b_lane(0)
-        partials = np.zeros(xv.shape + (tag.width,), dtype)
-        if tangents is None:
-            seed_basis(partials, first)
-        else:
-            seed_lanes(partials, first, tangents)
-        if lanes is not None:
-            if isinstance(x, Dual):
-                seed_columns(partials, lanes.a.start, _own_partials(x, dtype))
-            for j, t in enumerate(tangent_partials or ()):
-                if t is not None:
-                    seed_columns(partials, lanes.c_lane(j), _own_partials(t, dtype))
-        x_in = tagged_dual(xv, partials, tag)
-        f = _python_callable(f)
-        if y is None:
-            r = stacked(f(x_in))
-        else:
-            r = _output_dual(y, x_in.tag, dtype)
-            f(r, x_in)
-            _write_back(r, y)
-    finally:
-        _leave(inner)
-    return _split(r, inner, k)
+def _latest_recording(arguments):
+    tracers = [a for a in arguments if isinstance(a, Tracer)]
+    if not tracers:
+        return None
+    return _latest(tracers[0].recording, tracers)
 
 
-def _own_partials(d, dtype):
-    # d's partials, C-contiguous in dtype (the seeding loops read raw memory)
-    return np.ascontiguousarray(d.partials, dtype=dtype)
+def _inline(tape, arguments, rec, captured):
+    """tape's instructions recorded on rec, its inputs the arguments (a dual among them
+    lifted into rec, a nested recording), its constants rec's; its outputs as tracers.
+    The instructions of f's value keep the np.errstate f gave them, the derivatives' are
+    silent (rec's tape warns as NumPy would: a derivative warns nothing)."""
+    var = {}
+    for v, a in zip(tape.inputs, arguments):
+        var[v] = rec.var_of(a) if _engine(a) else _constant(rec, np.asarray(a), v)
+    for v, value in tape.consts.items():
+        var[v] = _constant(rec, value, v)
+        if v in tape.casts:
+            rec.tape.casts[var[v]] = tape.casts[v]
+    rec.captured.extend(captured)     # (the arrays the inner f closes over, compared by a tape)
+    value = _writers_of(tape, tape.outputs[0])
+    for instr in tape.instrs:
+        args = [var[a] for a in instr.args]
+        errstate = tape.errstates.get(instr, {}) if instr in value else {"all": "ignore"}
+        with np.errstate(**errstate):
+            if instr.kind == "guard":
+                rec.tape.guard(args[0], instr.params["expected"], instr.params["where"])
+            elif len(instr.outs) == 1:
+                out = instr.outs[0]
+                var[out] = rec.emit_var(instr.kind, args, out.shape, _kind_of(out),
+                                        **instr.params)
+            else:
+                for old, new in zip(instr.outs, rec.emit_many(instr.kind, args,
+                                                              [v.shape for v in instr.outs],
+                                                              **instr.params)):
+                    var[old] = new.node
+    return [Tracer(rec, var[v]) for v in tape.outputs]
 
 
-def _lanes(tag):
-    # the layout of a nested tag's duals
-    return NestedLanes(tag.outer.width, tag.inner.width)
+def _writers_of(tape, output):
+    """The instructions that `output` depends on."""
+    writer = {v: instr for instr in tape.instrs for v in instr.outs}
+    needed, pending = set(), [output]
+    while pending:
+        instr = writer.get(pending.pop())
+        if instr is not None and instr not in needed:
+            needed.add(instr)
+            pending.extend(instr.args)
+    return needed
 
 
-def _outer_partials(r):
-    # the a lanes of a nested dual: its partials along the outer differentiation
-    return read_columns(np.ascontiguousarray(r.partials), _lanes(r.tag).a.start,
-                        r.tag.outer.width)
+def _kind_of(v):
+    # a Var's dtype on another recording: bool stays, a number takes that tape's dtype
+    return bool if v.dtype == bool else None
 
 
-def _output_dual(y, tag, dtype):
-    # the two-argument form's output, as a dual of the tag f runs on (a dual y of the
-    # outer differentiation brings its partials into the a lanes)
-    values = _own_values(y, dtype)
-    partials = np.zeros(values.shape + (tag.width,), dtype)
-    if isinstance(y, Dual):
-        if y.tag is not tag.outer:
-            raise TypeError(_NESTING_ERROR)
-        seed_columns(partials, _lanes(tag).a.start, _own_partials(y, dtype))
-    return tagged_dual(values, partials, tag)
+def _constant(rec, value, v):
+    new = rec.tape.const(value, _kind_of(v) or rec.tape.dtype)
+    rec.values[new] = rec.tape.consts[new]
+    return new
 
 
-def _write_back(r, y):
-    # f's value into the caller's y (a dual of the outer differentiation keeps its partials)
-    if isinstance(y, Dual):
-        y.values[...] = r.values
-        y.partials[...] = _outer_partials(r)
-        return
-    if r.tag.is_nested and np.any(_outer_partials(r)):
-        raise TypeError("cyad: f's value depends on the outer differentiation, so y must be "
-                        "a dual array of it, not a plain ndarray")
-    y[...] = r.values
+def _on_duals(tape, values, duals, positions):
+    """tape's outputs, as duals, at the values of its inputs, those at `positions` the
+    `duals` (of one differentiation): their partials are the lanes of a forward transform
+    of the tape (of two, for the second-order duals of a nested tag)."""
+    tag = duals[0].tag
+    if any(d.tag is not tag for d in duals):
+        raise mixed_differentiations()
+    names = [f"input{i}" for i in range(len(values))]
+    n = len(tape.outputs)
+    dtype = duals[0].dtype
+    if not tag.is_nested:
+        forward, _ = jvp(tape, values, tag.width, positions, names)
+        tangents = [np.moveaxis(np.asarray(d.partials, tape.dtype), -1, 0) for d in duals]
+        outs = run(forward.tape, values + tangents)
+        return [tagged_dual(np.asarray(outs[k], dtype), np.moveaxis(outs[n + k], 0, -1)
+                            .astype(dtype), tag) for k in range(n)]
+    layout = NestedLanes(tag.outer.width, tag.inner.width)
+    split = [layout.split(np.asarray(d.partials, tape.dtype)) for d in duals]
+    inner, _ = jvp(tape, values, layout.inner, positions, names)
+    b = [np.moveaxis(parts[1], -1, 0) for parts in split]
+    outer_wrt = list(positions) + [len(values) + i for i in range(len(duals))]
+    outer, _ = jvp(inner.tape, values + b, layout.outer, outer_wrt,
+                   names + [f"inner{i}" for i in range(len(duals))])
+    a = [np.moveaxis(parts[0], -1, 0) for parts in split]
+    c = [np.moveaxis(parts[2], (-1, -2), (0, 1)) for parts in split]
+    outs = run(outer.tape, values + b + a + c)
+    results = []
+    for k in range(n):
+        value = np.asarray(outs[k], dtype)
+        partials = np.zeros(value.shape + (tag.width,), dtype)
+        pa, pb, pc = layout.split(partials)
+        pb[...] = np.moveaxis(outs[n + k], 0, -1)          # the inner tangent
+        pa[...] = np.moveaxis(outs[2 * n + k], 0, -1)      # the outer one
+        pc[...] = np.moveaxis(outs[3 * n + k], (0, 1), (-1, -2))  # the cross terms
+        results.append(tagged_dual(value, partials, tag))
+    return results
 
 
-def _split(r, inner, k):
-    if not isinstance(r, Dual):
-        c = constant_result(r)
-        return c, np.zeros(c.shape + (k,), c.dtype), None, None
-    shape = r.shape
-    tag = r.tag
-    partials = np.ascontiguousarray(r.partials)
-    if tag is inner:
-        return r.values, read_columns(partials, 0, k), None, None
-    if tag.is_nested and tag.inner is inner:
-        outer = tag.outer
-        lanes = _lanes(tag)
-        value = tagged_dual(r.values, _outer_partials(r), outer)
-        cross = read_columns(partials, lanes.c_lane(0), k * outer.width)
-        return (value, read_columns(partials, lanes.b_lane(0), k),
-                cross.reshape(shape + (k, outer.width)), outer)
-    if not tag.is_nested and tag.running and tag.level < inner.level:
-        # f's result involves only the outer differentiation: zero derivative here
-        zeros = np.zeros(shape + (k,), r.dtype)
-        return r, zeros, np.zeros(shape + (k, tag.width), r.dtype), tag
-    raise TypeError(_NESTING_ERROR)
+# -- what a call returns ---------------------------------------------------------------------------
 
-
-def _result(values, partials, outer):
-    values = np.array(values, order="C")
-    if outer is None:
-        return float(values) if values.ndim == 0 else values
-    return tagged_dual(values, np.array(partials, order="C"), outer)
-
-
-def _value(value, outer):
-    # f's value as the caller gets it: an array (a float if 0-d) or a dual of `outer`
-    if outer is None:
-        return _result(value, None, None)
-    return _result(value.values, value.partials, outer)
+def _result(r):
+    """A result as a caller gets it: an engine's array as it is, a plain one as an ndarray
+    (a float when 0-d)."""
+    if _engine(r):
+        return r
+    r = np.asarray(r)
+    return float(r) if r.ndim == 0 else r
 
 
 def _deliver(result, out):
     """The result, written into `out` when one is given."""
     if out is None:
         return result
-    if isinstance(out, Dual):
+    if _engine(out):
         out[...] = result
-    elif isinstance(result, Dual):
-        raise TypeError("cyad: this result depends on the outer differentiation: out= must be "
-                        "a dual array of it, not a plain ndarray")
+    elif _engine(result):
+        raise TypeError("cyad: this result depends on the differentiation around this call: "
+                        "out= must be an array of it (a dual or traced array), not a plain "
+                        "ndarray")
     else:
         np.copyto(out, result)
     return out
 
 
+def _write_back(value, y):
+    # f's final y into the caller's y (the two-argument form)
+    if _engine(value) and not _engine(y):
+        raise TypeError("cyad: f's value depends on the differentiation around this call, so "
+                        "y must be an array of it (a dual or traced array), not a plain "
+                        "ndarray")
+    y[...] = value
+
+
+def _value(value, y, value_out):
+    # f's value as the value_and_* forms give it: y itself in the two-argument form
+    if y is not None:
+        _write_back(value, y)
+        return y
+    return _deliver(_result(value), value_out)
+
+
+def _batch(dx, shape, dtype, what, of):
+    """A tangent (cotangent) or a tuple of them, checked against `shape` (that of `of`),
+    stacked: the lanes of a derivative program's input."""
+    batch = isinstance(dx, tuple)
+    items = dx if batch else (dx,)
+    for t in items:
+        if np.shape(t) != shape:
+            raise ValueError(f"cyad: a {what} has shape {np.shape(t)}, but {of} has shape "
+                             f"{shape}")
+    stacked = np.stack([t if _engine(t) else np.asarray(t, dtype) for t in items])
+    return batch, len(items), stacked
+
+
+def _split(results, batch, out):
+    results = [_result(r) for r in results]
+    if out is not None:
+        results = [_deliver(r, o) for r, o in zip(results, out if batch else (out,))]
+    return tuple(results) if batch else results[0]
+
+
+def _basis(recorded):
+    n = int(np.prod(recorded.x_shape))
+    return n, np.eye(n, dtype=recorded.dtype).reshape((n,) + recorded.x_shape)
+
+
 def pushforward(f, x, dx, y, out, with_value, scalar_input=False):
     """J(x) @ dx (a tangent or a tuple of them), and f(x) if with_value."""
-    if scalar_input and np.ndim(primal(x)) != 0:
-        raise ValueError(f"cyad: derivative takes a scalar x, not an array of shape {np.shape(x)}")
-    batch = isinstance(dx, tuple)
-    tangents = dx if batch else (dx,)
-    dtype = _dtype(x)
-    shape = np.shape(primal(x))
-    for t in tangents:
-        if np.shape(primal(t)) != shape:
-            raise ValueError(f"cyad: a tangent has shape {np.shape(t)}, but x has shape {shape}")
-    seeds = tuple(np.ascontiguousarray(np.broadcast_to(_values(t, dtype), shape))
-                  for t in tangents)
-    _outer_tag(x, *tangents)   # (one outer differentiation at most)
-    seed_partials = None
-    if any(isinstance(t, Dual) for t in tangents):
-        seed_partials = [t if isinstance(t, Dual) else None for t in tangents]
-    value, d, dp, outer = _evaluate(f, x, seeds, seed_partials, y)
-    results = tuple(_result(d[..., i], None if dp is None else dp[..., i, :], outer)
-                    for i in range(len(tangents)))
+    recorded = _Recorded(f, x, y)
+    if scalar_input and recorded.x_shape != ():
+        raise ValueError(f"cyad: derivative takes a scalar x, not an array of shape "
+                         f"{recorded.x_shape}")
+    batch, k, tangents = _batch(dx, recorded.x_shape, recorded.dtype, "tangent", "x")
+    value, derivatives = recorded.forward(k, tangents)
+    value_out, out = out if with_value and out is not None else (None, out)
+    results = _split([derivatives[i] for i in range(k)], batch, out)
     if with_value:
-        value_out, out = (None, None) if out is None else out
-        value = _deliver(_value(value, outer), value_out)
-    if out is not None:
-        outs = out if batch else (out,)
-        results = tuple(_deliver(r, o) for r, o in zip(results, outs, strict=False))
-    results = results if batch else results[0]
-    return (value, results) if with_value else results
+        return _value(value, y, value_out), results
+    if y is not None:
+        _write_back(value, y)
+    return results
 
 
 def jacobian(f, x, y, out, with_value, scalar_output):
-    """The Jacobian of f at x (its gradient if scalar_output), and f(x) if with_value."""
-    dtype = _dtype(x)
-    xv = _values(x, dtype)
-    value, d, dp, outer = _evaluate(f, x, None, None, y)
-    out_shape = d.shape[:-1]
-    if scalar_output and out_shape != ():
-        raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returns shape "
-                         f"{out_shape}; use jacobian")
-    result = _result(d.reshape(out_shape + xv.shape),
-                     None if dp is None else dp.reshape(out_shape + xv.shape + dp.shape[-1:]),
-                     outer)
+    """The Jacobian of f at x (its gradient, by reverse mode, if scalar_output), and f(x) if
+    with_value."""
+    recorded = _Recorded(f, x, y)
+    if scalar_output:
+        if recorded.out_shape != ():
+            raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returns shape "
+                             f"{recorded.out_shape}; use jacobian")
+        value, result = recorded.reverse()
+    else:
+        n, basis = _basis(recorded)
+        value, columns = recorded.forward(n, basis)
+        result = np.reshape(np.moveaxis(columns, 0, -1), recorded.out_shape + recorded.x_shape)
+    value_out, out = out if with_value and out is not None else (None, out)
+    result = _deliver(_result(result), out)
     if with_value:
-        value_out, out = (None, None) if out is None else out
-        value = _deliver(_value(value, outer), value_out)
-        return value, _deliver(result, out)
-    return _deliver(result, out)
+        return _value(value, y, value_out), result
+    if y is not None:
+        _write_back(value, y)
+    return result
 
 
 def pullback(f, x, dy, y, out, with_value):
-    """dy @ J(x) (a cotangent or a tuple of them), and f(x) if with_value: the Jacobian of
-    one evaluation, contracted with each cotangent (which may be a dual of the outer
-    differentiation, as J may)."""
-    batch = isinstance(dy, tuple)
-    cotangents = dy if batch else (dy,)
-    dtype = _dtype(x)
-    value, jac = jacobian(f, x, y, None, True, False)
-    out_ndim = np.ndim(jac) - np.ndim(primal(x))
-    out_shape = np.shape(jac)[:out_ndim]
-    results = []
-    for c in cotangents:
-        if np.shape(c) != out_shape:
-            raise ValueError(f"cyad: a cotangent has shape {np.shape(c)}, but f's output has "
-                             f"shape {out_shape}")
-        c = c if isinstance(c, Dual) else _values(c, dtype)
-        r = c * jac if out_ndim == 0 else np.tensordot(c, jac, axes=out_ndim)
-        results.append(float(r) if not isinstance(r, Dual) and np.ndim(r) == 0 else r)
+    """dy @ J(x) (a cotangent or a tuple of them), and f(x) if with_value."""
+    recorded = _Recorded(f, x, y)
+    batch, k, cotangents = _batch(dy, recorded.out_shape, recorded.dtype, "cotangent",
+                                    "f's output")
+    value, pulled = recorded.reverse(k, cotangents)
+    value_out, out = out if with_value and out is not None else (None, out)
+    results = _split([pulled[i] for i in range(k)], batch, out)
     if with_value:
-        value_out, out = (None, None) if out is None else out
-        value = _deliver(value, value_out)
-    if out is not None:
-        outs = out if batch else (out,)
-        results = [_deliver(r, o) for r, o in zip(results, outs, strict=False)]
-    results = tuple(results) if batch else results[0]
-    return (value, results) if with_value else results
+        return _value(value, y, value_out), results
+    if y is not None:
+        _write_back(value, y)
+    return results
+
+
+def _scalar(recorded, name):
+    if recorded.out_shape != ():
+        raise ValueError(f"cyad: {name} needs a scalar-valued f, but f returns shape "
+                         f"{recorded.out_shape}")
+
+
+def hvp(f, x, v, y, out, with_gradient):
+    """H(x) @ v (a tangent or a tuple of them), and the gradient first if with_gradient."""
+    recorded = _Recorded(f, x, y)
+    _scalar(recorded, "hvp")
+    batch, k, tangents = _batch(v, recorded.x_shape, recorded.dtype, "tangent", "x")
+    value, gradient, products = recorded.forward_over_reverse(k, tangents)
+    if y is not None:
+        _write_back(value, y)
+    gradient_out, out = out if with_gradient and out is not None else (None, out)
+    results = _split([products[i] for i in range(k)], batch, out)
+    return (_deliver(_result(gradient), gradient_out), results) if with_gradient else results
+
+
+def hessian(f, x, y, out, with_value):
+    """The Hessian of a scalar-valued f, and its value and gradient first if with_value."""
+    recorded = _Recorded(f, x, y)
+    _scalar(recorded, "hessian")
+    n, basis = _basis(recorded)
+    value, gradient, rows = recorded.forward_over_reverse(n, basis)
+    result = _result(np.reshape(rows, recorded.x_shape + recorded.x_shape))
+    if not with_value:
+        if y is not None:
+            _write_back(value, y)
+        return _deliver(result, out)
+    value_out, gradient_out, out = (None, None, None) if out is None else out
+    return (_value(value, y, value_out), _deliver(_result(gradient), gradient_out),
+            _deliver(result, out))
+
+
+def second_derivative(f, x, y, out, with_value):
+    """d2f/dx2 at a scalar x, and f(x) and df/dx first if with_value."""
+    recorded = _Recorded(f, x, y)
+    if recorded.x_shape != ():
+        raise ValueError(f"cyad: second_derivative takes a scalar x, not an array of shape "
+                         f"{recorded.x_shape}")
+    value, first, second = recorded.forward_over_forward()
+    result = _result(second[0, 0])
+    if not with_value:
+        if y is not None:
+            _write_back(value, y)
+        return _deliver(result, out)
+    value_out, first_out, out = (None, None, None) if out is None else out
+    return (_value(value, y, value_out), _deliver(_result(first[0]), first_out),
+            _deliver(result, out))

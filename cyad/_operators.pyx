@@ -29,8 +29,8 @@ cdef inline bint _recorded(object f):
 
 cdef inline bint _nests(object f, object prep, object engine) except -1:
     # whether the call nests in a running differentiation (a Python f called from inside the
-    # f cyad is differentiating), refusing a prep that another call is using; nested calls
-    # run on dual arrays, whatever the engine (an unknown name is still refused)
+    # f cyad is differentiating or tracing), refusing a prep that another call is using;
+    # nested calls derive a program, whatever the engine (an unknown name is still refused)
     if differentiating() and (is_python_function(f) or _recorded(f)):
         refuse_busy(prep)
         if engine is not None:
@@ -749,13 +749,6 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
 
 # -- second order ------------------------------------------------------------------------
 
-cdef _refuse_nesting(str name):
-    # second order nests forward over forward itself: a third level is not supported
-    if differentiating():
-        raise TypeError(f"cyad: {name} cannot run inside a function cyad is differentiating "
-                        "(only two levels of differentiation nest)")
-
-
 def prepare_second_derivative(f, x, *, y=None, chunk=None, engine=None):
     """Prepare `second_derivative` and `value_derivative_and_second_derivative` of f at a
     scalar x.
@@ -815,7 +808,6 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=N
     %(raises_value)s
         Also if x is not a scalar (use `hvp` or `hessian`).
     %(raises_type)s
-        Also if called inside a function cyad is differentiating.
     %(raises_call)s
 
     See Also
@@ -827,7 +819,8 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=N
     >>> cyad.second_derivative(lambda x: x ** 3, 2.0)
     12.0
     """
-    _refuse_nesting("second_derivative")
+    if _nests(f, prep, engine):
+        return _nested.second_derivative(f, x, y, out, False)
     cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk, engine)
     return _scalar_result(p.call(f, x, None, y, out, 0), out)
 
@@ -859,7 +852,7 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
         If the arguments do not fit ``prep``, ``y`` or ``out``, or x is not a scalar
         (see `second_derivative`).
     TypeError
-        If x is not real or f drops a derivative, or when nested (see `second_derivative`).
+        If x is not real or f drops a derivative (see `second_derivative`).
     %(raises_call)s
 
     Examples
@@ -867,7 +860,8 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
     >>> cyad.value_derivative_and_second_derivative(lambda x: x ** 3, 2.0)
     (8.0, 12.0, 12.0)
     """
-    _refuse_nesting("value_derivative_and_second_derivative")
+    if _nests(f, prep, engine):
+        return _nested.second_derivative(f, x, y, out, True)
     cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk, engine)
     return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE | WITH_FIRST), out)
 
@@ -939,7 +933,6 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None, worker
     %(raises_value)s
         Also if f is not scalar-valued.
     %(raises_type)s
-        Also if called inside a function cyad is differentiating.
     %(raises_call)s
 
     See Also
@@ -952,7 +945,8 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None, worker
     >>> cyad.hvp(f, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     array([ 6., 12.])
     """
-    _refuse_nesting("hvp")
+    if _nests(f, prep, engine):
+        return _nested.hvp(f, x, v, y, out, False)
     cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine, workers)
     return p.call(f, x, v, y, out, 0)
 
@@ -982,7 +976,7 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine
         If the arguments do not fit ``prep``, ``y`` or ``out``, or f is not scalar-valued
         (see `hvp`).
     TypeError
-        If x is not real or f drops a derivative, or when nested (see `hvp`).
+        If x is not real or f drops a derivative (see `hvp`).
     %(raises_call)s
 
     Examples
@@ -991,7 +985,8 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine
     >>> cyad.gradient_and_hvp(f, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     (array([ 3., 12.]), array([ 6., 12.]))
     """
-    _refuse_nesting("gradient_and_hvp")
+    if _nests(f, prep, engine):
+        return _nested.hvp(f, x, v, y, out, True)
     cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine, workers)
     return p.call(f, x, v, y, out, WITH_FIRST)
 
@@ -1061,7 +1056,6 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, worke
     %(raises_value)s
         Also if f is not scalar-valued.
     %(raises_type)s
-        Also if called inside a function cyad is differentiating.
     %(raises_call)s
 
     See Also
@@ -1074,7 +1068,8 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, worke
     array([[4., 2.],
            [2., 0.]])
     """
-    _refuse_nesting("hessian")
+    if _nests(f, prep, engine):
+        return _nested.hessian(f, x, y, out, False)
     cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine, workers)
     return p.call(f, x, None, y, out, 0)
 
@@ -1106,7 +1101,7 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None,
         If the arguments do not fit ``prep``, ``y`` or ``out``, or f is not scalar-valued
         (see `hessian`).
     TypeError
-        If x is not real or f drops a derivative, or when nested (see `hessian`).
+        If x is not real or f drops a derivative (see `hessian`).
     %(raises_call)s
 
     Examples
@@ -1119,7 +1114,8 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None,
     array([[4., 2.],
            [2., 0.]])
     """
-    _refuse_nesting("value_gradient_and_hessian")
+    if _nests(f, prep, engine):
+        return _nested.hessian(f, x, y, out, True)
     cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine, workers)
     return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE | WITH_FIRST), out)
 

@@ -247,7 +247,7 @@ cdef class Engine:
     cdef discover(self, Prep prep, object x)
     cdef set_output(self, Prep prep, tuple shape)
     cdef enter(self)
-    cdef finish(self, bint nest)
+    cdef finish(self)
     cdef object python_error(self)
     cdef object declared_out_shape(self)
     cdef bint splits(self, Prep prep)
@@ -303,7 +303,7 @@ cdef class Prep:
     cdef check_form(self, Family family, object y)
     cdef object call(self, object f, object x, object v, object y, object out, int wanted)
     cdef int run_parts(self, object x_array, const void* x, const void* const* tangents,
-                       void* y, void* value, void* first, bint nest) except? -1
+                       void* y, void* value, void* first) except? -1
     cdef object results(self, object out, bint batch, Py_ssize_t count)
     cdef tuple batch_results(self, object out, Py_ssize_t count)
     cdef bind(self, object f)
@@ -318,7 +318,7 @@ cdef class Prep:
     cdef check_out(self, object out, tuple shape, int ndim, cnp.npy_intp* dims, str what)
     cdef set_output(self, tuple shape)
     cdef raise_for(self, int status)
-    cdef begin(self, bint nest)
-    cdef end(self, bint nest)
+    cdef begin(self)
+    cdef end(self)
     cdef tuple split(self, object out, int count)
     cdef object value_buffer(self, object value_out, object y, bint with_value)

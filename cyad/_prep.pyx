@@ -299,9 +299,9 @@ cdef class Engine:
     prep's family) and binds f; `bind` takes another f of the kind bound;
     `declared_out_shape` is a C function's declared output shape; `discover` learns a
     Python f's output shape (calling prep.set_output); `set_output` allocates the
-    output's buffers; `enter` starts a first-order call (the cyad calls inside a Python f
-    nest in it) and `finish` ends every call (`nest`: one that entered; the tape engine's
-    NumPy warnings come from it, or its FloatingPointError); `python_error`
+    output's buffers; `enter` starts a call (the cyad calls inside a Python f nest in it)
+    and `finish` ends it (the tape engine's NumPy warnings come from it, or its
+    FloatingPointError); `python_error`
     hands over the exception a Python f raised. Python properties report the engine's
     figures: directions, chunk, width, evaluations, is_python, input_dual.
 
@@ -331,7 +331,7 @@ cdef class Engine:
     cdef enter(self):
         pass
 
-    cdef finish(self, bint nest):
+    cdef finish(self):
         pass
 
     cdef object python_error(self):
@@ -452,10 +452,8 @@ cdef class Prep:
         cdef int i
         cdef type kind = engine_type(engine)
         cdef Py_ssize_t results
-        if isinstance(x, _DualType):
+        if isinstance(x, _DualType) or hasattr(type(x), "__cyad_value__"):
             raise _nested_error("x")
-        if hasattr(type(x), "__cyad_value__"):
-            raise _NESTED_TRACE
         self.engine = "dual" if engine is None else engine
         self.two_argument = y is not None
         self.dtype = input_dtype(x)
@@ -566,7 +564,6 @@ cdef class Prep:
         cdef object _alive  # seeds converted to the prep's dtype, kept through the call
         cdef object value_out = None, first_out = None, main_out = out
         cdef object value = None, first = None, main
-        cdef bint nest = self.order == 1
         cdef int status
         cdef const void* xp
         cdef const void* const* tp
@@ -576,7 +573,7 @@ cdef class Prep:
         if self.workers_map is not None:
             from cyad import _parts_map
             return _parts_map.call(self, f, x, v, y, out, wanted)
-        self.begin(nest)
+        self.begin()
         try:
             self.bind(f)
             x = self.input(x)
@@ -612,7 +609,7 @@ cdef class Prep:
             fp = NULL if first is None else _data(first)
             status = protect_inputs(self.handle, &xp, &tp, yp, vp, fp, self.outs)
             if status == 0 and self.part_preps is not None:
-                status = self.run_parts(x, xp, tp, yp, vp, fp, nest)
+                status = self.run_parts(x, xp, tp, yp, vp, fp)
             elif status == 0 and self.without_gil:
                 with nogil:
                     status = self.handle.run(self.handle, xp, tp, yp, vp, fp, self.outs)
@@ -629,10 +626,10 @@ cdef class Prep:
                 return (first, main)
             return (value, first, main)
         finally:
-            self.end(nest)
+            self.end()
 
     cdef int run_parts(self, object x_array, const void* x, const void* const* tangents,
-                       void* y, void* value, void* first, bint nest) except? -1:
+                       void* y, void* value, void* first) except? -1:
         """The call in parts at once, each on its prep (part 0 on this one): the status
         of the first part that failed, or 0 (the others' errors dropped). The caller
         waits without the GIL; Ctrl-C stops every part at its next chunk and raises
@@ -645,7 +642,7 @@ cdef class Prep:
             for k in range(1, parts):
                 part = <Prep>self.part_preps[k - 1]
                 part.bind(self.engine_state.bound)
-                part.begin(nest)
+                part.begin()
                 begun += 1
                 if part.out_shape is None:
                     part.engine_state.discover(part, x_array)
@@ -686,7 +683,7 @@ cdef class Prep:
                 part.handle.parts = 1
                 part.handle.cancel = NULL
                 part.engine_state.quiet()
-                part.end(nest)
+                part.end()
 
     def _set_workers(self, int workers, list parts):
         """Run calls in `workers` parts at once, parts 1 ... workers - 1 on `parts` (preps
@@ -769,19 +766,18 @@ cdef class Prep:
             return y
         return np.empty(self.out_shape, self.dtype)
 
-    cdef begin(self, bint nest):
-        """Claim the prep for a call (RuntimeError if another call holds it). With `nest`, a
-        Python f's differentiation starts: the cyad operators f calls nest inside it."""
+    cdef begin(self):
+        """Claim the prep for a call (RuntimeError if another call holds it); a Python f's
+        differentiation starts: the cyad operators f calls nest inside it."""
         if not claim(&self.handle.busy):
             raise RuntimeError(_BUSY)
-        if nest:
-            self.engine_state.enter()
+        self.engine_state.enter()
 
-    cdef end(self, bint nest):
+    cdef end(self):
         """The call's end, whatever it was: a failed one leaves no evaluated chunk behind.
         (finish may raise: NumPy's FloatingPointError from the tape engine's values.)"""
         try:
-            self.engine_state.finish(nest)
+            self.engine_state.finish()
         finally:
             release(&self.handle.busy)
 
@@ -1325,12 +1321,8 @@ def input_dtype(x):
                     "use float64 or float32")
 
 
-_NESTED_TRACE = TypeError(
-    "cyad: x is an array traced by engine='tape': a tape does not nest differentiations "
-    "(a derivative taken inside f); use engine='dual' for derivatives of derivatives")
-
-
 def _nested_error(name):
-    return TypeError(f"cyad: {name} is a dual array: only a Python callable differentiated inside "
-                     "another differentiation takes dual arrays (a C function or a prep does not, "
-                     "nor does a call outside the differentiation that made them)")
+    return TypeError(f"cyad: {name} is an array of a differentiation (a dual or traced array): "
+                     "only a Python callable differentiated inside another differentiation takes "
+                     "one (a C function cannot, nor can a call outside the differentiation that "
+                     "made it)")

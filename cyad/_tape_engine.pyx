@@ -462,13 +462,12 @@ cdef void dual_enters(tape_prep* p, prep_header* dual) noexcept with gil:
     cdef Prep prep = held_dual(p, dual)
     if dual == p.forward:
         (<TapeEngine>p.engine).forward_calls += 1
-    if prep.order == 1:
-        prep.engine_state.enter()
+    prep.engine_state.enter()
 
 
 cdef void dual_leaves(tape_prep* p, prep_header* dual, int status) noexcept with gil:
     cdef Prep prep = held_dual(p, dual)
-    prep.engine_state.finish(prep.order == 1)
+    prep.engine_state.finish()
     if status == PYTHON_ERROR:
         (<TapeEngine>p.engine).error = prep.engine_state.python_error()
 
@@ -689,12 +688,11 @@ cdef class TapeEngine(Engine):
     cdef discover(self, Prep prep, object x):
         self.record_at(cnp.PyArray_DATA(np.ascontiguousarray(x, self.dtype)), NULL, 0)
         if self.out_shape is None:   # handed to the dual engine: it learns the shape
-            if self.delegate.order == 1:
-                self.delegate.engine_state.enter()
+            self.delegate.engine_state.enter()
             try:
                 self.delegate.engine_state.discover(self.delegate, x)
             finally:
-                self.delegate.engine_state.finish(self.delegate.order == 1)
+                self.delegate.engine_state.finish()
             self.out_shape = self.delegate.out_shape
         prep.set_output(self.out_shape)
 
@@ -741,7 +739,7 @@ cdef class TapeEngine(Engine):
         self.error = None
         return error
 
-    cdef finish(self, bint nest):
+    cdef finish(self):
         # a call from Python whose value part raised a floating-point flag: NumPy computes
         # f's values once more from its tape, warning (or raising) as it does in f
         if self.state.value_flags:

@@ -41,6 +41,16 @@ A tape freezes what f reads that is not x: arrays f closes over and Python state
 captured as constants when f is traced (`Recording.captured` lists the arrays, which the
 engine compares with copies on every call; cyad/_tape_engine.pyx says what it checks).
 
+Nested differentiation (cyad/_nested.py): a cyad operator called inside f records its own
+f on a recording of its own, `nested`, a level above every recording made before it. An
+array of a differentiation around it that this f reads - a dual array, a tracer of an
+earlier recording - becomes an input of the nested recording (`free`), not a constant:
+the derivative program derived from it is evaluated on those very arrays, so that the
+differentiations around it differentiate it too. An operation on tracers of several
+recordings is recorded on the latest (the others' tracers lifted into it); one on an
+earlier recording's tracers alone is that recording's. A top-level recording meets no
+such array but by a stale one (a dual of a finished call), refused.
+
 Writes: `y[key] = v`, in-place operators and `out=` give the written array a new Var
 (tapes are written once). Views behave as NumPy's: a tracer made by basic indexing,
 transpose, flip, broadcast_to or a reshape that NumPy makes without a copy (asked of
@@ -49,13 +59,14 @@ is a copy) remembers where its elements lie in that array, so a write into the v
 writes into the array, and a view of an array written since reads the new values.
 """
 import functools
+import itertools
 import math
 import operator
 
 import numpy as np
 
 from cyad import _hints, _rule_table
-from cyad._dual import Dual
+from cyad._dual import Dual, enter, leave
 from cyad._primitives import NAMED, TABLE, ufunc_methods
 from cyad._primitives._table import entry_of
 from cyad._scipy_dispatch import scipy_hint
@@ -68,8 +79,12 @@ _BINARY = _rule_table.UfuncOps(_rule_table.BINARY_RULES)
 _OP = {rule.name: op for op, rule in enumerate(_rule_table.BINARY_RULES)}
 _POWER = _BINARY[np.power]
 _SQUARE = _UNARY[np.square]
-_NO_NESTING = ("a tape does not nest differentiations (a derivative taken inside f); use "
-               "engine='dual' for derivatives of derivatives")
+_STALE = ("an array of another differentiation met this one: a dual or traced array is valid "
+          "only inside the call that made it, and a function differentiated inside another "
+          "cannot write into an array of the differentiation around it (return the value "
+          "instead)")
+# the levels of recordings: a later one is a differentiation inside the earlier ones
+_LEVELS = itertools.count(1)
 
 # the linear entries whose result NumPy may give as a view of their operand
 _VIEWS = {"reshape", "transpose", "broadcast_to", "flip"}
@@ -153,10 +168,16 @@ class _Values(dict):
 
 
 class Recording:
-    """A tape being recorded, and the value of each of its Vars (computed when read)."""
+    """A tape being recorded, and the value of each of its Vars (computed when read).
+    `nested`: a nested differentiation's, whose f may read the arrays of those around it
+    (its `free` inputs: the module's docstring)."""
 
-    def __init__(self, dtype):
+    def __init__(self, dtype, nested=False):
         self.tape = Tape(dtype)
+        self.level = next(_LEVELS)
+        self.nested = nested
+        self.free = []      # (array of an outer differentiation, its input Var)
+        self._free_of = {}  # id(that array) -> its input Var
         self.values = _Values()
         self._consts = {}   # id(captured object), or a number's type and repr -> (the
         # object, its Var)
@@ -171,13 +192,26 @@ class Recording:
         self.values[var] = np.array(value, self.tape.dtype)
         return Tracer(self, var)
 
+    def lifted(self, array):
+        """The input Var of an outer differentiation's array (a dual, an earlier recording's
+        tracer) that a nested recording's f reads, made at its first read."""
+        if not self.nested:
+            raise TypeError("cyad: " + _STALE)
+        var = self._free_of.get(id(array))
+        if var is None:
+            value = array.value if isinstance(array, Tracer) else array.values
+            var = self.tape.input(np.shape(value))
+            self.values[var] = np.array(value, self.tape.dtype)
+            self._free_of[id(array)] = var
+            self.free.append((array, var))
+        return var
+
     def const(self, value):
         """The Var of a constant operand (captured once per object)."""
         if isinstance(value, Tracer):
             return value.node
         if isinstance(value, Dual):
-            raise TypeError("cyad: a dual array of a cyad call inside f met a traced array: "
-                            + _NO_NESTING)
+            return self.lifted(value)
         number = type(value) in (int, float, bool)
         # (a Python number by its value: every 2.0 in f is one constant)
         key = (type(value), repr(value)) if number else id(value)
@@ -197,8 +231,9 @@ class Recording:
             return x
         if isinstance(x, Tracer):
             if x.recording is not self:
-                raise TypeError("cyad: a traced array of another differentiation met this "
-                                "one: " + _NO_NESTING)
+                if x.recording.level > self.level:
+                    raise TypeError("cyad: " + _STALE)
+                return self.lifted(x)
             x.check()
             return x.node
         return self.const(x)
@@ -523,8 +558,7 @@ class Tracer:
     def __array__(self, dtype=None, copy=None):
         raise TypeError("cyad: a traced array cannot become a plain ndarray: that would drop "
                         "its derivative. Keep the computation in NumPy operations on the arrays "
-                        "cyad passes in (np.zeros_like(x), np.stack, ...). A cyad operator "
-                        "called inside f meets it so: " + _NO_NESTING + scipy_hint())
+                        "cyad passes in (np.zeros_like(x), np.stack, ...)." + scipy_hint())
 
     # -- NumPy protocols --------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -535,18 +569,18 @@ class Tracer:
         if options and ufunc not in TABLE:   # (a table ufunc's own parameters: vecdot's axis)
             raise TypeError(f"cyad: {_rule_table.ufunc_name(ufunc)} with these arguments is "
                             "not supported by engine='tape'")
-        result = ufunc_call(self.recording, ufunc, inputs, options)
-        return result if out is None else \
-            _into(self.recording, out, result, _rule_table.ufunc_name(ufunc))
+        rec = _latest(self.recording, inputs)
+        result = ufunc_call(rec, ufunc, inputs, options)
+        return result if out is None else _into(rec, out, result, _rule_table.ufunc_name(ufunc))
 
     def __array_function__(self, func, types, args, kwargs):
+        rec = _latest(self.recording, args, kwargs.values())
         if kwargs.get("out") is None:
-            return function_call(self.recording, func, args, kwargs)
+            return function_call(rec, func, args, kwargs)
         # out= of a NumPy function (np.sum, np.dot, np.cumsum, ...): its result written there
         kwargs = dict(kwargs)
         out = kwargs.pop("out")
-        return _into(self.recording, out, function_call(self.recording, func, args, kwargs),
-                     _hints.function_name(func))
+        return _into(rec, out, function_call(rec, func, args, kwargs), _hints.function_name(func))
 
     # -- indexing ----------------------------------------------------------------------------
     def __getitem__(self, key):
@@ -818,13 +852,26 @@ class Tracer:
         raise AttributeError(f"'Tracer' object has no attribute {name!r}")
 
 
+def _latest(rec, *groups):
+    """The latest recording among rec and those of the tracers in `groups` (sequences of
+    operands, and the lists and tuples among them): the one an operation is recorded on."""
+    for group in groups:
+        for a in group:
+            if isinstance(a, Tracer):
+                if a.recording.level > rec.level:
+                    rec = a.recording
+            elif isinstance(a, (list, tuple)):
+                rec = _latest(rec, a)
+    return rec
+
+
 def _into(rec, out, result, name):
     """out= of a NumPy ufunc or function: the result written into the traced array out."""
     target = out[0] if isinstance(out, tuple) else out
     if not isinstance(target, Tracer):
         raise TypeError(f"cyad: {name} of traced arrays into a plain ndarray would lose the "
                         "derivative; write into a traced array")
-    target._write(rec.var_of(result))
+    target._write(target.recording.var_of(result))
     return target
 
 
@@ -849,13 +896,13 @@ def ufunc_call(rec, ufunc, inputs, options=None):
     if op is not None and len(inputs) == 2:
         if op == _POWER:
             a, b = inputs
-            if not isinstance(b, Tracer) and np.ndim(b) == 0 and b == 2:
+            if not _varies(b) and np.ndim(b) == 0 and b == 2:
                 return rec.elementwise("unary", (a,), op=_SQUARE)   # NumPy's x**2 too
-            if not isinstance(b, Tracer):
+            if not _varies(b):
                 op = _OP["power_const_exponent"]
-            elif not isinstance(a, Tracer):
+            elif not _varies(a):
                 op = _OP["power_const_base"]
-        elif _rule_table.BINARY_RULES[op].differentiable == "b" and isinstance(inputs[0], Tracer):
+        elif _rule_table.BINARY_RULES[op].differentiable == "b" and _varies(inputs[0]):
             raise TypeError(f"cyad: {_rule_table.ufunc_name(ufunc)} is differentiable in its "
                             "second argument only; its first must be a constant, not a traced "
                             "array")
@@ -867,6 +914,12 @@ def ufunc_call(rec, ufunc, inputs, options=None):
         return table_call(rec, NAMED[name], ufunc, inputs, {})
     raise TypeError(f"cyad: {name} is not supported by engine='tape' (its derivative is not "
                     "in cyad's rule table)")
+
+
+def _varies(x):
+    # whether x carries a derivative: a tracer, or a dual of a differentiation around a
+    # nested one (an input of its recording)
+    return isinstance(x, (Tracer, Dual))
 
 
 # -- NumPy functions ----------------------------------------------------------------------------
@@ -1088,20 +1141,28 @@ def _index_map(tracer, key):
 
 # -- tracing f ------------------------------------------------------------------------------------
 
-def trace(f, x, dtype, y=None):
-    """Record f at x (f(y, x) when y is given: y's incoming values are an input too).
+def trace(f, x, dtype, y=None, nested=False):
+    """Record f at x (f(y, x) when y is given: y's incoming values are an input too), on a
+    `nested` recording for a differentiation inside another (the module's docstring). While
+    f runs, a cyad operator it calls nests (cyad._dual.differentiating).
 
     Returns the Recording and the output tracer (f's result; for f(y, x), the tracer of
     y after f ran).
     """
-    rec = Recording(dtype)
+    rec = Recording(dtype, nested)
     xt = rec.input(x)
-    if y is None:
-        result = stacked(f(xt))
-        if not isinstance(result, Tracer):
-            result = constant_result(result)    # a constant: checked as the dual engine does
-    else:
-        yt = rec.input(y)
-        f(yt, xt)
-        result = yt
+    enter()
+    try:
+        if y is None:
+            result = stacked(f(xt))
+            if isinstance(result, Dual):   # an outer differentiation's array (a free input)
+                result = Tracer(rec, rec.lifted(result))
+            elif not isinstance(result, Tracer):
+                result = constant_result(result)   # a constant: checked as the dual engine does
+        else:
+            yt = rec.input(y)
+            f(yt, xt)
+            result = yt
+    finally:
+        leave()
     return rec, result

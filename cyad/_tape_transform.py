@@ -32,6 +32,7 @@ the gradient's, not the value's).
 import numpy as np
 
 from cyad import _rule_table
+from cyad._rule_derivatives import partials as rule_partials
 from cyad._tape import Instr
 from cyad._tape_trace import _OP, Recording, Tracer
 
@@ -55,10 +56,14 @@ class DerivativeTape:
 
 
 class _Transform:
-    """A new Recording in which an old tape's Vars are mapped to new ones."""
+    """A new Recording in which an old tape's Vars are mapped to new ones. `composed`: the
+    partials of elementwise rules are recorded as compositions of primal operations
+    (cyad._rule_derivatives), so that the result differentiates to any order, rather than
+    as the derivative kinds of the compiled columns (which stop at the second)."""
 
-    def __init__(self, tape, values):
+    def __init__(self, tape, values, composed=False):
         self.old = tape
+        self.composed = composed
         self.rec = Recording(tape.dtype)
         self.primal = {}
         self.numbers = {}   # a number -> its constant Var (so that products by it are shared)
@@ -176,8 +181,11 @@ def _partials(tr, instr, args, wanted):
     bool per operand; None for the others): each a number or a Var. A rule-table
     expression that is a number, an operand ("a", "b", "x") or the instruction's own
     output ("v": exp' is exp; "d") costs nothing; any other becomes the derivative
-    instruction of the next kind (unary_d, binary_da, ...)."""
+    instruction of the next kind (unary_d, binary_da, ...), or, composed, the primal
+    operations of its composition."""
     op = instr.params["op"]
+    if tr.composed and instr.kind in ("unary", "binary"):
+        return _composed_partials(tr, instr, args, wanted)
     forms = _FORMS.get((instr.kind, op))
     if forms is None:
         raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
@@ -196,9 +204,30 @@ def _partials(tr, instr, args, wanted):
     return partials
 
 
+def _composed_partials(tr, instr, args, wanted):
+    """`_partials` as compositions of primal operations, run on tracers of tr.rec (a constant
+    operand as its value: zeta's order is no variable)."""
+    consts = tr.rec.tape.consts
+    operands = [consts[a] if a in consts else tr.t(a) for a in args]
+    operands.append(tr.t(tr.primal[instr.outs[0]]))
+    partials, first = [], None
+    for want, column in zip(wanted, rule_partials(instr.kind, instr.params["op"])):
+        value = column(*operands) if first is None or len(args) == 1 else \
+            column(*operands, first)
+        if len(args) == 2 and first is None:
+            first = value     # (db's expression may read da: maximum's 1 - da)
+        if not want:
+            partials.append(None)
+        elif isinstance(value, Tracer) or np.ndim(value):   # (an array of constants too)
+            partials.append(tr.rec.var_of(value))
+        else:   # (a number: a constant partial)
+            partials.append(float(value))
+    return partials
+
+
 # -- forward: tangents, lanes leading ------------------------------------------------------------
 
-def jvp(tape, values, lanes, wrt, names, seeded=(), tangents_of=None):
+def jvp(tape, values, lanes, wrt, names, seeded=(), tangents_of=None, composed=False):
     """The tape computing tape's outputs and their tangents along `lanes` directions of
     the inputs numbered in `wrt` (the tangent inputs follow the primal ones).
 
@@ -208,9 +237,9 @@ def jvp(tape, values, lanes, wrt, names, seeded=(), tangents_of=None):
     differentiated): the instructions that read them belong to the derivative part.
     `tangents_of` numbers the outputs whose tangents are outputs too (None: all of them):
     forward over reverse wants the gradient's alone, and what only the value's tangent
-    needs is pruned.
+    needs is pruned. `composed`: see `_Transform`.
     """
-    tr = _Transform(tape, values)
+    tr = _Transform(tape, values, composed)
     tangent = {}
     for i in wrt:
         var = tape.inputs[i]
@@ -365,13 +394,13 @@ _JVP = {
 
 # -- reverse: cotangents ------------------------------------------------------------------------
 
-def vjp(tape, values, wrt, names, lanes=None, unit=False):
+def vjp(tape, values, wrt, names, lanes=None, unit=False, composed=False):
     """The tape computing tape's (single) output and the cotangents of the inputs numbered
     in `wrt` from a cotangent input "ct" of the output's shape; with `lanes`, from `lanes`
     cotangents at once: "ct" and the cotangents computed have a leading axis of lanes.
     `unit`: the cotangent is ones (a gradient), a constant rather than an input, so that
-    the products by it fold away (`_fold_copies`)."""
-    tr = _Transform(tape, values)
+    the products by it fold away (`_fold_copies`). `composed`: see `_Transform`."""
+    tr = _Transform(tape, values, composed)
     # the Vars that depend on the inputs in wrt: only theirs are cotangents worth having
     active = {tape.inputs[i] for i in wrt}
     for instr in tape.instrs:

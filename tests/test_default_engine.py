@@ -101,7 +101,27 @@ def test_an_array_changed_in_place_between_calls_is_seen():
 
 
 def test_an_f_a_tape_cannot_trace_is_answered_by_the_dual_engine():
-    # a derivative inside f: a tape does not nest, the dual engine does
+    # a custom function with a JVP rule alone: the dual engine's forward mode takes it, the
+    # tape's reverse mode has no rule for it
+    @cyad.custom_derivative
+    def scaled(w):
+        return 2.0 * w
+
+    scaled.defjvp(lambda primals, tangents: (2.0 * primals[0], 2.0 * tangents[0]))
+
+    def f(w):
+        return np.sum(np.sin(scaled(w)))
+
+    prep = cyad.prepare_gradient(f, X)
+    expected = 2.0 * np.cos(2.0 * X)
+    for _ in range(2):
+        assert_allclose(cyad.gradient(f, X, prep=prep), expected, rtol=1e-13)
+    assert prep.engine_state.delegated
+    with pytest.raises(TypeError):
+        cyad.gradient(f, X, engine="tape")
+
+
+def test_a_derivative_inside_f_is_recorded_on_the_default_tape():
     def nested(w):
         return cyad.derivative(lambda t: np.sum(np.sin(w * t)), 1.0)
 
@@ -109,8 +129,7 @@ def test_an_f_a_tape_cannot_trace_is_answered_by_the_dual_engine():
     expected = np.cos(X) - X * np.sin(X)
     for _ in range(2):
         assert_allclose(cyad.gradient(nested, X, prep=prep), expected, rtol=1e-13)
-    with pytest.raises(TypeError, match="does not nest"):
-        cyad.gradient(nested, X, engine="tape")
+    assert not prep.engine_state.delegated and prep.engine_state.records == 1
 
 
 def _branchy(w):

@@ -266,15 +266,20 @@ def sloped_constraints(x):
     return cyad.derivative(lambda t: np.sin(t * x[1:]) * x[:-1], 1.0)
 
 
-def test_functions_taking_derivatives_inside():
-    # nested differentiation: the dual engine, the Jacobian's pattern given, no Hessian
+@pytest.mark.parametrize("engine", ["dual", "tape"])
+def test_functions_taking_derivatives_inside(engine):
+    # nested differentiation: the inner derivatives are recorded, their patterns detected
     x0 = np.linspace(0.1, 1.0, 6)
-    with pytest.raises(TypeError, match="hessian=False"):
-        cyad.ipopt.Callbacks(slopes, x0, engine="dual")
-    pattern = np.eye(5, 6, dtype=bool) | np.eye(5, 6, k=1, dtype=bool)
-    callbacks = cyad.ipopt.Callbacks(slopes, x0, constraints=sloped_constraints,
-                                     engine="dual", hessian=False, jacobian_sparsity=pattern)
+    callbacks = cyad.ipopt.Callbacks(slopes, x0, constraints=sloped_constraints, engine=engine)
     x = np.linspace(-1.0, 1.5, 6)
+    lagrange = np.zeros(5)
+    lagrange[2] = 0.5
+    a, b = x[2], x[3]    # the Hessian of 0.5 a b cos(b) besides that of sum(x cos x)
+    dense = np.diag(-2.0 * np.sin(x) - x * np.cos(x))
+    dense[3, 2] += 0.5 * (np.cos(b) - b * np.sin(b))
+    dense[3, 3] += 0.5 * a * (-2.0 * np.sin(b) - b * np.cos(b))
+    rows, cols = callbacks.hessianstructure()
+    assert_sparse_equals_dense(rows, cols, callbacks.hessian(x, lagrange, 1.0), dense)
     assert callbacks.objective(x) == pytest.approx(np.sum(x * np.cos(x)), rel=1e-14)
     assert_allclose(callbacks.gradient(x), np.cos(x) - x * np.sin(x), rtol=1e-13)
     a, b = x[:-1], x[1:]

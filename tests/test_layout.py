@@ -5,7 +5,7 @@ direction k in lane k of lane_count(directions) lanes (1, 2, 4, 8, 16, then mult
 8); second order, a[k] in lane k, b[j] in lane outer + j, c[j][k] in lane
 outer + inner + j * outer + k of a row padded like a first-order one. Nested duals are
 built by hand from that statement, and every reader of the layout (the chunk loops, the
-primitives' JVP path, promotion, the prepared engine, nested differentiation, the C-level
+primitives' JVP path, the prepared engine, nested differentiation, the C-level
 functions and cyad.dual's elements) must read them the same way.
 """
 import numpy as np
@@ -13,8 +13,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import cyad
-from cyad import _nested
-from cyad._dual import Tag, make_nested_tag, promote, tagged_dual
+from cyad._dual import Tag, make_nested_tag, tagged_dual
 from cyad._layout import (NestedLanes, padded_width, read_columns, seed_basis, seed_columns,
                           seed_lanes)
 
@@ -190,22 +189,6 @@ def test_primitives_read_the_layout(outer, inner):
     assert_allclose(yc, np.einsum("ij,jab->iab", k, c), rtol=1e-13)
 
 
-def test_promotion_reads_the_layout():
-    outer, inner = 2, 3
-    rng = np.random.default_rng(3)
-    to, ti = Tag(outer), Tag(inner)
-    tag = make_nested_tag(to, ti)
-    n = tagged_dual(np.zeros(4), np.zeros((4, tag.width)), tag)
-    u = tagged_dual(np.ones(4), rng.standard_normal((4, outer)), to)
-    w = tagged_dual(np.ones(4), rng.standard_normal((4, inner)), ti)
-    _, pu = promote(n, u)
-    _, pw = promote(n, w)
-    assert_array_equal(parts(pu, outer, inner)[0], u.partials)
-    assert not parts(pu, outer, inner)[1].any() and not parts(pu, outer, inner)[2].any()
-    assert_array_equal(parts(pw, outer, inner)[1], w.partials)
-    assert not parts(pw, outer, inner)[0].any() and not parts(pw, outer, inner)[2].any()
-
-
 def test_prepared_engine_seeds_and_reads_the_layout():
     # f sees the engine's seeds, checked against the formula, and returns a nested dual
     # built by hand, whose cross lanes the hvp must read
@@ -230,39 +213,3 @@ def test_prepared_engine_seeds_and_reads_the_layout():
     assert_array_equal(hv, returned["c"][:n, 0])
 
 
-def test_nested_differentiation_seeds_and_reads_the_layout():
-    # jacobian (outer) of a gradient (inner): the inner function sees its input with the
-    # outer basis in the a lanes and its own basis in the b lanes
-    x0 = np.array([0.3, -0.7, 1.1])
-    seen = []
-
-    def g(w):
-        seen.append(w)
-        return np.sum(np.sin(w) * w[::-1])
-
-    h = cyad.jacobian(lambda z: cyad.gradient(g, z), x0)
-    w = seen[-1]
-    outer, inner = w.tag.outer.width, w.tag.inner.width
-    wa, wb, wc = parts(w, outer, inner)
-    assert_array_equal(wa, np.eye(3, outer))
-    assert_array_equal(wb, np.eye(3, inner))
-    assert not wc.any()
-    # the Hessian of g, analytically: g = sum_i sin(w_i) w_(n-1-i)
-    r = x0[::-1]
-    expected = np.diag(-np.sin(x0) * r) + np.fliplr(np.diag(np.cos(x0)))
-    expected = expected + np.fliplr(np.diag(np.cos(x0))).T
-    assert_allclose(h, expected, rtol=1e-14, atol=1e-15)
-
-
-def test_nested_split_reads_the_layout():
-    # a result dual built by hand: the derivatives are its b lanes, their outer partials
-    # the c lanes, f's value the a lanes
-    outer_tag, inner_tag = Tag(4), Tag(2)
-    tag = make_nested_tag(outer_tag, inner_tag)
-    rng = np.random.default_rng(5)
-    a, b, c, p = nested_partials(rng, (3,), 4, 2)
-    value, d, dp, outer = _nested._split(tagged_dual(np.arange(3.0), p, tag), inner_tag, 2)
-    assert outer is outer_tag
-    assert_array_equal(value.partials, a)
-    assert_array_equal(d, b)
-    assert_array_equal(dp, c)

@@ -99,14 +99,6 @@ def test_matrix_products_of_two_differentiations():
     np.testing.assert_allclose(jacobian(inner_gradient, a), reference, rtol=1e-8)
 
 
-def test_a_third_level_is_refused():
-    def f(x):
-        return derivative(lambda y: derivative(lambda z: x * y * z, 1.0), 1.0)
-
-    with pytest.raises(TypeError, match="two levels"):
-        derivative(f, 1.0)
-
-
 def test_nonlinear_linear_algebra_of_nested_duals():
     # d/dy_i det(diag(x * y)) = x_i prod_(j != i) x_j y_j, prod(x) at y = 1, whose Jacobian
     # in x is prod(x) / x_k in every row
@@ -187,5 +179,5 @@ def test_the_two_argument_form_inside_a_differentiation():
     def plain(s):
         return cyad.jacobian(g, w0 * s, y=np.zeros(3))
 
-    with pytest.raises(TypeError, match="y must be a dual array"):
+    with pytest.raises(TypeError, match="y must be an array of it"):
         cyad.derivative(plain, 1.0)

@@ -21,10 +21,13 @@ The reference is the same program on jax.numpy (functional): gradient, Hessian, 
 the nested Jacobian of the gradient, in float64 and, for a subset, float32; without JAX,
 central differences of cyad's exact gradient (checked against JAX where both run).
 The aliased variants are also compared with the out-of-place one, to a tight tolerance.
+Every program runs on every engine: the tape's answers are also held to the dual
+engine's (the same variant, dtype and chunk), to that tight tolerance.
 
-Size: 48 programs x 3 variants x (float64 with the default chunk and with chunk 2, and
-float32 with chunk 2 for 12 of them) x 2 orders (value and gradient; Hessian, HVP and
-Jacobian of the gradient) = 648 tests, plus 8 checks of the fallback against JAX.
+Size: 48 programs x 3 variants x (the dual engine in float64 with the default chunk and with
+chunk 2, the tape in float64; float32 with chunk 2 on both for 12 of them) x 2 orders
+(value and gradient; Hessian, HVP and Jacobian of the gradient) = 1 080 tests, plus 8
+checks of the fallback against JAX.
 """
 import dataclasses
 
@@ -40,6 +43,7 @@ from derivative_references import (
     references,
     seeded,
 )
+from scenarios import ENGINES
 from rule_domains import (
     BINARY_DOMAINS,
     BINARY_RULES,
@@ -459,55 +463,76 @@ def cyad_function(program, variant):
     return two_argument(program), lambda t: {"y": np.zeros_like(t, shape=())}
 
 
-def first_order(program, variant, x, chunk):
+def first_order(program, variant, x, chunk, engine):
     f, y_like = cyad_function(program, variant)
-    value, gradient = cyad.value_and_gradient(f, x, chunk=chunk, **y_like(x))
+    value, gradient = cyad.value_and_gradient(f, x, chunk=chunk, engine=engine, **y_like(x))
     return {"value": value, "gradient": gradient}
 
 
-def second_order(program, variant, x, chunk, direction):
+def second_order(program, variant, x, chunk, direction, engine):
     f, y_like = cyad_function(program, variant)
-    return {"hessian": cyad.hessian(f, x, chunk=chunk, **y_like(x)),
-            "hvp": cyad.hvp(f, x, direction, chunk=chunk, **y_like(x)),
+    return {"hessian": cyad.hessian(f, x, chunk=chunk, engine=engine, **y_like(x)),
+            "hvp": cyad.hvp(f, x, direction, chunk=chunk, engine=engine, **y_like(x)),
             "jacobian of gradient": cyad.jacobian(
-                lambda t: cyad.gradient(f, t, chunk=chunk, **y_like(t)), x, chunk=chunk)}
+                lambda t: cyad.gradient(f, t, chunk=chunk, engine=engine, **y_like(t)), x,
+                chunk=chunk, engine=engine)}
 
 
 def assert_derivatives(got, same, expected, variant, dtype, reference_tolerance):
+    """`got` against `same` (the out-of-place variant's, or the dual engine's) to a tight
+    tolerance, and against the reference."""
     tolerance = loosest(reference_tolerance, REFERENCE_TOLERANCE[dtype])
     for name, value in got.items():
         # (the value of a one-argument f comes as a float)
         assert name == "value" or value.dtype == dtype, name
-        assert_matches(value, same[name], **SAME_PROGRAM_TOLERANCE[dtype],
-                       what=f"{name}: {variant} against out-of-place")
+        for against, what in same:
+            assert_matches(value, against[name], **SAME_PROGRAM_TOLERANCE[dtype],
+                           what=f"{name}: {variant} against {what}")
         assert_matches(value, expected[name], **tolerance, what=f"{name}: against the reference")
 
 
 VARIANTS = ["out-of-place", "in-place", "two-argument"]
-CASES = [pytest.param(program, variant, dtype, chunk,
-                      id=f"{program.name}-{variant}-{np.dtype(dtype).name}-chunk{chunk}")
+CASES = [pytest.param(program, variant, dtype, chunk, engine,
+                      id=f"{program.name}-{variant}-{np.dtype(dtype).name}-chunk{chunk}-{engine}")
          for seed, program in enumerate(PROGRAMS) for variant in VARIANTS
-         for dtype, chunk in [(np.float64, None), (np.float64, 2)]
-         + ([(np.float32, 2)] if seed % FLOAT32_EVERY == 0 else [])]
+         for dtype, chunk, engines in [(np.float64, None, ENGINES), (np.float64, 2, ["dual"])]
+         + ([(np.float32, 2, ENGINES)] if seed % FLOAT32_EVERY == 0 else [])
+         for engine in engines]
 
 
-@pytest.mark.parametrize("program, variant, dtype, chunk", CASES)
-def test_first_order(program, variant, dtype, chunk):
+def _same_as(compute, program, variant, engine):
+    """The answers `got` is held to: the out-of-place variant's on this engine, and the dual
+    engine's (of this variant) for another engine."""
+    same = [] if variant == "out-of-place" else [(compute("out-of-place", engine),
+                                                  "out-of-place")]
+    if engine != "dual":
+        same.append((compute(variant, "dual"), "the dual engine"))
+    return same
+
+
+@pytest.mark.parametrize("program, variant, dtype, chunk, engine", CASES)
+def test_first_order(program, variant, dtype, chunk, engine):
     exact = reference(program)
     x = program.point.astype(dtype)
-    assert_derivatives(first_order(program, variant, x, chunk),
-                       first_order(program, "out-of-place", x, chunk),
+
+    def compute(variant, engine):
+        return first_order(program, variant, x, chunk, engine)
+
+    assert_derivatives(compute(variant, engine), _same_as(compute, program, variant, engine),
                        {"value": exact.value, "gradient": exact.first}, variant, dtype,
                        exact.tolerance)
 
 
-@pytest.mark.parametrize("program, variant, dtype, chunk", CASES)
-def test_second_order(program, variant, dtype, chunk):
+@pytest.mark.parametrize("program, variant, dtype, chunk, engine", CASES)
+def test_second_order(program, variant, dtype, chunk, engine):
     exact = reference(program)
     x = program.point.astype(dtype)
     direction = exact_in_float32(seeded(program.name + "-direction").standard_normal(N))
-    assert_derivatives(second_order(program, variant, x, chunk, direction.astype(dtype)),
-                       second_order(program, "out-of-place", x, chunk, direction.astype(dtype)),
+
+    def compute(variant, engine):
+        return second_order(program, variant, x, chunk, direction.astype(dtype), engine)
+
+    assert_derivatives(compute(variant, engine), _same_as(compute, program, variant, engine),
                        {"hessian": exact.second, "hvp": exact.second @ direction,
                         "jacobian of gradient": exact.second}, variant, dtype, exact.tolerance)
 

@@ -47,9 +47,6 @@ class Entry:
     """One NumPy function's description; the subclasses name the kind."""
 
     kind = None
-    # whether the engine first makes the duals of several differentiations duals of one;
-    # False for a function that writes into one of its arguments
-    promote = True
 
     def __init__(self, name, namespace):
         self.name = name
@@ -83,12 +80,11 @@ class Primitive(Entry):
     fields = ("bind", "impl", "jvp", "vjp")
 
 
-def _register(kind, numpy_functions, promote=True):
+def _register(kind, numpy_functions):
     def register(definition):
         # a function is an impl alone; a class holds bind/impl/jvp/... as plain functions
         namespace = vars(definition) if isinstance(definition, type) else {"impl": definition}
         entry = kind(definition.__name__.strip("_"), namespace)
-        entry.promote = promote
         for f in numpy_functions:
             if f is None:   # a function this NumPy lacks (`numpy_function`)
                 continue
@@ -99,8 +95,8 @@ def _register(kind, numpy_functions, promote=True):
     return register
 
 
-def composition(*numpy_functions, promote=True):
-    return _register(Composition, numpy_functions, promote)
+def composition(*numpy_functions):
+    return _register(Composition, numpy_functions)
 
 
 def constant(*numpy_functions):

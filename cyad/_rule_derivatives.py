@@ -1,0 +1,208 @@
+"""The rule table's first partials as compositions of the tables' own operations.
+
+A rule's first-derivative columns (d of a unary rule, da and db of a binary one:
+cyad/_rule_table.py) are C expressions, compiled into the rule code. Read here as Python,
+the same expressions are programs of primal operations: their names bound to the NumPy
+ufuncs of the table (cos, exp, scipy.special's psi, ...), `x if c else y` to np.where,
+and the rule helpers of cyad/_rule_helpers.pxd to the compositions below. Run on an
+engine's arrays (a tape's tracers), a partial is then recorded as operations that
+differentiate again, to any order: the transforms of cyad/_tape_transform.py use them
+for the derivative programs of a nested differentiation ("composed" partials), where the
+compiled columns would stop at the second derivative (unary_d2 has no derivative).
+
+Their numbers are the columns' (tests/test_rule_derivatives.py holds every rule to them,
+on its test domain and at special points); where a column calls a function that is no
+rule (scipy.special.iv(2, x) in i1's), the composition computes it from rules (a
+recurrence, and its power series near 0, where the recurrence would divide by 0).
+`partials(kind, op)` gives a rule's compositions, one per operand.
+"""
+import ast
+import math
+import sys
+
+import numpy as np
+
+from cyad import _rule_table
+
+
+def _sign(x):
+    return np.sign(x)
+
+
+def _pow_da(a, b):
+    return np.where(b == 0.0, 0.0, b * a ** (b - 1.0))
+
+
+def _pow_db(a, b, v):
+    return np.where((a == 0.0) & (b > 0.0), 0.0, np.log(a) * v)
+
+
+def _share(ahead, behind, a_nan, b_nan):
+    # 1 where a wins (or is the NaN that propagates), 0 where b does, 1/2 at a tie
+    return np.where(ahead | a_nan, 1.0, np.where(behind | b_nan, 0.0, 0.5))
+
+
+def _max_share(a, b):
+    return _share(a > b, a < b, np.isnan(a), np.isnan(b))
+
+
+def _min_share(a, b):
+    return _share(a < b, a > b, np.isnan(a), np.isnan(b))
+
+
+def _fmax_share(a, b):
+    return np.where(np.isnan(a), 0.0, np.where(np.isnan(b), 1.0, _max_share(a, b)))
+
+
+def _fmin_share(a, b):
+    return np.where(np.isnan(a), 0.0, np.where(np.isnan(b), 1.0, _min_share(a, b)))
+
+
+def _special():
+    return sys.modules["scipy.special"]
+
+
+def _log_ndtr_d(x):
+    # phi(x) / Phi(x) as exp(-x**2 / 2 - log Phi(x)) / sqrt(2 pi): no underflow in the
+    # lower tail, where log_ndtr keeps its precision
+    return np.exp(-0.5 * x * x - _special().log_ndtr(x)) * (1.0 / math.sqrt(2.0 * math.pi))
+
+
+def _gammainc_dx(a, x):
+    # x**(a-1) e**-x / Gamma(a), through logarithms; at x = 0 its limits (a is a constant)
+    at_zero = np.where(a == 1.0, 1.0, np.where(a > 1.0, 0.0, np.inf))
+    inside = np.where(x == 0.0, 1.0, x)
+    return np.where(x == 0.0, at_zero,
+                    np.exp((a - 1.0) * np.log(inside) - inside - _special().gammaln(a)))
+
+
+def _series(t, coefficients):
+    # sum of coefficients[k] t**k, by Horner's rule
+    total = coefficients[-1]
+    for c in coefficients[-2::-1]:
+        total = total * t + c
+    return total
+
+
+# boxcox's partial in lmbda: l**2 phi(t), phi(t) = sum over k >= 2 of (k - 1) t**(k-2) / k!
+_BOXCOX_SERIES = [(k - 1) / math.factorial(k) for k in range(2, 40)]
+
+
+def _boxcox_dl(log_x, lmbda):
+    t = lmbda * log_x
+    far = np.abs(t) >= 2.0
+    safe = np.where(far, t, 2.0)   # (the closed form is 0/0 at t = 0)
+    closed = (safe * np.exp(safe) - np.expm1(safe)) / (safe * safe)
+    near = _series(np.where(far, 0.0, t), _BOXCOX_SERIES)
+    return log_x * log_x * np.where(far, closed, near)
+
+
+# Bessel functions of order 2, which i1's, i1e's and j1's derivatives read: by the
+# recurrences I2 = I0 - 2 I1 / x, J2 = 2 J1 / x - J0 away from 0, by their power series
+# (x/2)**2 sum of (+-x**2/4)**k / (k! (k + 2)!) near it (|x| < 2, 24 terms: exact there)
+_ORDER_TWO = [1.0 / (math.factorial(k) * math.factorial(k + 2)) for k in range(24)]
+
+
+def _order_two(x, recurrence, sign):
+    near = np.abs(x) < 2.0
+    safe = np.where(near, 2.0, x)
+    small = np.where(near, x, 0.0)
+    series = 0.25 * small * small * _series(sign * 0.25 * small * small, _ORDER_TWO)
+    return np.where(near, series, recurrence(safe))
+
+
+def _iv(order, x):
+    special = _special()
+    return _order_two(x, lambda x: special.i0(x) - 2.0 * special.i1(x) / x, 1.0)
+
+
+def _ive(order, x):
+    special = _special()
+    near = _order_two(x, lambda x: 0.0 * x, 1.0) * np.exp(-np.abs(x))
+    return np.where(np.abs(x) < 2.0, near,
+                    special.i0e(x) - 2.0 * special.i1e(x) / np.where(x == 0.0, 1.0, x))
+
+
+def _jv(order, x):
+    special = _special()
+    return _order_two(x, lambda x: 2.0 * special.j1(x) / x - special.j0(x), -1.0)
+
+
+class _ScipySpecial:
+    """`sc.<name>` of a column: scipy.special's ufunc (a rule of the table); the functions
+    of order 2 that are none, composed; polygamma as the primitive table computes it."""
+
+    _COMPOSED = {"iv": _iv, "ive": _ive, "jv": _jv}
+
+    def __getattr__(self, name):
+        if name in self._COMPOSED:
+            return self._COMPOSED[name]
+        if name == "polygamma":
+            from cyad._primitives.scipy_functions import _scipy_polygamma
+            return _scipy_polygamma
+        if name == "zeta":     # the rule: Hurwitz's zeta(s, q)
+            return _special()._ufuncs._zeta
+        return getattr(_special(), name)
+
+
+_NAMES = {
+    "fabs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1,
+    "log": np.log, "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "sinh": np.sinh,
+    "cosh": np.cosh, "tanh": np.tanh, "hypot": np.hypot, "pow": np.power, "rint": np.rint,
+    "copysign": np.copysign, "M_LN2": math.log(2.0), "M_LN10": math.log(10.0),
+    "M_PI": math.pi, "M_2_SQRTPI": 2.0 / math.sqrt(math.pi), "M_SQRT1_2": math.sqrt(0.5),
+    "NAN": math.nan, "INFINITY": math.inf,
+    "_sign": _sign, "_pow_da": _pow_da, "_pow_db": _pow_db, "_max_share": _max_share,
+    "_min_share": _min_share, "_fmax_share": _fmax_share, "_fmin_share": _fmin_share,
+    "_log_ndtr_d": _log_ndtr_d, "_gammainc_dx": _gammainc_dx, "_boxcox_dl": _boxcox_dl,
+    "sc": _ScipySpecial(),
+}
+
+
+def _condition(test):
+    # a comparison as it is, a number c as c != 0
+    if isinstance(test, (bool, np.bool_)) or getattr(test, "dtype", None) == np.bool_:
+        return test
+    return np.not_equal(test, 0.0)
+
+
+class _Conditionals(ast.NodeTransformer):
+    # C's `x if c else y` on arrays: np.where(c, x, y), a number c meaning c != 0
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        return ast.Call(func=ast.Name("_where", ast.Load()),
+                        args=[ast.Call(func=ast.Name("_condition", ast.Load()), args=[node.test],
+                                       keywords=[]), node.body, node.orelse], keywords=[])
+
+
+def _compiled(expression, names):
+    """A C expression of the table as a Python function of `names`."""
+    tree = ast.parse(expression, mode="eval")
+    tree = ast.fix_missing_locations(_Conditionals().visit(tree))
+    body = compile(ast.Expression(tree.body), f"<rule: {expression}>", "eval")
+    namespace = dict(_NAMES, _where=np.where, _condition=_condition)
+
+    def partial(*values):
+        return eval(body, namespace, dict(zip(names, values)))
+    return partial
+
+
+_COMPILED: dict[tuple[str, int], tuple] = {}   # (kind, op) -> its partials, compiled once
+
+
+def partials(kind, op):
+    """The compositions of the first partials of unary (kind "unary") or binary rule
+    `op`: a tuple of functions, of (x, v) for d; of (a, b, v) for da and of
+    (a, b, v, da) for db. A variant of power computes its rule's partials."""
+    found = _COMPILED.get((kind, op))
+    if found is None:
+        if kind == "unary":
+            found = (_compiled(_rule_table.UNARY_RULES[op].d, ("x", "v")),)
+        else:
+            rule = _rule_table.BINARY_RULES[op]
+            base = rule if rule.variant_of is None else \
+                next(r for r in _rule_table.BINARY_RULES if r.name == rule.variant_of)
+            da = rule.da if rule.da is not None else base.da
+            found = (_compiled(da, ("a", "b", "v")), _compiled(rule.db, ("a", "b", "v", "da")))
+        _COMPILED[kind, op] = found
+    return found
