@@ -36,3 +36,4 @@ cdef class DualEngine(Engine):
     cdef _size_second_order(self, Py_ssize_t directions, object chunk, bint python,
                             bint outer_basis)
     cdef _use_wrapper(self, FunctionWrapper w)
+    cdef object _call_f(self)

@@ -42,8 +42,7 @@ from libc.string cimport memcpy, memset
 from cyad._fused cimport real
 from cyad._layout cimport (lane_count, second_order_width, outer_lane, inner_lane, cross_lane,
                            clear_lanes, put_lane, get_lane, put_basis, get_columns)
-from cyad._dual cimport (new_dual, nested_tag, enter as enter_differentiation,
-                         leave as leave_differentiation)
+from cyad._dual cimport new_dual, nested_tag, enter, leave
 from cyad._api cimport cyad_prep, cyad_entry_points
 from cyad._prep cimport (Prep, run_call, enter_nogil, release, part_chunks, cancelled,
                          CANCELLED, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
@@ -781,7 +780,7 @@ cdef class DualEngine(Engine):
         if self.second_order:
             # the output's shape only: f on x with zero partials (the engine then runs as usual)
             self.input_dual.partials[...] = 0
-            r = stacked(self.python.f(self.input_dual))
+            r = self._call_f()
             prep.set_output(r.shape if isinstance(r, Dual) else constant_result(r).shape)
             return
         tangents = prep.tangents if prep.with_tangents else NULL
@@ -789,7 +788,7 @@ cdef class DualEngine(Engine):
             seed_first_chunk[float](&self.state, <const float* const*>tangents)
         else:
             seed_first_chunk[double](&self.state, <const double* const*>tangents)
-        r = stacked(self.python.f(self.input_dual))
+        r = self._call_f()
         prep.set_output(r.shape if isinstance(r, Dual) else constant_result(r).shape)
         self.python.store(r)
         self.state.pending = True
@@ -803,13 +802,15 @@ cdef class DualEngine(Engine):
         if self.python is not None:
             self.python.y_dual = self.y_dual
 
-    cdef enter(self):
-        if self.python is not None:
-            enter_differentiation()
+    cdef object _call_f(self):
+        # f on the input dual (a cyad operator f calls nests), its result stacked
+        enter()
+        try:
+            return stacked(self.python.f(self.input_dual))
+        finally:
+            leave()
 
     cdef finish(self):
-        if self.python is not None:
-            leave_differentiation()
         self.state.pending = False
 
     cdef object python_error(self):

@@ -246,7 +246,6 @@ cdef class Engine:
     cdef bind(self, object f)
     cdef discover(self, Prep prep, object x)
     cdef set_output(self, Prep prep, tuple shape)
-    cdef enter(self)
     cdef finish(self)
     cdef object python_error(self)
     cdef object declared_out_shape(self)

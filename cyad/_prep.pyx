@@ -299,9 +299,8 @@ cdef class Engine:
     prep's family) and binds f; `bind` takes another f of the kind bound;
     `declared_out_shape` is a C function's declared output shape; `discover` learns a
     Python f's output shape (calling prep.set_output); `set_output` allocates the
-    output's buffers; `enter` starts a call (the cyad calls inside a Python f nest in it)
-    and `finish` ends it (the tape engine's NumPy warnings come from it, or its
-    FloatingPointError); `python_error`
+    output's buffers; `finish` ends a call (the tape engine's NumPy warnings come from it,
+    or its FloatingPointError); `python_error`
     hands over the exception a Python f raised. Python properties report the engine's
     figures: directions, chunk, width, evaluations, is_python, input_dual.
 
@@ -327,9 +326,6 @@ cdef class Engine:
 
     cdef set_output(self, Prep prep, tuple shape):
         raise NotImplementedError
-
-    cdef enter(self):
-        pass
 
     cdef finish(self):
         pass
@@ -767,11 +763,9 @@ cdef class Prep:
         return np.empty(self.out_shape, self.dtype)
 
     cdef begin(self):
-        """Claim the prep for a call (RuntimeError if another call holds it); a Python f's
-        differentiation starts: the cyad operators f calls nest inside it."""
+        """Claim the prep for a call (RuntimeError if another call holds it)."""
         if not claim(&self.handle.busy):
             raise RuntimeError(_BUSY)
-        self.engine_state.enter()
 
     cdef end(self):
         """The call's end, whatever it was: a failed one leaves no evaluated chunk behind.

@@ -45,6 +45,7 @@ ctypedef struct tape_prep:
     prep_header* forward       # the dual engine's prep that answers a call whose reverse
     # sweep gave a number that is not finite (made at the first), or NULL
     bint not_finite            # the last run's reverse results hold such a number
+    Py_ssize_t forward_calls   # the calls `forward` answered
     int value_flags            # the floating-point flags the last run's value part raised
     int casts_warn             # nonzero when f's tape holds numbers that overflowed a cast
     # (NumPy warns of them on every call)
@@ -78,7 +79,6 @@ cdef class TapeEngine(Engine):
     cdef Prep delegate                 # the dual engine's prep answering instead, or None
     cdef Prep forward                  # the dual engine's prep answering calls whose
     # reverse sweep gave a number that is not finite (state.forward), or None
-    cdef Py_ssize_t forward_calls      # calls it answered
     cdef bint chunk_given              # the prep's chunk was given (not a default)
     cdef object primal                 # f's tape as recorded (NumPy warns from it)
     cdef Py_ssize_t checks             # calls whose values NumPy computed again

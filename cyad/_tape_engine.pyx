@@ -425,6 +425,7 @@ cdef int run_forward(tape_prep* p, const void* x, const void* const* tangents, v
     p.value_flags = 0    # f evaluated on dual arrays warns as f does
     if p.forward == NULL and make_forward(p) != 0:
         return PYTHON_ERROR
+    p.forward_calls += 1
     return run_dual(p, p.forward, x, tangents, y, value, first, results)
 
 
@@ -447,7 +448,6 @@ cdef int run_dual(tape_prep* p, prep_header* dual, const void* x,
     # (a part of workers=: the same part of the dual prep's directions)
     dual.part, dual.parts = p.base.part, p.base.parts
     dual.cancel = p.base.cancel
-    dual_enters(p, dual)
     status = dual.run(dual, x, tangents, y, value, first, results)
     dual_leaves(p, dual, status)
     return status
@@ -456,13 +456,6 @@ cdef int run_dual(tape_prep* p, prep_header* dual, const void* x,
 cdef Prep held_dual(tape_prep* p, prep_header* dual):
     cdef TapeEngine engine = <TapeEngine>p.engine
     return engine.delegate if dual == p.delegate else engine.forward
-
-
-cdef void dual_enters(tape_prep* p, prep_header* dual) noexcept with gil:
-    cdef Prep prep = held_dual(p, dual)
-    if dual == p.forward:
-        (<TapeEngine>p.engine).forward_calls += 1
-    prep.engine_state.enter()
 
 
 cdef void dual_leaves(tape_prep* p, prep_header* dual, int status) noexcept with gil:
@@ -688,7 +681,6 @@ cdef class TapeEngine(Engine):
     cdef discover(self, Prep prep, object x):
         self.record_at(cnp.PyArray_DATA(np.ascontiguousarray(x, self.dtype)), NULL, 0)
         if self.out_shape is None:   # handed to the dual engine: it learns the shape
-            self.delegate.engine_state.enter()
             try:
                 self.delegate.engine_state.discover(self.delegate, x)
             finally:
@@ -1003,7 +995,7 @@ cdef class TapeEngine(Engine):
     def forward_calls(self):
         """How many calls the dual engine answered because the reverse sweep's results
         held a number that is not finite (an infinite partial: the module's docstring)."""
-        return self.forward_calls
+        return self.state.forward_calls
 
     @property
     def delegated(self):

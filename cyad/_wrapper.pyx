@@ -21,7 +21,7 @@ from cpython.pycapsule cimport (PyCapsule_CheckExact, PyCapsule_GetContext, PyCa
                                 PyCapsule_GetPointer)
 from libc.string cimport memcpy, memset
 
-from cyad._dual cimport Dual
+from cyad._dual cimport Dual, enter, leave
 from cyad._stacked import stacked
 
 cnp.import_array()
@@ -406,6 +406,7 @@ cdef class PythonFunction:
     cdef int run(self, const char* x, const char* dx, char* y, char* dy) noexcept:
         """Evaluate on the given buffers (NULL y: the one-argument form learns the output)."""
         cdef Dual xd = self.x_dual, yd = self.y_dual
+        enter()    # (a cyad operator f calls nests)
         try:
             _copy_in(xd.values, x)
             _copy_in(xd.partials, dx)
@@ -424,6 +425,8 @@ cdef class PythonFunction:
         except BaseException as error:
             self.error = error
             return PYTHON_ERROR
+        finally:
+            leave()
 
     cdef store(self, object r):
         """Put a one-argument f's result into y_dual (checked against it)."""
