@@ -12,6 +12,10 @@ Problems (x random, float64 everywhere):
   P7  gradient of an MLP's loss: 32 inputs, 128 tanh hidden units, 8 linear outputs, mean
       squared error on a fixed random batch of 128 samples; its 5 256 parameters are x, one
       flat vector that f slices and reshapes into the layers' weights and biases
+  P8  third derivative of Rosenbrock's function along a line, d3/dt3 f(x + t v) at t = 0:
+      cyad's derivative of a function calling second_derivative, n = 10, 100, 1000
+  P9  gradient of w . (H(x) @ v) of Rosenbrock's function: cyad's gradient of a function
+      calling hvp, n = 10, 100, 1000
 
 Every cell is the median time per call over repeats, and the ratio of that time to the time
 of the cyad row named in the last column (peer / cyad: above 1, cyad is faster). cyad is
@@ -835,8 +839,88 @@ def p7_mlp(peers, example):
                           "out."))
 
 
+def line_data(n):
+    d = random_data(n)
+    return {"x": 0.0, "point": d["x"], "direction": d["dx"]}
+
+
+def rosenbrock_third_along(point, direction):
+    """d3/dt3 of Rosenbrock's function at point + t direction, t = 0: of its terms
+    100 g**2, g = u[i+1] - u[i]**2 along the line, 600 g' g'' (g is quadratic in t)."""
+    x, v = point, direction
+    return float(np.sum(600 * (v[1:] - 2 * x[:-1] * v[:-1]) * (-2 * v[:-1] ** 2)))
+
+
+def third_along(t, point, direction):
+    """cyad's third derivative along the line: the derivative of this second derivative."""
+    return cyad.second_derivative(lambda s: rosenbrock(np, point + s * direction), t)
+
+
+def jax_nested_bench(jax, make, d):
+    """jax.jit of the nested transforms make(jax, jnp, constants) returns, called at x."""
+    jnp = jax.numpy
+    g = jax.jit(make(jax, jnp, {k: jnp.asarray(c) for k, c in constants(d).items()}))
+    x = jnp.asarray(d["x"])
+
+    def call():
+        return jax.block_until_ready(g(x))
+    return Bench(call, lambda: np.asarray(call()))
+
+
+def nested_peer_rows(peers, label, make):
+    if peers.get("jax") is None:
+        return [Row("jax", label, note="jax: not installed")]
+    return [Row("jax", label, functools.partial(jax_nested_bench, peers["jax"], make))]
+
+
+def p8_third(peers, example):
+    def make(jax, jnp, c):
+        def line(t):
+            return rosenbrock(jnp, c["point"] + t * c["direction"])
+        return jax.grad(jax.grad(jax.grad(line)))
+
+    rows = cyad_rows("cyad", "cyad derivative of second_derivative", "derivative", third_along)
+    rows += nested_peer_rows(peers, "jax.jit(grad(grad(grad)))", make)
+    return Problem("P8", "third derivative of Rosenbrock's function along a line",
+                   (10, 100, 1000), line_data,
+                   lambda d: np.asarray(rosenbrock_third_along(d["point"], d["direction"])), rows,
+                   notes=("cyad: prepared; the outer engine as labelled, the inner "
+                          "second_derivative nested (recorded on the outer tape, or a program "
+                          "pushed through the dual engine's duals at every call).",))
+
+
+def hvp_data(n):
+    d = random_data(n)
+    return {"x": d["x"], "v": d["dx"], "w": np.random.default_rng(n + 1).standard_normal(n)}
+
+
+def rosenbrock_hvp_gradient(x, v, w):
+    """The gradient of w . (H(x) @ v): of the Hessian's diagonal terms 1200 x_i**2 and
+    -400 x_(i+1), and of its off-diagonal -400 x_i."""
+    g = np.zeros_like(x)
+    g[:-1] += 2400 * x[:-1] * w[:-1] * v[:-1] - 400 * (w[:-1] * v[1:] + w[1:] * v[:-1])
+    g[1:] -= 400 * w[:-1] * v[:-1]
+    return g
+
+
+def hvp_along(x, v, w):
+    return w @ cyad.hvp(functools.partial(rosenbrock, np), x, v)
+
+
+def p9_gradient_of_hvp(peers, example):
+    def make(jax, jnp, c):
+        f = functools.partial(rosenbrock, jnp)
+        return jax.grad(lambda x: c["w"] @ jax.jvp(jax.grad(f), (x,), (c["v"],))[1])
+
+    rows = cyad_rows("cyad", "cyad gradient of hvp", "gradient", hvp_along)
+    rows += nested_peer_rows(peers, "jax.jit(grad of jvp of grad)", make)
+    return Problem("P9", "gradient of w . (H(x) @ v) of Rosenbrock's function", (10, 100, 1000),
+                   hvp_data, lambda d: rosenbrock_hvp_gradient(d["x"], d["v"], d["w"]), rows,
+                   notes=("cyad: prepared; the outer engine as labelled, the inner hvp nested.",))
+
+
 PROBLEMS = {"P1": p1_copy, "P2": p2_jvp, "P3": p3_jacobian, "P4": p4_gradient, "P5": p5_hessian,
-            "P6": p6_hvp, "P7": p7_mlp}
+            "P6": p6_hvp, "P7": p7_mlp, "P8": p8_third, "P9": p9_gradient_of_hvp}
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -968,6 +1052,10 @@ TARGETS = [
     Target("P5", (100,), "cyad", "jax", 1.0, "hessian no slower than jax.jit(jax.hessian)"),
     Target("P7", (MLP_PARAMETERS,), "cyad", "jax-grad", 0.5,
            "MLP gradient within 2x of jax.jit(jax.grad)"),
+    Target("P8", (10, 100, 1000), "cyad", "jax", 1.0,
+           "third derivative no slower than jax.jit of nested grads"),
+    Target("P9", (10, 100, 1000), "cyad", "jax", 1.0,
+           "gradient of an hvp no slower than jax.jit(grad of jvp of grad)"),
 ]
 
 

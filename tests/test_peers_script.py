@@ -117,7 +117,27 @@ def p7(d):
     return gradient
 
 
-ANALYTIC = {"P1": p1, "P2": p2, "P3": p3, "P4": p4, "P5": p5, "P6": p6, "P7": p7}
+def p8(d):
+    """d3/dt3 of Rosenbrock's function along a line: its terms 100 (a + b t + c t**2)**2 have
+    the cubic coefficient 200 b c."""
+    x, v = d["point"], d["direction"]
+    return np.asarray(sum(6 * 200 * (v[i + 1] - 2 * x[i] * v[i]) * -v[i] ** 2
+                          for i in range(len(x) - 1)))
+
+
+def p9(d):
+    """The gradient of w . (H(x) @ v), H's entries differentiated one by one."""
+    x, v, w = d["x"], d["v"], d["w"]
+    g = np.zeros(len(x))
+    for i in range(len(x) - 1):
+        g[i] += 2400 * x[i] * w[i] * v[i]                   # H[i, i] = 1200 x_i**2 + ...
+        g[i + 1] += -400 * w[i] * v[i]                      # ... - 400 x_(i+1)
+        g[i] += -400 * (w[i] * v[i + 1] + w[i + 1] * v[i])  # H[i, i+1] = H[i+1, i] = -400 x_i
+    return g
+
+
+ANALYTIC = {"P1": p1, "P2": p2, "P3": p3, "P4": p4, "P5": p5, "P6": p6, "P7": p7, "P8": p8,
+            "P9": p9}
 BASELINES = {"copyto", "numpy"}        # hand-written NumPy rows, timed as references
 
 
@@ -129,7 +149,7 @@ def tiny(script, problem):
         script.mlp_data, batch=MLP_BATCH, inputs=MLP_INPUTS, outputs=MLP_OUTPUTS))
 
 
-@pytest.mark.parametrize("key", ["P1", "P2", "P3", "P4", "P5", "P6", "P7"])
+@pytest.mark.parametrize("key", ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"])
 def test_cyad_rows_compute_the_derivatives(script, example, key):
     problem = tiny(script, script.PROBLEMS[key](script.NO_PEERS, example))
     timed = [row for row in problem.rows if row.key.startswith("cyad") or row.key in BASELINES]
