@@ -30,7 +30,7 @@ from cyad._dual import Dual, mixed_differentiations, primal, tagged_dual
 from cyad._layout import NestedLanes
 from cyad._prep import input_dtype
 from cyad._tape import run, warn_as_numpy
-from cyad._tape_trace import Tracer, _latest, trace
+from cyad._tape_trace import Tracer, latest, trace
 from cyad._tape_transform import jvp, vjp
 from cyad._wrapper import FunctionWrapper
 
@@ -121,7 +121,7 @@ class _Recorded:
         recorded on the latest recording among tracers, duals of the differentiation around,
         or plain arrays (the module's docstring)."""
         arguments = self.arguments + list(extra)
-        recording = _latest_recording(arguments)
+        recording = latest(None, arguments)
         if recording is not None:
             return _inline(tape, arguments, recording, self.captured)
         warn_as_numpy(self.tape, self.values)   # (f's values: NumPy's warnings, as in f)
@@ -130,13 +130,6 @@ class _Recorded:
         if duals:
             return _on_duals(tape, values, [arguments[i] for i in duals], duals)
         return run(tape, values)
-
-
-def _latest_recording(arguments):
-    tracers = [a for a in arguments if isinstance(a, Tracer)]
-    if not tracers:
-        return None
-    return _latest(tracers[0].recording, tracers)
 
 
 def _inline(tape, arguments, rec, captured):

@@ -34,12 +34,13 @@ def _pow_da(a, b):
 
 
 def _pow_db(a, b, v):
-    return np.where((a == 0.0) & (b > 0.0), 0.0, np.log(a) * v)
+    return np.where(np.logical_and(a == 0.0, b > 0.0), 0.0, np.log(a) * v)
 
 
 def _share(ahead, behind, a_nan, b_nan):
     # 1 where a wins (or is the NaN that propagates), 0 where b does, 1/2 at a tie
-    return np.where(ahead | a_nan, 1.0, np.where(behind | b_nan, 0.0, 0.5))
+    return np.where(np.logical_or(ahead, a_nan), 1.0,
+                    np.where(np.logical_or(behind, b_nan), 0.0, 0.5))
 
 
 def _max_share(a, b):
@@ -192,8 +193,9 @@ _COMPILED: dict[tuple[str, int], tuple] = {}   # (kind, op) -> its partials, com
 
 def partials(kind, op):
     """The compositions of the first partials of unary (kind "unary") or binary rule
-    `op`: a tuple of functions, of (x, v) for d; of (a, b, v) for da and of
-    (a, b, v, da) for db. A variant of power computes its rule's partials."""
+    `op`: a tuple of functions, of (x, v) for d; of (a, b, v) for da and db (which
+    computes da where its expression reads it: maximum's 1 - da). A variant of power
+    computes its rule's partials."""
     found = _COMPILED.get((kind, op))
     if found is None:
         if kind == "unary":
@@ -202,7 +204,13 @@ def partials(kind, op):
             rule = _rule_table.BINARY_RULES[op]
             base = rule if rule.variant_of is None else \
                 next(r for r in _rule_table.BINARY_RULES if r.name == rule.variant_of)
-            da = rule.da if rule.da is not None else base.da
-            found = (_compiled(da, ("a", "b", "v")), _compiled(rule.db, ("a", "b", "v", "da")))
+            da = _compiled(rule.da if rule.da is not None else base.da, ("a", "b", "v"))
+            db = _compiled(rule.db, ("a", "b", "v", "da"))
+            reads_da = "da" in {node.id for node in ast.walk(ast.parse(rule.db))
+                                if isinstance(node, ast.Name)}
+
+            def with_da(a, b, v, db=db):
+                return db(a, b, v, da(a, b, v) if reads_da else None)
+            found = (da, with_da)
         _COMPILED[kind, op] = found
     return found

@@ -569,12 +569,12 @@ class Tracer:
         if options and ufunc not in TABLE:   # (a table ufunc's own parameters: vecdot's axis)
             raise TypeError(f"cyad: {_rule_table.ufunc_name(ufunc)} with these arguments is "
                             "not supported by engine='tape'")
-        rec = _latest(self.recording, inputs)
+        rec = latest(self.recording, inputs)
         result = ufunc_call(rec, ufunc, inputs, options)
         return result if out is None else _into(rec, out, result, _rule_table.ufunc_name(ufunc))
 
     def __array_function__(self, func, types, args, kwargs):
-        rec = _latest(self.recording, args, kwargs.values())
+        rec = latest(self.recording, args, kwargs.values())
         if kwargs.get("out") is None:
             return function_call(rec, func, args, kwargs)
         # out= of a NumPy function (np.sum, np.dot, np.cumsum, ...): its result written there
@@ -852,16 +852,17 @@ class Tracer:
         raise AttributeError(f"'Tracer' object has no attribute {name!r}")
 
 
-def _latest(rec, *groups):
-    """The latest recording among rec and those of the tracers in `groups` (sequences of
-    operands, and the lists and tuples among them): the one an operation is recorded on."""
+def latest(rec, *groups):
+    """The latest recording among rec (None: no recording) and those of the tracers in
+    `groups` (sequences of operands, and the lists and tuples among them): the one an
+    operation is recorded on."""
     for group in groups:
         for a in group:
             if isinstance(a, Tracer):
-                if a.recording.level > rec.level:
+                if rec is None or a.recording.level > rec.level:
                     rec = a.recording
             elif isinstance(a, (list, tuple)):
-                rec = _latest(rec, a)
+                rec = latest(rec, a)
     return rec
 
 

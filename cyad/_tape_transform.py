@@ -210,13 +210,10 @@ def _composed_partials(tr, instr, args, wanted):
     consts = tr.rec.tape.consts
     operands = [consts[a] if a in consts else tr.t(a) for a in args]
     operands.append(tr.t(tr.primal[instr.outs[0]]))
-    partials, first = [], None
+    partials = []
     for want, column in zip(wanted, rule_partials(instr.kind, instr.params["op"])):
-        value = column(*operands) if first is None or len(args) == 1 else \
-            column(*operands, first)
-        if len(args) == 2 and first is None:
-            first = value     # (db's expression may read da: maximum's 1 - da)
-        if not want:
+        value = column(*operands) if want else None
+        if value is None:
             partials.append(None)
         elif isinstance(value, Tracer) or np.ndim(value):   # (an array of constants too)
             partials.append(tr.rec.var_of(value))

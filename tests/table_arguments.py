@@ -8,13 +8,17 @@ every mode of take, pad, convolve and quantile, empty and one-element axes, broa
 operands, and operands that are views: strided ("s", every other element of a longer
 array), reversed ("r", negative strides on every axis) or transposed ("t"). Ties (sort,
 max, median) and zeros (norms) come at their special points. `covered()` says which
-table functions have arguments.
+table functions (and, by name, which entries of other modules' ufuncs) have arguments.
+SciPy's functions outside NumPy's dispatch are called by the programs of
+tests/scipy_programs.py (tests/test_scipy_functions.py holds each to one).
 """
 import math
 import warnings
 import zlib
 
 import numpy as np
+import scipy.special
+import scipy_programs
 
 ARGUMENTS = []
 _COVERED = set()
@@ -56,8 +60,9 @@ def _flat(result):
 
 
 def case(function, pattern, shapes, call, layouts=None, scale=1.0, shift=0.0, x=None):
-    """Arguments of `function`: `call(*operands)` on operands of `shapes` (and `layouts`)
-    cut from x (drawn: shift + scale * normal, unless given)."""
+    """Arguments of `function` (or of a name: an entry of another module's ufunc):
+    `call(*operands)` on operands of `shapes` (and `layouts`) cut from x (drawn: shift +
+    scale * normal, unless given)."""
     layouts = layouts or "c" * len(shapes)
     sizes = [_size(s, layout) for s, layout in zip(shapes, layouts)]
     if x is None:   # (one number at least: an empty x has nothing to differentiate)
@@ -72,7 +77,8 @@ def case(function, pattern, shapes, call, layouts=None, scale=1.0, shift=0.0, x=
             warnings.simplefilter("ignore", DeprecationWarning)
             return _flat(call(*operands))
 
-    ARGUMENTS.append((_name(function), pattern, f, np.asarray(x, np.float64)))
+    name = function if isinstance(function, str) else _name(function)
+    ARGUMENTS.append((name, pattern, f, np.asarray(x, np.float64)))
     _COVERED.add(function)
 
 
@@ -455,3 +461,18 @@ for order in ("fro", "nuc", 1, -1, 2, -2, np.inf):
          lambda a, o=order: np.linalg.matrix_norm(a, ord=o))
 case(np.linalg.matrix_norm, "keepdims", [(3, 4)],
      lambda a: np.linalg.matrix_norm(a, keepdims=True))
+
+
+# -- other modules' ufuncs of the table, and SciPy's functions outside NumPy's dispatch -----------
+
+for name, function in (("scipy.special.betainc", scipy.special.betainc),
+                       ("scipy.special.betaincc", scipy.special.betaincc)):
+    # differentiable in x only: a and b constants
+    case(name, "x", [(5,)], lambda x, f=function: f(1.5, 2.5, x), x=np.linspace(0.1, 0.9, 5))
+    case(name, "broadcast", [(2, 1)], lambda x, f=function: f(np.array([0.5, 2.0, 3.0]), 1.5, x),
+         x=np.array([0.2, 0.7]))
+for program in (scipy_programs.expm, scipy_programs.solve_triangular, scipy_programs.lu,
+                scipy_programs.cho, scipy_programs.solve, scipy_programs.inv_det_cholesky,
+                scipy_programs.logsumexp, scipy_programs.softmax, scipy_programs.polygamma):
+    case(f"scipy-{program.__name__}", "program", [(12,)], lambda x, p=program: p(np, x),
+         x=0.3 + 0.1 * np.arange(12.0))

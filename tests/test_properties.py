@@ -19,7 +19,7 @@ from rule_domains import QUOTIENTS, binary_points, points, same_operand_points
 from table_arguments import ARGUMENTS, covered
 
 from cyad import _rule_table
-from cyad._primitives import TABLE
+from cyad._primitives import NAMED, TABLE
 
 DTYPES = [np.float64, np.float32]
 # special points of a unary rule, and pairs of a binary one (ties among them): those where
@@ -123,4 +123,5 @@ def test_table_function(name, pattern, f, x, dtype):
 def test_every_table_function_has_arguments():
     missing = [f.__name__ for f, entry in TABLE.items()
                if entry.kind != "constant" and f not in covered()]
+    missing += [name for name in NAMED if name not in covered()]
     assert not missing
