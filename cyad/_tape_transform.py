@@ -9,9 +9,12 @@ the outputs. The rules per kind are below; a "python" instruction's come from it
 primitive-table entry (`jvp` and `vjp` of a primitive, `impl` and `transpose` of a
 linear entry), run on tracers, so the derivative tapes hold the same kinds as any tape
 and transform again: forward over reverse is `jvp(vjp(tape))` (Hessian-vector products,
-Hessians as lanes of them), second order forward is `jvp(jvp(tape))`. A rule reads no
-partial beyond the second (unary_d2 and the binary second partials have no derivative
-here).
+Hessians as lanes of them), second order forward is `jvp(jvp(tape))`. An elementwise
+rule's partials are the compiled columns of the rule table, which stop at the second
+(unary_d2 and the binary second partials have no derivative here); `composed` transforms
+write them as primal operations instead (cyad/_rule_derivatives.py), whose results
+transform again to any order: the derivative programs of nested differentiation
+(cyad/_nested.py).
 
 The result tapes are pruned (instructions nothing needs are dropped, guards stay, the
 Vars left are numbered anew; exactly, where fewer instructions give the same numbers:
