@@ -80,12 +80,14 @@ def test_cyad_adds_nothing_to_what_f_allocates(operator, allocations_per_call):
     out = np.zeros(n) if operator == "gradient" else np.zeros((n, n))
     operate = getattr(cyad, operator)
 
-    per_call = allocations_per_call(lambda: operate(f, x, prep=prep, out=out))
-    per_evaluation = allocations_per_call(lambda: f(prep.input_dual))
+    # the least of three counts: an amortised resize somewhere in the interpreter lands in one
+    # count now and then, an allocation of cyad's own in every one
+    per_call = min(allocations_per_call(lambda: operate(f, x, prep=prep, out=out))
+                   for _ in range(3))
+    per_evaluation = min(allocations_per_call(lambda: f(prep.input_dual)) for _ in range(3))
     assert prep.evaluations == 3
     assert per_evaluation > 0
-    # (to within a rare amortised resize somewhere in the interpreter: < 1 per 100 calls)
-    assert per_call == pytest.approx(prep.evaluations * per_evaluation, abs=0.01)
+    assert per_call == pytest.approx(prep.evaluations * per_evaluation, abs=0.005)
 
 
 def test_a_batch_of_tangents(allocations_per_call):
