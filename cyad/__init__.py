@@ -2,12 +2,11 @@
 
 The examples in the docstrings assume ``import numpy as np`` and ``import cyad``.
 """
-import importlib.resources
-import os
-
+from cyad import _scipy_dispatch
 from cyad._custom import CustomFunction, custom_derivative
 from cyad._dual import Dual
 from cyad._dual_engine import default_chunk
+from cyad._explain import explain
 from cyad._operators import (
     derivative,
     gradient,
@@ -36,7 +35,6 @@ from cyad._operators import (
 )
 from cyad._points import at_points
 from cyad._prep import Prep
-from cyad._scipy_dispatch import install_everywhere
 from cyad._sparse_operators import (
     SparseHessianPrep,
     SparseJacobianPrep,
@@ -50,11 +48,12 @@ from cyad._sparse_operators import (
 from cyad._sparsity import hessian_sparsity, jacobian_sparsity
 from cyad._tape_function import TapeFunction, record
 from cyad._threads import get_threads, set_threads
+from cyad._warnings import CyadWarning
 from cyad._wrapper import FunctionError, FunctionWrapper
-from cyad.profiling import Profile, allocations_per_call, profile
+from cyad._profiling import Profile, allocations_per_call, profile
 
 # SciPy's functions that cyad differentiates reach it through SciPy's modules
-install_everywhere()
+_scipy_dispatch.install_everywhere()
 
 # A prep serves its whole operator family, so value_and_* share their prepare function.
 prepare_value_and_pushforward = prepare_pushforward
@@ -85,6 +84,9 @@ def get_include() -> str:
     >>> os.path.isfile(os.path.join(cyad.get_include(), "cyad", "__init__.pxd"))
     True
     """
+    import importlib.resources
+    import os
+
     # The folder of the generated cyad/_rules.pxd: the installed package, or in an editable
     # install the build folder, where the build copies the other .pxd files beside it.
     rules = str(importlib.resources.files("cyad") / "_rules.pxd")
@@ -93,6 +95,7 @@ def get_include() -> str:
 
 __all__ = [
     "CustomFunction",
+    "CyadWarning",
     "Dual",
     "FunctionError",
     "FunctionWrapper",
@@ -106,6 +109,7 @@ __all__ = [
     "custom_derivative",
     "default_chunk",
     "derivative",
+    "explain",
     "get_include",
     "get_threads",
     "gradient",

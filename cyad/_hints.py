@@ -40,3 +40,25 @@ def function_name(function):
             break
         public.append(part)
     return ".".join(public + [function.__name__])
+
+
+def returned_under_y(result):
+    """f(y, x) returned a value: with y=, cyad differentiates what f writes into y."""
+    shape = getattr(result, "shape", None)
+    what = _short(result) if shape is None else f"an array of shape {shape}"
+    return ValueError(
+        f"cyad: f returned {what} when called as f(y, x) with y=; with y=, cyad calls f(y, x) and differentiates what f writes into y, and "
+        "f's return value would be lost. For a function that returns its result, drop y= "
+        "(pass other data through a closure or functools.partial)")
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def not_scalar(operator, shape, two_argument, advice=""):
+    """A scalar operator's f whose output has `shape`: f's result, or y with y=."""
+    whose = (f"y, f's output in f(y, x), has shape {shape}" if two_argument
+             else f"f returns shape {shape}")
+    return ValueError(f"cyad: {operator} needs a scalar-valued f, but {whose}{advice}")

@@ -26,6 +26,7 @@ the derivative programs do (each level differentiates the one inside it).
 """
 import numpy as np
 
+from cyad import _hints
 from cyad._dual import Dual, mixed_differentiations, primal, tagged_dual
 from cyad._layout import NestedLanes
 from cyad._prep import input_dtype
@@ -68,6 +69,7 @@ class _Recorded:
 
     def __init__(self, f, x, y):
         self.dtype = _dtype(x)
+        self.two_argument = y is not None
         self.x_shape = np.shape(primal(x)) if not isinstance(x, Tracer) else x.shape
         yv = None if y is None else _values(y, self.dtype)
         rec, result = trace(_python_callable(f), _values(x, self.dtype), self.dtype, yv,
@@ -316,8 +318,8 @@ def jacobian(f, x, y, out, with_value, scalar_output):
     recorded = _Recorded(f, x, y)
     if scalar_output:
         if recorded.out_shape != ():
-            raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returns shape "
-                             f"{recorded.out_shape}; use jacobian")
+            raise _hints.not_scalar("gradient", recorded.out_shape, y is not None,
+                                    "; use jacobian")
         value, result = recorded.reverse()
     else:
         n, basis = _basis(recorded)
@@ -349,8 +351,7 @@ def pullback(f, x, dy, y, out, with_value):
 
 def _scalar(recorded, name):
     if recorded.out_shape != ():
-        raise ValueError(f"cyad: {name} needs a scalar-valued f, but f returns shape "
-                         f"{recorded.out_shape}")
+        raise _hints.not_scalar(name, recorded.out_shape, recorded.two_argument)
 
 
 def hvp(f, x, v, y, out, with_gradient):

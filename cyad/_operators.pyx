@@ -15,7 +15,7 @@ import numpy as np
 from cyad._prep cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK, WITH_VALUE, WITH_FIRST,
                          refuse_busy)
-from cyad._prep import PREP_TYPES as _PREP_TYPES
+from cyad._prep import PREP_TYPES as _PREP_TYPES, _FAMILY_NAMES
 from cyad._engines import engine_type
 from cyad._dual cimport differentiating
 from cyad._wrapper cimport is_python_function, FunctionWrapper
@@ -52,9 +52,10 @@ cdef Prep _prep(Family family, object f, object x, object dx, object y,
     p.check_form(family, y)
     if chunk is not None and chunk != p.chunk:
         raise ValueError(f"cyad: chunk={chunk} differs from the prep's chunk {p.chunk}")
-    if engine is not None and engine != p.engine:
+    if engine is not None and engine != p.engine_made:
         engine_type(engine)     # an unknown name says so
-        raise ValueError(f"cyad: engine={engine!r} differs from the prep's engine {p.engine!r}")
+        raise ValueError(f"cyad: engine={engine!r} differs from the prep's engine "
+                         f"{p.engine_made!r}")
     if workers is not None and (workers is not p.workers_map if callable(workers)
                                 else p.workers_map is not None or _workers(workers) != p.workers):
         raise ValueError(f"cyad: workers={workers!r} differs from the prep's workers "
@@ -78,9 +79,11 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
     cdef Prep p
     cdef bint chosen = engine is None
     cdef int k = _workers(workers)
+    cdef str reason = "named"
     if chosen:
-        engine = _default_engine(family, f, x, one_shot)
+        engine, reason = _default_engine(family, f, x, one_shot)
     p = _PREP_TYPES[family](f, x, dx, y, chunk, engine)
+    p.engine_reason = reason
     # (a recorded function's tape is f's as recorded: no Python state is watched, and no
     # dual engine takes over)
     p.engine_state.chosen = chosen and not _recorded(f)
@@ -106,14 +109,21 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
 cdef dict _TAPE_FROM = {GRADIENT: 192, PULLBACK: 192, HVP: 320, HESSIAN: 96}
 
 
-cdef str _default_engine(Family family, object f, object x, bint one_shot):
+cdef tuple _default_engine(Family family, object f, object x, bint one_shot):
+    # the engine, and why (a prep's `why_engine`)
+    cdef str name = _FAMILY_NAMES[family]
     if family in _TAPE_FROM and _recorded(f):
-        return "tape"
-    if family not in _TAPE_FROM or not is_python_function(f):
-        return "dual"
+        return "tape", f"chosen by default: f is a recorded function, its {name} a replay"
+    if family not in _TAPE_FROM:
+        return "dual", (f"chosen by default: a {name} evaluates f once per chunk of "
+                        "directions on either engine")
+    if not is_python_function(f):
+        return "dual", "chosen by default: a C function runs on the dual engine"
     if one_shot and np.size(x) < _TAPE_FROM[family]:
-        return "dual"
-    return "tape"
+        return "dual", (f"chosen by default: a {name} without prep= of fewer than "
+                        f"{_TAPE_FROM[family]} elements, where recording a tape costs more")
+    return "tape", (f"chosen by default: a {name} of a Python f replays a tape "
+                    "(reverse mode) without evaluating f")
 
 
 # -- pushforward ---------------------------------------------------------------------

@@ -251,12 +251,16 @@ cdef class Engine:
     cdef object declared_out_shape(self)
     cdef bint splits(self, Prep prep)
     cdef quiet(self)
+    cdef object handed_over_because(self)
+    cdef str work(self)
+    cdef Engine answering(self)
 
 
 cdef class Prep:
     cdef prep_header* handle           # the engine's state (engine.handle)
     cdef readonly Engine engine_state
-    cdef readonly str engine
+    cdef readonly str engine_made      # the engine it was made on (`engine` says who answers)
+    cdef readonly str engine_reason    # why that engine: named, or the default's reason
     cdef readonly Family family
     cdef readonly bint two_argument
     cdef readonly object dtype

@@ -62,6 +62,7 @@ from cyad._threads cimport run_watched
 from cyad._dual import Dual as _DualType
 from cyad._wrapper import FunctionError, is_python_function
 from cyad._engines import engine_type
+from cyad._hints import not_scalar
 
 cnp.import_array()
 
@@ -341,6 +342,20 @@ cdef class Engine:
         directions on preps of their own, without the GIL."""
         return False
 
+    cdef str work(self):
+        """What a call does, for the prep's repr."""
+        return (f"{self.directions} directions in chunks of {self.chunk} ({self.width} lanes), "
+                f"{self.evaluations} evaluation(s) of f per call")
+
+    cdef Engine answering(self):
+        """The engine that answers the calls: this one, or the one it handed f to."""
+        return self
+
+    cdef object handed_over_because(self):
+        """Why a prep of this engine chosen by default has handed f to the dual engine,
+        or None."""
+        return None
+
     cdef quiet(self):
         """Forget what the call that ran would warn of when it finishes (a part of a call
         run in parts, beside part 0, which warns)."""
@@ -450,7 +465,8 @@ cdef class Prep:
         cdef Py_ssize_t results
         if isinstance(x, _DualType) or hasattr(type(x), "__cyad_value__"):
             raise _nested_error("x")
-        self.engine = "dual" if engine is None else engine
+        self.engine_made = "dual" if engine is None else engine
+        self.engine_reason = "named"
         self.two_argument = y is not None
         self.dtype = input_dtype(x)
         self.typenum = self.dtype.num
@@ -783,8 +799,31 @@ cdef class Prep:
         parts = ("" if self.part_preps is None
                  else f", in {len(self.part_preps) + 1} parts at once")
         return (f"<cyad prep for {_FAMILY_NAMES[self.family]} of {form}, {kind}: x {self.x_shape} "
-                f"{self.dtype}, {self.directions} directions in chunks of {self.chunk} "
-                f"({self.width} lanes), {self.evaluations} evaluation(s) per call{parts}>")
+                f"{self.dtype}; engine {self.engine!r} ({self.why_engine}); "
+                f"{self.work}{parts}>")
+
+    @property
+    def work(self):
+        """What one call does: the evaluations of f, or the replays of a tape."""
+        return self.engine_state.answering().work()
+
+    @property
+    def engine(self):
+        """The engine that answers the prep's calls, "dual" or "tape": the one named, or
+        the one cyad chose (`why_engine` says why). A tape chosen by default that handed f to
+        the dual engine (an f it cannot trace, guards that keep failing, Python state too
+        large to watch) says "dual" from then on."""
+        return "dual" if self.engine_state.handed_over_because() is not None else self.engine_made
+
+    @property
+    def why_engine(self):
+        """Why `engine` answers: named with engine=, chosen by default (and the rule that
+        chose it), or the tape's hand-over to the dual engine (and what the tape could not
+        do)."""
+        because = self.engine_state.handed_over_because()
+        if because is not None:
+            return f"the tape chosen by default handed f over: {because}"
+        return "named with engine=" if self.engine_reason == "named" else self.engine_reason
 
     @property
     def n_x(self):
@@ -1153,8 +1192,7 @@ cdef class GradientPrep(JacobianPrep):
 
     cdef check_output_shape(self, tuple shape):
         if shape != ():
-            raise ValueError(f"cyad: gradient needs a scalar-valued f, but f returns shape "
-                             f"{shape}; use jacobian")
+            raise not_scalar("gradient", shape, self.two_argument, "; use jacobian")
 
     cdef str result_name(self):
         return "the gradient output"
@@ -1192,8 +1230,7 @@ cdef class _ScalarSecondOrderPrep(Prep):
 
     cdef check_output_shape(self, tuple shape):
         if shape != ():
-            raise ValueError(f"cyad: {_FAMILY_NAMES[self.family]} needs a scalar-valued f, but "
-                             f"f returns shape {shape}")
+            raise not_scalar(_FAMILY_NAMES[self.family], shape, self.two_argument)
 
 
 cdef class HvpPrep(_ScalarSecondOrderPrep):

@@ -71,12 +71,18 @@ cdef class TapeEngine(Engine):
     cdef tuple x_shape
     cdef object out_shape
     cdef bint two_argument
-    cdef int recorded                  # records of f so far
+    cdef int recorded                  # records of f so far (the first, failed guards')
+    cdef readonly int traces           # times f was traced (state changes too)
     cdef object error                  # the exception f raised while recorded
     cdef list captured                 # (array, its copy when captured) pairs
     cdef object cache                  # the seeds' results per chunk (state.cache)
-    cdef object python_state           # what f read of Python state (a default tape)
+    cdef readonly object python_state  # what f reads of Python state (a default tape)
+    cdef int state_streak              # calls in a row that found it changed
+    cdef bint state_recorded           # the last comparison found it changed
+    cdef str state_changed_at          # where it found it changed last
+    cdef set warned                    # what this prep has warned of (once each)
     cdef Prep delegate                 # the dual engine's prep answering instead, or None
+    cdef readonly str handed_over      # why it answers instead (what the tape could not do)
     cdef Prep forward                  # the dual engine's prep answering calls whose
     # reverse sweep gave a number that is not finite (state.forward), or None
     cdef bint chunk_given              # the prep's chunk was given (not a default)

@@ -6,6 +6,7 @@ from typing_extensions import disjoint_base
 from cyad._prep import Engine
 
 RECORD_LIMIT: Final = 8
+STATE_STREAK: Final = 8
 CACHE_LIMIT: Final[int]
 BY_ROWS: int
 BY_ROWS_PYTHON: int
@@ -15,6 +16,7 @@ REVERSE_LANE_NUMBERS: Final = 1024
 PREPARE: dict[Any, Callable[..., Any]]
 
 class TapeLimit(RuntimeError): ...
+class StateUnwatched(RuntimeError): ...
 
 @disjoint_base
 class TapeEngine(Engine):
@@ -42,3 +44,11 @@ class TapeEngine(Engine):
     def forward_calls(self) -> int: ...
     @property
     def delegated(self) -> bool: ...
+    @property
+    def handed_over(self) -> str | None: ...
+    @property
+    def python_state(self) -> Any: ...
+    @property
+    def traces(self) -> int: ...
+    @property
+    def captured_bytes(self) -> int: ...

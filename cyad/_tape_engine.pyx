@@ -24,8 +24,9 @@ its operations take as constants (arrays f closes over or builds), and any Pytho
 reads (a global number, an attribute): f runs once, not on every call. The captured
 arrays are compared with a copy on every call, and a change (an array updated in place
 between calls) records f anew. Python state is seen only by a tape cyad chose by default
-(`chosen`: no engine= named): it compares what f read (cyad/_tape_state.pyx) before every
-call and records f anew when it changed. A run of calls that is one operation (a block of
+(`chosen`: no engine= named): it compares what f can reach (cyad/_tape_state.pyx: the arrays
+among it join the captured ones) before every call and records f anew when it changed, or
+hands f to the dual engine where that state is too large to watch. A run of calls that is one operation (a block of
 cyad.at_points' rows) compares it once, at its start (`hold_python_state`): the comparison
 takes the GIL, which would otherwise serialise threads that each run a block.
 
@@ -71,6 +72,8 @@ The tape engine traces Python callables. A function recorded by cyad.record
 (cyad/_tape_function.pyx) is one too: its first record is the tape it holds, and f is
 traced anew only when a guard fails. A C function runs on engine="dual".
 """
+import types
+
 import numpy as np
 
 cimport numpy as cnp
@@ -94,7 +97,9 @@ from cyad._threads cimport copy_bytes, same_bytes, replay_threads
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad._dual_engine import default_chunk
 from cyad._tape import warn_as_numpy
+from cyad import _tape_state
 from cyad._tape_state import PythonState
+from cyad._warnings import warn_once
 from cyad._tape_trace import trace
 from cyad._tape_transform import jvp, vjp
 import cyad._operators as _operators
@@ -113,8 +118,16 @@ class TapeLimit(RuntimeError):
     """A prep's guards failed RECORD_LIMIT times: f's control flow is not for a tape."""
 
 
+class StateUnwatched(RuntimeError):
+    """f reaches more Python state than a default tape compares before its calls."""
+
+
 # records of f per prep, the first included, before a failing guard becomes an error
 RECORD_LIMIT = 8
+
+# calls in a row that each found f's Python state changed (each recording f) before a
+# default tape warns
+STATE_STREAK = 8
 # A Jacobian is computed by rows (reverse lanes of basis cotangents) when
 # BY_ROWS * n_y <= n_x, or BY_ROWS_PYTHON * n_y <= n_x for a tape with python instructions
 # (their reverse rules run once per lane). Measured, columns' time over rows' (default
@@ -390,7 +403,18 @@ cdef bint strided_changed(tape_prep* p) noexcept with gil:
 
 
 cdef bint state_changed(tape_prep* p) noexcept with gil:
-    return (<TapeEngine>p.engine).python_state.changed()
+    # (a run of calls that each found it changed: `finish` warns; the comparison that
+    # follows the record of a call that found it changed is that call's)
+    cdef TapeEngine engine = <TapeEngine>p.engine
+    if engine.python_state.changed():
+        engine.state_streak += 1
+        engine.state_changed_at = engine.python_state.what_changed
+        engine.state_recorded = True
+        return True
+    if not engine.state_recorded:
+        engine.state_streak = 0
+    engine.state_recorded = False
+    return False
 
 
 cdef bint hold_python_state(object prep) except -1:
@@ -643,6 +667,7 @@ cdef class TapeEngine(Engine):
         self.entry_points = &ENTRY_POINTS
         self.state.engine = <PyObject*>self
         self.state.program = NULL
+        self.warned = set()
 
     cdef setup(self, Prep prep, Py_ssize_t directions, object chunk, object f):
         self._check_python(f)
@@ -669,12 +694,13 @@ cdef class TapeEngine(Engine):
 
     cdef bind(self, object f):
         self._check_python(f)
-        if f is not self.bound:
+        if not _same_callable(f, self.bound):
             # another callable: its own tape (and its own preps of the dual engine)
             self.state.program = NULL
             self.replay = None
             self.recorded = 0
             self.delegate = self.forward = None
+            self.handed_over = None
             self.state.delegate = self.state.forward = NULL
         self.bound = f
 
@@ -687,6 +713,22 @@ cdef class TapeEngine(Engine):
                 self.delegate.engine_state.finish()
             self.out_shape = self.delegate.out_shape
         prep.set_output(self.out_shape)
+
+    cdef object handed_over_because(self):
+        return None if self.delegate is None else self.handed_over
+
+    cdef Engine answering(self):
+        return self if self.delegate is None else self.delegate.engine_state
+
+    cdef str work(self):
+        if self.state.family == GRADIENT:
+            return "one reverse sweep of its tape per call, f not evaluated"
+        sweeps = "reverse sweep(s)" if self.state.family == PULLBACK or self.state.reverse else (
+            "replay(s) of its derivative tape")
+        what = "rows" if self.state.reverse else "cotangents" if self.state.family == PULLBACK \
+            else "directions"
+        return (f"{self.state.directions} {what} in chunks of {self.state.lanes}: "
+                f"{self.evaluations} {sweeps} per call, f not evaluated")
 
     cdef _hand_to_dual(self, const void* x):
         """Make the dual engine's prep of this family and signature that answers from now on."""
@@ -732,6 +774,12 @@ cdef class TapeEngine(Engine):
         return error
 
     cdef finish(self):
+        if self.state_streak >= STATE_STREAK:
+            warn_once(self.warned, "state", (
+                f"cyad: f's Python state changed before each of the last {self.state_streak} "
+                f"calls ({self.state_changed_at}), and the default tape recorded f anew "
+                "each time; engine='dual' evaluates f on every call without recording it, "
+                "or keep that state out of what f reaches"))
         # a call from Python whose value part raised a floating-point flag: NumPy computes
         # f's values once more from its tape, warning (or raising) as it does in f
         if self.state.value_flags:
@@ -755,9 +803,10 @@ cdef class TapeEngine(Engine):
         """
         try:
             self._record_at(x, y, failed)
-        except (TypeError, NotImplementedError, TapeLimit):
+        except (TypeError, NotImplementedError, TapeLimit, StateUnwatched) as e:
             if not self.chosen:
                 raise
+            self.handed_over = str(e)
             self._hand_to_dual(x)
 
     cdef _record_at(self, const void* x, void* y, int failed):
@@ -790,10 +839,18 @@ cdef class TapeEngine(Engine):
             recording, result = trace(_callable(self.bound), xv, self.dtype, yv)
             tape, captured = recording.tape, recording.captured
             out = recording.var_of(result)
-        self._capture(captured)
         if self.chosen:
-            self.python_state = PythonState(_callable(self.bound))
+            self.python_state = state = PythonState(_callable(self.bound))
+            if not state.complete:
+                raise StateUnwatched(
+                    f"f reaches more Python state than a tape watches "
+                    f"({_tape_state.BUDGET} reads, objects {_tape_state.DEPTH} deep)")
+            if state.changed():
+                raise StateUnwatched("f reaches Python state that differs from itself "
+                                     "(a value unequal to itself)")
+            captured = _distinct(captured + state.arrays)
             self.state.check_state = True
+        self._capture(captured)
         if out.dtype != self.dtype:
             raise TypeError(f"cyad: f returned {out.dtype} values, not {self.dtype}")
         if self.out_shape is not None and out.shape != self.out_shape:
@@ -806,6 +863,7 @@ cdef class TapeEngine(Engine):
         self._derive(tape, values, names)
         self.primal = tape
         self.state.casts_warn = 1 if tape.casts else 0
+        self.traces += 1
         if failed or self.recorded == 0:
             self.recorded += 1
 
@@ -971,6 +1029,11 @@ cdef class TapeEngine(Engine):
         return (self.state.directions + self.state.lanes - 1) // self.state.lanes
 
     @property
+    def captured_bytes(self):
+        """The bytes of the arrays compared with their copies before each call."""
+        return sum(a.nbytes for a, _ in self.captured or ())
+
+    @property
     def records(self):
         """How many times f was recorded (the first time, and after each failed guard)."""
         return self.recorded
@@ -999,9 +1062,22 @@ cdef class TapeEngine(Engine):
 
     @property
     def delegated(self):
-        """Whether the dual engine answers for this prep (f could not be traced, or its
-        guards kept failing): the tape no longer follows f."""
+        """Whether the dual engine answers for this prep (f could not be traced, its
+        guards kept failing, or its Python state is too large to watch): the tape no
+        longer follows f. `handed_over` says why."""
         return self.delegate is not None
+
+
+cdef bint _same_callable(object f, object bound):
+    # the same object, or the same method of the same object (`model.loss` makes a new
+    # bound method object at each access)
+    return f is bound or (type(f) is types.MethodType and type(bound) is types.MethodType
+                          and f.__func__ is bound.__func__ and f.__self__ is bound.__self__)
+
+
+cdef list _distinct(list arrays):
+    # each array once
+    return list({id(a): a for a in arrays}.values())
 
 
 cdef object _callable(object f):

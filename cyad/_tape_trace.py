@@ -1162,7 +1162,9 @@ def trace(f, x, dtype, y=None, nested=False):
                 result = constant_result(result)   # a constant: checked as the dual engine does
         else:
             yt = rec.input(y)
-            f(yt, xt)
+            returned = f(yt, xt)
+            if returned is not None and returned is not yt:
+                raise _hints.returned_under_y(returned)
             result = yt
     finally:
         leave()

@@ -23,6 +23,7 @@ from libc.string cimport memcpy, memset
 
 from cyad._dual cimport Dual, enter, leave
 from cyad._stacked import stacked
+from cyad._hints import returned_under_y
 
 cnp.import_array()
 
@@ -413,7 +414,9 @@ cdef class PythonFunction:
             if self.two_argument:
                 _copy_in(yd.values, y)
                 memset(cnp.PyArray_DATA(yd.partials), 0, cnp.PyArray_NBYTES(yd.partials))
-                self.f(yd, xd)
+                r = self.f(yd, xd)
+                if r is not None and r is not yd:
+                    raise returned_under_y(r)
             else:
                 r = self.f(xd)
                 if isinstance(r, (list, tuple)):    # (calling `stacked` on every result allocates)

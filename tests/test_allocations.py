@@ -177,3 +177,24 @@ def test_outputs_overlapping_inputs_allocate_once(chunk, allocations_per_call):
     cyad.pushforward(copy, x, tangents, y=y, prep=prep, out=outs)
     for k in range(3):
         np.testing.assert_array_equal(outs[k], before[k])
+
+
+def test_the_default_tape_compares_python_state_without_allocating(allocations_per_call):
+    # the comparison a default tape makes before each call: closure, globals, a dict, a list,
+    # a tuple, an object's attributes, an array's contents
+    n = 50
+    x = np.linspace(0.1, 1.2, n)
+    settings = {"scale": 1.5, "offsets": [0.5, 2.0], "pair": (1.0, 3.0)}
+    model = type("Model", (), {})()
+    model.weights = np.linspace(1.0, 2.0, n)
+    model.power = 2
+
+    def f(x):
+        return (settings["scale"] * np.sum(model.weights * x ** model.power)
+                + settings["offsets"][1] * settings["pair"][0])
+
+    prep = cyad.prepare_gradient(f, x)
+    out = np.zeros(n)
+    assert allocations_per_call(lambda: cyad.gradient(f, x, prep=prep, out=out)) == 0
+    assert prep.engine == "tape" and prep.engine_state.python_state.reads >= 8
+    np.testing.assert_allclose(out, 3.0 * model.weights * x, rtol=1e-14)

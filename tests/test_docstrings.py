@@ -13,6 +13,7 @@ import inspect
 import io
 import re
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -79,3 +80,13 @@ def test_examples_pass(name, obj):
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{name}: {result.failed} example(s) failed\n{report.getvalue()}"
 
+
+
+def test_the_namespace_holds_what_the_api_reference_documents():
+    # the submodules a user imports (cyad.scipy, cyad.dask, cyad.ipopt) appear once imported
+    api = (Path(__file__).parents[1] / "docs" / "api.rst").read_text()
+    documented = set(re.findall(r"^   (\w+)$", api, re.M))
+    submodules = {"scipy", "dask", "ipopt"}
+    public = {name for name in dir(cyad) if not name.startswith("_")} - submodules
+    assert public == set(cyad.__all__)
+    assert set(cyad.__all__) <= documented

@@ -110,3 +110,44 @@ def test_an_unsupported_scipy_ufunc_is_named_by_scipys_path(engine):
     special = pytest.importorskip("scipy.special")
     with pytest.raises(TypeError, match=r"cyad: scipy\.special\.ellipk is not supported"):
         cyad.gradient(lambda x: np.sum(special.ellipk(x * 0.1)), X, engine=engine)
+
+
+def _returns_instead_of_writing(y, x):
+    # y= read as "data": f(y, x) returns its result and writes nothing into y
+    return np.sum((y - x[0]) ** 2) + x[1] ** 2
+
+
+@pytest.mark.parametrize("engine", [None, "dual", "tape"])
+@pytest.mark.parametrize("operator", ["jacobian", "pushforward", "pullback"])
+def test_f_returning_a_value_under_y_is_refused(operator, engine):
+    data, p = np.arange(4.0), np.array([1.0, 2.0])
+    extra = {"jacobian": (), "pushforward": (np.ones(2),), "pullback": (np.ones(4),)}[operator]
+    with pytest.raises(ValueError, match=r"f returned an array of shape \(\) when called as "
+                       r"f\(y, x\) with y=.*drop y="):
+        getattr(cyad, operator)(_returns_instead_of_writing, p, *extra, y=data.copy(),
+                                engine=engine)
+
+
+@pytest.mark.parametrize("engine", ["dual", "tape"])
+def test_f_returning_y_itself_under_y_is_fine(engine):
+    def in_place(y, x):
+        y[...] = 2.0 * x
+        return y
+
+    np.testing.assert_allclose(cyad.jacobian(in_place, X, y=np.zeros(3), engine=engine),
+                               2.0 * np.eye(3))
+
+
+@pytest.mark.parametrize("engine", [None, "dual", "tape"])
+@pytest.mark.parametrize("operator", ["gradient", "hvp", "hessian"])
+def test_a_scalar_operator_under_y_names_ys_shape(operator, engine):
+    def in_place(y, x):
+        y[...] = x ** 2
+
+    extra = (np.ones(3),) if operator == "hvp" else ()
+    with pytest.raises(ValueError, match=rf"{operator} needs a scalar-valued f, but y, f's "
+                       r"output in f\(y, x\), has shape \(3,\)"):
+        getattr(cyad, operator)(in_place, X, *extra, y=np.zeros(3), engine=engine)
+    with pytest.raises(ValueError, match=rf"{operator} needs a scalar-valued f, but f returns "
+                       r"shape \(3,\)"):
+        getattr(cyad, operator)(lambda x: x ** 2, X, *extra, engine=engine)

@@ -53,14 +53,20 @@ def test_profile_of_the_classic_copy(operator):
     assert "0 allocations per call" in str(p)
 
 
-@pytest.mark.parametrize("engine, evaluations", [("dual", 2), ("tape", 1)])
+@pytest.mark.parametrize("engine, evaluations, path", [("dual", 2, "python"),
+                                                        ("tape", 0, "replay")])
 @pytest.mark.parametrize("operator", ["pullback", "value_and_pullback"])
-def test_profile_of_a_pullback(operator, engine, evaluations):
-    # dual: forward mode over x's basis, 4 directions per evaluation; tape: one sweep
+def test_profile_of_a_pullback(operator, engine, evaluations, path):
+    # dual: forward mode over x's basis, 4 directions per evaluation; tape: one sweep, which
+    # evaluates f no time
     x, dy, y = np.arange(8.0), np.linspace(-1.0, 1.0, 8), np.zeros(8)
     p = cyad.profile(operator, copy, x, dy, y=y, chunk=4, seconds=0.02, engine=engine)
     assert p.allocations == 0
-    assert p.evaluations == evaluations
+    assert (p.evaluations, p.path) == (evaluations, path)
+    if engine == "tape":
+        assert p.work == ("1 cotangents in chunks of 1: 1 reverse sweep(s) per call, "
+                          "f not evaluated")
+        assert "the tape replayed: 1 cotangents" in str(p) and "f evaluated" not in str(p)
     with pytest.raises(ValueError, match="a pullback needs dx"):
         cyad.profile(operator, copy, x, y=y)
 
@@ -133,4 +139,14 @@ def test_profile_command_pulls_back_ones(tmp_path, monkeypatch, capsys):
           "0.02", "--json"])
     report = json.loads(capsys.readouterr().out)
     assert report["label"] == "pullback of user_pullback:f, n = 6"
-    assert report["evaluations"] == 1
+    # a prepared pullback's default: the tape's reverse sweep, which does not evaluate f
+    assert (report["evaluations"], report["path"]) == (0, "replay")
+    assert report["work"].startswith("1 cotangents in chunks of 1: 1 reverse sweep(s)")
+
+
+def test_profile_takes_the_operator_itself():
+    x = np.linspace(0.1, 1.0, 6)
+    p = cyad.profile(cyad.jacobian, np.sin, x, seconds=0.01)
+    assert p.label == "jacobian of sin" and p.path == "python"
+    with pytest.raises(ValueError, match="is not one of cyad's operators"):
+        cyad.profile(np.sin, np.sin, x)

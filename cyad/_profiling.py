@@ -90,11 +90,15 @@ class Profile:
     allocations : float
         Allocator requests per call (see `allocations_per_call`).
     evaluations : int
-        Evaluations of f per operator call.
+        Evaluations of f per operator call (0 for a tape's replay, which does not
+        evaluate f).
     chunk, width : int
         The prep's chunk and lanes.
     path : str
-        "python" when f ran on dual arrays, "c" for a C function.
+        "python" when f ran on dual arrays, "c" for a C function, "replay" for a tape
+        replayed in compiled code.
+    work : str, optional
+        What one call does, as the prep says (`Prep.work`).
 
     Attributes
     ----------
@@ -121,7 +125,9 @@ class Profile:
     evaluations: int             # evaluations of f per operator call
     chunk: int
     width: int
-    path: str                    # "python": f ran on dual arrays; "c": a C function
+    path: str                    # "python": f ran on dual arrays; "c": a C function;
+    # "replay": a tape replayed
+    work: str = ""
 
     @property
     def samples(self) -> int:
@@ -154,16 +160,18 @@ class Profile:
                 "calls_per_sample": self.calls_per_sample, "min": self.min,
                 "median": self.median, "mean": self.mean, "max": self.max,
                 "allocations": self.allocations, "evaluations": self.evaluations,
-                "chunk": self.chunk, "width": self.width, "path": self.path}
+                "chunk": self.chunk, "width": self.width, "path": self.path,
+                "work": self.work}
 
     def __str__(self) -> str:
         return (f"{self.label}: {self.samples} samples with {self.calls_per_sample} evaluations\n"
                 f"  min {format_time(self.min)}, median {format_time(self.median)}, "
                 f"mean {format_time(self.mean)}, max {format_time(self.max)}; "
-                f"{format_count(self.allocations)} allocations per call\n"
-                f"  f evaluated {self.evaluations} time(s) per call, chunk {self.chunk} "
-                f"({self.width} lanes), "
-                f"{'Python dual arrays' if self.path == 'python' else 'C-level'}")
+                f"{format_count(self.allocations)} allocations per call\n" + (
+                    f"  the tape replayed: {self.work}" if self.path == "replay" else
+                    f"  f evaluated {self.evaluations} time(s) per call, chunk {self.chunk} "
+                    f"({self.width} lanes), "
+                    f"{'Python dual arrays' if self.path == 'python' else 'C-level'}"))
 
 
 def format_time(seconds: float) -> str:
@@ -201,7 +209,7 @@ def time_samples(fn: Callable[[], object], seconds: float = 1.0,
     return np.array(times), calls
 
 
-def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.ArrayLike,
+def profile(operator: str | Callable[..., Any], f: Callable[..., Any] | FunctionWrapper, x: npt.ArrayLike,
             dx: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None, *,
             y: npt.NDArray[Any] | None = None, chunk: int | None = None, seconds: float = 1.0,
             label: str | None = None, engine: str | None = None) -> Profile:
@@ -209,8 +217,9 @@ def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.Array
 
     Parameters
     ----------
-    operator : str
-        One of cyad's first-order operators, e.g. "jacobian" or "value_and_pushforward".
+    operator : str or callable
+        One of cyad's first-order operators, by name or itself: "jacobian" or
+        ``cyad.jacobian``, "value_and_pushforward" or ``cyad.value_and_pushforward``.
     f : callable or FunctionWrapper
         The function, ``f(x)`` or ``f(y, x)`` (with ``y=``).
     x : array_like or float
@@ -225,7 +234,8 @@ def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.Array
     label : str, optional
         The report's title (default: the operator and f's name).
     engine : str, optional
-        The engine the prep runs on (default ``"dual"``), as for the operator.
+        The engine the prep runs on (default: the one cyad chooses for a prepared call),
+        as for the operator.
 
     Returns
     -------
@@ -240,12 +250,22 @@ def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.Array
 
     Examples
     --------
-    >>> p = cyad.profile("gradient", lambda x: np.sum(x ** 2), np.ones(3), seconds=0.01)
+    >>> f = lambda x: np.sum(x ** 2)
+    >>> p = cyad.profile(cyad.gradient, f, np.ones(3), seconds=0.01)
+    >>> p.evaluations, p.path, p.work
+    (0, 'replay', 'one reverse sweep of its tape per call, f not evaluated')
+    >>> p = cyad.profile("gradient", f, np.ones(3), seconds=0.01, engine="dual")
     >>> p.evaluations, p.chunk, p.path
     (1, 3, 'python')
     >>> p.min <= p.median <= p.max
     True
     """
+    if callable(operator):
+        name = getattr(operator, "__name__", "")
+        if getattr(cyad, name, None) is not operator:
+            raise ValueError(f"cyad: {operator!r} is not one of cyad's operators; choose one "
+                             f"of {', '.join(OPERATORS)}")
+        operator = name
     if operator not in OPERATORS:
         raise ValueError(f"cyad: no operator {operator!r}; choose one of {', '.join(OPERATORS)}")
     family = operator.removeprefix("value_and_")
@@ -263,9 +283,11 @@ def profile(operator: str, f: Callable[..., Any] | FunctionWrapper, x: npt.Array
             return run(f, x, y=y, prep=prep, out=out)
     times, calls = time_samples(call, seconds)
     allocations = allocations_per_call(call)
+    replay = prep.engine == "tape"
     return Profile(label or f"{operator} of {getattr(f, '__name__', type(f).__name__)}",
-                   times, calls, allocations, prep.evaluations, prep.chunk, prep.width,
-                   "python" if prep.is_python else "c")
+                   times, calls, allocations, 0 if replay else prep.evaluations, prep.chunk,
+                   prep.width, "replay" if replay else "python" if prep.is_python else "c",
+                   prep.work)
 
 
 def _buffers_like(result: Any) -> Any:
