@@ -51,12 +51,7 @@ cdef extern from "Python.h":
     ctypedef struct _TypeSlots "PyTypeObject":
         PySequenceMethods* tp_as_sequence
 
-_CONVERSION_HINT = (
-    "Keep the computation in NumPy operations on the dual arrays cyad passes in: "
-    "allocate buffers with np.zeros_like(x) or np.empty_like(x) rather than np.zeros(n), "
-    "build arrays with np.stack/np.concatenate rather than np.array([...]), and write "
-    "results into dual buffers rather than plain ndarrays."
-)
+_CONVERSION_HINT = _hints.conversion_hint("dual arrays")
 
 _MIXED = ("cyad: dual arrays of two differentiations met: a dual array is valid only inside "
           "the call that made it")
@@ -826,11 +821,6 @@ def _handled_functions():
     return _HANDLED_FUNCTIONS
 
 
-def _scipy_hint():
-    from cyad._scipy_dispatch import scipy_hint
-    return scipy_hint()
-
-
 def _custom_function(func):
     # a custom function (cyad.custom_derivative) carries its own entry
     from cyad._dual_functions import custom_function
@@ -976,20 +966,18 @@ cdef class Dual:
         return impl(*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError("cyad: a dual array cannot become a plain ndarray: that would drop its "
-                        "derivative. " + _CONVERSION_HINT + _scipy_hint())
+        raise _hints.conversion_refused("a dual array cannot become a plain ndarray",
+                                        _CONVERSION_HINT)
 
     def __float__(self):
-        raise TypeError("cyad: a dual number cannot become a float: that would drop its "
-                        "derivative. " + _CONVERSION_HINT)
+        raise _hints.conversion_refused("a dual number cannot become a float", _CONVERSION_HINT)
 
     def __int__(self):
-        raise TypeError("cyad: a dual number cannot become an int: that would drop its "
-                        "derivative. " + _CONVERSION_HINT)
+        raise _hints.conversion_refused("a dual number cannot become an int", _CONVERSION_HINT)
 
     def __complex__(self):
-        raise TypeError("cyad: a dual number cannot become a complex: that would drop its "
-                        "derivative. " + _CONVERSION_HINT)
+        raise _hints.conversion_refused("a dual number cannot become a complex",
+                                        _CONVERSION_HINT)
 
     def __index__(self):
         raise TypeError("cyad: a dual number cannot be used as an index")

@@ -1,6 +1,9 @@
 """What cyad's arrays say when f asks for something they refuse: one text per refusal,
 for every engine (`where` names the arrays: "dual arrays", "traced arrays").
 """
+import linecache
+import sys
+
 import numpy as np
 
 
@@ -47,7 +50,8 @@ def returned_under_y(result):
     shape = getattr(result, "shape", None)
     what = _short(result) if shape is None else f"an array of shape {shape}"
     return ValueError(
-        f"cyad: f returned {what} when called as f(y, x) with y=; with y=, cyad calls f(y, x) and differentiates what f writes into y, and "
+        f"cyad: f returned {what} when called as f(y, x) with y=; with y=, cyad calls f(y, x) "
+        "and differentiates what f writes into y, and "
         "f's return value would be lost. For a function that returns its result, drop y= "
         "(pass other data through a closure or functools.partial)")
 
@@ -62,3 +66,78 @@ def not_scalar(operator, shape, two_argument, advice=""):
     whose = (f"y, f's output in f(y, x), has shape {shape}" if two_argument
              else f"f returns shape {shape}")
     return ValueError(f"cyad: {operator} needs a scalar-valued f, but {whose}{advice}")
+
+
+# -- where a refusal happened -------------------------------------------------------------
+
+_LIBRARIES = {"numpy", "scipy", "cyad"} | set(sys.stdlib_module_names)
+
+
+def conversion_hint(arrays):
+    """What to do instead of making a Python number or a plain ndarray of cyad's `arrays`."""
+    return (f"Keep the computation in NumPy operations on the {arrays} cyad passes in: "
+            "allocate buffers with np.zeros_like(x) or np.empty_like(x) rather than "
+            "np.zeros(n), build arrays with np.stack/np.concatenate rather than "
+            f"np.array([...]), and write results into {arrays} rather than plain ndarrays.")
+
+
+def conversion_refused(what, general):
+    """The TypeError of a dual or traced value asked to become a Python number or a plain
+    ndarray (`what`: "a dual number cannot become a float"): the user's line that asked,
+    the library function it called that asked (np.vectorize, scipy.integrate.quad), and
+    the way out for it (`general` where none is known)."""
+    site, library = _refusal_site()
+    text = f"cyad: {what}: that would drop its derivative."
+    if site is not None:
+        text += f" {site}" + (f", inside {library}" if library else "") + "."
+    advice = _advice(site or "", library or "")
+    if library.startswith("scipy"):
+        from cyad._scipy_dispatch import scipy_hint
+        advice = scipy_hint(2) or advice
+    return TypeError(text + " " + (advice.strip() or general))
+
+
+def _refusal_site():
+    # the user's innermost frame (not NumPy's, SciPy's, cyad's or Python's own library) as
+    # "In qualname (file:line): `source`", and the public name of the outermost library
+    # function between it and the refusal
+    frame, called = sys._getframe(2), None
+    while frame is not None and _library_module(frame.f_globals.get("__name__") or ""):
+        if not (frame.f_globals.get("__name__") or "").startswith("cyad"):
+            called = frame
+        frame = frame.f_back
+    if frame is None:
+        return None, ""
+    code = frame.f_code
+    source = linecache.getline(code.co_filename, frame.f_lineno).strip()
+    site = f"In {code.co_qualname} ({code.co_filename}:{frame.f_lineno}): `{source}`"
+    return site, "" if called is None else _public_name(called)
+
+
+def _library_module(name):
+    return name.partition(".")[0] in _LIBRARIES
+
+
+def _public_name(frame):
+    # numpy.vectorize for vectorize.__call__ in numpy.lib._function_base_impl; scipy's
+    # functions by their module up to the first private part
+    module = frame.f_globals["__name__"]
+    qualname = frame.f_code.co_qualname
+    owner, _, name = qualname.rpartition(".")
+    if owner and name.startswith("__"):
+        qualname = owner
+    root = "numpy" if module.startswith("numpy") else module.split("._")[0]
+    return f"{root}.{qualname}"
+
+
+def _advice(site, library):
+    if library == "numpy.vectorize":
+        return ("np.vectorize calls its function on plain numbers: write it with NumPy "
+                "operations on whole arrays (np.where for a branch), which cyad differentiates.")
+    if "math." in site:
+        return ("math's functions take Python floats: use NumPy's (np.exp, np.log, "
+                "np.sqrt, ...), which take cyad's arrays.")
+    if "float64(" in site or "float32(" in site or "float(" in site:
+        return ("A Python or NumPy scalar type makes a plain number: index the array instead "
+                "(x[0] is a number of cyad's, with its derivative).")
+    return ""

@@ -122,10 +122,10 @@ def install_everywhere():
         sys.meta_path.insert(0, _Finder())
 
 
-def scipy_hint():
+def scipy_hint(depth=1):
     """A sentence naming the SciPy function on the stack that asked for an ndarray, and
-    what to do; empty if there is none."""
-    frame = sys._getframe(1)
+    what to do; empty if there is none (`depth`: the frames above this one to start at)."""
+    frame = sys._getframe(depth)
     caller = None
     while frame is not None:
         module = frame.f_globals.get("__name__", "")

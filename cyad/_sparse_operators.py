@@ -53,6 +53,8 @@ Design:
   watch, the gradient of `value_gradient_and_sparse_hessian`) first copies x into
   the prep's scratch (allocated at the first such call).
 """
+import types
+
 import numpy as np
 
 from cyad import _coloring, _operators
@@ -589,8 +591,16 @@ def _check_prep(prep_class, prepare, f, prep, options):
         raise TypeError(f"prep is a {prep_class.__name__}, not {type(prep).__name__}")
     if options:
         raise TypeError(f"{', '.join(options)}: given to {prepare}, not with prep=")
-    if f is not prep._f:
-        raise ValueError("the prep was made for another function")
+    # (a bound method is made anew at each access of model.method: the same one is equal)
+    if f is not prep._f and not (isinstance(f, types.MethodType) and f == prep._f):
+        raise ValueError(
+            f"cyad: the prep was made for another function ({_name(prep._f)}, not "
+            f"{_name(f)}): pass the very object it was made with (a lambda written again or "
+            "a functools.partial made anew is another object), or prepare anew for this one")
+
+
+def _name(f):
+    return getattr(f, "__qualname__", None) or type(f).__name__
 
 
 def sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):

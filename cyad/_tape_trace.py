@@ -69,7 +69,6 @@ from cyad import _hints, _rule_table
 from cyad._dual import Dual, enter, leave
 from cyad._primitives import NAMED, TABLE, ufunc_methods
 from cyad._primitives._table import entry_of
-from cyad._scipy_dispatch import scipy_hint
 from cyad._stacked import stacked
 from cyad._tape import COMPARISONS, Instr, Tape, Var, evaluate
 from cyad._wrapper import constant_result
@@ -531,9 +530,10 @@ class Tracer:
         as a Python float would carry on without its derivative (as the dual engine's
         does); a bool or an int is piecewise constant, its derivative 0 where it holds."""
         if self.dtype != bool:
-            raise TypeError(f"cyad: {what} of a traced float value would drop its "
-                            "derivative; keep the computation in NumPy operations on the "
-                            "traced arrays (a comparison or int() may steer control flow)")
+            raise _hints.conversion_refused(
+                f"a traced float value cannot become a Python number through {what}",
+                _hints.conversion_hint("traced arrays") + " (A comparison or int() may steer "
+                "control flow.)")
         return self.__cyad_value__(f"{what} of a traced value")
 
     # bool() and int() of a float value guard what Python gets (whether it is 0, its whole
@@ -556,9 +556,8 @@ class Tracer:
         return complex(self._number("complex()"))
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError("cyad: a traced array cannot become a plain ndarray: that would drop "
-                        "its derivative. Keep the computation in NumPy operations on the arrays "
-                        "cyad passes in (np.zeros_like(x), np.stack, ...)." + scipy_hint())
+        raise _hints.conversion_refused(
+            "a traced array cannot become a plain ndarray", _hints.conversion_hint("traced arrays"))
 
     # -- NumPy protocols --------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -1166,6 +1165,12 @@ def trace(f, x, dtype, y=None, nested=False):
             if returned is not None and returned is not yt:
                 raise _hints.returned_under_y(returned)
             result = yt
+    except ValueError as error:
+        # NumPy storing a traced number into a plain ndarray (buf[0] = x[0]) asks float()
+        # of it, and reports the refusal as "setting an array element with a sequence"
+        if isinstance(error.__cause__, TypeError) and str(error.__cause__).startswith("cyad:"):
+            raise error.__cause__ from None
+        raise
     finally:
         leave()
     return rec, result

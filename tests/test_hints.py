@@ -2,6 +2,7 @@
 the function named by its public path, and what to use instead.
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -63,7 +64,7 @@ def test_round_with_digits_rounds(engine):
 @pytest.mark.parametrize("method", ["item", "tolist"])
 def test_item_and_tolist_say_the_derivative_would_be_lost(method, engine):
     match = (rf"{method}\(\) of a dual array gives Python floats.*index the array"
-             if engine == "dual" else rf"{method}\(\) of a traced float value would drop")
+             if engine == "dual" else rf"Python number through {method}\(\): that would drop")
     with pytest.raises(TypeError, match=match):
         cyad.gradient(lambda x: getattr(x[:1], method)() * x[1], X, engine=engine)
 
@@ -151,3 +152,55 @@ def test_a_scalar_operator_under_y_names_ys_shape(operator, engine):
     with pytest.raises(ValueError, match=rf"{operator} needs a scalar-valued f, but f returns "
                        r"shape \(3,\)"):
         getattr(cyad, operator)(lambda x: x ** 2, X, *extra, engine=engine)
+
+
+def _with_math(x):
+    return math.exp(x[0]) + np.sum(x)
+
+
+def _with_float64(x):
+    return np.float64(x[0]) * np.sum(x)
+
+
+def _with_vectorize(x):
+    return np.sum(np.vectorize(lambda t: 2.0 * t)(x))
+
+
+def _with_quad(x):
+    from scipy import integrate
+    return integrate.quad(lambda t: t * x[0], 0.0, 1.0)[0] + np.sum(x)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("f, source, inside, advice", [
+    (_with_math, "return math.exp(x[0]) + np.sum(x)", "",
+     "math's functions take Python floats: use NumPy's"),
+    (_with_float64, "return np.float64(x[0]) * np.sum(x)", "",
+     r"index the array instead \(x\[0\] is a number of cyad's"),
+    (_with_vectorize, "return np.sum(np.vectorize(lambda t: 2.0 * t)(x))",
+     ", inside numpy.vectorize", "np.vectorize calls its function on plain numbers"),
+    (_with_quad, "return integrate.quad(lambda t: t * x[0], 0.0, 1.0)[0] + np.sum(x)",
+     ", inside scipy.integrate.quad", "a SciPy function cyad has no rule for"),
+], ids=["math.exp", "np.float64", "np.vectorize", "scipy.integrate.quad"])
+def test_a_refused_conversion_names_the_line_and_the_function_that_asked(
+        f, source, inside, advice, engine):
+    if f is _with_quad:
+        pytest.importorskip("scipy")
+    line = f.__code__.co_firstlineno + (2 if f is _with_quad else 1)
+    where = re.escape(f"In {f.__name__} ({__file__}:{line}): `{source}`{inside}.")
+    with pytest.raises(TypeError, match=rf"derivative\. {where} .*{advice}"):
+        cyad.gradient(f, X, engine=engine)
+
+
+def _into_plain_buffer(x):
+    buffer = np.zeros(3)
+    buffer[0] = x[0]
+    return np.sum(buffer * x)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_number_stored_into_a_plain_ndarray_is_refused_by_cyad(engine):
+    # (NumPy reports the tape's refusal as "setting an array element with a sequence")
+    with pytest.raises(TypeError, match=r"that would drop its derivative\. In "
+                       r"_into_plain_buffer .*`buffer\[0\] = x\[0\]`.*np\.zeros_like\(x\)"):
+        cyad.gradient(_into_plain_buffer, X, engine=engine)

@@ -279,7 +279,8 @@ def test_errors():
     with pytest.raises(ValueError, match="format"):
         cyad.prepare_sparse_jacobian(broyden, x, format="dok")
     prep = cyad.prepare_sparse_jacobian(broyden, x)
-    with pytest.raises(ValueError, match="another function"):
+    with pytest.raises(ValueError, match=r"made for another function \(broyden, not sin\): "
+                       "pass the very object it was made with"):
         cyad.sparse_jacobian(np.sin, x, prep=prep)
     with pytest.raises(TypeError, match="SparseHessianPrep"):
         cyad.sparse_hessian(broyden, x, prep=prep)
@@ -580,3 +581,14 @@ def test_new_numbers_in_the_same_program_need_no_detection(monkeypatch):
         scale[2] = 0.0                      # a new zero: another pattern, detected
         cyad.sparse_jacobian(f, x, prep=prep)
         assert detections
+
+
+def test_a_method_accessed_anew_is_the_function_its_prep_was_made_for():
+    class Model:
+        def residual(self, x):
+            return broyden(x)
+
+    model, x = Model(), np.linspace(0.1, 1.0, 6)
+    prep = cyad.prepare_sparse_jacobian(model.residual, x)
+    np.testing.assert_allclose(cyad.sparse_jacobian(model.residual, x, prep=prep).toarray(),
+                               cyad.jacobian(broyden, x), rtol=1e-14)

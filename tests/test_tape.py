@@ -510,9 +510,9 @@ def test_a_cyad_call_inside_f_nests(name, engine):
     (lambda x: np.add.reduceat(x, [0, 1]), r"numpy.add.reduceat"),
     (lambda x: np.sum(np.asarray(x)), "cannot become a plain ndarray"),
     (lambda x: np.sum(np.array([x[0], x[1]])), "cannot become a plain ndarray"),
-    (lambda x: float(x[0]) * np.sum(x), r"float\(\) of a traced float value"),
-    (lambda x: x[0].item() * x[1], r"item\(\) of a traced float value"),
-    (lambda x: np.sum(x * complex(x[0])), r"complex\(\) of a traced float value"),
+    (lambda x: float(x[0]) * np.sum(x), r"Python number through float\(\)"),
+    (lambda x: x[0].item() * x[1], r"Python number through item\(\)"),
+    (lambda x: np.sum(x * complex(x[0])), r"Python number through complex\(\)"),
     (lambda x: np.sum(np.multiply(x, x, out=np.zeros(3))), "into a plain ndarray"),
 ], ids=["fft", "unwrap", "spacing", "ufunc.reduceat", "asarray", "array", "float", "item",
         "complex", "out=ndarray"])
