@@ -148,7 +148,8 @@ class CustomFunction:
     # CustomFunction[[params], result] in annotations, as the stubs make it generic
     __class_getitem__ = classmethod(types.GenericAlias)
 
-    def __init__(self, fun, *, order=None, nondiff_argnames=(), lanes=False, rule_of=None):
+    def __init__(self, fun, *, order=None, nondiff_argnames=(), lanes=False, check=False,
+                 rule_of=None):
         if not callable(fun):
             raise TypeError(f"cyad.custom_derivative: fun must be callable, not "
                             f"{type(fun).__name__}")
@@ -160,8 +161,10 @@ class CustomFunction:
         self.fun = fun
         self.order = order
         self.lanes = bool(lanes)
+        self.check = bool(check)
         self.jvp_rule = None
         self.vjp_rule = None
+        self._checked = set()     # the operands' shapes and dtypes the rules were checked at
         self._rule_of = rule_of   # (custom function, rule name) of a first-order rule's call
         self._signature = signature = inspect.signature(fun)
         nondiff = {nondiff_argnames} if isinstance(nondiff_argnames, str) else \
@@ -278,6 +281,7 @@ class CustomFunction:
     def _jvp(self, primals, tangents, **params):
         if self.jvp_rule is None:
             raise self._missing("JVP", "defjvp", _FORWARD)
+        self._check_rules(primals, params)
         if self.order == 1 and _engine_array_in(list(primals) + list(tangents)) is not None:
             # f's value through its own entry on the engine's arrays; the tangent by the rule
             # on the values, as a function the engine cannot derive again
@@ -334,6 +338,7 @@ class CustomFunction:
     def _vjp(self, primals, cotangent, **params):
         if self.vjp_rule is None:
             raise self._missing("VJP", "defvjp", _REVERSE)
+        self._check_rules(primals, params)
         if self.order == 1 and _engine_array_in(
                 list(primals) + list(cotangent if isinstance(cotangent, tuple)
                                      else (cotangent,))) is not None:
@@ -353,6 +358,64 @@ class CustomFunction:
                                  f"{np.shape(p)}")
         return tuple(cts)
 
+    # -- the rules checked at their first use -------------------------------------------
+
+    def _check_rules(self, primals, params):
+        """At the first use of each shape and dtype of the operands, on any engine: both
+        rules the function has, run on the operands' values, return tangents (cotangents)
+        of the shapes of its outputs (operands) and of numeric dtypes, so that a rule one
+        engine does not use fails where it is declared, not when another engine first needs
+        it; with check=True, also the adjoint identity between them."""
+        if self._rule_of is not None:
+            return
+        values = [_value_of(p) for p in primals]
+        if _engine_array_in(values) is not None or any(
+                _engine_array_in([v]) is not None for v in params.values()):
+            return     # (inside a differentiation of the rules themselves: at their values)
+        key = tuple((np.shape(v), np.result_type(v).str) for v in values)
+        if key in self._checked:
+            return
+        args, kwargs = self._call_arguments(values, params)
+        out = self.fun(*args, **kwargs)
+        outs = out if isinstance(out, tuple) else (out,)
+        rng = np.random.default_rng(0)
+        directions = [rng.standard_normal(np.shape(v)) for v in values]
+        weights = [rng.standard_normal(np.shape(o)) for o in outs]
+        pushed = pulled = None
+        if self.jvp_rule is not None:
+            tangents = [d[np.newaxis] for d in directions]
+            if self.lanes:
+                _, tangent = self._jvp_plain(values, tangents, params)
+            else:
+                _, tangent = self._jvp_per_lane(self.jvp_rule, values, tangents, params)
+            pushed = [t[0] if t is not None else None
+                      for t in (tangent if isinstance(tangent, tuple) else (tangent,))]
+            self._check_dtypes("JVP rule", "tangent", pushed)
+        if self.vjp_rule is not None:
+            cotangent = tuple(weights) if isinstance(out, tuple) else weights[0]
+            pulled = self._checked_cotangents(
+                values, self.vjp_rule(tuple(values), cotangent, **params))
+            self._check_dtypes("VJP rule", "cotangent", pulled)
+        if self.check and pushed is not None and pulled is not None:
+            self._check_adjoint(directions, weights, pushed, pulled)
+        self._checked.add(key)
+
+    def _check_dtypes(self, rule, what, results):
+        for r in results:
+            if r is not None and np.result_type(r).kind not in "biuf":
+                raise TypeError(f"cyad: the {rule} of {self._name()} returned a {what} of "
+                                f"dtype {np.result_type(r)}, not of numbers")
+
+    def _check_adjoint(self, directions, weights, pushed, pulled):
+        # <w, J d> = <J^T w, d> for a random direction d and weights w
+        forward = sum(float(np.sum(w * t)) for w, t in zip(weights, pushed) if t is not None)
+        reverse = sum(float(np.sum(c * d)) for c, d in zip(pulled, directions) if c is not None)
+        scale = max(abs(forward), abs(reverse), 1e-300)
+        if abs(forward - reverse) > 1e-6 * scale + 1e-12:
+            raise ValueError(f"cyad: the JVP and VJP rules of {self._name()} disagree (check="
+                             f"True): <w, jvp(d)> = {forward!r} but <vjp(w), d> = {reverse!r} "
+                             "for a random direction d and cotangent w; one of them is wrong")
+
     # -- rules declared first order -------------------------------------------------------
 
     def _first_order_rule(self, which):
@@ -363,6 +426,16 @@ class CustomFunction:
         if key not in cache:
             cache[key] = _FirstOrderRule(self, which)
         return cache[key]
+
+
+def _value_of(x):
+    # an operand's value: a tracer's or a dual array's (its own values), else x
+    if not is_engine_array(x):
+        return x
+    value = getattr(x, "value", None)
+    if value is None:
+        value = getattr(x, "values", None)
+    return x if value is None else value
 
 
 class _FirstOrderRule:
@@ -396,7 +469,7 @@ class _FirstOrderRule:
         return self.custom(*arrays, count=len(primals), present=present, params=params)
 
 
-def custom_derivative(fun=None, *, order=None, nondiff_argnames=(), lanes=False):
+def custom_derivative(fun=None, *, order=None, nondiff_argnames=(), lanes=False, check=False):
     """Give fun derivative rules of its own: cyad calls them where it meets fun.
 
     Parameters
@@ -415,6 +488,11 @@ def custom_derivative(fun=None, *, order=None, nondiff_argnames=(), lanes=False)
     lanes : bool, optional
         Whether the JVP rule takes every direction at once, as a leading axis of each
         tangent (None for a constant operand), rather than one direction per call.
+    check : bool, optional
+        A debug mode: at the first call of each shape, also hold the two rules to each
+        other by the adjoint identity, ``<w, jvp(d)> == <vjp(w), d>`` for a random
+        direction d and cotangent w (ValueError naming fun where they disagree). Without
+        it, the rules' shapes and dtypes are checked there, both rules on every engine.
 
     Returns
     -------
@@ -462,5 +540,6 @@ def custom_derivative(fun=None, *, order=None, nondiff_argnames=(), lanes=False)
     """
     if fun is None:
         return functools.partial(custom_derivative, order=order,
-                                 nondiff_argnames=nondiff_argnames, lanes=lanes)
-    return CustomFunction(fun, order=order, nondiff_argnames=nondiff_argnames, lanes=lanes)
+                                 nondiff_argnames=nondiff_argnames, lanes=lanes, check=check)
+    return CustomFunction(fun, order=order, nondiff_argnames=nondiff_argnames, lanes=lanes,
+                          check=check)

@@ -25,11 +25,13 @@ class CustomFunction(Generic[_P, _R]):
     fun: Callable[_P, _R]
     order: int | None
     lanes: bool
+    check: bool
     jvp_rule: Callable[..., Any] | None
     vjp_rule: Callable[..., Any] | None
     operand_names: tuple[str, ...]
     def __init__(self, fun: Callable[_P, _R], *, order: int | None = None,
                  nondiff_argnames: str | tuple[str, ...] = (), lanes: bool = False,
+                 check: bool = False,
                  rule_of: tuple[CustomFunction[..., Any], str] | None = None) -> None: ...
     def defjvp(self, rule: _Rule) -> _Rule: ...
     def defvjp(self, rule: _Rule) -> _Rule: ...
@@ -39,8 +41,8 @@ class CustomFunction(Generic[_P, _R]):
 @overload
 def custom_derivative(fun: Callable[_P, _R], *, order: int | None = None,
                       nondiff_argnames: str | tuple[str, ...] = (),
-                      lanes: bool = False) -> CustomFunction[_P, _R]: ...
+                      lanes: bool = False, check: bool = False) -> CustomFunction[_P, _R]: ...
 @overload
 def custom_derivative(fun: None = None, *, order: int | None = None,
-                      nondiff_argnames: str | tuple[str, ...] = (), lanes: bool = False
-                      ) -> Callable[[Callable[_P, _R]], CustomFunction[_P, _R]]: ...
+                      nondiff_argnames: str | tuple[str, ...] = (), lanes: bool = False,
+                      check: bool = False) -> Callable[[Callable[_P, _R]], CustomFunction[_P, _R]]: ...

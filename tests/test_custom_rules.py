@@ -582,3 +582,90 @@ def test_random_programs(seed, engine):
            np.float64)
     _close(cyad.hessian(lambda z: program(z, False), z, engine=engine),
            jax.hessian(reference)(z), np.float64)
+
+
+# -- rules checked where they are declared ----------------------------------------------------
+
+def _square_with(jvp_shape_wrong=False, vjp_shape_wrong=False, vjp_factor=2.0, check=False):
+    @cyad.custom_derivative(check=check)
+    def square(x):
+        return np.asarray(x) ** 2
+
+    @square.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        tangent = 2.0 * x * t
+        return square(x), np.sum(tangent) if jvp_shape_wrong else tangent
+
+    @square.defvjp
+    def _(primals, cotangent):
+        (x,) = primals
+        ct = vjp_factor * x * cotangent
+        return (np.sum(ct) if vjp_shape_wrong else ct,)
+
+    return square
+
+
+@pytest.mark.parametrize("engine", ["dual", "tape"])
+@pytest.mark.parametrize("operator", ["jacobian", "gradient"])
+def test_a_vjp_rule_of_the_wrong_shape_fails_on_every_engine_at_first_use(operator, engine):
+    # the dual engine never runs the VJP rule: it is checked all the same
+    square = _square_with(vjp_shape_wrong=True)
+    f = (lambda x: square(x)) if operator == "jacobian" else (lambda x: np.sum(square(x)))
+    with pytest.raises(ValueError, match=r"the VJP rule of .*square returned a cotangent of "
+                       r"shape \(\) for 'x' of shape \(4,\)"):
+        getattr(cyad, operator)(f, np.linspace(0.1, 1.0, 4), engine=engine)
+
+
+@pytest.mark.parametrize("engine", ["dual", "tape"])
+def test_a_jvp_rule_of_the_wrong_shape_fails_on_every_engine_at_first_use(engine):
+    # the tape's gradient never runs the JVP rule: it is checked all the same
+    square = _square_with(jvp_shape_wrong=True)
+    with pytest.raises(ValueError, match=r"the JVP rule of .*square returned a tangent of "
+                       r"shape \(\) for an output of shape \(4,\)"):
+        cyad.gradient(lambda x: np.sum(square(x)), np.linspace(0.1, 1.0, 4), engine=engine)
+
+
+def test_a_rule_returning_no_numbers_is_refused():
+    @cyad.custom_derivative
+    def double(x):
+        return 2.0 * np.asarray(x)
+
+    double.defjvp(lambda primals, tangents: (double(primals[0]), 2.0 * tangents[0]))
+    double.defvjp(lambda primals, cotangent: (np.full(np.shape(cotangent), "2"),))
+    with pytest.raises(TypeError, match=r"VJP rule of .*double returned a cotangent of dtype "
+                       r"<U1, not of numbers"):
+        cyad.jacobian(double, np.ones(3))
+
+
+@pytest.mark.parametrize("engine", ["dual", "tape"])
+def test_check_holds_the_rules_to_each_other(engine):
+    x = np.linspace(0.1, 1.0, 4)
+    wrong = _square_with(vjp_factor=3.0, check=True)
+    with pytest.raises(ValueError, match=r"the JVP and VJP rules of .*square disagree "
+                       r"\(check=True\)"):
+        cyad.gradient(lambda x: np.sum(wrong(x)), x, engine=engine)
+    # without check=, a VJP rule of the right shape is taken as it is
+    unchecked = _square_with(vjp_factor=3.0)
+    _close(cyad.gradient(lambda x: np.sum(unchecked(x)), x, engine="tape"), 3.0 * x,
+           np.float64)
+    right = _square_with(check=True)
+    _close(cyad.gradient(lambda x: np.sum(right(x)), x, engine=engine), 2.0 * x, np.float64)
+
+
+def test_the_rules_are_checked_once_per_shape():
+    calls = []
+
+    @cyad.custom_derivative
+    def triple(x):
+        return 3.0 * np.asarray(x)
+
+    @triple.defvjp
+    def _(primals, cotangent):
+        calls.append(np.shape(cotangent))
+        return (3.0 * cotangent,)
+
+    triple.defjvp(lambda primals, tangents: (triple(primals[0]), 3.0 * tangents[0]))
+    for n in (3, 3, 3, 5):
+        cyad.jacobian(triple, np.ones(n), engine="dual")
+    assert calls == [(3,), (5,)]
