@@ -1,5 +1,5 @@
 from cyad._dual cimport Dual, Tag
-from cyad._prep cimport prep_header, Engine
+from cyad._prep cimport prep_header, Engine, Prep
 from cyad._wrapper cimport cyad_function, FunctionWrapper, PythonFunction
 
 # The dual engine's state of a prep, usable without the GIL.
@@ -37,3 +37,4 @@ cdef class DualEngine(Engine):
                             bint outer_basis)
     cdef _use_wrapper(self, FunctionWrapper w)
     cdef object _call_f(self)
+    cdef _warn_if_long(self, Prep prep, double seconds)

@@ -35,6 +35,9 @@ the cross lanes. A Hessian is symmetric, so for each chunk of outer directions
 starting at row r only inner directions from r on are evaluated: about half the n^2
 second-order terms, mirrored.
 """
+import time
+import warnings
+
 cimport numpy as cnp
 from libc.math cimport sqrt
 from libc.string cimport memcpy, memset
@@ -48,6 +51,8 @@ from cyad._prep cimport (Prep, run_call, enter_nogil, release, part_chunks, canc
                          CANCELLED, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._wrapper cimport python_f64, python_f32, python2_f64, python2_f32, is_python_function
+from cyad import _warnings
+from cyad._prep import _FAMILY_NAMES
 from cyad._stacked import stacked
 from cyad._wrapper import constant_result
 
@@ -780,7 +785,9 @@ cdef class DualEngine(Engine):
         if self.second_order:
             # the output's shape only: f on x with zero partials (the engine then runs as usual)
             self.input_dual.partials[...] = 0
+            started = time.perf_counter()
             r = self._call_f()
+            self._warn_if_long(prep, time.perf_counter() - started)
             prep.set_output(r.shape if isinstance(r, Dual) else constant_result(r).shape)
             return
         tangents = prep.tangents if prep.with_tangents else NULL
@@ -788,10 +795,20 @@ cdef class DualEngine(Engine):
             seed_first_chunk[float](&self.state, <const float* const*>tangents)
         else:
             seed_first_chunk[double](&self.state, <const double* const*>tangents)
+        started = time.perf_counter()
         r = self._call_f()
+        self._warn_if_long(prep, time.perf_counter() - started)
         prep.set_output(r.shape if isinstance(r, Dual) else constant_result(r).shape)
         self.python.store(r)
         self.state.pending = True
+
+    cdef _warn_if_long(self, Prep prep, double seconds):
+        # the first evaluation of a prep's first call, timed: a call of many evaluations
+        # expected to take long says so (once per prep), with the faster way
+        if prep.evaluations > 1 and prep.evaluations * seconds >= _warnings.LONG_CALL_SECONDS:
+            warnings.warn(_warnings.long_call(_FAMILY_NAMES[prep.family], prep.evaluations,
+                                              seconds, self.python is not None),
+                          _warnings.CyadWarning, stacklevel=1)
 
     cdef set_output(self, Prep prep, tuple shape):
         self.y_dual = new_dual(paged_zeros(shape, self.dtype, 2),

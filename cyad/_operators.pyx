@@ -10,6 +10,8 @@ Python objects: keyword arguments are parsed without a dict, and the result is t
 caller's own buffer (or pair of buffers). The docstrings share their common blocks
 (cyad/_docs.py).
 """
+import warnings
+
 import numpy as np
 
 from cyad._prep cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
@@ -19,7 +21,7 @@ from cyad._prep import PREP_TYPES as _PREP_TYPES, _FAMILY_NAMES
 from cyad._engines import engine_type
 from cyad._dual cimport differentiating
 from cyad._wrapper cimport is_python_function, FunctionWrapper
-from cyad import _docs, _nested
+from cyad import _docs, _nested, _warnings
 
 
 cdef inline bint _recorded(object f):
@@ -90,6 +92,10 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
     if k > 1:
         p._set_workers(k, [_PREP_TYPES[family](f, x, dx, y, chunk, engine)
                            for _ in range(k - 1)] if p.engine_state.splits(p) else [])
+        if not p.engine_state.splits(p):
+            warnings.warn(_warnings.serial_workers(k, _FAMILY_NAMES[family], p.engine,
+                                                   p.is_python),
+                          _warnings.CyadWarning, stacklevel=1)
     elif callable(workers):
         p._set_map(workers, chunk, None if chosen else engine)
     return p

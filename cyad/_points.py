@@ -36,11 +36,12 @@ hessian), and nothing extra for a reverse-mode gradient.
 import hashlib
 import os
 import threading
+import warnings
 from collections import OrderedDict
 
 import numpy as np
 
-from cyad import _operators
+from cyad import _operators, _warnings
 from cyad._points_loop import GRADIENT, HESSIAN, HVP, JACOBIAN, run_blocks, run_rows
 from cyad._wrapper import FunctionWrapper
 
@@ -310,6 +311,9 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         # a Python f on the dual engine holds the GIL for every evaluation: threads would
         # only take turns, so it runs serially (processes run it in parallel)
         holds_gil = prep.engine == "dual" and prep.is_python
+        if holds_gil and workers > 1 and m > 1:
+            warnings.warn(_warnings.serial_workers(int(workers), name, "dual", True),
+                          _warnings.CyadWarning, stacklevel=2)
         blocks = _blocks(m, 1 if holds_gil else int(workers))
         for start, _ in blocks[1:]:
             taken.append(_take(key, lambda: problem, z[start],

@@ -26,3 +26,44 @@ def warn_once(holder: set[str], key: str, message: str, stacklevel: int = 1) -> 
         return
     holder.add(key)
     warnings.warn(message, CyadWarning, stacklevel=stacklevel + 1)
+
+
+# the work a call on the dual engine is expected to take, from its first evaluation of f,
+# above which it warns (with the faster alternative)
+LONG_CALL_SECONDS = 5.0
+
+
+def long_call(operator, evaluations, seconds, python):
+    """The text of a dual-engine call expected to take long: its work, and the faster way."""
+    estimate = evaluations * seconds
+    text = (f"cyad: this {operator} evaluates f {evaluations} times per call on the dual "
+            f"engine, about {estimate:.3g} s ({seconds * 1e3:.3g} ms per evaluation). ")
+    if not python:
+        return text + "A larger chunk= runs fewer evaluations of more lanes each."
+    if operator in ("gradient", "pullback", "hvp", "hessian"):
+        text += ("The tape (engine='tape', the default of a prepared call) computes it in "
+                 "reverse mode without evaluating f per direction")
+        if operator == "hessian":
+            text += ("; where the Hessian is sparse, cyad.sparse_hessian evaluates a few "
+                     "colors of directions; a few products need cyad.hvp, not the matrix")
+        return text + "."
+    if operator == "jacobian":
+        return text + ("Where the Jacobian is sparse, cyad.sparse_jacobian evaluates a few "
+                       "colors of directions; with few outputs, engine='tape' computes it by "
+                       "rows (reverse mode).")
+    return text + "Fewer directions per call, or a C function (cyad.FunctionWrapper), cost less."
+
+
+def serial_workers(workers, operator, engine, python):
+    """The text of workers= that cannot run in parallel, and why."""
+    text = f"cyad: workers={workers} runs this {operator} serially: "
+    if operator in ("derivative", "second_derivative"):
+        return text + "it has a single direction, nothing to split."
+    if engine == "tape":
+        return text + ("on the tape it is one reverse sweep, nothing to split (the replay "
+                       "splits large elementwise work across cyad.set_threads threads).")
+    return text + ("a Python f on the dual engine holds the GIL for every evaluation, so its "
+                   "parts would only take turns. The tape (engine='tape', the default of a "
+                   "prepared gradient, pullback, hvp or hessian) and C functions "
+                   "(cyad.FunctionWrapper) run in parallel; cyad.at_points runs a Python f in "
+                   "parallel through a process pool (workers=Pool().map).")
