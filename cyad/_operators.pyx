@@ -93,8 +93,7 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
         p._set_workers(k, [_PREP_TYPES[family](f, x, dx, y, chunk, engine)
                            for _ in range(k - 1)] if p.engine_state.splits(p) else [])
         if not p.engine_state.splits(p):
-            warnings.warn(_warnings.serial_workers(k, _FAMILY_NAMES[family], p.engine,
-                                                   p.is_python),
+            warnings.warn(_warnings.serial_workers(k, _FAMILY_NAMES[family], p.engine),
                           _warnings.CyadWarning, stacklevel=1)
     elif callable(workers):
         p._set_map(workers, chunk, None if chosen else engine)

@@ -43,6 +43,7 @@ import numpy as np
 
 from cyad import _operators, _warnings
 from cyad._points_loop import GRADIENT, HESSIAN, HVP, JACOBIAN, run_blocks, run_rows
+from cyad._progress import Progress
 from cyad._wrapper import FunctionWrapper
 
 # operator name: (family, returns the value, returns the first derivative beside the main one)
@@ -199,7 +200,7 @@ def _results(outputs, out, problem):
 
 
 def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None, out=None,
-              chunk=None, engine=None):
+              chunk=None, engine=None, progress=False):
     """An operator of f at every row of `points`, the results stacked along a first axis.
 
     Parameters
@@ -234,6 +235,10 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         returned themselves.
     chunk, engine : optional
         As for the operator (see its prepare function).
+    progress : bool, optional
+        Show the points done as the run goes: a tqdm bar where tqdm is installed, else a
+        line on stderr (the rows then run in about a hundred slices; a map-like's tasks
+        as they come back).
 
     Returns
     -------
@@ -295,7 +300,8 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
     problem = _Problem(name, f_z, x_shape, z_width, chunk, engine)
     v0 = None if v is None else v[0]
     if callable(workers):
-        return _mapped(problem, workers, tasks, z, v, v0, out, m, dtype)
+        with Progress(m, f"cyad.at_points({name})", progress) as shown:
+            return _mapped(problem, workers, tasks, z, v, v0, out, m, dtype, shown)
     if workers is None:
         workers = 1
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
@@ -312,7 +318,7 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         # only take turns, so it runs serially (processes run it in parallel)
         holds_gil = prep.engine == "dual" and prep.is_python
         if holds_gil and workers > 1 and m > 1:
-            warnings.warn(_warnings.serial_workers(int(workers), name, "dual", True),
+            warnings.warn(_warnings.serial_workers(int(workers), name, "dual"),
                           _warnings.CyadWarning, stacklevel=2)
         blocks = _blocks(m, 1 if holds_gil else int(workers))
         for start, _ in blocks[1:]:
@@ -320,10 +326,17 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
                                None if v is None else v[start]))
         problem, y_shape = taken[0][1], taken[0][2]
         outputs = _outputs(out, problem, problem.shapes(y_shape), m, dtype)
-        if len(blocks) == 1:
-            problem.run(taken[0][3], y_shape, z, v, *outputs, 0, m)
-            return _results(outputs, out, problem)
-        problem.run_blocks([entry[3] for entry in taken], y_shape, z, v, *outputs, blocks)
+        # (shown: the rows in slices, each split across the blocks' preps)
+        slices = _blocks(m, 100) if progress else [(0, m)]
+        with Progress(m, f"cyad.at_points({name})", progress) as shown:
+            for first, last in slices:
+                if len(blocks) == 1:
+                    problem.run(taken[0][3], y_shape, z, v, *outputs, first, last)
+                else:
+                    problem.run_blocks([entry[3] for entry in taken], y_shape, z, v,
+                                       *outputs, [(first + a, first + b) for a, b in
+                                                  _blocks(last - first, len(blocks))])
+                shown.update(last - first)
         return _results(outputs, out, problem)
     finally:
         for entry in taken:
@@ -396,7 +409,7 @@ def payload_of(problem):
     return cloudpickle.dumps(problem)
 
 
-def _mapped(problem, workers, tasks, z, v, v0, out, m, dtype):
+def _mapped(problem, workers, tasks, z, v, v0, out, m, dtype, shown):
     payload = payload_of(problem)
     # f's output, for the outputs' shapes
     key, _, y_shape, prep = _take(_payload_key(payload), lambda: problem, z[0], v0)
@@ -406,7 +419,10 @@ def _mapped(problem, workers, tasks, z, v, v0, out, m, dtype):
         tasks = os.cpu_count() or 1
     blocks = _blocks(m, int(tasks))
     work = [(payload, z[a:b], None if v is None else v[a:b]) for a, b in blocks]
-    answers = list(workers(run_task, work))
+    answers = []
+    for (a, b), answer in zip(blocks, workers(run_task, work)):
+        answers.append(answer)
+        shown.update(b - a)
     if len(answers) != len(blocks):   # never leave rows unwritten
         raise RuntimeError(f"cyad: the map answered {len(answers)} of {len(blocks)} tasks")
     for (a, b), results in zip(blocks, answers):

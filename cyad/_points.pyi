@@ -16,7 +16,7 @@ def at_points(
     v: npt.ArrayLike | None = None, *, args: tuple[npt.ArrayLike, ...] = (),
     workers: int | _Map | None = None, tasks: int | None = None,
     out: npt.NDArray[Any] | tuple[npt.NDArray[Any], ...] | None = None,
-    chunk: int | None = None, engine: str | None = None,
+    chunk: int | None = None, engine: str | None = None, progress: bool = False,
 ) -> Any: ...
 def run_task(
     task: tuple[bytes, _Array, _Array | None],

@@ -354,16 +354,16 @@ class SparseJacobianPrep(_SparsePrep):
     """
 
     def __init__(self, f, x, *, y=None, sparsity=None, coloring="auto",
-                 order="auto", engine=None, format="csr", workers=None):
+                 order="auto", engine=None, format="csr", workers=None, progress=False):
         if coloring not in JACOBIAN_COLORINGS:
             raise ValueError(f"coloring is one of {JACOBIAN_COLORINGS}, not {coloring!r}")
         _checked_format(format)
         _need_sparsity(f, sparsity)
         x = _unaliased(_float_input(x), y)
-        def detect(x, y):
-            return recorded_pattern(f, x, y)
+        def detect(x, y, progress=False):
+            return recorded_pattern(f, x, y, progress=progress)
 
-        pattern, recorded = _pattern(sparsity, None, lambda: detect(x, y))
+        pattern, recorded = _pattern(sparsity, None, lambda: detect(x, y, progress))
         if pattern.shape[1] != x.size:
             raise ValueError(f"the sparsity pattern has {pattern.shape[1]} columns, "
                              f"x has {x.size} elements")
@@ -482,17 +482,17 @@ class SparseHessianPrep(_SparsePrep):
     """
 
     def __init__(self, f, x, *, y=None, sparsity=None, coloring="star", order="auto",
-                 engine="tape", format="csr", workers=None):
+                 engine="tape", format="csr", workers=None, progress=False):
         if coloring not in HESSIAN_COLORINGS:
             raise ValueError(f"coloring is one of {HESSIAN_COLORINGS}, not {coloring!r}")
         _checked_format(format)
         _need_sparsity(f, sparsity)
         x = _unaliased(_float_input(x), y)
         n = x.size
-        def detect(x, y):
-            return recorded_pattern(f, x, y, hessian=True)
+        def detect(x, y, progress=False):
+            return recorded_pattern(f, x, y, hessian=True, progress=progress)
 
-        pattern, recorded = _pattern(sparsity, (n, n), lambda: detect(x, y))
+        pattern, recorded = _pattern(sparsity, (n, n), lambda: detect(x, y, progress))
         if coloring == "star":
             colors = _coloring.star_coloring(pattern, order)
             decompression = _coloring.star_decompression(pattern, colors)
@@ -529,7 +529,8 @@ class SparseHessianPrep(_SparsePrep):
 
 
 def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
-                            order="auto", engine=None, format="csr", workers=None):
+                            order="auto", engine=None, format="csr", workers=None,
+                            progress=False):
     """Prepare `sparse_jacobian` and `value_and_sparse_jacobian` of f at inputs like x.
 
     Parameters
@@ -561,6 +562,8 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
         The format of the results.
     workers : int or map-like, optional
         The products in parts at once, as for `cyad.prepare_jacobian`.
+    progress : bool, optional
+        Show the detection of the pattern as it goes, as `jacobian_sparsity` does.
 
     Returns
     -------
@@ -575,7 +578,7 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
     ('column', 2)
     """
     return SparseJacobianPrep(f, x, y=y, sparsity=sparsity, coloring=coloring, order=order,
-                              engine=engine, format=format, workers=workers)
+                              engine=engine, format=format, workers=workers, progress=progress)
 
 
 def _new_prep(prep_class, f, x, y, options):
@@ -682,7 +685,7 @@ def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
 
 
 def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, coloring="star", order="auto",
-                           engine="tape", format="csr", workers=None):
+                           engine="tape", format="csr", workers=None, progress=False):
     """Prepare `sparse_hessian` and `value_gradient_and_sparse_hessian` of a scalar f.
 
     Parameters
@@ -713,6 +716,8 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, coloring="star", orde
         The format of the results.
     workers : int or map-like, optional
         The products in parts at once, as for `cyad.prepare_hessian`.
+    progress : bool, optional
+        Show the detection of the pattern as it goes, as `hessian_sparsity` does.
 
     Returns
     -------
@@ -726,7 +731,7 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, coloring="star", orde
     3
     """
     return SparseHessianPrep(f, x, y=y, sparsity=sparsity, coloring=coloring, order=order,
-                             engine=engine, format=format, workers=workers)
+                             engine=engine, format=format, workers=workers, progress=progress)
 
 
 def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):

@@ -70,6 +70,7 @@ import numpy as np
 from cyad import _index_bands, _rule_table
 from cyad._index_bands import Bands
 from cyad._index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
+from cyad._progress import Progress
 from cyad._tape_trace import Tracer, trace
 
 _UNARY = _rule_table.UNARY_RULES
@@ -313,6 +314,7 @@ class _Propagation:
         self.deps = [_dependencies(self.sparse, tape, instr, values) for instr in tape.instrs]
         self.sets = {}
         self.runs = {}                # id(an index map of self.deps) -> its affine runs
+        self.shown = Progress(0, "", False)   # the instructions done (`progress=True`)
 
     @classmethod
     def of(cls, f, x, y, local=False):
@@ -349,6 +351,7 @@ class _Propagation:
             for var in instr.args:
                 if last_read[var] == k and var is not self.output:
                     self.sets.pop(var, None)
+            self.shown.update(1)
         return (None if self.output is None else self.sets.get(self.output)), pairs, pair_bands
 
     def _runs(self, source):
@@ -397,11 +400,22 @@ class _Propagation:
         return self.sparse.csr_array((np.ones(indices.size, np.int8), indices, indptr),
                                      shape=shape)
 
-    def jacobian(self):
+    def jacobian(self, progress=False):
         size = int(np.prod(self.result_shape))
-        return self.pattern(self._propagate()[0], (size, self.n))
+        with self._showing(1, "cyad.jacobian_sparsity", progress):
+            return self.pattern(self._propagate()[0], (size, self.n))
 
-    def hessian(self):
+    def _showing(self, passes, what, progress):
+        # the instructions propagated through, as they are (`passes` over the tape)
+        self.shown = Progress(passes * len(self.tape.instrs), f"{what}: instructions",
+                              progress)
+        return self.shown
+
+    def hessian(self, progress=False):
+        with self._showing(2, "cyad.hessian_sparsity", progress):
+            return self._hessian()
+
+    def _hessian(self):
         if int(np.prod(self.result_shape)) != 1:
             raise ValueError(f"cyad: hessian_sparsity needs f to return a scalar, not shape "
                              f"{self.result_shape}")
@@ -414,6 +428,7 @@ class _Propagation:
             reached = [reach.get(var) for var in instr.outs]
             if any(r is not None and r.any() for r in reached):
                 self._reach_back(instr, deps, reached, reach)
+            self.shown.update(1)
         _, pairs, pair_bands = self._propagate(reach)
         n = self.n
         bands = _index_bands.made(n, pair_bands)
@@ -556,7 +571,7 @@ def _python_function(f):
     return f
 
 
-def jacobian_sparsity(f, x, *, y=None, local=False):
+def jacobian_sparsity(f, x, *, y=None, local=False, progress=False):
     """The sparsity pattern of f's Jacobian: which entries can be nonzero.
 
     f is recorded once at `x` (as the tape engine records it) and every element's
@@ -582,6 +597,9 @@ def jacobian_sparsity(f, x, *, y=None, local=False):
         For ``f(y, x)``: the output array (its incoming values are constants).
     local : bool, optional
         The pattern at `x` alone, rather than on the whole recorded branch (default).
+    progress : bool, optional
+        Show the recorded instructions propagated through as the detection goes (a tqdm
+        bar where tqdm is installed, else a line on stderr).
 
     Returns
     -------
@@ -618,21 +636,21 @@ def jacobian_sparsity(f, x, *, y=None, local=False):
     array([[0, 1, 0],
            [0, 0, 1]], dtype=int8)
     """
-    return _Propagation.of(_python_function(f), x, y, local).jacobian()
+    return _Propagation.of(_python_function(f), x, y, local).jacobian(progress)
 
 
-def recorded_pattern(f, x, y=None, hessian=False):
+def recorded_pattern(f, x, y=None, hessian=False, progress=False):
     """jacobian_sparsity's (or, with `hessian`, hessian_sparsity's) pattern, and the tape
     it was read off, its output set as the tape engine sets it: a later record of f
     with the same structure (cyad._tape.same_structure) has the same pattern."""
     propagation = _Propagation.of(_python_function(f), x, y)
-    pattern = propagation.hessian() if hessian else propagation.jacobian()
+    pattern = propagation.hessian(progress) if hessian else propagation.jacobian(progress)
     tape = propagation.tape
     tape.outputs = [] if propagation.output is None else [propagation.output]
     return pattern, tape
 
 
-def hessian_sparsity(f, x, *, y=None):
+def hessian_sparsity(f, x, *, y=None, progress=False):
     """The sparsity pattern of a scalar function's Hessian: which entries can be nonzero.
 
     f is recorded once at `x`; each element's first-order dependencies are propagated
@@ -652,6 +670,9 @@ def hessian_sparsity(f, x, *, y=None):
         The point at which f is recorded (float32 records in float32).
     y : ndarray, optional
         For ``f(y, x)``: the 0-d output array.
+    progress : bool, optional
+        Show the recorded instructions propagated through (backwards, then forwards) as
+        the detection goes (a tqdm bar where tqdm is installed, else a line on stderr).
 
     Returns
     -------
@@ -682,4 +703,4 @@ def hessian_sparsity(f, x, *, y=None):
            [0, 1, 1, 1],
            [0, 0, 1, 1]], dtype=int8)
     """
-    return _Propagation.of(_python_function(f), x, y).hessian()
+    return _Propagation.of(_python_function(f), x, y).hessian(progress)

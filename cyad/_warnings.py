@@ -33,7 +33,7 @@ def warn_once(holder: set[str], key: str, message: str, stacklevel: int = 1) -> 
 LONG_CALL_SECONDS = 5.0
 
 
-def long_call(operator, evaluations, seconds, python):
+def long_call(operator: str, evaluations: int, seconds: float, python: bool) -> str:
     """The text of a dual-engine call expected to take long: its work, and the faster way."""
     estimate = evaluations * seconds
     text = (f"cyad: this {operator} evaluates f {evaluations} times per call on the dual "
@@ -54,7 +54,7 @@ def long_call(operator, evaluations, seconds, python):
     return text + "Fewer directions per call, or a C function (cyad.FunctionWrapper), cost less."
 
 
-def serial_workers(workers, operator, engine, python):
+def serial_workers(workers: int, operator: str, engine: str) -> str:
     """The text of workers= that cannot run in parallel, and why."""
     text = f"cyad: workers={workers} runs this {operator} serially: "
     if operator in ("derivative", "second_derivative"):
