@@ -949,7 +949,7 @@ cdef class Dual:
         if ufunc is np.float_power:
             return power(_float64(inputs[0]), _float64(inputs[1]), out)
         raise TypeError(f"cyad: {name} is not supported on dual arrays (its derivative is not "
-                        "in cyad's rule table)")
+                        "in cyad's rule table)." + _hints.users_line())
 
     def __array_function__(self, func, types, args, kwargs):
         if (func is _np_sum and not kwargs and len(args) == 1 and args[0] is self
@@ -962,7 +962,9 @@ cdef class Dual:
         if impl is None:
             impl = _custom_function(func)
         if impl is None:
-            raise TypeError(f"cyad: {_hints.function_name(func)} is not supported on dual arrays")
+            raise TypeError(f"cyad: {_hints.function_name(func)} is not supported on dual "
+                            "arrays; cyad.custom_derivative gives it rules of yours."
+                            + _hints.users_line())
         return impl(*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):

@@ -86,7 +86,7 @@ def conversion_refused(what, general):
     ndarray (`what`: "a dual number cannot become a float"): the user's line that asked,
     the library function it called that asked (np.vectorize, scipy.integrate.quad), and
     the way out for it (`general` where none is known)."""
-    site, library = _refusal_site()
+    site, library = _refusal_site(sys._getframe(1))
     text = f"cyad: {what}: that would drop its derivative."
     if site is not None:
         text += f" {site}" + (f", inside {library}" if library else "") + "."
@@ -97,11 +97,18 @@ def conversion_refused(what, general):
     return TypeError(text + " " + (advice.strip() or general))
 
 
-def _refusal_site():
-    # the user's innermost frame (not NumPy's, SciPy's, cyad's or Python's own library) as
-    # "In qualname (file:line): `source`", and the public name of the outermost library
-    # function between it and the refusal
-    frame, called = sys._getframe(2), None
+def users_line():
+    """" In qualname (file:line): `source`." of the user's line that led to a refusal being
+    raised (empty where no frame is the user's): to end an error's message."""
+    site, library = _refusal_site(sys._getframe(1))
+    return "" if site is None else f" {site}" + (f", inside {library}" if library else "") + "."
+
+
+def _refusal_site(frame):
+    # from `frame` outwards, the user's innermost frame (not NumPy's, SciPy's, cyad's or
+    # Python's own library) as "In qualname (file:line): `source`", and the public name of
+    # the outermost library function between it and the refusal
+    called = None
     while frame is not None and _library_module(frame.f_globals.get("__name__") or ""):
         if not (frame.f_globals.get("__name__") or "").startswith("cyad"):
             called = frame

@@ -913,7 +913,7 @@ def ufunc_call(rec, ufunc, inputs, options=None):
     if name in NAMED:    # scipy.special.betainc, ...
         return table_call(rec, NAMED[name], ufunc, inputs, {})
     raise TypeError(f"cyad: {name} is not supported by engine='tape' (its derivative is not "
-                    "in cyad's rule table)")
+                    "in cyad's rule table)." + _hints.users_line())
 
 
 def _varies(x):
@@ -933,7 +933,8 @@ def function_call(rec, func, args, kwargs):
     entry = entry_of(func)
     if entry is None:
         raise TypeError(f"cyad: {_hints.function_name(func)} is not supported by "
-                        "engine='tape'")
+                        "engine='tape'; cyad.custom_derivative gives it rules of yours."
+                        + _hints.users_line())
     return table_call(rec, entry, func, args, kwargs)
 
 

@@ -204,3 +204,17 @@ def test_a_number_stored_into_a_plain_ndarray_is_refused_by_cyad(engine):
     with pytest.raises(TypeError, match=r"that would drop its derivative\. In "
                        r"_into_plain_buffer .*`buffer\[0\] = x\[0\]`.*np\.zeros_like\(x\)"):
         cyad.gradient(_into_plain_buffer, X, engine=engine)
+
+
+def _with_fft(x):
+    return np.sum(np.abs(np.fft.fft(x)))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_unsupported_function_names_the_users_line_and_the_way_out(engine):
+    line = _with_fft.__code__.co_firstlineno + 1
+    where = re.escape(f"In _with_fft ({__file__}:{line}): "
+                      "`return np.sum(np.abs(np.fft.fft(x)))`.")
+    with pytest.raises(TypeError, match=r"numpy\.fft\.fft is not supported .*; "
+                       rf"cyad\.custom_derivative gives it rules of yours\. {where}$"):
+        cyad.gradient(_with_fft, X, engine=engine)
