@@ -2,6 +2,8 @@
 
 Prepared calls with out= (`Tape`), and the cost of recording: a prepare and its first call,
 which traces f and derives and lowers its tape (`Recording`), beside one call of f itself.
+`WatchedState`: what a default tape's comparison of f's Python state costs per call, beside
+the same tape named (engine="tape", no comparison).
 The problems are those of asv_bench/peers.py: Rosenbrock's gradient, Hessian-vector product
 and Hessian, the elementwise JVP, the Jacobian of tanh(A @ x) + x**2, an MLP's gradient.
 """
@@ -99,3 +101,25 @@ class Recording(Call):
             return
         run, prepare = getattr(cyad, operator), getattr(cyad, f"prepare_{operator}")
         self.call = lambda: run(*args, prep=prepare(*args, engine=engine))
+
+
+class WatchedState(Call):
+    """A prepared gradient of Rosenbrock scaled by numbers f reads out of a dict, a list of
+    `reads` weights and an object's attribute: the default tape compares them before every
+    call ("default"), the named one does not ("tape")."""
+
+    params = [[10, 100, 1_000], ["default", "tape"]]
+    param_names = ["reads", "engine"]
+
+    def setup(self, reads, engine):
+        settings = {"scale": 1.5, "weights": [1.0] * reads}
+        model = type("Model", (), {})()
+        model.offset = 0.5
+
+        def f(x):
+            return settings["scale"] * settings["weights"][-1] * rosenbrock(x) + model.offset
+
+        x = inputs(100)
+        prep = cyad.prepare_gradient(f, x, engine=None if engine == "default" else "tape")
+        out = buffers_like(cyad.gradient(f, x, prep=prep))
+        self.call = lambda: cyad.gradient(f, x, prep=prep, out=out)
