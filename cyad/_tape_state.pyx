@@ -13,10 +13,12 @@ answers from stale state. `PythonState` walks what f can reach, from f itself:
     functools.partial   its function, arguments and keywords
     a module            (reached as a global of the user's code, not a library's) the
                         attributes the code names (`config.SCALE`)
-    a class             of the user's code: its attributes (class-level numbers, methods)
+    a class             of the user's code: its attributes (class-level numbers, methods,
+                        a property's getter, a static or class method's function)
     an object           of a Python class: its attributes (instance dict and slots) and its
                         class (a callable object's __call__ among its methods)
-    a tuple, list, dict their items (a list's and a dict's length too); a set by value
+    a tuple, list, dict their items (a list's and a dict's length too; subclasses alike);
+                        a set by value
     an ndarray          its contents (compared by the engine with the arrays the tape took
                         as constants: `arrays`)
     a number, a string, None, a NumPy scalar: compared by value
@@ -39,7 +41,7 @@ import numpy as np
 
 from cpython.object cimport PyObject
 from cpython.dict cimport PyDict_GetItemWithError
-from cpython.list cimport PyList_GET_SIZE
+from cpython.list cimport PyList_Check, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_SIZE
 
 cdef extern from "Python.h":
@@ -97,7 +99,7 @@ cdef class _Read:
 
     cdef bint changed(self) except -1:
         if self.how == LENGTH:
-            return self.index != (PyList_GET_SIZE(self.holder) if type(self.holder) is list
+            return self.index != (PyList_GET_SIZE(self.holder) if PyList_Check(self.holder)
                                   else PyDict_GET_SIZE(self.holder))
         current = self.current()
         if current is self.recorded:
@@ -196,6 +198,10 @@ cdef class PythonState:
             self._object(value.func, depth - 1, f"{path}.func")
             self._object(value.args, depth - 1, f"{path}.args")
             self._object(value.keywords, depth - 1, f"{path}.keywords")
+        elif isinstance(value, (staticmethod, classmethod)):
+            self._object(value.__func__, depth - 1, path)
+        elif isinstance(value, property):
+            self._object(value.fget, depth - 1, path)
         elif isinstance(value, type):
             if not _library(value.__module__):
                 for name, member in list(vars(value).items()):
@@ -205,14 +211,14 @@ cdef class PythonState:
                     elif name == "__call__":
                         self._object(member, depth - 1, f"{value.__qualname__}.__call__")
         elif _plain_object(value):
-            if hasattr(value, "__dict__"):
+            if isinstance(getattr(value, "__dict__", None), dict):
                 self._dict(vars(value), depth, path, attributes=True)
             for name in _slots(type(value)):
                 self._read(ATTR, value, name, 0, getattr(value, name, _MISSING), depth,
                            f"{path}.{name}")
             self._object(type(value), depth - 1, type(value).__qualname__)
 
-    cdef _dict(self, dict value, int depth, str path, bint attributes=False):
+    cdef _dict(self, object value, int depth, str path, bint attributes=False):
         self._read(LENGTH, value, None, len(value), None, depth,
                    f"vars({path})" if attributes else f"len({path})")
         for key in list(value):
@@ -275,10 +281,11 @@ def _library(module_name):
 
 
 def _plain_object(value):
-    # an instance of a Python class (not a module, function, class, array or number)
+    # an instance of a Python class (not a module, function, class, array or number, nor
+    # an array of cyad's: a tracer of an earlier recording is a stale value, not state)
     return not isinstance(value, (types.ModuleType, type, _VALUES, tuple, list, dict)) and (
         hasattr(value, "__dict__") or hasattr(type(value), "__slots__")) and not hasattr(
-        value, "__array_interface__")
+        value, "__array_interface__") and not hasattr(type(value), "__cyad_value__")
 
 
 def _slots(cls):

@@ -6,6 +6,7 @@ argument, SciPy's args, ...) is combined with every way f can use it (`USES`: as
 branch, a length, an exponent): the state changes between two calls of one prep, and the
 answer is held to the dual engine's, which evaluates f on every call.
 """
+import collections
 import functools
 import sys
 import types
@@ -36,6 +37,19 @@ GLOBAL_NUMBER = FIRST
 
 class _Slotted:
     __slots__ = ("c",)
+
+
+class _Listed(list):
+    pass
+
+
+class _WithProperty:
+    def __init__(self):
+        self._c = FIRST
+
+    @property
+    def c(self):
+        return self._c
 
 
 class _Model:
@@ -137,6 +151,12 @@ def _holder(kind):
         elif kind == "array in an attribute":
             box = types.SimpleNamespace(w=np.array([0.5, FIRST]))
             read, write = (lambda: box.w[1]), (lambda v: box.w.__setitem__(1, v))
+        elif kind == "defaultdict":
+            box = collections.defaultdict(float, k=FIRST)
+            read, write = (lambda: box["k"]), (lambda v: box.__setitem__("k", v))
+        elif kind == "list subclass":
+            box = _Listed([FIRST])
+            read, write = (lambda: box[0]), (lambda v: box.__setitem__(0, v))
         elif kind == "set":
             box = {FIRST}
             read = lambda: SECOND if SECOND in box else FIRST   # noqa: E731
@@ -194,10 +214,9 @@ def _helper_function(use):
     return (lambda x: use(helper(), x)), lambda v: box.__setitem__("c", v)
 
 
-def _slot_slotted(use):
-    box = _Slotted()
-    box.c = FIRST
-    return (lambda x: use(box.c, x)), lambda v: setattr(box, "c", v)
+def _property(use):
+    box = _WithProperty()
+    return (lambda x: use(box.c, x)), lambda v: setattr(box, "_c", v)
 
 
 WAYS = {
@@ -212,10 +231,12 @@ WAYS = {
     "bound method's object": _bound_method,
     "callable object": _callable_object,
     "function f calls": _helper_function,
+    "property": _property,
     **{kind: _holder(kind) for kind in [
         "ndarray", "0-d array", "dict", "list", "tuple in a list", "list in a dict",
         "NumPy scalar in a list", "appended to a list", "attribute", "slot",
-        "attribute of an attribute", "array in an attribute", "set"]},
+        "attribute of an attribute", "array in an attribute", "defaultdict",
+        "list subclass", "set"]},
 }
 
 OPERATORS = {
