@@ -24,11 +24,12 @@ its operations take as constants (arrays f closes over or builds), and any Pytho
 reads (a global number, an attribute): f runs once, not on every call. The captured
 arrays are compared with a copy on every call, and a change (an array updated in place
 between calls) records f anew. Python state is seen only by a tape cyad chose by default
-(`chosen`: no engine= named): it compares what f can reach (cyad/_tape_state.pyx: the arrays
-among it join the captured ones) before every call and records f anew when it changed, or
-hands f to the dual engine where that state is too large to watch. A run of calls that is one operation (a block of
-cyad.at_points' rows) compares it once, at its start (`hold_python_state`): the comparison
-takes the GIL, which would otherwise serialise threads that each run a block.
+(`chosen`: no engine= named): it compares what f can reach (cyad/_tape_state.pyx: the
+arrays among it join the captured ones) before every call and records f anew when it
+changed, or hands f to the dual engine where that state is too large to watch. A run of
+calls that is one operation (a block of cyad.at_points' rows) compares it once, at its
+start (`hold_python_state`): the comparison takes the GIL, which would otherwise
+serialise threads that each run a block.
 
 Guards: when a guard of the tape fails (a branch of f, a mask, an order it read off the
 values changed: cyad/_tape_trace.py lists them), the call records f anew at this x,
@@ -406,7 +407,12 @@ cdef bint state_changed(tape_prep* p) noexcept with gil:
     # (a run of calls that each found it changed: `finish` warns; the comparison that
     # follows the record of a call that found it changed is that call's)
     cdef TapeEngine engine = <TapeEngine>p.engine
-    if engine.python_state.changed():
+    cdef bint changed
+    try:
+        changed = engine.python_state.changed()
+    except BaseException:   # (a comparison that raised: f is recorded anew, or handed over)
+        changed = True
+    if changed:
         engine.state_streak += 1
         engine.state_changed_at = engine.python_state.what_changed
         engine.state_recorded = True
@@ -840,12 +846,16 @@ cdef class TapeEngine(Engine):
             tape, captured = recording.tape, recording.captured
             out = recording.var_of(result)
         if self.chosen:
-            self.python_state = state = PythonState(_callable(self.bound))
+            try:
+                self.python_state = state = PythonState(_callable(self.bound))
+                unequal = state.changed()
+            except Exception as error:   # an attribute or a comparison that raises
+                raise StateUnwatched(f"f reaches Python state it cannot compare: {error!r}")
             if not state.complete:
                 raise StateUnwatched(
                     f"f reaches more Python state than a tape watches "
                     f"({_tape_state.BUDGET} reads, objects {_tape_state.DEPTH} deep)")
-            if state.changed():
+            if unequal:
                 raise StateUnwatched("f reaches Python state that differs from itself "
                                      "(a value unequal to itself)")
             captured = _distinct(captured + state.arrays)

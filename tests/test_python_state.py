@@ -408,3 +408,42 @@ def test_state_changed_before_every_call_warns_once_naming_it():
             assert_allclose(cyad.gradient(problem.loss, X, prep=prep), 4.0 * X, rtol=1e-14)
     assert len(seen) == 1
     assert prep.engine_state.traces == 12
+
+
+class _Unequal(float):
+    # a number whose comparison raises
+    def __eq__(self, other):
+        raise RuntimeError("no comparison")
+
+    __hash__ = float.__hash__
+
+
+class _Unreadable:
+    @property
+    def __dict__(self):
+        raise RuntimeError("no attributes")
+
+
+def test_a_comparison_that_raises_counts_as_a_change():
+    box = {"c": _Unequal(2.0)}
+
+    def f(x):
+        return float(box["c"]) * np.sum(x ** 2)
+
+    prep = cyad.prepare_gradient(f, X)
+    assert_allclose(cyad.gradient(f, X, prep=prep), 4.0 * X, rtol=1e-14)
+    box["c"] = _Unequal(3.0)
+    assert_allclose(cyad.gradient(f, X, prep=prep), 6.0 * X, rtol=1e-14)
+    assert prep.engine == "tape" and prep.engine_state.traces == 2
+
+
+def test_state_that_cannot_be_read_hands_f_to_the_dual_engine():
+    box = {"c": _Unreadable()}
+
+    def f(x):
+        return 2.0 * np.sum(x ** 2) if box["c"] is not None else 0.0
+
+    prep = cyad.prepare_gradient(f, X)
+    assert_allclose(cyad.gradient(f, X, prep=prep), 4.0 * X, rtol=1e-14)
+    assert prep.engine == "dual"
+    assert "f reaches Python state it cannot compare" in prep.why_engine
