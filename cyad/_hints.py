@@ -51,9 +51,9 @@ def returned_under_y(result):
     what = _short(result) if shape is None else f"an array of shape {shape}"
     return ValueError(
         f"cyad: f returned {what} when called as f(y, x) with y=; with y=, cyad calls f(y, x) "
-        "and differentiates what f writes into y, and "
-        "f's return value would be lost. For a function that returns its result, drop y= "
-        "(pass other data through a closure or functools.partial)")
+        "and differentiates what f writes into y, and f's return value would be lost. For a "
+        "function that returns its result, drop y= (pass other data through a closure or "
+        "functools.partial)")
 
 
 def _short(value):
@@ -87,21 +87,24 @@ def conversion_refused(what, general):
     the library function it called that asked (np.vectorize, scipy.integrate.quad), and
     the way out for it (`general` where none is known)."""
     site, library = _refusal_site(sys._getframe(1))
-    text = f"cyad: {what}: that would drop its derivative."
-    if site is not None:
-        text += f" {site}" + (f", inside {library}" if library else "") + "."
-    advice = _advice(site or "", library or "")
+    advice = _advice(site or "", library)
     if library.startswith("scipy"):
         from cyad._scipy_dispatch import scipy_hint
         advice = scipy_hint(2) or advice
-    return TypeError(text + " " + (advice.strip() or general))
+    return TypeError(f"cyad: {what}: that would drop its derivative.{_site_text(site, library)} "
+                     + (advice.strip() or general))
 
 
 def users_line():
     """" In qualname (file:line): `source`." of the user's line that led to a refusal being
     raised (empty where no frame is the user's): to end an error's message."""
-    site, library = _refusal_site(sys._getframe(1))
-    return "" if site is None else f" {site}" + (f", inside {library}" if library else "") + "."
+    return _site_text(*_refusal_site(sys._getframe(1)))
+
+
+def _site_text(site, library):
+    if site is None:
+        return ""
+    return f" {site}" + (f", inside {library}" if library else "") + "."
 
 
 def _refusal_site(frame):

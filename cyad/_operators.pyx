@@ -81,7 +81,7 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
     cdef Prep p
     cdef bint chosen = engine is None
     cdef int k = _workers(workers)
-    cdef str reason = "named"
+    cdef str reason = "named with engine="
     if chosen:
         engine, reason = _default_engine(family, f, x, one_shot)
     p = _PREP_TYPES[family](f, x, dx, y, chunk, engine)

@@ -466,7 +466,7 @@ cdef class Prep:
         if isinstance(x, _DualType) or hasattr(type(x), "__cyad_value__"):
             raise _nested_error("x")
         self.engine_made = "dual" if engine is None else engine
-        self.engine_reason = "named"
+        self.engine_reason = "named with engine="
         self.two_argument = y is not None
         self.dtype = input_dtype(x)
         self.typenum = self.dtype.num
@@ -822,8 +822,8 @@ cdef class Prep:
         do)."""
         because = self.engine_state.handed_over_because()
         if because is not None:
-            return f"the tape chosen by default handed f over: {because}"
-        return "named with engine=" if self.engine_reason == "named" else self.engine_reason
+            return f"the tape chosen by default handed f over: {because.removeprefix('cyad: ')}"
+        return self.engine_reason
 
     @property
     def n_x(self):
