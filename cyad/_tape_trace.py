@@ -194,8 +194,11 @@ class Recording:
     def lifted(self, array):
         """The input Var of an outer differentiation's array (a dual, an earlier recording's
         tracer) that a nested recording's f reads, made at its first read."""
-        if not self.nested:
-            raise TypeError("cyad: " + _STALE)
+        if not self.nested:   # (no differentiation around this one: one kept from before)
+            raise TypeError("cyad: an array of an earlier differentiation met this one: a dual "
+                            "or traced array is valid only inside the call that made it (one "
+                            "kept in a global, a list or an attribute from an earlier call of "
+                            "f?)." + _hints.users_line())
         var = self._free_of.get(id(array))
         if var is None:
             value = array.value if isinstance(array, Tracer) else array.values

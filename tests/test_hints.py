@@ -218,3 +218,19 @@ def test_an_unsupported_function_names_the_users_line_and_the_way_out(engine):
     with pytest.raises(TypeError, match=r"numpy\.fft\.fft is not supported .*; "
                        rf"cyad\.custom_derivative gives it rules of yours\. {where}$"):
         cyad.gradient(_with_fft, X, engine=engine)
+
+
+def test_a_traced_array_kept_from_an_earlier_call_is_named_as_such():
+    kept = []
+
+    def f(x):
+        if kept:
+            return np.sum(x * kept[0])
+        kept.append(x[0])
+        return np.sum(x ** 2)
+
+    cyad.gradient(f, X, engine="tape")
+    with pytest.raises(TypeError, match=r"an array of an earlier differentiation met this one.*"
+                       r"kept in a global, a list or an attribute from an earlier call of f\?\)"
+                       r"\. In .*f \(.*\): `return np\.sum\(x \* kept\[0\]\)`\.$"):
+        cyad.gradient(f, X, engine="tape")

@@ -447,3 +447,27 @@ def test_state_that_cannot_be_read_hands_f_to_the_dual_engine():
     assert_allclose(cyad.gradient(f, X, prep=prep), 4.0 * X, rtol=1e-14)
     assert prep.engine == "dual"
     assert "f reaches Python state it cannot compare" in prep.why_engine
+
+
+def test_a_continuation_loop_with_the_same_adapters_follows_the_weight():
+    # minimize again with the same cyad.scipy callables after changing a weight f reads out
+    # of an array: every solve converges to that weight's minimiser
+    optimize = pytest.importorskip("scipy.optimize")
+    import cyad.scipy
+
+    weights = np.array([1.0])
+    target = np.linspace(-1.0, 1.0, 200)
+
+    def objective(x):
+        return 0.5 * np.sum((x - target) ** 2) + weights[0] * np.sum(np.log(np.cosh(x)))
+
+    jac, hess = cyad.scipy.gradient(objective), cyad.scipy.hessian(objective)
+    x = np.zeros_like(target)
+    for weight in (0.5, 1.0, 2.0):
+        weights[0] = weight
+        res = optimize.minimize(objective, x, method="trust-exact", jac=jac, hess=hess)
+        assert res.success
+        # the stationarity condition of this weight: x - target + weight * tanh(x) = 0
+        assert_allclose(res.x - target + weight * np.tanh(res.x), 0.0, atol=1e-5)
+        x = res.x
+    assert jac.prep.engine == hess.prep.engine == "tape"
