@@ -209,8 +209,8 @@ def time_samples(fn: Callable[[], object], seconds: float = 1.0,
     return np.array(times), calls
 
 
-def profile(operator: str | Callable[..., Any], f: Callable[..., Any] | FunctionWrapper, x: npt.ArrayLike,
-            dx: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None, *,
+def profile(operator: str | Callable[..., Any], f: Callable[..., Any] | FunctionWrapper,
+            x: npt.ArrayLike, dx: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None, *,
             y: npt.NDArray[Any] | None = None, chunk: int | None = None, seconds: float = 1.0,
             label: str | None = None, engine: str | None = None) -> Profile:
     """Time and count allocations of the prepared in-place call of an operator.

@@ -166,7 +166,7 @@ def _holder(kind):
 
 
 def _default_argument(use):
-    def f(x, c=[FIRST]):
+    def f(x, c=[FIRST]):  # noqa: B006 (the mutable default is the state under test)
         return use(c[0], x)
     return f, lambda v: f.__defaults__[0].__setitem__(0, v)
 
@@ -316,7 +316,7 @@ def test_scipy_args_changed_in_place_between_calls_are_seen(adapter, holder):
         else:
             a[0] = c
         got = call(X, *extra, a, 1.0)
-        want = expected(lambda x: fun(x, a, 1.0), X, *extra, engine="dual")
+        want = expected(lambda x, a=a: fun(x, a, 1.0), X, *extra, engine="dual")
         for g, w in zip(got if adapter == "value_and_gradient" else [got],
                         want if adapter == "value_and_gradient" else [want]):
             assert_allclose(g, w, rtol=1e-13, atol=1e-14)
