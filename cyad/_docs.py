@@ -60,9 +60,10 @@ chunk : int, optional
     Directions carried by one evaluation of f at each of the two levels.""",
     "engine": """\
 engine : str, optional
-    The engine that computes the derivatives: ``"dual"`` (the default: forward mode
-    on dual numbers) or ``"tape"`` (f traced once, its derivative tape replayed);
-    another name raises ValueError. With ``prep=``, it must be the prep's.""",
+    The engine that computes the derivatives: ``"dual"`` (forward mode on dual numbers)
+    or ``"tape"`` (f traced once, its derivative tape replayed); another name raises
+    ValueError. With ``prep=``, it must be the prep's. None (default):
+    {default}.""",
     "workers": """\
 workers : int or map-like, optional
     Run a call in this many parts at once, each a share of the chunks of directions on
@@ -75,8 +76,9 @@ workers : int or map-like, optional
     cloudpickle.""",
     "engine_prepare": """\
 engine : str, optional
-    The engine the prep runs on: ``"dual"`` (the default) or ``"tape"``; another
-    name raises ValueError.""",
+    The engine the prep runs on: ``"dual"`` or ``"tape"``; another name raises
+    ValueError (``prep.why_engine`` says which runs and why). None (default):
+    {default}.""",
     # -- results
     "returns_prep": """\
 Prep

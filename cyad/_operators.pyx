@@ -10,6 +10,7 @@ Python objects: keyword arguments are parsed without a dict, and the result is t
 caller's own buffer (or pair of buffers). The docstrings share their common blocks
 (cyad/_docs.py).
 """
+import textwrap
 import warnings
 
 import numpy as np
@@ -1151,18 +1152,34 @@ cdef object _scalar_tuple(tuple r, object out):
 
 # -- the docstrings' shared fragments (cyad/_docs.py) -------------------------------------
 
-for _prepare, _operator, _value_operator, _order, _what in [
-        (prepare_pushforward, pushforward, value_and_pushforward, "first-order", None),
-        (prepare_pullback, pullback, value_and_pullback, "first-order", None),
-        (prepare_derivative, derivative, value_and_derivative, "first-order", "derivative"),
-        (prepare_gradient, gradient, value_and_gradient, "first-order", None),
-        (prepare_jacobian, jacobian, value_and_jacobian, "first-order", None),
-        (prepare_second_derivative, second_derivative, value_derivative_and_second_derivative,
-         "second-order", "second derivative"),
-        (prepare_hvp, hvp, gradient_and_hvp, "second-order", None),
-        (prepare_hessian, hessian, value_gradient_and_hessian, "second-order", None)]:
+def _default_text(Family family):
+    # the default engine of a family's operators, in words (from _default_engine's rule),
+    # wrapped as a docstring fragment's line
+    if family not in _TAPE_FROM:
+        text = ("the dual engine (forward mode evaluates f once per chunk of directions on "
+                "either engine; a C function runs on it)")
+    else:
+        text = (f"the tape for a Python f when the call is prepared, or without ``prep=`` "
+                f"from {_TAPE_FROM[family]} elements of x (where recording f pays); else "
+                "the dual engine")
+    return "\n    ".join(textwrap.wrap(text, 84))
+
+
+for _family, _prepare, _operator, _value_operator, _order, _what in [
+        (PUSHFORWARD, prepare_pushforward, pushforward, value_and_pushforward, "first-order",
+         None),
+        (PULLBACK, prepare_pullback, pullback, value_and_pullback, "first-order", None),
+        (DERIVATIVE, prepare_derivative, derivative, value_and_derivative, "first-order",
+         "derivative"),
+        (GRADIENT, prepare_gradient, gradient, value_and_gradient, "first-order", None),
+        (JACOBIAN, prepare_jacobian, jacobian, value_and_jacobian, "first-order", None),
+        (SECOND_DERIVATIVE, prepare_second_derivative, second_derivative,
+         value_derivative_and_second_derivative, "second-order", "second derivative"),
+        (HVP, prepare_hvp, hvp, gradient_and_hvp, "second-order", None),
+        (HESSIAN, prepare_hessian, hessian, value_gradient_and_hessian, "second-order", None)]:
     _docs.fill(_prepare, operator=_operator.__name__, value_operator=_value_operator.__name__,
-               order=_order, what=_what)
-    _docs.fill(_operator, prepare=_prepare.__name__, what=_what)
-    _docs.fill(_value_operator, prepare=_prepare.__name__, what=_what)
-del _prepare, _operator, _value_operator, _order, _what
+               order=_order, what=_what, default=_default_text(_family))
+    _docs.fill(_operator, prepare=_prepare.__name__, what=_what, default=_default_text(_family))
+    _docs.fill(_value_operator, prepare=_prepare.__name__, what=_what,
+               default=_default_text(_family))
+del _family, _prepare, _operator, _value_operator, _order, _what

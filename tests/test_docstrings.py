@@ -90,3 +90,16 @@ def test_the_namespace_holds_what_the_api_reference_documents():
     public = {name for name in dir(cyad) if not name.startswith("_")} - submodules
     assert public == set(cyad.__all__)
     assert set(cyad.__all__) <= documented
+
+
+@pytest.mark.parametrize("name, default", [
+    ("gradient", "the tape for a Python f when the call is prepared"),
+    ("prepare_hessian", "the tape for a Python f when the call is prepared"),
+    ("value_and_pullback", "the tape for a Python f when the call is prepared"),
+    ("jacobian", "the dual engine (forward mode"),
+    ("prepare_pushforward", "the dual engine (forward mode"),
+])
+def test_the_engine_parameter_says_the_default_of_its_operator(name, default):
+    doc = getattr(cyad, name).__doc__
+    text = " ".join(doc[doc.index("engine : str"):].split())
+    assert f"None (default): {default}" in text
