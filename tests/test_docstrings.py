@@ -95,7 +95,7 @@ def test_the_namespace_holds_what_the_api_reference_documents():
 @pytest.mark.parametrize("name, default", [
     ("gradient", "the tape for a Python f when the call is prepared"),
     ("prepare_hessian", "the tape for a Python f when the call is prepared"),
-    ("value_and_pullback", "the tape for a Python f when the call is prepared"),
+    ("pullback", "the tape for a Python f when the call is prepared"),
     ("jacobian", "the dual engine (forward mode"),
     ("prepare_pushforward", "the dual engine (forward mode"),
 ])
