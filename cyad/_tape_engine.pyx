@@ -413,7 +413,8 @@ cdef bint state_changed(tape_prep* p) noexcept with gil:
     except BaseException:   # (a comparison that raised: f is recorded anew, or handed over)
         changed = True
     if changed:
-        engine.state_streak += 1
+        if not engine.python_state.change_expected:
+            engine.state_streak += 1
         engine.state_changed_at = engine.python_state.what_changed
         engine.state_recorded = True
         return True
@@ -784,8 +785,9 @@ cdef class TapeEngine(Engine):
             warn_once(self.warned, "state", (
                 f"cyad: f's Python state changed before each of the last {self.state_streak} "
                 f"calls ({self.state_changed_at}), and the default tape recorded f anew "
-                "each time; engine='dual' evaluates f on every call without recording it, "
-                "or keep that state out of what f reaches"))
+                "each time. Where it does not change f's values (a counter of calls, a log), "
+                "engine='tape' freezes it and replays; engine='dual' evaluates f on every "
+                "call without recording it"))
         # a call from Python whose value part raised a floating-point flag: NumPy computes
         # f's values once more from its tape, warning (or raising) as it does in f
         if self.state.value_flags:

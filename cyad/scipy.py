@@ -97,6 +97,9 @@ class _Arguments:
     """
 
     __slots__ = ("args", "t", "_recorded")
+    # (a default tape records f anew when they change, every call of a solver that moves t
+    # or rebuilds args, without warning of it: the solver's, not the user's, doing)
+    __cyad_changes_per_call__ = True
 
     def __init__(self):
         self.args = ()

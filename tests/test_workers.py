@@ -130,11 +130,12 @@ def test_value_gradient_and_hessian_in_parts(engine):
 
 
 def test_a_python_f_on_the_dual_engine_runs_serially():
-    prep = cyad.prepare_jacobian(PYTHON.F, X, chunk=1, workers=3)
+    with pytest.warns(cyad.CyadWarning, match="workers=3 runs this jacobian serially"):
+        prep = cyad.prepare_jacobian(PYTHON.F, X, chunk=1, workers=3)
     assert prep.engine == "dual" and prep.workers == 3
     assert "parts" not in repr(prep)
     assert repr(cyad.prepare_jacobian(C.F, X, chunk=1, workers=3)).endswith(
-        "6 evaluation(s) per call, in 3 parts at once>")
+        "6 evaluation(s) of f per call, in 3 parts at once>")
     assert_array_equal(cyad.jacobian(PYTHON.F, X, prep=prep),
                        cyad.jacobian(PYTHON.F, X, chunk=1))
 
