@@ -1,10 +1,8 @@
 """cyad.explain: which engine a prep runs on and why, and what each of its calls does."""
 from typing import Any
 
+from cyad._engines import TAPE_FROM
 from cyad._prep import _FAMILY_NAMES, Prep
-
-# the operator families a tape runs in reverse mode (its default for a prepared Python f)
-_TAPE_FAMILIES = ("gradient", "pullback", "hvp", "hessian")
 
 
 class Explanation:
@@ -57,7 +55,7 @@ def explain(prep: Prep) -> Explanation:
         lines += _tape(prep, state)
     else:
         lines.append(f"a call: {prep.work}")
-        if family in _TAPE_FAMILIES and prep.is_python and prep.directions > 1:
+        if family in TAPE_FROM and prep.is_python and prep.directions > 1:
             lines.append("engine='tape' (the default of a prepared call) would replay a tape "
                          "instead: " + ("one reverse sweep per call" if family == "gradient"
                                         else "reverse mode, without evaluating f"))

@@ -70,7 +70,8 @@ def not_scalar(operator, shape, two_argument, advice=""):
 
 # -- where a refusal happened -------------------------------------------------------------
 
-_LIBRARIES = {"numpy", "scipy", "cyad"} | set(sys.stdlib_module_names)
+# the packages whose code is not the user's (NumPy's, SciPy's, cyad's, Python's own)
+LIBRARIES = {"numpy", "scipy", "cyad"} | set(sys.stdlib_module_names)
 
 
 def conversion_hint(arrays):
@@ -125,7 +126,7 @@ def _refusal_site(frame):
 
 
 def _library_module(name):
-    return name.partition(".")[0] in _LIBRARIES
+    return name.partition(".")[0] in LIBRARIES
 
 
 def _public_name(frame):

@@ -22,7 +22,7 @@ from cyad._prep import PREP_TYPES as _PREP_TYPES, _FAMILY_NAMES
 from cyad._engines import engine_type
 from cyad._dual cimport differentiating
 from cyad._wrapper cimport is_python_function, FunctionWrapper
-from cyad import _docs, _nested, _warnings
+from cyad import _docs, _engines, _nested, _warnings
 
 
 cdef inline bint _recorded(object f):
@@ -101,18 +101,12 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
     return p
 
 
-# The default engine. The tape replays a prepared gradient, pullback, hvp or Hessian of a
-# Python f 10 to 100 times faster than the dual engine evaluates f (and answers any f it
-# cannot trace by the dual engine), so it is their default; the other operators' is the dual
-# engine (a pushforward or Jacobian of a Python f evaluates it once per chunk either
-# way). A call without prep= records f every time (0.4 ms for Rosenbrock's gradient, 0.8 ms
-# for its hvp or Hessian): there the tape is the default only from the sizes of x where
-# the dual engine's call costs more (measured side by side, tape / dual for one unprepared
-# call of Rosenbrock: gradient 1.7 at n = 176, 0.87 at 192; hvp 1.2 at 256, 0.83 at 320;
-# Hessian 1.1 at 80, 0.69 at 96; an MLP's gradient of 4 456 parameters 2.2 ms against
-# 13 s). A function recorded by cyad.record has its tape already: these operators replay
-# it in reverse mode, the others call its forward lanes through the dual engine.
-cdef dict _TAPE_FROM = {GRADIENT: 192, PULLBACK: 192, HVP: 320, HESSIAN: 96}
+# The default engine (cyad/_engines.py says why): the tape for these families from these
+# sizes of x without prep=. A function recorded by cyad.record has its tape already: these
+# operators replay it in reverse mode, the others call its forward lanes through the dual
+# engine.
+cdef dict _TAPE_FROM = {family: _engines.TAPE_FROM[name]
+                        for family, name in _FAMILY_NAMES.items() if name in _engines.TAPE_FROM}
 
 
 cdef tuple _default_engine(Family family, object f, object x, bint one_shot):

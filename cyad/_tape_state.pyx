@@ -39,6 +39,8 @@ import types
 
 import numpy as np
 
+from cyad import _hints
+
 from cpython.object cimport PyObject
 from cpython.dict cimport PyDict_GetItemWithError
 from cpython.list cimport PyList_Check, PyList_GET_SIZE
@@ -54,7 +56,6 @@ DEPTH = 12         # objects followed from f, one inside another
 BUDGET = 100_000   # reads watched at most
 
 _VALUES = (int, float, complex, bool, str, bytes, type(None), np.generic)
-_LIBRARIES = {"numpy", "scipy", "cyad", "builtins"} | set(sys.stdlib_module_names)
 _INSTALLED = tuple({*site.getsitepackages(), site.getusersitepackages(),
                     sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
 
@@ -282,7 +283,7 @@ def _library(module_name):
     into site-packages), whose code's globals are not the user's state."""
     if not module_name:
         return False
-    if module_name.partition(".")[0] in _LIBRARIES:
+    if module_name.partition(".")[0] in _hints.LIBRARIES:
         return True
     path = getattr(sys.modules.get(module_name), "__file__", None) or ""
     return path.startswith(_INSTALLED)

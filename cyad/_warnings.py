@@ -1,6 +1,8 @@
 """cyad's warnings: a category of their own, each given once per prep (or per function)."""
 import warnings
 
+from cyad._engines import TAPE_FROM
+
 
 class CyadWarning(UserWarning):
     """A call that works, but not as well as it could: slower than another choice would be
@@ -40,7 +42,7 @@ def long_call(operator: str, evaluations: int, seconds: float, python: bool) -> 
             f"engine, about {estimate:.3g} s ({seconds * 1e3:.3g} ms per evaluation). ")
     if not python:
         return text + "A larger chunk= runs fewer evaluations of more lanes each."
-    if operator in ("gradient", "pullback", "hvp", "hessian"):
+    if operator in TAPE_FROM:   # (the families a tape computes in reverse mode)
         text += ("The tape (engine='tape', the default of a prepared call) computes it in "
                  "reverse mode without evaluating f per direction")
         if operator == "hessian":
