@@ -1,6 +1,8 @@
 """Sphinx configuration of cyad's documentation: the user guide (MyST Markdown), the API
 reference from the numpydoc docstrings, the galleries of examples/scipy and examples/ipopt
-(run with --quick), and the supported-functions table generated from cyad's tables."""
+(run with --quick, their matplotlib figures collected), the figures of the guide drawn at build
+time from the scripts in docs/plots (matplotlib's plot directive), and the supported-functions
+table generated from cyad's tables."""
 import pathlib
 import sys
 
@@ -20,6 +22,7 @@ extensions = [
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
+    "matplotlib.sphinxext.plot_directive",
     "cyad_supported",
 ]
 
@@ -42,11 +45,18 @@ sphinx_gallery_conf = {
     "gallery_dirs": ["auto_examples", "auto_examples_ipopt"],
     "filename_pattern": r"\.py$",         # run every example, printing its comparison
     "reset_argv": "gallery_argv.quick",
-    "image_scrapers": (),
+    "image_scrapers": ("matplotlib",),    # each example's figure
     "download_all_examples": False,
     "remove_config_comments": True,
     "line_numbers": False,
 }
+
+# the guide's figures: `.. plot:: plots/NAME.py` in an eval-rst block (the directive needs
+# docutils' state machine, which MyST's own directive syntax does not give it) runs
+# docs/plots/NAME.py (a path relative to docs/) at build time: one PNG, a link to the script
+plot_formats = [("png", 110)]
+plot_html_show_formats = False
+plot_html_show_source_link = True
 
 html_theme = "pydata_sphinx_theme"
 html_title = "cyad"

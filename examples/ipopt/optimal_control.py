@@ -22,13 +22,17 @@ IPOPT through cyipopt, its derivatives from:
   callbacks: cyipopt then declares every entry, and the dense Hessian's lower triangle).
   The dense matrices grow as N^2, so this column runs only up to --dense-max intervals.
 
-    python examples/ipopt/optimal_control.py [--n 1000] [--dense-max 200] [--quick]
+    python examples/ipopt/optimal_control.py [--n 1000] [--dense-max 200] [--quick] [--show]
 
 Times are for the whole solve, preparation or compilation included (and that part
 separately), after one solve of a tiny problem has done the imports; iterations are
 IPOPT's (tol 1e-8). The limited-memory solves stop on their own approximation: their
 objectives differ from the exact ones in the 7th digit. asv_bench/benchmarks/ipopt.py
 times the same callbacks and solves.
+
+The figure (drawn when matplotlib is installed; --show opens it in a window): the optimal
+states x1, x2 and the control u against t from cyad's exact Hessian, the other solutions'
+controls marked over it, and the bounds x1 >= -0.25 and -1 <= u <= 1.
 """
 import argparse
 import os
@@ -108,7 +112,7 @@ def solve(callbacks, w0, bounds, limited_memory=False):
         nlp.add_option("hessian_approximation", "limited-memory")
     w, info = nlp.solve(w0)
     assert info["status"] in (0, 1), info["status_msg"]
-    return info["obj_val"], counted.iterations
+    return info["obj_val"], counted.iterations, w
 
 
 def cyad_solver(n_intervals, exact):
@@ -116,8 +120,8 @@ def cyad_solver(n_intervals, exact):
     start = time.perf_counter()
     callbacks = cyad.ipopt.Callbacks(objective, w0, constraints=defects, hessian=exact)
     prepared = time.perf_counter() - start
-    value, iterations = solve(callbacks, w0, bounds, limited_memory=not exact)
-    return value, iterations, time.perf_counter() - start, prepared
+    value, iterations, w = solve(callbacks, w0, bounds, limited_memory=not exact)
+    return value, iterations, time.perf_counter() - start, prepared, w
 
 
 class JaxCallbacks:
@@ -159,8 +163,8 @@ def jax_solver(n_intervals):
     start = time.perf_counter()
     callbacks = JaxCallbacks(objective, defects, w0)
     prepared = time.perf_counter() - start
-    value, iterations = solve(callbacks, w0, bounds)
-    return value, iterations, time.perf_counter() - start, prepared
+    value, iterations, w = solve(callbacks, w0, bounds)
+    return value, iterations, time.perf_counter() - start, prepared, w
 
 
 def table(header, rows):
@@ -182,6 +186,7 @@ def main():
     parser.add_argument("--dense-max", type=int, default=200,
                         help="the largest N for JAX's dense derivatives")
     parser.add_argument("--quick", action="store_true", help="N = 50")
+    parser.add_argument("--show", action="store_true", help="show the figure in a window")
     a = parser.parse_args()
     n_intervals = 50 if a.quick else a.n
     try:
@@ -195,12 +200,14 @@ def main():
     for _, solver in solvers:
         solver(5)       # imports and one-time set-ups, outside the times
     sizes = sorted({n_intervals, min(n_intervals, a.dense_max)})
-    rows = []
+    rows, solutions = [], {}
     for n in sizes:
         for name, solver in solvers:
             if name.startswith("JAX") and n > a.dense_max:
                 continue
-            value, iterations, total, prepared = solver(n)
+            value, iterations, total, prepared, w = solver(n)
+            if n == n_intervals:
+                solutions[name] = w
             rows.append([name, n, iterations, f"{value:.8f}", f"{total:.3f}",
                          f"{prepared:.3f}"])
     objective, defects, w0, _ = make_problem(n_intervals)
@@ -219,6 +226,37 @@ def main():
         print(f"\nJAX, dense: left out at N = {n_intervals} (above --dense-max): its "
               "Jacobian and Hessian hold every entry, N^2 of them, and so does IPOPT's "
               "linear algebra")
+    plot(solutions, n_intervals, a.show)
+
+
+def plot(solutions, n_intervals, show):
+    """The optimal states and control, from cyad's exact Hessian (the other solutions' controls
+    marked over it)."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:     # the figure is optional: matplotlib comes with the docs extra
+        print("\n(matplotlib is not installed: no figure)")
+        return
+    t = np.linspace(0.0, T, n_intervals + 1)
+    fig, (states, control) = plt.subplots(2, 1, figsize=(8, 6), sharex=True,
+                                          layout="constrained")
+    (first, w), *others = solutions.items()
+    x1, x2, u = unpack(w)
+    states.plot(t, x1, label="x1")
+    states.plot(t, x2, label="x2")
+    control.plot(t, u, color="C2", lw=2, label=f"u, {first}")
+    for (name, w), marker in zip(others, "ox"):
+        control.plot(t, unpack(w)[2], marker, ms=5, mfc="none", color="k", label=name,
+                     markevery=0.04)
+    states.axhline(-0.25, color="0.5", ls="--", label="x1 >= -0.25")
+    control.axhline(-1.0, color="0.5", ls="--", label="-1 <= u <= 1")
+    control.axhline(1.0, color="0.5", ls="--")
+    states.set(ylabel="state", title=f"van der Pol steered to rest by IPOPT, N = {n_intervals}")
+    control.set(xlabel="t", ylabel="control u")
+    states.legend()
+    control.legend()
+    if show:
+        plt.show()
 
 
 if __name__ == "__main__":

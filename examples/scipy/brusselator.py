@@ -6,7 +6,7 @@ Equations II, IV.10) with scipy.integrate.solve_ivp's BDF, its Jacobian three wa
 sparse Jacobian, SciPy's finite differences grouped by the pattern (jac_sparsity), and
 SciPy's dense finite differences (jac=None).
 
-    python examples/scipy/brusselator.py [--n 32] [--repeat 3] [--quick]
+    python examples/scipy/brusselator.py [--n 32] [--repeat 3] [--quick] [--show]
 
 On the unit square, periodic in x and y, discretised on an n x n grid (2 n^2 states, 2 048
 at n = 32) by the 5-point Laplacian:
@@ -42,6 +42,10 @@ factorisations and solves and the right-hand side, the same for both sparse ways
 Jacobians cost a fraction of the finite differences', but they are a small part of the
 whole, and the end-to-end times come out close. Dense Jacobians cost one evaluation per
 state and dense factorisations, and take an order of magnitude longer.
+
+The figure (drawn when matplotlib is installed; --show opens it in a window): u and v on the
+grid from cyad's run, when the forcing starts (t = 1.1) and at the end, where the forced
+disc about (0.3, 0.6) stands out.
 """
 import argparse
 import contextlib
@@ -161,6 +165,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="n = 8, one run each")
     parser.add_argument("--no-dense", action="store_true", help="skip the dense run")
+    parser.add_argument("--show", action="store_true", help="show the figure in a window")
     a = parser.parse_args()
     n, repeat = (8, 1) if a.quick else (a.n, a.repeat)
     y0, args = problem(n)
@@ -198,6 +203,30 @@ def main():
           f"{runs['sparse FD'][3] / runs['cyad'][3]:.1f}x (cyad's first call detects and "
           "colors the pattern)")
     print(f"the tolerance at the final state: atol + rtol max|y| = {tolerance:.1e}")
+    plot(runs["cyad"][0], n, a.show)
+
+
+def plot(sol, n, show):
+    """u and v on the grid, at the forcing's start (t = 1.1) and at the end, from cyad's run."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:     # the figure is optional: matplotlib comes with the docs extra
+        print("\n(matplotlib is not installed: no figure)")
+        return
+    fig, axes = plt.subplots(2, 2, figsize=(8, 7), layout="constrained")
+    edges = (-0.5 / n, 1.0 - 0.5 / n) * 2     # the cells centred on the points i / n
+    for column, when in enumerate((1.1, T_END)):
+        step = np.argmin(np.abs(sol.t - when))
+        for row, (name, field) in enumerate(zip("uv", np.split(sol.y[:, step], 2))):
+            ax = axes[row, column]
+            # the grid's first index is x, the second y: transposed, y runs up
+            image = ax.imshow(field.reshape(n, n).T, origin="lower", extent=edges,
+                              cmap="viridis")
+            fig.colorbar(image, ax=ax, shrink=0.85)
+            ax.set(title=f"{name} at t = {sol.t[step]:.2f}", xlabel="x", ylabel="y")
+    fig.suptitle(f"2-D Brusselator, n = {n}: BDF with cyad's sparse Jacobian")
+    if show:
+        plt.show()
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 
 Implicit differentiation of scipy.optimize.root inside a differentiated function.
 
-    python examples/scipy/implicit_root.py [--quick]
+    python examples/scipy/implicit_root.py [--quick] [--show]
 
 The steady state z(theta) of a small recurrent network solves g(z, theta) = 0 with
 g(z, theta) = z - tanh(W z + theta); scipy.optimize.root finds it, on plain floats, so cyad
@@ -18,6 +18,10 @@ so that cyad differentiates the rules again): every order, on every engine. The 
 compares the gradient and the Hessian of a loss of z(theta) with central differences of
 the solver, and with the derivatives of the unrolled fixed-point iteration
 z <- tanh(W z + theta) (W is a contraction, so its derivatives converge to the same).
+
+The figure (drawn when matplotlib is installed; --show opens it in a window): the loss along
+a line theta + s d, every point a solve by scipy.optimize.root, beside the first and second-
+order Taylor models at s = 0 from cyad's gradient and Hessian of it.
 """
 import argparse
 
@@ -95,7 +99,8 @@ def _central(f, x, h=1e-5):
 def main():
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="(runs as fast either way)")
-    parser.parse_args()
+    parser.add_argument("--show", action="store_true", help="show the figure in a window")
+    a = parser.parse_args()
     theta = np.linspace(-1.0, 1.0, N)
     for engine in ("dual", "tape"):
         gradient = cyad.gradient(loss, theta, engine=engine)
@@ -107,6 +112,32 @@ def main():
               f"{np.max(np.abs(gradient - cyad.gradient(unrolled_loss, theta))):.1e}")
         print("  Hessian vs the unrolled iteration's:      ",
               f"{np.max(np.abs(hessian - cyad.hessian(unrolled_loss, theta))):.1e}")
+    plot(theta, gradient, hessian, a.show)
+
+
+def plot(theta, gradient, hessian, show):
+    """The loss along a line through theta, each point a solve by root, beside the first and
+    second-order Taylor models from cyad's gradient and Hessian there."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:     # the figure is optional: matplotlib comes with the docs extra
+        print("\n(matplotlib is not installed: no figure)")
+        return
+    direction = np.cos(np.arange(N) + 0.5)
+    s = np.linspace(-1.5, 1.5, 61)
+    slope, curvature = gradient @ direction, direction @ hessian @ direction
+    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    ax.plot(s, [loss(theta + t * direction) for t in s], color="C0", lw=3,
+            label="loss(theta + s d), z by scipy.optimize.root")
+    ax.plot(s, loss(theta) + slope * s, "--", color="C1", label="first order: cyad's gradient")
+    ax.plot(s, loss(theta) + slope * s + 0.5 * curvature * s ** 2, ":", color="C2", lw=2,
+            label="second order: cyad's Hessian")
+    ax.plot(0.0, loss(theta), "ko")
+    ax.set(xlabel="s", ylabel="loss",
+           title="Derivatives through a root solve: the Taylor models at theta")
+    ax.legend()
+    if show:
+        plt.show()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 Nonlinear least squares with scipy.optimize.least_squares: cyad's Jacobian against
 SciPy's finite differences (jac="2-point").
 
-    python examples/scipy/least_squares_fit.py [--points 200] [--repeat 20] [--quick]
+    python examples/scipy/least_squares_fit.py [--points 200] [--repeat 20] [--quick] [--show]
 
 Two models fitted to noise-free data, from a poor starting point, with each of
 least_squares' methods (tolerances 1e-12):
@@ -17,6 +17,9 @@ least_squares' methods (tolerances 1e-12):
 count the evaluations of their finite-difference Jacobians in nfev ("lm" does, and reports
 njev None), so "f calls" counts every evaluation of the residuals: on floats, on cyad's duals
 and inside the finite differences. Times are the minimum over --repeat runs.
+
+The figure (drawn when matplotlib is installed; --show opens it in a window): each model's
+data, its curve at the starting point and its fitted curve (trf with cyad's Jacobian).
 """
 import argparse
 import os
@@ -82,9 +85,10 @@ def main():
     parser.add_argument("--points", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="50 points, 2 runs each")
+    parser.add_argument("--show", action="store_true", help="show the figure in a window")
     a = parser.parse_args()
     points, repeat = (50, 2) if a.quick else (a.points, a.repeat)
-    rows = []
+    rows, fits = [], []
     for name, fun, true, p0, args in problems(points):
         for method in ["trf", "dogbox", "lm"]:
             for label in ["cyad", "2-point"]:
@@ -99,10 +103,34 @@ def main():
                 error = np.max(np.abs(fit.x - true) / np.abs(true))
                 rows.append([name, method, label, f"{best * 1e3:.2f}", fit.nfev,
                              "-" if fit.njev is None else fit.njev, f.calls, f"{error:.1e}"])
+                if method == "trf" and label == "cyad":
+                    fits.append((name, fun, p0, args, fit))
     print(f"least_squares, {points} data points, tolerances 1e-12; time: min of {repeat} "
           "run(s)\n")
     table(["model", "method", "jac", "time [ms]", "nfev", "njev", "f calls", "max error"], rows,
           3)
+    plot(fits, a.show)
+
+
+def plot(fits, show):
+    """Each model's data, its starting curve and its fit (trf, cyad's Jacobian)."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:     # the figure is optional: matplotlib comes with the docs extra
+        print("\n(matplotlib is not installed: no figure)")
+        return
+    fig, axes = plt.subplots(1, len(fits), figsize=(10, 4), layout="constrained")
+    for ax, (name, fun, p0, (t, data), fit) in zip(axes, fits):
+        grid = np.linspace(t[0], t[-1], 400)
+        ax.plot(t, data, "o", ms=3, color="0.5", label="data")
+        ax.plot(grid, fun(np.asarray(p0), grid, 0.0), "--", color="C1", label="start")
+        ax.plot(grid, fun(fit.x, grid, 0.0), color="C0", label="fit (trf, cyad)")
+        xlabel, ylabel = ("s", "v") if fun is michaelis_menten else ("t", "y")
+        ax.set(title=f"{name}: fitted in {fit.nfev} evaluations", xlabel=xlabel, ylabel=ylabel)
+        ax.legend()
+    fig.suptitle("least_squares with cyad's Jacobian: the fitted curves over the data")
+    if show:
+        plt.show()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 Rosenbrock's function (n = 100) minimised by trust-exact and Newton-CG, with cyad's
 derivatives and with finite differences.
 
-    python examples/scipy/rosenbrock_minimize.py [--n 100] [--repeat 3] [--quick]
+    python examples/scipy/rosenbrock_minimize.py [--n 100] [--repeat 3] [--quick] [--show]
 
 trust-exact and Newton-CG refuse jac="2-point", so the finite-difference gradient is SciPy's
 2-point scheme (scipy.optimize approx_derivative, what jac="2-point" computes) behind a
@@ -15,6 +15,9 @@ and stops Newton-CG far from the minimum.) SciPy's nfev does not see the evaluat
 inside a callable, so "f calls" counts every evaluation of f: on floats, on cyad's duals and
 inside the finite differences. Times are the minimum over --repeat runs (a run slower than
 10 s is not repeated).
+
+The figure (drawn when matplotlib is installed; --show opens it in a window): the
+evaluations of f (log scale) and the time to the minimum of each method and derivatives.
 """
 import argparse
 import os
@@ -98,6 +101,7 @@ def main():
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="n = 20, one run each")
+    parser.add_argument("--show", action="store_true", help="show the figure in a window")
     a = parser.parse_args()
     n, repeat = (20, 1) if a.quick else (a.n, a.repeat)
     cases = [
@@ -114,6 +118,33 @@ def main():
            "max error"], rows, 2)
     print("\nf calls: every evaluation of f (floats, duals, finite differences); "
           "max error: max abs(x - 1)")
+    plot(rows, n, a.show)
+
+
+def plot(rows, n, show):
+    """Evaluations of f and time to the minimum, per method and derivatives (log scales)."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:     # the figure is optional: matplotlib comes with the docs extra
+        print("\n(matplotlib is not installed: no figure)")
+        return
+    labels = [f"{method}\n{name}" for method, name, *_ in rows]
+    colors = ["C0" if name.startswith("cyad") else "C1" for _, name, *_ in rows]
+    fig, (calls, seconds) = plt.subplots(1, 2, figsize=(10, 4), sharey=True,
+                                         layout="constrained")
+    bars = calls.barh(labels, [row[7] for row in rows], color=colors)
+    calls.bar_label(bars, padding=3)
+    calls.set(xscale="log", xlim=(1, 50 * max(row[7] for row in rows)),
+              xlabel="evaluations of f (floats, duals, differences)")
+    bars = seconds.barh(labels, [float(row[2]) for row in rows], color=colors)
+    seconds.bar_label(bars, fmt="%.2f s", padding=3)
+    seconds.set(xlim=(0, 1.3 * max(float(row[2]) for row in rows)),
+                xlabel="time to the minimum [s]")
+    calls.invert_yaxis()
+    fig.suptitle(f"Rosenbrock, n = {n}: cyad's derivatives (blue) and finite differences "
+                 "(orange)")
+    if show:
+        plt.show()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ Large sparse nonlinear least squares with scipy.optimize.least_squares(tr_solver
 cyad's sparse Jacobian against SciPy's finite differences grouped by the pattern
 (jac_sparsity).
 
-    python examples/scipy/sparse_least_squares.py [--n 10000] [--repeat 3] [--quick]
+    python examples/scipy/sparse_least_squares.py [--n 10000] [--repeat 3] [--quick] [--show]
 
 Two of Moré, Garbow and Hillstrom's test problems (ACM TOMS 7, 1981), n residuals in n
 variables from x0 = -1, their solution a root (cost 0):
@@ -21,6 +21,10 @@ one evaluation of fun per group of columns. "trf" does not count the evaluations
 finite-difference Jacobians in nfev, so "f calls" counts every evaluation of fun (on floats,
 on cyad's duals and inside the finite differences). "max abs dx" is the largest difference
 from cyad's solution. Times are the minimum over --repeat runs.
+
+The figure (drawn when matplotlib is installed; --show opens it in a window): each problem's
+solution near both ends (flat in between), and the evaluations of fun with cyad's Jacobian
+and with the sparse finite differences.
 """
 import argparse
 import os
@@ -81,10 +85,11 @@ def main():
     parser.add_argument("--n", type=int, default=10_000, help="residuals (and variables)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="n = 1000, one run each")
+    parser.add_argument("--show", action="store_true", help="show the figure in a window")
     a = parser.parse_args()
     n, repeat = (1000, 1) if a.quick else (a.n, a.repeat)
     x0 = -np.ones(n)
-    rows, ratios = [], []
+    rows, ratios, solved = [], [], []
     for name, fun in [("Broyden tridiagonal", broyden_tridiagonal),
                       ("Broyden banded", broyden_banded)]:
         runs = {}
@@ -95,6 +100,7 @@ def main():
             rows.append([name, way, f"{elapsed:.3f}", res.nfev, res.njev, calls,
                          f"{res.cost:.1e}", f"{np.max(np.abs(res.x - reference)):.1e}"])
         ratios.append(f"{name} {runs['sparse FD'][2] / runs['cyad'][2]:.2f}x")
+        solved.append((name, runs))
     print(f"least_squares(tr_solver='lsmr'), n = {n} residuals, tolerances 1e-12; time: min "
           f"of {repeat} run(s)\n")
     header = ["problem", "Jacobian", "time [s]", "nfev", "njev", "f calls", "cost",
@@ -110,6 +116,34 @@ def main():
     for r in rows:
         print(line(r))
     print("\nsparse FD time / cyad time: " + ", ".join(ratios))
+    plot(solved, n, a.show)
+
+
+def plot(solved, n, show):
+    """The solutions near both ends (flat in between), and the evaluations of fun each way."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:     # the figure is optional: matplotlib comes with the docs extra
+        print("\n(matplotlib is not installed: no figure)")
+        return
+    fig, (start, end, calls) = plt.subplots(1, 3, figsize=(11, 3.8), layout="constrained",
+                                            gridspec_kw={"width_ratios": [2, 2, 1.4]})
+    end.sharey(start)
+    i = np.arange(n)
+    for k, (name, runs) in enumerate(solved):
+        x = runs["cyad"][0].x
+        start.plot(i[:30], x[:30], "o-", ms=3, color=f"C{k}", label=name)
+        end.plot(i[-30:], x[-30:], "o-", ms=3, color=f"C{k}")
+        calls.bar([3 * k, 3 * k + 1], [runs["cyad"][1], runs["sparse FD"][1]],
+                  color=[f"C{k}", "0.6"])
+    start.set(xlabel="i", ylabel="solution x_i", title="the first 30 entries")
+    end.set(xlabel="i", title="the last 30 entries")
+    start.legend()
+    calls.set(xticks=[0, 1, 3, 4], xticklabels=["cyad", "FD", "cyad", "FD"],
+              ylabel="evaluations of fun", title="cyad / sparse FD")
+    fig.suptitle(f"least_squares(tr_solver='lsmr'), n = {n}: the solutions, from x0 = -1")
+    if show:
+        plt.show()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 Stiff ODEs with solve_ivp (BDF, Radau, LSODA): cyad's Jacobian against SciPy's finite
 differences (jac=None).
 
-    python examples/scipy/stiff_kinetics.py [--n 200] [--repeat 3] [--quick]
+    python examples/scipy/stiff_kinetics.py [--n 200] [--repeat 3] [--quick] [--show]
 
 Two problems, rtol 1e-6 and atol 1e-10:
 
@@ -19,6 +19,10 @@ BDF and Radau do not count the evaluations of their finite-difference Jacobians 
 (LSODA does), so "rhs calls" counts every evaluation of the right-hand side: on floats, on
 cyad's duals and inside the finite differences. max abs dy is the largest difference between
 the two solutions at the final time. Times are the minimum over --repeat runs.
+
+The figure (drawn when matplotlib is installed; --show opens it in a window): the two
+solutions by BDF with cyad's Jacobian: Robertson's three species against log t (y2 scaled by
+1e4), and the reaction-diffusion profile u(x) at a few times.
 """
 import argparse
 import os
@@ -109,12 +113,15 @@ def main():
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="n = 50, one run each")
+    parser.add_argument("--show", action="store_true", help="show the figure in a window")
     a = parser.parse_args()
     n, repeat = (50, 1) if a.quick else (a.n, a.repeat)
-    rows = []
+    rows, solutions = [], []
     for name, solve in [robertson_problem(), reaction_diffusion_problem(n)]:
         for method in ["BDF", "Radau", "LSODA"]:
             exact, exact_calls, exact_time = timed(solve, method, True, repeat)
+            if method == "BDF":
+                solutions.append(exact)
             fd, fd_calls, fd_time = timed(solve, method, False, repeat)
             rows.append([name, method, f"{exact_time:.3f}", f"{fd_time:.3f}", exact.nfev,
                          fd.nfev, exact.njev, fd.njev, exact_calls, fd_calls,
@@ -126,6 +133,33 @@ def main():
           rows, 2)
     print("\nrhs calls: every evaluation of the right-hand side (floats, duals, finite "
           "differences)")
+    plot(*solutions, n, a.show)
+
+
+def plot(robertson, diffusion, n, show):
+    """The two solutions by BDF with cyad's Jacobian: Robertson's species over log time, and
+    the reaction-diffusion front at a few of the solver's steps."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:     # the figure is optional: matplotlib comes with the docs extra
+        print("\n(matplotlib is not installed: no figure)")
+        return
+    fig, (kinetics, front) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    t = robertson.t[1:]                 # t = 0 is off the log axis
+    for y, label in zip(robertson.y[:, 1:], ["y1", "y2 x 1e4", "y3"]):
+        kinetics.plot(t, y * (1e4 if label.startswith("y2") else 1.0), label=label)
+    kinetics.set(xscale="log", xlabel="t", ylabel="concentration",
+                 title=f"Robertson: {robertson.t.size - 1} BDF steps")
+    kinetics.legend()
+    x = np.linspace(1.0 / n, 1.0, n)
+    for when in (0.0, 1.0, 2.5, 5.0, 10.0):
+        step = np.argmin(np.abs(diffusion.t - when))
+        front.plot(x, diffusion.y[:, step], label=f"t = {diffusion.t[step]:.2f}")
+    front.set(xlabel="x", ylabel="u", title=f"reaction-diffusion, n = {n}")
+    front.legend()
+    fig.suptitle("solve_ivp(method='BDF') with cyad's Jacobian")
+    if show:
+        plt.show()
 
 
 if __name__ == "__main__":
