@@ -1,11 +1,14 @@
-"""The engines a prep can run on, by name: the one registry of them.
+"""The engines a prep can run on: the one registry of them, and the one owner of the choice.
 
-An engine is a module providing an `Engine` subclass (cyad/_prep.pxd): the buffers
-and function binding behind a prep's handle and its nogil call for each operator
-family. `prepare_*` and the operators take ``engine=`` (default "dual") and make the
-prep of that engine; adding an engine is a module and its name here.
+An engine is a module providing an `Engine` subclass (cyad/_prep.pxd): the buffers and
+function binding behind a prep's handle and its nogil call for each operator family.
+`prepare_*` and the operators take ``engine=``; without it, `default_engine` chooses (and
+says why), and `default_text` says the same rule in each operator's docstring. Callers ask
+an engine what it can do (`Engine.replays_tape`, `Engine.freezes_state`, a prep's `replays` and
+`holds_gil`), never its name. Adding an engine is a module and its row here.
 """
 import importlib
+import textwrap
 from typing import Any
 
 # name: (module, Engine subclass)
@@ -13,7 +16,10 @@ ENGINES = {
     "dual": ("cyad._dual_engine", "DualEngine"),
     "tape": ("cyad._tape_engine", "TapeEngine"),
 }
-
+# the engine of a prep made without engine= where `default_engine` does not choose (a prep
+# made by its class), and the one a tape hands f to when it cannot record it
+FALLBACK = "dual"
+RECORDING = "tape"
 
 # The default engine. The tape replays a prepared gradient, pullback, hvp or Hessian of a
 # Python f 10 to 100 times faster than the dual engine evaluates f (and answers any f it
@@ -24,17 +30,58 @@ ENGINES = {
 # the dual engine's call costs more (measured side by side, tape / dual for one unprepared
 # call of Rosenbrock: gradient 1.7 at n = 176, 0.87 at 192; hvp 1.2 at 256, 0.83 at 320;
 # Hessian 1.1 at 80, 0.69 at 96; an MLP's gradient of 4 456 parameters 2.2 ms against
-# 13 s). cyad/_operators.pyx applies it.
+# 13 s). asv_bench/benchmarks/tape.py (Recording: a prepare and its first call) re-measures
+# the crossings.
 TAPE_FROM = {"gradient": 192, "pullback": 192, "hvp": 320, "hessian": 96}
 
 
 def engine_type(name: str | None) -> Any:
-    """The Engine subclass of the engine called `name` (None: "dual")."""
+    """The Engine subclass of the engine called `name` (None: the fallback's)."""
     if name is None:
-        name = "dual"
+        name = FALLBACK
     try:
         module, cls = ENGINES[name]
     except (KeyError, TypeError):
         raise ValueError(f"cyad: unknown engine {name!r}; the engines are "
                          f"{', '.join(map(repr, ENGINES))}") from None
     return getattr(importlib.import_module(module), cls)
+
+
+def freezes_state(name: str | None) -> bool:
+    """Whether the engine called `name` freezes the Python state f reads when it records f
+    (a named tape: calls after a change answer from the state as recorded)."""
+    return bool(engine_type(name).freezes_state)
+
+
+def default_engine(family: str, recorded: bool, python: bool, size: int,
+                   one_shot: bool) -> tuple[str, str]:
+    """The engine of an operator family's prep made without engine=, and why.
+
+    recorded: f is a recorded function (cyad.record); python: f is a Python callable;
+    size: the elements of x; one_shot: the prep is for one call (no prep= given).
+    """
+    if family in TAPE_FROM and recorded:
+        return RECORDING, f"chosen by default: f is a recorded function, its {family} a replay"
+    if family not in TAPE_FROM:
+        return FALLBACK, (f"chosen by default: a {family} evaluates f once per chunk of "
+                          "directions on either engine")
+    if not python:
+        return FALLBACK, "chosen by default: a C function runs on the dual engine"
+    if one_shot and size < TAPE_FROM[family]:
+        return FALLBACK, (f"chosen by default: a {family} without prep= of fewer than "
+                          f"{TAPE_FROM[family]} elements, where recording a tape costs more")
+    return RECORDING, (f"chosen by default: a {family} of a Python f replays a tape "
+                       "(reverse mode) without evaluating f")
+
+
+def default_text(family: str) -> str:
+    """`default_engine`'s rule for a family, in words, wrapped as a docstring fragment's
+    line (the engine parameter's None)."""
+    if family not in TAPE_FROM:
+        text = ("the dual engine (forward mode evaluates f once per chunk of directions on "
+                "either engine; a C function runs on it)")
+    else:
+        text = (f"the tape for a Python f when the call is prepared, or without ``prep=`` "
+                f"from {TAPE_FROM[family]} elements of x (where recording f pays); else "
+                "the dual engine")
+    return "\n    ".join(textwrap.wrap(text, 84))

@@ -51,7 +51,7 @@ def explain(prep: Prep) -> Explanation:
     lines = [f"{family} of {form}, {kind}: x {prep.x_shape} {prep.dtype}",
              f"engine {prep.engine!r}: {prep.why_engine}"]
     state = prep.engine_state
-    if prep.engine_made == "tape":
+    if prep.engine_state.replays_tape:
         lines += _tape(prep, state)
     else:
         lines.append(f"a call: {prep.work}")

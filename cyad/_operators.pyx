@@ -10,7 +10,6 @@ Python objects: keyword arguments are parsed without a dict, and the result is t
 caller's own buffer (or pair of buffers). The docstrings share their common blocks
 (cyad/_docs.py).
 """
-import textwrap
 import warnings
 
 import numpy as np
@@ -84,7 +83,8 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
     cdef int k = _workers(workers)
     cdef str reason = "named with engine="
     if chosen:
-        engine, reason = _default_engine(family, f, x, one_shot)
+        engine, reason = _engines.default_engine(_FAMILY_NAMES[family], _recorded(f),
+                                                 is_python_function(f), np.size(x), one_shot)
     p = _PREP_TYPES[family](f, x, dx, y, chunk, engine)
     p.engine_reason = reason
     # (a recorded function's tape is f's as recorded: no Python state is watched, and no
@@ -94,36 +94,11 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
         p._set_workers(k, [_PREP_TYPES[family](f, x, dx, y, chunk, engine)
                            for _ in range(k - 1)] if p.engine_state.splits(p) else [])
         if not p.engine_state.splits(p):
-            warnings.warn(_warnings.serial_workers(k, _FAMILY_NAMES[family], p.engine),
+            warnings.warn(_warnings.serial_workers(k, _FAMILY_NAMES[family], replays=p.replays),
                           _warnings.CyadWarning, stacklevel=1)
     elif callable(workers):
         p._set_map(workers, chunk, None if chosen else engine)
     return p
-
-
-# The default engine (cyad/_engines.py says why): the tape for these families from these
-# sizes of x without prep=. A function recorded by cyad.record has its tape already: these
-# operators replay it in reverse mode, the others call its forward lanes through the dual
-# engine.
-cdef dict _TAPE_FROM = {family: _engines.TAPE_FROM[name]
-                        for family, name in _FAMILY_NAMES.items() if name in _engines.TAPE_FROM}
-
-
-cdef tuple _default_engine(Family family, object f, object x, bint one_shot):
-    # the engine, and why (a prep's `why_engine`)
-    cdef str name = _FAMILY_NAMES[family]
-    if family in _TAPE_FROM and _recorded(f):
-        return "tape", f"chosen by default: f is a recorded function, its {name} a replay"
-    if family not in _TAPE_FROM:
-        return "dual", (f"chosen by default: a {name} evaluates f once per chunk of "
-                        "directions on either engine")
-    if not is_python_function(f):
-        return "dual", "chosen by default: a C function runs on the dual engine"
-    if one_shot and np.size(x) < _TAPE_FROM[family]:
-        return "dual", (f"chosen by default: a {name} without prep= of fewer than "
-                        f"{_TAPE_FROM[family]} elements, where recording a tape costs more")
-    return "tape", (f"chosen by default: a {name} of a Python f replays a tape "
-                    "(reverse mode) without evaluating f")
 
 
 # -- pushforward ---------------------------------------------------------------------
@@ -1146,19 +1121,6 @@ cdef object _scalar_tuple(tuple r, object out):
 
 # -- the docstrings' shared fragments (cyad/_docs.py) -------------------------------------
 
-def _default_text(Family family):
-    # the default engine of a family's operators, in words (from _default_engine's rule),
-    # wrapped as a docstring fragment's line
-    if family not in _TAPE_FROM:
-        text = ("the dual engine (forward mode evaluates f once per chunk of directions on "
-                "either engine; a C function runs on it)")
-    else:
-        text = (f"the tape for a Python f when the call is prepared, or without ``prep=`` "
-                f"from {_TAPE_FROM[family]} elements of x (where recording f pays); else "
-                "the dual engine")
-    return "\n    ".join(textwrap.wrap(text, 84))
-
-
 for _family, _prepare, _operator, _value_operator, _order, _what in [
         (PUSHFORWARD, prepare_pushforward, pushforward, value_and_pushforward, "first-order",
          None),
@@ -1171,9 +1133,9 @@ for _family, _prepare, _operator, _value_operator, _order, _what in [
          value_derivative_and_second_derivative, "second-order", "second derivative"),
         (HVP, prepare_hvp, hvp, gradient_and_hvp, "second-order", None),
         (HESSIAN, prepare_hessian, hessian, value_gradient_and_hessian, "second-order", None)]:
+    _default = _engines.default_text(_FAMILY_NAMES[_family])
     _docs.fill(_prepare, operator=_operator.__name__, value_operator=_value_operator.__name__,
-               order=_order, what=_what, default=_default_text(_family))
-    _docs.fill(_operator, prepare=_prepare.__name__, what=_what, default=_default_text(_family))
-    _docs.fill(_value_operator, prepare=_prepare.__name__, what=_what,
-               default=_default_text(_family))
-del _family, _prepare, _operator, _value_operator, _order, _what
+               order=_order, what=_what, default=_default)
+    _docs.fill(_operator, prepare=_prepare.__name__, what=_what, default=_default)
+    _docs.fill(_value_operator, prepare=_prepare.__name__, what=_what, default=_default)
+del _family, _prepare, _operator, _value_operator, _order, _what, _default

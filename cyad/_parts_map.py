@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from cyad import _points
+from cyad._prep_cache import payload_of, put_back, take_payload
 from cyad._prep import _FAMILY_NAMES
 
 # NaNs of a payload no arithmetic makes (an operation on numbers gives the default NaN; on
@@ -40,7 +40,7 @@ class _Problem:
 
     def prepare(self, x, seeds):
         """A prep for inputs like x: `seeds` (v, y), v the call's tuple of tangents or
-        cotangents (None: none), y its y (cyad._points' cache calls it so)."""
+        cotangents (None: none), y its y (cyad/_prep_cache.py calls it so)."""
         from cyad import _operators
         v, y = seeds
         prepare = getattr(_operators, "prepare_" + self.family)
@@ -59,8 +59,7 @@ def run_task(task):
     """Part `part` of `parts` of a call: (payload, x, v, y, wanted, part, parts) ->
     (value, first, main, y) of that part (None where not wanted or not part 0's)."""
     payload, x, v, y, wanted, part, parts = task
-    key, problem, _, prep = _points._take(_points._payload_key(payload),
-                                          lambda: _points._loads(payload), x, (v, y))
+    key, problem, _, prep = take_payload(payload, x, (v, y))
     try:
         if prep.out_shape is None:     # a Python f tells its output on its first call
             prep._call_part(problem.f, x, v, y, None, 0, 0, 1)
@@ -68,7 +67,7 @@ def run_task(task):
         out = (main,) if not wanted else _outs(prep, wanted, main, x.dtype)
         prep._call_part(problem.f, x, v, y, out if wanted else main, wanted, part, parts)
     finally:
-        _points._put_back(key, prep)
+        put_back(key, prep)
     value = out[0] if wanted & 1 else None
     first = out[-2] if wanted & 2 else None
     return ((value, first, main, y) if part == 0 else (None, None, main, None))
@@ -122,7 +121,7 @@ def call(prep, f, x, v, y, out, wanted):
             np.ascontiguousarray(v, prep.dtype)
     problem = _Problem(family, f, *prep.map_options)
     try:
-        payload = _points.payload_of(problem)
+        payload = payload_of(problem)
     except TypeError as e:
         raise TypeError("cyad: a map-like workers= ships f to its tasks with cloudpickle, "
                         "and f cannot be pickled (a C function cannot: give workers=k, "

@@ -17,11 +17,9 @@ the same way, bit for bit.
   rows are tasks `(payload, rows, tangents)`, the problem pickled once with cloudpickle;
   `run_task` runs one wherever the map sends it.
 
-Preps are kept from call to call in a process-wide cache (`_take`, `_put_back`): per
-problem (f itself here, the payload's hash in a task) and per point shape and dtype, a
-list of free preps. A run takes one per block (made, with one Python call that tells f's
-output, where none is free) and puts it back after, even when f raises: a process makes
-one prep per problem and concurrent block, once, and a prep serves one block at a time.
+Preps are kept from call to call in the process's cache (cyad/_prep_cache.py): per
+problem (f itself here, the payload's hash in a task), a block takes a free one (made, with
+one Python call that tells f's output, where none is free) and puts it back after.
 Reusing a prep is reusing it as its engine allows: a default tape records f anew when the
 Python state f reads has changed; `engine="tape"` freezes that state at the record, as a
 prep the caller keeps does.
@@ -33,15 +31,13 @@ be constants of the tape, recorded anew whenever they change); derivatives with 
 z cost extra directions only where the engine runs forward over x's basis (jacobian,
 hessian), and nothing extra for a reverse-mode gradient.
 """
-import hashlib
 import os
-import threading
 import warnings
-from collections import OrderedDict
 
 import numpy as np
 
 from cyad import _operators, _warnings
+from cyad._prep_cache import payload_key, payload_of, put_back, take, take_payload
 from cyad._points_loop import GRADIENT, HESSIAN, HVP, JACOBIAN, run_blocks, run_rows
 from cyad._progress import Progress
 from cyad._wrapper import FunctionWrapper
@@ -312,17 +308,17 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
     taken = []
     try:
         # taken here: a new prep learns f's output from a Python call
-        taken.append(_take(key, lambda: problem, z[0], None if v is None else v[0]))
+        taken.append(take(key, lambda: problem, z[0], None if v is None else v[0]))
         prep = taken[0][3]
         # a Python f on the dual engine holds the GIL for every evaluation: threads would
         # only take turns, so it runs serially (processes run it in parallel)
-        holds_gil = prep.engine == "dual" and prep.is_python
+        holds_gil = prep.holds_gil
         if holds_gil and workers > 1 and m > 1:
-            warnings.warn(_warnings.serial_workers(int(workers), name, "dual"),
+            warnings.warn(_warnings.serial_workers(int(workers), name, replays=False),
                           _warnings.CyadWarning, stacklevel=2)
         blocks = _blocks(m, 1 if holds_gil else int(workers))
         for start, _ in blocks[1:]:
-            taken.append(_take(key, lambda: problem, z[start],
+            taken.append(take(key, lambda: problem, z[start],
                                None if v is None else v[start]))
         problem, y_shape = taken[0][1], taken[0][2]
         outputs = _outputs(out, problem, problem.shapes(y_shape), m, dtype)
@@ -340,80 +336,29 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         return _results(outputs, out, problem)
     finally:
         for entry in taken:
-            _put_back(entry[0], entry[3])
+            put_back(entry[0], entry[3])
 
 
 # -- map-likes: tasks, and the preps a process keeps --------------------------------------
-
-_cache_lock = threading.Lock()
-_cache = OrderedDict()   # key, point shape, dtype: (problem, y_shape, free preps); newest last
-_CACHED_PROBLEMS = 16
-
-
-def _take(key, problem_of, z0, v0):
-    """A free prep of a problem for points like z0 (made if none is free): (its cache key,
-    the problem, f's output shape, the prep). `key` names the problem; `problem_of()` makes
-    it where the cache has none."""
-    key = key + (z0.shape, z0.dtype.str)
-    with _cache_lock:
-        entry = _cache.get(key)
-        if entry is not None:
-            _cache.move_to_end(key)
-            if entry[2]:
-                return key, entry[0], entry[1], entry[2].pop()
-    problem = problem_of() if entry is None else entry[0]
-    prep, y_shape = problem.prepare(z0, v0)
-    with _cache_lock:
-        entry = _cache.setdefault(key, (problem, y_shape, []))
-        while len(_cache) > _CACHED_PROBLEMS:
-            _cache.popitem(last=False)
-    return key, entry[0], y_shape, prep
-
-
-def _put_back(key, prep):
-    with _cache_lock:
-        entry = _cache.get(key)
-        if entry is not None:
-            entry[2].append(prep)
-
 
 def run_task(task):
     """One block of rows of a problem: `task` is (payload, z rows, tangent rows or None);
     returns the stacked (value, first, main), None where not wanted."""
     payload, z, v = task
-    key, problem, y_shape, prep = _take(_payload_key(payload), lambda: _loads(payload), z[0],
-                                        None if v is None else v[0])
+    key, problem, y_shape, prep = take_payload(payload, z[0], None if v is None else v[0])
     try:
         outputs = _outputs(None, problem, problem.shapes(y_shape), z.shape[0], z.dtype)
         problem.run(prep, y_shape, z, v, *outputs, 0, z.shape[0])
     finally:
-        _put_back(key, prep)
+        put_back(key, prep)
     return tuple(outputs)
-
-
-def _payload_key(payload):
-    return ("payload", hashlib.sha256(payload).hexdigest())
-
-
-def _loads(payload):
-    import cloudpickle
-    return cloudpickle.loads(payload)
-
-
-def payload_of(problem):
-    try:
-        import cloudpickle
-    except ImportError as e:
-        raise ImportError("cyad: a map-like workers= ships f with cloudpickle: pip install "
-                          "cyad[dask] (or cloudpickle)") from e
-    return cloudpickle.dumps(problem)
 
 
 def _mapped(problem, workers, tasks, z, v, v0, out, m, dtype, shown):
     payload = payload_of(problem)
     # f's output, for the outputs' shapes
-    key, _, y_shape, prep = _take(_payload_key(payload), lambda: problem, z[0], v0)
-    _put_back(key, prep)
+    key, _, y_shape, prep = take(payload_key(payload), lambda: problem, z[0], v0)
+    put_back(key, prep)
     outputs = _outputs(out, problem, problem.shapes(y_shape), m, dtype)
     if tasks is None:
         tasks = os.cpu_count() or 1

@@ -14,7 +14,7 @@ loop keeps the first `kept` rows' first `n_x` columns (the derivatives with resp
 Without arguments the results go straight into the output rows.
 
 A block is one operation: a default tape compares f's Python state once, at the block's
-start (cyad/_tape_engine.pyx, `hold_python_state`), not at every row with the GIL.
+start (`Engine.hold_state`, cyad/_tape_engine.pyx), not at every row with the GIL.
 """
 cimport numpy as cnp
 from libc.string cimport memcpy
@@ -22,7 +22,7 @@ from libc.string cimport memcpy
 from cyad._api cimport (cyad_prep, prep_handle, raise_status, gradient_nogil, jacobian_nogil,
                         hessian_nogil, hvp_nogil)
 from cyad._fused cimport real
-from cyad._tape_engine cimport hold_python_state, release_python_state
+from cyad._prep cimport Prep
 from cyad._threads cimport run_watched
 from libc.stdlib cimport malloc, free
 
@@ -116,7 +116,7 @@ def run_rows(prep, int family, cnp.ndarray z, object v, object value, object fir
     cdef Py_ssize_t fss = 0 if first is None else (<cnp.ndarray>first).strides[0]
     cdef Py_ssize_t ms_ = main.strides[0]
     cdef bint single = z.dtype.num == cnp.NPY_FLOAT
-    cdef bint held = hold_python_state(prep)
+    cdef bint held = (<Prep?>prep).engine_state.hold_state()
     try:
         with nogil:
             if single:
@@ -128,7 +128,7 @@ def run_rows(prep, int family, cnp.ndarray z, object v, object value, object fir
                                    fss, mp, ms_, <double*>fs, <double*>ms, n_x, width, kept,
                                    stop - start, &failed, NULL)
     finally:
-        release_python_state(prep, held)
+        (<Prep>prep).engine_state.release_state(held)
     if status:
         try:
             raise_status(prep, status)
@@ -212,7 +212,7 @@ def run_blocks(list preps, int family, cnp.ndarray z, object v, object value, ob
             calls[k].failed = -1
             calls[k].cancel = &cancel
             calls[k].status = 0
-            held.append(hold_python_state(preps[k]))
+            held.append((<Prep?>preps[k]).engine_state.hold_state())
         run_watched(run_block_task, calls, blocks, <int>blocks, &cancel)
         for k in range(blocks):
             if calls[k].status:
@@ -223,6 +223,6 @@ def run_blocks(list preps, int family, cnp.ndarray z, object v, object value, ob
                     raise
     finally:
         for k in range(len(held)):
-            release_python_state(preps[k], held[k])
+            (<Prep>preps[k]).engine_state.release_state(held[k])
         free(calls)
     return None

@@ -254,6 +254,8 @@ cdef class Engine:
     cdef object handed_over_because(self)
     cdef str work(self)
     cdef Engine answering(self)
+    cdef bint hold_state(self) except -1
+    cdef void release_state(self, bint held) noexcept
 
 
 cdef class Prep:

@@ -62,6 +62,7 @@ from cyad._threads cimport run_watched
 from cyad._dual import Dual as _DualType
 from cyad._wrapper import FunctionError, is_python_function
 from cyad._engines import engine_type
+from cyad import _engines
 from cyad._hints import not_scalar
 
 cnp.import_array()
@@ -361,6 +362,26 @@ cdef class Engine:
         run in parts, beside part 0, which warns)."""
         pass
 
+    cdef bint hold_state(self) except -1:
+        """Compare the Python state f reads now, for the calls that follow until
+        `release_state` (a run of calls, one operation): whether it held, so that they
+        skip the comparison (and so the GIL). An engine that compares none holds nothing."""
+        return False
+
+    cdef void release_state(self, bint held) noexcept:
+        pass
+
+    # What an engine can do, asked instead of its name (cyad/_engines.py):
+    # it records f on a tape and replays the tape
+    replays_tape = False
+    # a named one freezes the Python state f reads at the record
+    freezes_state = False
+
+    @property
+    def holds_gil(self):
+        """Whether its calls evaluate a Python f, holding the GIL for each evaluation."""
+        return self.is_python and not self.replays_tape
+
 
 # -- calls in parts (workers=) -------------------------------------------------------------
 
@@ -465,7 +486,7 @@ cdef class Prep:
         cdef Py_ssize_t results
         if isinstance(x, _DualType) or hasattr(type(x), "__cyad_value__"):
             raise _nested_error("x")
-        self.engine_made = "dual" if engine is None else engine
+        self.engine_made = _engines.FALLBACK if engine is None else engine
         self.engine_reason = "named with engine="
         self.two_argument = y is not None
         self.dtype = input_dtype(x)
@@ -808,12 +829,24 @@ cdef class Prep:
         return self.engine_state.answering().work()
 
     @property
+    def replays(self):
+        """Whether the engine that answers replays a recorded tape (rather than evaluate f)."""
+        return self.engine_state.answering().replays_tape
+
+    @property
+    def holds_gil(self):
+        """Whether a call evaluates a Python f, holding the GIL for each evaluation (its parts
+        at once would only take turns)."""
+        return self.engine_state.answering().holds_gil
+
+    @property
     def engine(self):
         """The engine that answers the prep's calls, "dual" or "tape": the one named, or
         the one cyad chose (`why_engine` says why). A tape chosen by default that handed f to
         the dual engine (an f it cannot trace, guards that keep failing, Python state too
         large to watch) says "dual" from then on."""
-        return "dual" if self.engine_state.handed_over_because() is not None else self.engine_made
+        return (_engines.FALLBACK if self.engine_state.handed_over_because() is not None
+                else self.engine_made)
 
     @property
     def why_engine(self):

@@ -283,7 +283,7 @@ def profile(operator: str | Callable[..., Any], f: Callable[..., Any] | Function
             return run(f, x, y=y, prep=prep, out=out)
     times, calls = time_samples(call, seconds)
     allocations = allocations_per_call(call)
-    replay = prep.engine == "tape"
+    replay = prep.replays
     return Profile(label or f"{operator} of {getattr(f, '__name__', type(f).__name__)}",
                    times, calls, allocations, 0 if replay else prep.evaluations, prep.chunk,
                    prep.width, "replay" if replay else "python" if prep.is_python else "c",

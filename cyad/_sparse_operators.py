@@ -191,10 +191,10 @@ def _watch(products_prep, make_watch, detect, pattern, recorded, given):
     trusted)."""
     if recorded is None:
         return None
-    if products_prep.engine == "tape":
+    if products_prep.replays:
         return _Watch(products_prep, None, detect, pattern, recorded, given)
     watch = make_watch()
-    if watch.prep.engine != "tape":
+    if not watch.prep.replays:
         return None    # f is a recorded function: its tape is frozen, as is its pattern
     return _Watch(watch.prep, watch, detect, pattern, recorded, given)
 

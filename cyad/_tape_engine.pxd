@@ -101,9 +101,3 @@ cdef class TapeEngine(Engine):
     cdef bint _by_rows(self, tape)
     cdef _reverse_lanes(self)
     cdef object _slot(self, Py_ssize_t offset, tuple shape)
-
-
-# f's Python state compared once for a run of calls (one operation), not before each:
-# whether it held, and the end of the run
-cdef bint hold_python_state(object prep) except -1
-cdef void release_python_state(object prep, bint held) noexcept

@@ -1,5 +1,5 @@
 # Type stubs of cyad/_tape_engine.pyx: the tape engine.
-from typing import Any, Callable, Final
+from typing import Any, Final
 
 from typing_extensions import disjoint_base
 
@@ -13,7 +13,6 @@ BY_ROWS_PYTHON: int
 HESSIAN_ALL_LANES: Final = 64
 HESSIAN_LANES: Final = 8
 REVERSE_LANE_NUMBERS: Final = 1024
-PREPARE: dict[Any, Callable[..., Any]]
 
 class TapeLimit(RuntimeError): ...
 class StateUnwatched(RuntimeError): ...

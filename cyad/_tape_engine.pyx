@@ -28,7 +28,7 @@ between calls) records f anew. Python state is seen only by a tape cyad chose by
 arrays among it join the captured ones) before every call and records f anew when it
 changed, or hands f to the dual engine where that state is too large to watch. A run of
 calls that is one operation (a block of cyad.at_points' rows) compares it once, at its
-start (`hold_python_state`): the comparison takes the GIL, which would otherwise
+start (`TapeEngine.hold_state`): the comparison takes the GIL, which would otherwise
 serialise threads that each run a block.
 
 Guards: when a guard of the tape fails (a branch of f, a mask, an order it read off the
@@ -101,18 +101,11 @@ from cyad._tape import warn_as_numpy
 from cyad import _tape_state
 from cyad._tape_state import PythonState
 from cyad._warnings import warn_once
+from cyad import _engines, _prep
 from cyad._tape_trace import trace
 from cyad._tape_transform import jvp, vjp
-import cyad._operators as _operators
 
 cnp.import_array()
-
-# the prepare_* of the families of reverse sweeps, which a tape hands to the dual engine
-# (a tape chosen by default when it cannot serve f; any, for a call whose partials are
-# not finite)
-PREPARE = {GRADIENT: _operators.prepare_gradient, PULLBACK: _operators.prepare_pullback,
-           HVP: _operators.prepare_hvp, HESSIAN: _operators.prepare_hessian,
-           JACOBIAN: _operators.prepare_jacobian}
 
 
 class TapeLimit(RuntimeError):
@@ -424,25 +417,6 @@ cdef bint state_changed(tape_prep* p) noexcept with gil:
     return False
 
 
-cdef bint hold_python_state(object prep) except -1:
-    """Compare f's Python state now, for the calls that follow until
-    `release_python_state`: when it is unchanged they skip the comparison (and so the GIL);
-    otherwise (or on a prep that makes no comparison) nothing changes. Whether it held."""
-    if not isinstance(prep, Prep) or not isinstance((<Prep>prep).engine_state, TapeEngine):
-        return False
-    cdef TapeEngine engine = <TapeEngine>(<Prep>prep).engine_state
-    if not engine.state.check_state or engine.python_state.changed():
-        return False
-    engine.state.check_state = False
-    return True
-
-
-cdef void release_python_state(object prep, bint held) noexcept:
-    # a record during the run (a guard failed) has set the comparison again already
-    if held:
-        (<TapeEngine>(<Prep>prep).engine_state).state.check_state = True
-
-
 cdef int run_delegate(tape_prep* p, const void* x, const void* const* tangents, void* y,
                       void* value, void* first, void** results) noexcept nogil:
     # the call on the dual engine's prep that a default tape handed f to
@@ -669,6 +643,9 @@ cdef bint captured_strided_changed(list pairs):
 cdef class TapeEngine(Engine):
     """The tape engine's state of one prep: f, its derivative tape's replay, the places."""
 
+    replays_tape = True
+    freezes_state = True
+
     def __cinit__(self):
         self.handle = &self.state.base
         self.entry_points = &ENTRY_POINTS
@@ -754,8 +731,11 @@ cdef class TapeEngine(Engine):
             args = (tangents if len(tangents) > 1 else tangents[0],)
         else:
             args = ()
-        prepare = PREPARE[self.state.family]
-        delegate = prepare(_callable(self.bound), xv, *args, y=yv, engine="dual")
+        # (a tape chosen by default that cannot serve f; any, for a call whose partials are
+        # not finite)
+        delegate = _prep.PREP_TYPES[self.state.family](_callable(self.bound), xv,
+                                                       args[0] if args else None, yv, None,
+                                                       _engines.FALLBACK)
         if self.out_shape is not None and delegate.out_shape is None:
             delegate.set_output(self.out_shape)
         return delegate
@@ -774,6 +754,19 @@ cdef class TapeEngine(Engine):
 
     cdef quiet(self):
         self.state.value_flags = 0
+
+    cdef bint hold_state(self) except -1:
+        # when f's Python state is unchanged, the calls that follow skip the comparison;
+        # otherwise (or on a prep that makes none) nothing changes
+        if not self.state.check_state or self.python_state.changed():
+            return False
+        self.state.check_state = False
+        return True
+
+    cdef void release_state(self, bint held) noexcept:
+        # a record during the run (a guard failed) has set the comparison again already
+        if held:
+            self.state.check_state = True
 
     cdef object python_error(self):
         cdef object error = self.error

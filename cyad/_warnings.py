@@ -56,12 +56,12 @@ def long_call(operator: str, evaluations: int, seconds: float, python: bool) -> 
     return text + "Fewer directions per call, or a C function (cyad.FunctionWrapper), cost less."
 
 
-def serial_workers(workers: int, operator: str, engine: str) -> str:
+def serial_workers(workers: int, operator: str, replays: bool) -> str:
     """The text of workers= that cannot run in parallel, and why."""
     text = f"cyad: workers={workers} runs this {operator} serially: "
     if operator in ("derivative", "second_derivative"):
         return text + "it has a single direction, nothing to split."
-    if engine == "tape":
+    if replays:
         return text + ("on the tape it is one reverse sweep, nothing to split (the replay "
                        "splits large elementwise work across cyad.set_threads threads).")
     return text + ("a Python f on the dual engine holds the GIL for every evaluation, so its "

@@ -13,7 +13,8 @@ Requires dask (``pip install cyad[dask]``).
 """
 import numpy as np
 
-from cyad._points import _Problem, _float_dtype, payload_of, run_task
+from cyad._points import _Problem, _float_dtype, run_task
+from cyad._prep_cache import payload_of
 
 __all__ = ["gradient", "hessian", "jacobian"]
 

@@ -53,7 +53,7 @@ import threading
 import numpy as np
 
 from cyad import _operators, _sparse_operators
-from cyad._engines import engine_type
+from cyad._engines import engine_type, freezes_state
 from cyad._sparsity import jacobian_sparsity
 from cyad._wrapper import FunctionWrapper
 
@@ -96,23 +96,25 @@ class _Arguments:
     prep anew when they are not those its prep was made with (`stale`).
     """
 
-    __slots__ = ("args", "t", "_recorded")
+    __slots__ = ("args", "t", "_recorded", "_frozen")
     # (a default tape records f anew when they change, every call of a solver that moves t
     # or rebuilds args, without warning of it: the solver's, not the user's, doing)
     __cyad_changes_per_call__ = True
 
-    def __init__(self):
+    def __init__(self, engine):
         self.args = ()
         self.t = 0.0
         self._recorded = None
+        # a prep of the named engine freezes the Python state f reads at the record
+        self._frozen = engine is not None and freezes_state(engine)
 
     def recorded(self):
         """The prep was made with the current arguments."""
         self._recorded = (self.t, self.args)
 
-    def stale(self, engine):
+    def stale(self):
         """A prep on a named tape was made with other arguments (or time) than these."""
-        if engine != "tape" or self._recorded is None:
+        if not self._frozen or self._recorded is None:
             return False
         t, args = self._recorded
         return (t != self.t or len(args) != len(self.args)
@@ -142,7 +144,7 @@ class _Adapter:
         self.engine = engine
         self.prep = None
         self._lock = threading.Lock()
-        self._state = state = _Arguments()
+        self._state = state = _Arguments(engine)
 
         def with_args(x):
             return fun(x, *state.args)
@@ -169,7 +171,7 @@ class _Adapter:
     def _current_prep(self, x, f, *prepare_args):
         """The prep for this call: made now on the first call, or anew where a named tape
         froze other arguments."""
-        if self.prep is None or self._state.stale(self.engine):
+        if self.prep is None or self._state.stale():
             self._prepare(x, f, *prepare_args)
             self._state.recorded()
         return self.prep
@@ -391,7 +393,7 @@ class _OdeJacobian:
         self.prep = None
         self._dydt = None
         self._lock = threading.Lock()     # one call at a time, as in _Adapter
-        self._state = state = _Arguments()
+        self._state = state = _Arguments(engine)
 
         def in_place_plain(dydt, y):
             fun(dydt, state.t, y)
@@ -438,7 +440,7 @@ class _OdeJacobian:
                 f = self._with_args
             else:
                 f = self._plain
-            if self.prep is None or state.stale(self.engine):
+            if self.prep is None or state.stale():
                 self._prepare(y, f)
                 state.recorded()
             prep = self.prep

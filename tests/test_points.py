@@ -190,18 +190,18 @@ def test_an_exception_in_f_propagates_with_the_point_and_later_calls_work(worker
 
 
 def test_a_python_f_on_the_dual_engine_runs_serially_on_one_prep():
-    from cyad import _points
+    from cyad import _prep_cache
 
     def f(x):
         return np.sum(np.tanh(x) * x)
     points = random_points(12, 4, seed=13)
     got = cyad.at_points(cyad.gradient, f, points, engine="dual", workers=3)
     same(got, cyad.at_points(cyad.gradient, f, points, engine="dual"))
-    preps = [p for key, entry in _points._cache.items() if key[1] == id(f) for p in entry[2]]
+    preps = [p for key, entry in _prep_cache.cache.items() if key[1] == id(f) for p in entry[2]]
     assert len(preps) == 1 and preps[0].engine == "dual"
     # a tape runs on threads, a prep each
     cyad.at_points(cyad.gradient, f, points, engine="tape", workers=3)
-    preps = [p for key, entry in _points._cache.items() if key[1] == id(f) for p in entry[2]]
+    preps = [p for key, entry in _prep_cache.cache.items() if key[1] == id(f) for p in entry[2]]
     assert len(preps) == 4
 
 
@@ -294,14 +294,14 @@ def test_a_map_that_drops_tasks_is_an_error():
 
 
 def test_threads_keep_their_preps_from_call_to_call():
-    from cyad import _points
+    from cyad import _prep_cache
 
     def f(x):
         return np.sum(np.cos(x) * x)
     points = random_points(10, 4, seed=12)
 
     def free(dtype="<f8"):
-        return {id(p) for key, entry in _points._cache.items()
+        return {id(p) for key, entry in _prep_cache.cache.items()
                 if key[1] == id(f) and key[-1] == dtype for p in entry[2]}
     first = cyad.at_points(cyad.gradient, f, points, workers=2)
     preps = free()
@@ -324,14 +324,14 @@ def test_the_default_tape_sees_python_state_changed_between_calls(workers):
     # a block compares f's Python state once, at its start, and leaves the prep comparing
     # it before every call again
     global SCALE
-    from cyad import _points
+    from cyad import _prep_cache
     points = random_points(8, 3, seed=13)
     try:
         for scale in (2.0, 5.0, 5.0, -1.5):
             SCALE = scale
             got = cyad.at_points(cyad.gradient, scaled, points, workers=workers)
             assert_allclose(got, 3 * scale * points ** 2, rtol=1e-14)
-        preps = [p for key, entry in _points._cache.items() if key[1] == id(scaled)
+        preps = [p for key, entry in _prep_cache.cache.items() if key[1] == id(scaled)
                  for p in entry[2]]
         assert preps
         SCALE = 7.0
@@ -344,13 +344,13 @@ def test_the_default_tape_sees_python_state_changed_between_calls(workers):
 
 def test_a_worker_process_keeps_its_prep():
     pytest.importorskip("cloudpickle")
-    from cyad import _points
+    from cyad import _prep_cache
     problem_points = random_points(6, 3, seed=11)
     with ThreadPoolExecutor(1) as pool:
         cyad.at_points(cyad.gradient, scalar, problem_points, workers=pool.map, tasks=3)
-        preps = {id(p) for entry in _points._cache.values() for p in entry[2]}
+        preps = {id(p) for entry in _prep_cache.cache.values() for p in entry[2]}
         cyad.at_points(cyad.gradient, scalar, problem_points, workers=pool.map, tasks=3)
-        again = {id(p) for entry in _points._cache.values() for p in entry[2]}
+        again = {id(p) for entry in _prep_cache.cache.values() for p in entry[2]}
     assert preps and preps == again
 
 
