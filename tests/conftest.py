@@ -93,13 +93,37 @@ def _load(name, folder):
     return module
 
 
-def _run(command, cwd, what):
+def _run(command, cwd, what, environment=None):
     # tools installed beside this Python (meson, ninja) are found even without an activated venv
     env = dict(os.environ, PATH=os.pathsep.join([os.path.dirname(sys.executable),
-                                                 os.environ.get("PATH", "")]))
+                                                 os.environ.get("PATH", "")]),
+               **(environment or {}))
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         pytest.fail(f"{what} failed:\n{done.stdout}\n{done.stderr}")
+
+
+def _built_once(tmp_path_factory, name, build):
+    """The folder `build(folder)` fills, built once for the whole run: pytest-xdist's
+    workers share it (the first builds it, holding a lock; the others wait and load it)."""
+    import fcntl
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent      # the run's folder, above each worker's own
+    folder = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / "built").touch()
+    return folder
+
+
+# The tests' own builds are unoptimised: they check what the code does, not how fast it runs.
+_UNOPTIMISED = {"CFLAGS": "-O0"}
 
 
 @pytest.fixture(scope="session")
@@ -108,20 +132,23 @@ def c_hooks(tmp_path_factory):
     import cyad
     import numpy
 
-    tmp = tmp_path_factory.mktemp("c_hooks")
-    shutil.copy(HERE / "c_hooks.pyx", tmp)
-    _run([sys.executable, "-c", _CYTHONIZE, "c_hooks", cyad.get_include(), numpy.get_include()],
-         tmp, "building c_hooks.pyx")
-    return _load("c_hooks", tmp)
+    def build(folder):
+        shutil.copy(HERE / "c_hooks.pyx", folder)
+        _run([sys.executable, "-c", _CYTHONIZE, "c_hooks", cyad.get_include(),
+              numpy.get_include()], folder, "building c_hooks.pyx", _UNOPTIMISED)
+
+    return _load("c_hooks", _built_once(tmp_path_factory, "c_hooks", build))
 
 
 @pytest.fixture(scope="session")
 def example(tmp_path_factory):
     """The user-style project examples/cython, built with its own meson.build."""
-    source = HERE.parent / "examples" / "cython"
-    tmp = tmp_path_factory.mktemp("example") / "cython"
-    shutil.copytree(source, tmp)
-    meson = [sys.executable, "-m", "mesonbuild.mesonmain"]
-    _run(meson + ["setup", "build"], tmp, "meson setup of the example")
-    _run(meson + ["compile", "-C", "build"], tmp, "building the example")
-    return _load("cyad_examples", tmp / "build")
+    def build(folder):
+        shutil.copytree(HERE.parent / "examples" / "cython", folder / "cython")
+        meson = [sys.executable, "-m", "mesonbuild.mesonmain"]
+        _run(meson + ["setup", "build", "-Doptimization=0"], folder / "cython",
+             "meson setup of the example")
+        _run(meson + ["compile", "-C", "build"], folder / "cython", "building the example")
+
+    folder = _built_once(tmp_path_factory, "example", build)
+    return _load("cyad_examples", folder / "cython" / "build")

@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import _CYTHONIZE, HERE, _load, _run
+from conftest import _CYTHONIZE, _UNOPTIMISED, HERE, _built_once, _load, _run
 from derivative_references import function_of, seeded
 from numpy.testing import assert_allclose, assert_array_equal
 from rosenbrock import rosenbrock, rosenbrock_gradient
@@ -828,11 +828,12 @@ def replay_hooks(tmp_path_factory):
     """tests/replay_hooks.pyx, compiled with cythonize against cyad.get_include()."""
     import cyad
 
-    tmp = tmp_path_factory.mktemp("replay_hooks")
-    shutil.copy(HERE / "replay_hooks.pyx", tmp)
-    _run([sys.executable, "-c", _CYTHONIZE, "replay_hooks", cyad.get_include(),
-          np.get_include()], tmp, "building replay_hooks.pyx")
-    return _load("replay_hooks", tmp)
+    def build(folder):
+        shutil.copy(HERE / "replay_hooks.pyx", folder)
+        _run([sys.executable, "-c", _CYTHONIZE, "replay_hooks", cyad.get_include(),
+              np.get_include()], folder, "building replay_hooks.pyx", _UNOPTIMISED)
+
+    return _load("replay_hooks", _built_once(tmp_path_factory, "replay_hooks", build))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
