@@ -21,7 +21,8 @@ def _allocations(fn, loops):
     it tracks, and a bound method for every call of a C method (to report it to the
     tracker); those records (native stack through call_trace /
     _PyFrame_GetFrameObject, or PyCMethod_New called by trace_call_function) are
-    the tracker's own and are left out.
+    the tracker's own and are left out, as are other threads' that happen to run
+    meanwhile: those counted run under this loop, or in cyad's helper threads.
     """
     import memray
 
@@ -33,24 +34,51 @@ def _allocations(fn, loops):
             for _ in itertools.repeat(None, loops):
                 fn()
         count = 0
-        # whether a native stack is the tracker's own, per stack (resolving one costs far
-        # more than counting: the loop repeats the same few stacks)
-        trackers = {}
+        # whether a stack's allocations count, per stack (resolving one costs far more than
+        # counting: the loop repeats the same few stacks)
+        counted = {}
         for record in memray.FileReader(path).get_allocation_records():
             if record.allocator in skipped:
                 continue
-            key = (record.native_stack_id, record.native_segment_generation)
-            if key not in trackers:
-                trackers[key] = _trackers_own([frame[0] for frame in record.native_stack_trace()])
-            if not trackers[key]:
+            key = (record.stack_id, record.native_stack_id, record.native_segment_generation)
+            if key not in counted:
+                counted[key] = _counted([frame[0] for frame in record.stack_trace()],
+                                        [frame[0] for frame in record.native_stack_trace()])
+            if counted[key]:
                 count += record.n_allocations
     return count
 
 
-def _trackers_own(stack):
-    return ("call_trace" in stack or "_PyFrame_GetFrameObject" in stack
-            or any(frame == "PyCMethod_New" and caller == "trace_call_function"
-                   for frame, caller in zip(stack, stack[1:])))
+def _counted(python, native):
+    # fn's own (its thread's: under this loop; cyad's helper threads running its parts), not
+    # the tracker's, nor another thread's that happens to run meanwhile (a library's
+    # background work)
+    if "call_trace" in native or "_PyFrame_GetFrameObject" in native:
+        return False
+    if any(frame == "PyCMethod_New" and caller == "trace_call_function"
+           for frame, caller in zip(native, native[1:])):
+        return False
+    return "_allocations" in python or "cyad_helper" in native
+
+
+# JAX keeps every function it compiled for the process's life (the references of thousands
+# of tests: gigabytes); past this resident size, its caches are emptied between tests (a
+# later test's references are compiled anew either way)
+_JAX_CACHE_LIMIT = 1 << 30
+
+
+def _resident_bytes():
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:     # not Linux: no limit
+        return 0
+
+
+def pytest_runtest_teardown(item, nextitem):
+    jax = sys.modules.get("jax")
+    if jax is not None and _resident_bytes() > _JAX_CACHE_LIMIT:
+        jax.clear_caches()
 
 
 @pytest.fixture

@@ -21,6 +21,10 @@ from scenarios import ENGINES
 import cyad
 from cyad._dual_functions import HANDLED_FUNCTIONS
 
+# one worker of a parallel run runs them all (pytest -n with --dist loadgroup), so that
+# their references, computed once per process, are computed once
+pytestmark = pytest.mark.xdist_group("test_primitives")
+
 
 class Scenario:
     def __init__(self, name, covers, n, program, scale=1.0, shift=0.0):

@@ -36,7 +36,8 @@ def jax_jacobian(program, x):
     key = (program.name, np.asarray(x, np.float64).tobytes())
     if key not in _JACOBIANS:
         f = vector_program(program, jnp)
-        _JACOBIANS[key] = np.asarray(jax.jacrev(f)(jnp.asarray(x, jnp.float64)))
+        # compiled as one (JAX compiles each primitive of an eager call on its own)
+        _JACOBIANS[key] = np.asarray(jax.jit(jax.jacrev(f))(jnp.asarray(x, jnp.float64)))
     return _JACOBIANS[key]
 
 

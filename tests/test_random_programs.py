@@ -57,6 +57,10 @@ from rule_domains import (
 import cyad
 from cyad._rule_table import APART
 
+# one worker of a parallel run runs them all (pytest -n with --dist loadgroup), so that
+# their references, computed once per process, are computed once
+pytestmark = pytest.mark.xdist_group("test_random_programs")
+
 N = 5
 FLOAT32_EVERY = 4     # every 4th program also in float32
 MAX_LENGTH = 8        # of a concatenation
