@@ -1,4 +1,5 @@
 """cyad.ipopt: IPOPT's callbacks against JAX's dense derivatives, and problems solved."""
+import functools
 import pathlib
 import subprocess
 import sys
@@ -86,18 +87,31 @@ PROBLEMS = {
 }
 
 
+@functools.cache
+def jitted_references(objective, constraints):
+    """One compiled function of (x, lagrange, obj_factor) -> JAX's dense gradient, Jacobian
+    and Lagrangian Hessian at x, for each problem (compiled once, shared by the engines)."""
+    f = lambda z: objective(z, jnp)  # noqa: E731
+
+    def derivatives(x, lagrange, obj_factor):
+        gradient = jax.grad(f)(x)
+        if constraints is None:
+            jacobian = jnp.zeros((0, x.size))
+            lagrangian = lambda z: obj_factor * f(z)  # noqa: E731
+        else:
+            c = lambda z: jnp.reshape(constraints(z, jnp), -1)  # noqa: E731
+            jacobian = jax.jacfwd(c)(x)
+            lagrangian = lambda z: obj_factor * f(z) + jnp.dot(lagrange, c(z))  # noqa: E731
+        return gradient, jacobian, jax.hessian(lagrangian)(x)
+    return jax.jit(derivatives)
+
+
 def references(objective, constraints, x, lagrange, obj_factor):
     """JAX's dense gradient, Jacobian and Lagrangian Hessian at x."""
-    f = lambda z: objective(z, jnp)  # noqa: E731
-    gradient = np.asarray(jax.grad(f)(x))
-    if constraints is None:
-        jacobian = np.zeros((0, x.size))
-        lagrangian = lambda z: obj_factor * f(z)  # noqa: E731
-    else:
-        c = lambda z: jnp.reshape(constraints(z, jnp), -1)  # noqa: E731
-        jacobian = np.asarray(jax.jacfwd(c)(x))
-        lagrangian = lambda z: obj_factor * f(z) + jnp.dot(lagrange, c(z))  # noqa: E731
-    return gradient, jacobian, np.asarray(jax.hessian(lagrangian)(x))
+    results = jitted_references(objective, constraints)(
+        jnp.asarray(x, jnp.float64), jnp.asarray(lagrange, jnp.float64),
+        jnp.asarray(obj_factor, jnp.float64))
+    return tuple(np.asarray(a) for a in results)
 
 
 def assert_sparse_equals_dense(rows, cols, values, dense, rtol=1e-12):

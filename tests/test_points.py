@@ -1,6 +1,7 @@
 """cyad.at_points: every operator at every row of a batch of points, serially, on threads and
 through map-likes (a thread pool, a process pool), against JAX (vmap of its derivatives) and
 analytic references; threads and maps bit for bit as the serial loop; faults."""
+import functools
 import multiprocessing
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -20,8 +21,10 @@ jnp = jax.numpy
 TOLERANCE = {np.float64: 1e-11, np.float32: 2e-4}
 
 
-def jax_references(name, f, points, v=None, args=()):
-    """The stacked results of operator `name` by JAX's vmap of its derivatives."""
+@functools.cache
+def jitted_references(name, f):
+    """One compiled function of (points, tangents, *args) -> the stacked results of operator
+    `name` by JAX's vmap of its derivatives (compiled once per operator and f)."""
     def at(x, *a):
         return f(x, *a, xp=jnp)
     grad, jac, hess = jax.grad(at), jax.jacfwd(at), jax.hessian(at)
@@ -31,14 +34,33 @@ def jax_references(name, f, points, v=None, args=()):
     batched = {"gradient": (grad,), "value_and_gradient": (at, grad), "jacobian": (jac,),
                "value_and_jacobian": (at, jac), "hessian": (hess,),
                "value_gradient_and_hessian": (at, grad, hess)}
-    pts = jnp.asarray(points, dtype=jnp.float64)
-    a64 = [jnp.asarray(a, dtype=jnp.float64) for a in args]
+
+    def references(pts, t, *a64):
+        if name in ("hvp", "gradient_and_hvp"):
+            h = jax.vmap(hvp)(pts, t, *a64)
+            return (h,) if name == "hvp" else (jax.vmap(grad)(pts, *a64), h)
+        return tuple(jax.vmap(g)(pts, *a64) for g in batched[name])
+    return jax.jit(references)
+
+
+_REFERENCES = {}
+
+
+def jax_references(name, f, points, v=None, args=()):
+    """The stacked results of operator `name` by JAX's vmap of its derivatives (computed
+    once for each operator, f and inputs: the engines and workers share them)."""
+    key = (name, f) + tuple((a.dtype.str, a.shape, a.tobytes())
+                            for a in map(np.asarray, (points, *args)))
     if name in ("hvp", "gradient_and_hvp"):
-        t = jnp.asarray(v, dtype=jnp.float64)
-        h = np.asarray(jax.vmap(hvp)(pts, t, *a64))
-        return h if name == "hvp" else (np.asarray(jax.vmap(grad)(pts, *a64)), h)
-    results = tuple(np.asarray(jax.vmap(g)(pts, *a64)) for g in batched[name])
-    return results[0] if len(results) == 1 else results
+        key += ((np.asarray(v).dtype.str, np.shape(v), np.asarray(v).tobytes()),)
+    if key not in _REFERENCES:
+        pts = jnp.asarray(points, dtype=jnp.float64)
+        a64 = [jnp.asarray(a, dtype=jnp.float64) for a in args]
+        t = (jnp.asarray(v, dtype=jnp.float64) if name in ("hvp", "gradient_and_hvp")
+             else None)
+        results = tuple(np.asarray(r) for r in jitted_references(name, f)(pts, t, *a64))
+        _REFERENCES[key] = results[0] if len(results) == 1 else results
+    return _REFERENCES[key]
 
 
 def compare(got, want, dtype):
@@ -120,8 +142,9 @@ def test_per_point_arguments_of_a_jacobian_and_matrix_points():
     got = cyad.at_points(cyad.value_and_jacobian, f, points, args=(a,), workers=2)
     value, jacobian = got
     assert value.shape == (6, 3) and jacobian.shape == (6, 3, 3, 2)
+    reference = jax.jit(jax.jacfwd(lambda x, ai: f(x, ai, xp=jnp)))
     for i in range(6):
-        want = jax.jacfwd(lambda x, ai=a[i]: f(x, jnp.asarray(ai), xp=jnp))(jnp.asarray(points[i]))
+        want = reference(jnp.asarray(points[i]), jnp.asarray(a[i]))
         assert_allclose(jacobian[i], np.asarray(want), rtol=1e-12, atol=1e-13)
         assert_allclose(value[i], f(points[i], a[i]), rtol=1e-14)
 

@@ -4,6 +4,8 @@ The functions are written once over an array namespace (NumPy or jax.numpy) so t
 jacfwd and hessian give the references; the solvers' runs are compared with runs on cyad's
 dense derivatives (tested against references of their own in test_scipy.py).
 """
+import functools
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -22,12 +24,23 @@ jnp = jax.numpy
 TOLERANCE = dict(rtol=1e-12, atol=1e-12)
 
 
+TRANSFORMS = {"gradient": jax.grad, "jacobian": jax.jacfwd, "hessian": jax.hessian,
+              "second": lambda g: jax.jacfwd(jax.jacfwd(g))}
+
+
+@functools.cache
+def jitted(transform, f):
+    """JAX's `transform` of f(z, *args, xp=jnp) in z, as one compiled function of (x, *args):
+    compiled once for each f, its args traced."""
+    return jax.jit(lambda x, *args: TRANSFORMS[transform](lambda z: f(z, *args, xp=jnp))(x))
+
+
 def jax_jacobian(f, x, *args):
-    return np.asarray(jax.jacfwd(lambda z: f(z, *args, xp=jnp))(jnp.asarray(x)))
+    return np.asarray(jitted("jacobian", f)(jnp.asarray(x), *args))
 
 
 def jax_hessian(f, x, *args):
-    return np.asarray(jax.hessian(lambda z: f(z, *args, xp=jnp))(jnp.asarray(x)))
+    return np.asarray(jitted("hessian", f)(jnp.asarray(x), *args))
 
 
 # -- functions over an array namespace ------------------------------------------------------
@@ -81,6 +94,11 @@ def decay_chain(t, y, k, xp=np):
     """A time-dependent right-hand side whose Jacobian depends on t: bidiagonal."""
     rate = k * (1.0 + xp.sin(t) ** 2)
     return xp.concatenate([-rate * y[:1] ** 2, rate * (y[:-1] ** 2 - y[1:] ** 2)])
+
+
+def decay_chain_of_y(y, t, k, xp=np):
+    """decay_chain with y first (JAX's references: t and k traced arguments)."""
+    return decay_chain(t, y, k, xp=xp)
 
 
 def decay_chain_in_place(dydt, t, y, k):
@@ -150,7 +168,7 @@ def test_sparse_ode_jacobian_against_jax(in_place):
         y = rng.uniform(0.1, 1.0, 25)
         J = jac(t, y, 1.5)
         assert isinstance(J, scipy.sparse.csc_array) and J.dtype == np.float64
-        reference = jax_jacobian(lambda z, xp, t=t: decay_chain(t, z, 1.5, xp=xp), y)
+        reference = jax_jacobian(decay_chain_of_y, y, t, 1.5)
         assert_allclose(J.toarray(), reference, **TOLERANCE)
     assert jac.prep.n_colors == 2 and jac.prep.sparsity.nnz == 2 * 25 - 1
     assert "sparse ode_jacobian" in repr(jac)
@@ -367,7 +385,7 @@ def test_constraint_hessian_against_jax(sparse):
         H = hess(x, v)
         H = H.toarray() if sparse else H
         reference = np.einsum("i,ijk->jk", v, np.asarray(
-            jax.jacfwd(jax.jacfwd(lambda z: constraints(z, xp=jnp)))(jnp.asarray(x))))
+            jitted("second", constraints)(jnp.asarray(x))))
         assert_allclose(H, reference, **TOLERANCE)
     if sparse:
         assert isinstance(hess(x, v), scipy.sparse.csr_array)
@@ -393,12 +411,15 @@ def test_trust_constr_with_the_constraint_hessian():
                         hess=hessian, constraints=[constraint],
                         options={"gtol": 1e-9, "xtol": 1e-12})
 
+    def weighted_pairs(x, v, xp=np):
+        return xp.sum(v * pairs(x, xp=xp))
+
     def jax_lagrangian_hessian(x, v):
-        return np.asarray(jax.hessian(lambda z: jnp.sum(v * pairs(z, xp=jnp)))(jnp.asarray(x)))
+        return jax_hessian(weighted_pairs, x, jnp.asarray(v))
 
     # the same algorithm on JAX's dense derivatives: the same iterations (the solution is
     # weakly determined along the active constraints: rounding moves it by about 1e-6)
-    reference = run(lambda x: np.asarray(jax.grad(lambda z: objective(z, xp=jnp))(x)),
+    reference = run(lambda x: np.asarray(jitted("gradient", objective)(jnp.asarray(x))),
                     lambda x: jax_hessian(objective, x),
                     lambda x: jax_jacobian(pairs, x), jax_lagrangian_hessian)
     sparse = run(cs.gradient(objective), cs.hessian(objective, sparse=True),

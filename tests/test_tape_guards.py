@@ -161,21 +161,27 @@ FLIPPED = np.array([-0.75, 1.3125, 0.25, 2.875, 0.8125])
 DIRECTION = np.array([1.0, -0.5, 0.25, 2.0, -1.0])
 
 
+_REFERENCES = {}
+
+
 def _reference(reference, family, point):
-    """The family's derivative of reference at point, by JAX (float64), or None without JAX."""
+    """The family's derivative of reference at point, by JAX (float64), or None without JAX:
+    all families at once, one compiled function for each reference and point (the families
+    and dtypes share it)."""
     if jax is None:
         return None
     p = np.asarray(point, np.float64)
+    key = (reference, p.tobytes())
+    if key not in _REFERENCES:
+        def f(x):
+            return reference(jnp, x, p)
 
-    def f(x):
-        return reference(jnp, x, p)
-
-    if family == "gradient":
-        return jax.grad(f)(p)
-    if family == "jacobian":
-        return jax.jacobian(lambda x: f(x) * x)(p)
-    hessian = jax.hessian(f)(p)
-    return hessian @ DIRECTION if family == "hvp" else hessian
+        def derivatives(x):
+            hessian = jax.hessian(f)(x)
+            return {"gradient": jax.grad(f)(x), "jacobian": jax.jacobian(lambda x: f(x) * x)(x),
+                    "hvp": hessian @ DIRECTION, "hessian": hessian}
+        _REFERENCES[key] = {name: np.asarray(a) for name, a in jax.jit(derivatives)(p).items()}
+    return _REFERENCES[key][family]
 
 
 def prepared(family, f, x, dtype):
