@@ -71,6 +71,20 @@ def _jax_warp(x, y, flip, scale=1.0):
 
 Z = np.concatenate([X, Y])
 JAX_F = jax.jit(lambda z: _program(jnp, z, _jax_warp))
+_REFERENCES = {}
+
+
+def _reference(name, function, *args):
+    """jax.jit(function)(*args): a reference compiled as one function and computed once per
+    name and arguments, for every engine and dtype that checks against it."""
+    key = (name, *((np.shape(a), np.result_type(a).str, np.asarray(a).tobytes()) for a in args))
+    if key not in _REFERENCES:
+        _REFERENCES[key] = jax.jit(function)(*args)
+    return _REFERENCES[key]
+
+
+def _jax_f_gradient_and_hessian():
+    return _reference("JAX_F", lambda z: (jax.grad(JAX_F)(z), jax.hessian(JAX_F)(z)), Z)
 
 
 def _f(z):
@@ -81,14 +95,15 @@ def _f(z):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_gradient_and_hessian_match_jax(engine, dtype):
     z = Z.astype(dtype)
+    expected_gradient, expected_hessian = _jax_f_gradient_and_hessian()
     value, gradient = cyad.value_and_gradient(_f, z, engine=engine)
     _close(value, JAX_F(Z), dtype)
-    _close(gradient, jax.grad(JAX_F)(Z), dtype)
-    _close(cyad.hessian(_f, z, engine=engine), jax.hessian(JAX_F)(Z), dtype)
+    _close(gradient, expected_gradient, dtype)
+    _close(cyad.hessian(_f, z, engine=engine), expected_hessian, dtype)
     v = np.linspace(-1.0, 1.0, 8).astype(dtype)
-    _close(cyad.hvp(_f, z, v, engine=engine), jax.hessian(JAX_F)(Z) @ v, dtype)
+    _close(cyad.hvp(_f, z, v, engine=engine), expected_hessian @ v, dtype)
     _close(cyad.second_derivative(lambda s: _f(z + s * v), dtype(0.0), engine=engine),
-           v @ jax.hessian(JAX_F)(Z) @ v, dtype)
+           v @ expected_hessian @ v, dtype)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -96,7 +111,8 @@ def test_jacobian_of_a_vector_function(engine):
     def g(z):
         return warp(z[:4], z[4:], True, scale=2.0)
 
-    expected = jax.jacfwd(lambda z: _jax_warp(z[:4], z[4:], True, 2.0))(Z)
+    expected = _reference("warp-jacobian",
+                          jax.jacfwd(lambda z: _jax_warp(z[:4], z[4:], True, 2.0)), Z)
     _close(cyad.jacobian(g, Z, engine=engine), expected, np.float64)
 
 
@@ -106,7 +122,7 @@ def test_nested_derivative():
     def inner(s):
         return cyad.derivative(lambda t: _f(Z + s * u + t * v), 0.0)
 
-    _close(cyad.derivative(inner, 0.0), u @ jax.hessian(JAX_F)(Z) @ v, np.float64)
+    _close(cyad.derivative(inner, 0.0), u @ _jax_f_gradient_and_hessian()[1] @ v, np.float64)
 
 
 def test_plain_call_is_the_function_itself():
@@ -126,8 +142,8 @@ def test_in_place_function_writing_its_output(engine):
         w = _jax_warp(x, x, False)
         return _jax_warp(w, x, True)
 
-    _close(cyad.jacobian(f, X, y=np.zeros(4), engine=engine), jax.jacfwd(reference)(X),
-           np.float64)
+    _close(cyad.jacobian(f, X, y=np.zeros(4), engine=engine),
+           _reference("in-place-jacobian", jax.jacfwd(reference), X), np.float64)
 
 
 # -- lanes=True: every direction at once ------------------------------------------------------
@@ -164,9 +180,11 @@ def test_lanes_rule(engine, dtype):
         m = a.reshape(3, 3)
         return jnp.sum(jnp.tanh(m @ m @ m))
 
+    gradient, hessian = _reference(
+        "matrix-cube", lambda a: (jax.grad(reference)(a), jax.hessian(reference)(a)), a0)
     a = a0.astype(dtype)
-    _close(cyad.gradient(f, a, engine=engine), jax.grad(reference)(a0), dtype)
-    _close(cyad.hessian(f, a, engine=engine), jax.hessian(reference)(a0), dtype)
+    _close(cyad.gradient(f, a, engine=engine), gradient, dtype)
+    _close(cyad.hessian(f, a, engine=engine), hessian, dtype)
 
 
 # -- several outputs -------------------------------------------------------------------------
@@ -203,8 +221,10 @@ def test_several_outputs(engine):
         r, t = jnp.hypot(z[:4], z[4:]), jnp.arctan2(z[4:], z[:4])
         return jnp.sum(r * jnp.sin(t) + t * t)
 
-    _close(cyad.gradient(f, Z, engine=engine), jax.grad(reference)(Z), np.float64)
-    _close(cyad.hessian(f, Z, engine=engine), jax.hessian(reference)(Z), np.float64)
+    gradient, hessian = _reference(
+        "polar", lambda z: (jax.grad(reference)(z), jax.hessian(reference)(z)), Z)
+    _close(cyad.gradient(f, Z, engine=engine), gradient, np.float64)
+    _close(cyad.hessian(f, Z, engine=engine), hessian, np.float64)
 
 
 # -- *args operands ----------------------------------------------------------------------------
@@ -238,8 +258,10 @@ def test_varargs_operands(engine):
     def reference(z):
         return jnp.sum(z[:4] * jnp.sin(z[4:]) * (z[:4] + 1.0))
 
-    _close(cyad.gradient(f, Z, engine=engine), jax.grad(reference)(Z), np.float64)
-    _close(cyad.hessian(f, Z, engine=engine), jax.hessian(reference)(Z), np.float64)
+    gradient, hessian = _reference(
+        "product", lambda z: (jax.grad(reference)(z), jax.hessian(reference)(z)), Z)
+    _close(cyad.gradient(f, Z, engine=engine), gradient, np.float64)
+    _close(cyad.hessian(f, Z, engine=engine), hessian, np.float64)
 
 
 # -- order=1: rules of plain NumPy, first order only -------------------------------------------
@@ -269,11 +291,12 @@ def _softplus_program(xp, z, function):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_first_order_rules(engine, dtype):
     z = Z.astype(dtype)
-    f = jax.jit(lambda z: _softplus_program(jnp, z, jax.nn.softplus))
+    gradient, jacobian = _reference("softplus", lambda z: (
+        jax.grad(lambda z: _softplus_program(jnp, z, jax.nn.softplus))(z),
+        jax.jacfwd(lambda z: jax.nn.softplus(z * z))(z)), Z)
     _close(cyad.gradient(lambda z: _softplus_program(np, z, softplus), z, engine=engine),
-           jax.grad(f)(Z), dtype)
-    _close(cyad.jacobian(lambda z: softplus(z * z), z, engine=engine),
-           jax.jacfwd(lambda z: jax.nn.softplus(z * z))(Z), dtype)
+           gradient, dtype)
+    _close(cyad.jacobian(lambda z: softplus(z * z), z, engine=engine), jacobian, dtype)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -328,9 +351,10 @@ def test_c_function_with_c_derivative(engine):
     def reference(z):
         return jnp.sum(jnp.sin(z * z) * z)
 
-    _close(cyad.gradient(f, Z, engine=engine), jax.grad(reference)(Z), np.float64)
-    _close(cyad.jacobian(lambda z: c_sin(z) * z, Z, engine=engine),
-           jax.jacfwd(lambda z: jnp.sin(z) * z)(Z), np.float64)
+    gradient, jacobian = _reference("c_sin", lambda z: (
+        jax.grad(reference)(z), jax.jacfwd(lambda z: jnp.sin(z) * z)(z)), Z)
+    _close(cyad.gradient(f, Z, engine=engine), gradient, np.float64)
+    _close(cyad.jacobian(lambda z: c_sin(z) * z, Z, engine=engine), jacobian, np.float64)
     with pytest.raises(TypeError, match="c_sin is declared first order"):
         cyad.hessian(f, Z, engine=engine)
 
@@ -455,8 +479,9 @@ def test_threads_define_and_use_their_own_functions():
     for t in threads:
         t.join()
     assert not errors
+    warp_gradient = jax.jit(jax.grad(lambda x: jnp.sum(_jax_warp(x, x, False))))(X)
     for k, found in results.items():
-        expected = 2 * k * X + jax.grad(lambda x: jnp.sum(_jax_warp(x, x, False)))(X)
+        expected = 2 * k * X + warp_gradient
         for gradient in found:
             _close(gradient, expected, np.float64)
 
@@ -481,20 +506,26 @@ def _jax_unrolled_loss(w, theta, steps=200):
     return jnp.sum(z ** 2) + theta @ z
 
 
+def _jax_unrolled_gradient_and_hessian(w, theta):
+    def derivatives(w, t):
+        def loss(t):
+            return _jax_unrolled_loss(w, t)
+        return jax.grad(loss)(t), jax.hessian(loss)(t)
+    return _reference("unrolled-loss", derivatives, w, theta)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_implicit_differentiation_of_root(implicit_root, engine):
     theta = np.linspace(-1.0, 1.0, implicit_root.N)
-    f = jax.jit(lambda t: _jax_unrolled_loss(implicit_root.W, t))
-    _close(cyad.gradient(implicit_root.loss, theta, engine=engine), jax.grad(f)(theta),
-           np.float64)
-    _close(cyad.hessian(implicit_root.loss, theta, engine=engine), jax.hessian(f)(theta),
-           np.float64)
+    gradient, hessian = _jax_unrolled_gradient_and_hessian(implicit_root.W, theta)
+    _close(cyad.gradient(implicit_root.loss, theta, engine=engine), gradient, np.float64)
+    _close(cyad.hessian(implicit_root.loss, theta, engine=engine), hessian, np.float64)
 
 
 def test_implicit_differentiation_of_root_nested(implicit_root):
     theta = np.linspace(-1.0, 1.0, implicit_root.N)
     u, v = np.cos(np.arange(6.0)), np.sin(np.arange(6.0) + 1.0)
-    hessian = jax.hessian(lambda t: _jax_unrolled_loss(implicit_root.W, t))(theta)
+    hessian = _jax_unrolled_gradient_and_hessian(implicit_root.W, theta)[1]
 
     def inner(s):
         return cyad.derivative(lambda t: implicit_root.loss(theta + s * u + t * v), 0.0)
@@ -576,12 +607,16 @@ def test_random_programs_use_every_operation():
 @pytest.mark.parametrize("seed", range(8))
 def test_random_programs(seed, engine):
     program, _ = _random_program(seed)
-    reference = jax.jit(lambda z: program(z, True))
+
+    def reference(z):
+        return program(z, True)
+
     z = 0.5 * Z
-    _close(cyad.gradient(lambda z: program(z, False), z, engine=engine), jax.grad(reference)(z),
-           np.float64)
-    _close(cyad.hessian(lambda z: program(z, False), z, engine=engine),
-           jax.hessian(reference)(z), np.float64)
+    gradient, hessian = _reference(
+        f"random-program-{seed}", lambda z: (jax.grad(reference)(z), jax.hessian(reference)(z)),
+        z)
+    _close(cyad.gradient(lambda z: program(z, False), z, engine=engine), gradient, np.float64)
+    _close(cyad.hessian(lambda z: program(z, False), z, engine=engine), hessian, np.float64)
 
 
 # -- rules checked where they are declared ----------------------------------------------------

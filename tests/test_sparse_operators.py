@@ -1,4 +1,6 @@
 """Sparse Jacobians and Hessians from compressed products, against dense cyad and JAX."""
+import functools
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -48,8 +50,29 @@ def rosenbrock(x, xp=np):
     return xp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
 
 
-def jax_jacobian(f, x):
-    return np.asarray(jax.jacfwd(lambda z: f(z, jnp))(jnp.asarray(x)))
+def _gradient_and_hessian(f):
+    return lambda z: (jax.grad(f)(z), jax.hessian(f)(z))
+
+
+@functools.cache
+def _compiled(transform, f):
+    """JAX's transform of f(z, jnp), compiled once per f (and shape of z)."""
+    return jax.jit(transform(lambda z: f(z, jnp)))
+
+
+def jax_jacobian(f, x, jit=True):
+    """JAX's Jacobian of f(z, jnp) at x; eager (jit=False) for an f that branches on z."""
+    if not jit:
+        return np.asarray(jax.jacfwd(lambda z: f(z, jnp))(jnp.asarray(x)))
+    return np.asarray(_compiled(jax.jacfwd, f)(jnp.asarray(x)))
+
+
+def jax_hessian(f, x):
+    return _compiled(jax.hessian, f)(jnp.asarray(x))
+
+
+def jax_gradient_and_hessian(f, x):
+    return _compiled(_gradient_and_hessian, f)(jnp.asarray(x))
 
 
 def assert_matches(result, expected, rtol=1e-13):
@@ -121,8 +144,7 @@ def test_float32():
     assert_matches(result, jax_jacobian(broyden, x.astype(np.float64)), rtol=1e-6)
     hessian = cyad.sparse_hessian(rosenbrock, x)
     assert hessian.dtype == np.float32
-    assert_matches(hessian, jax.hessian(lambda z: rosenbrock(z, jnp))(x.astype(np.float64)),
-                   rtol=1e-5)
+    assert_matches(hessian, jax_hessian(rosenbrock, x.astype(np.float64)), rtol=1e-5)
 
 
 @pytest.mark.parametrize("format", ["csr", "csc", "coo"])
@@ -210,12 +232,12 @@ def test_rosenbrock_hessian_in_three_colors():
     prep = cyad.prepare_sparse_hessian(rosenbrock, x)
     assert prep.coloring == "star" and prep.n_colors <= 3
     assert len(prep.colors) == 200 and prep.colors.max() + 1 == prep.n_colors
-    reference = jax.hessian(lambda z: rosenbrock(z, jnp))(x)
+    gradient_reference, reference = jax_gradient_and_hessian(rosenbrock, x)
     assert_matches(cyad.sparse_hessian(rosenbrock, x, prep=prep), reference)
     assert_matches(cyad.sparse_hessian(rosenbrock, x, engine="dual"), cyad.hessian(rosenbrock, x))
     value, gradient, hessian = cyad.value_gradient_and_sparse_hessian(rosenbrock, x, prep=prep)
     assert value == pytest.approx(float(rosenbrock(x)), rel=1e-14)
-    assert_allclose(gradient, jax.grad(lambda z: rosenbrock(z, jnp))(x), rtol=1e-13)
+    assert_allclose(gradient, gradient_reference, rtol=1e-13)
     assert_matches(hessian, reference)
 
 
@@ -309,15 +331,15 @@ def test_random_sparse_programs(seed):
     def g(z, xp=np):
         return xp.sum(xp.cos(m_matrix @ z)) + (n_matrix @ z) @ z
 
-    expected = jax_jacobian(f, x)
+    expected, hessian = (np.asarray(r) for r in jax.jit(lambda z: (
+        jax.jacfwd(lambda t: f(t, jnp))(z), jax.hessian(lambda t: g(t, jnp))(z)))(x))
     for coloring in ("auto", "column", "row", "bidirectional"):
         format = ("csr", "csc", "coo")[int(rng.integers(3))]
         prep = cyad.prepare_sparse_jacobian(f, x, coloring=coloring, format=format)
         assert prep.n_colors <= n
         assert_matches(cyad.sparse_jacobian(f, x, prep=prep), expected)
     hessian_prep = cyad.prepare_sparse_hessian(g, x)
-    assert_matches(cyad.sparse_hessian(g, x, prep=hessian_prep),
-                   jax.hessian(lambda z: g(z, jnp))(x))
+    assert_matches(cyad.sparse_hessian(g, x, prep=hessian_prep), hessian)
 
 
 def test_hessian_given_sparsity_equals_detected():
@@ -351,6 +373,12 @@ def recurrence(x):
     return y * jnp.cos(y)
 
 
+@functools.cache
+def _recurrence_jacobian_and_value():
+    """JAX's Jacobian of recurrence and its value, compiled once."""
+    return jax.jit(lambda x: (jax.jacfwd(recurrence)(x), recurrence(x)))
+
+
 @pytest.mark.parametrize("coloring", ["auto", "column", "row", "bidirectional"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_f_of_y_reading_y_and_y_sharing_x(coloring, dtype):
@@ -358,8 +386,7 @@ def test_f_of_y_reading_y_and_y_sharing_x(coloring, dtype):
     Jacobian of the map from x as the call found it; y holds f's value after it."""
     rtol = 1e-13 if dtype == np.float64 else 2e-5
     x0 = RNG.uniform(-1.0, 1.0, 12)
-    expected = np.asarray(jax.jacfwd(recurrence)(x0))
-    value = np.asarray(recurrence(x0))
+    expected, value = (np.asarray(r) for r in _recurrence_jacobian_and_value()(x0))
     x = x0.astype(dtype)
     y = np.zeros_like(x)
     prep = cyad.prepare_sparse_jacobian(recurrence_into, x, y=y, coloring=coloring)
@@ -415,7 +442,8 @@ def in_place_program(x, xp=np):
 def test_hessian_through_in_place_operators(engine, dtype):
     rtol = 1e-12 if dtype == np.float64 else 1e-4
     x0 = RNG.uniform(-1.0, 1.0, 15)
-    expected = np.asarray(jax.hessian(lambda z: in_place_program(z, jnp))(x0))
+    gradient_reference, expected = jax_gradient_and_hessian(in_place_program, x0)
+    expected = np.asarray(expected)
     x = x0.astype(dtype)
     prep = cyad.prepare_sparse_hessian(in_place_program, x, engine=engine)
     assert prep.n_colors < x.size
@@ -424,9 +452,12 @@ def test_hessian_through_in_place_operators(engine, dtype):
     assert_matches(hessian, expected, rtol)
     value, gradient, again = cyad.value_gradient_and_sparse_hessian(in_place_program, x,
                                                                     prep=prep)
-    assert_allclose(gradient, jax.grad(lambda z: in_place_program(z, jnp))(x0), rtol=rtol,
-                    atol=rtol)
+    assert_allclose(gradient, gradient_reference, rtol=rtol, atol=rtol)
     assert_array_equal(again.toarray(), hessian.toarray())
+
+
+def energy(u, xp=np):
+    return xp.sum(laplacian(u, xp) * u) + xp.sum(xp.sin(u))
 
 
 @pytest.mark.parametrize("format", ["csr", "csc", "coo"])
@@ -442,19 +473,16 @@ def test_acyclic_hessians_by_substitution(format, dtype):
     out = prep.new_result()
     assert cyad.sparse_hessian(rosenbrock, x, prep=prep, out=out) is out
     assert out.format == format and out.dtype == dtype
-    assert_matches(out, jax.hessian(lambda z: rosenbrock(z, jnp))(x0), rtol)
+    assert_matches(out, jax_hessian(rosenbrock, x0), rtol)
     value, gradient, again = cyad.value_gradient_and_sparse_hessian(rosenbrock, x, prep=prep)
     assert_array_equal(again.toarray(), out.toarray())
-
-    def energy(u, xp=np):
-        return xp.sum(laplacian(u, xp) * u) + xp.sum(xp.sin(u))
 
     u0 = RNG.uniform(-1.0, 1.0, (8, 8))
     stencil = cyad.prepare_sparse_hessian(energy, u0.astype(dtype), coloring="acyclic",
                                           format=format)
     assert stencil.n_colors <= 4 < cyad.prepare_sparse_hessian(energy, u0).n_colors
     assert_matches(cyad.sparse_hessian(energy, u0.astype(dtype), prep=stencil),
-                   jax.hessian(lambda z: energy(z, jnp))(u0).reshape(64, 64), rtol)
+                   jax_hessian(energy, u0).reshape(64, 64), rtol)
     with pytest.raises(ValueError, match="coloring is one of"):
         cyad.prepare_sparse_hessian(rosenbrock, x, coloring="column")
 
@@ -501,13 +529,13 @@ def test_a_branch_inside_the_pattern_is_followed(engine):
     prep = cyad.prepare_sparse_jacobian(same_pattern_branches, x, engine=engine)
     for point in (x, -x, x, -x):            # every call after a flip checks the pattern
         assert_matches(cyad.sparse_jacobian(same_pattern_branches, point, prep=prep),
-                       jax_jacobian(same_pattern_branches, point))
+                       jax_jacobian(same_pattern_branches, point, jit=False))
     # a given pattern holding both branches serves both
     both = cyad.jacobian_sparsity(branching, x) + cyad.jacobian_sparsity(branching, -x)
     prep = cyad.prepare_sparse_jacobian(branching, x, sparsity=both, engine=engine)
     for point in (x, -x, x):
         assert_matches(cyad.sparse_jacobian(branching, point, prep=prep),
-                       jax_jacobian(branching, point))
+                       jax_jacobian(branching, point, jit=False))
     hessian_both = (cyad.hessian_sparsity(scalar_branching, x)
                     + cyad.hessian_sparsity(scalar_branching, -x))
     hessian_prep = cyad.prepare_sparse_hessian(scalar_branching, x, sparsity=hessian_both,
@@ -546,12 +574,12 @@ def test_branches_that_keep_changing():
         for flip in range(20):
             point = x if flip % 2 else -x
             assert_matches(cyad.sparse_jacobian(branching, point, prep=given),
-                           jax_jacobian(branching, point))
+                           jax_jacobian(branching, point, jit=False))
             cyad.sparse_jacobian(same_pattern_branches, point, prep=detected)
     assert flip > 6
     for point in (x, -x):                    # the given one goes on
         assert_matches(cyad.sparse_jacobian(branching, point, prep=given),
-                       jax_jacobian(branching, point))
+                       jax_jacobian(branching, point, jit=False))
 
 
 def test_new_numbers_in_the_same_program_need_no_detection(monkeypatch):

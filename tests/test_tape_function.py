@@ -33,8 +33,30 @@ def vector_valued(program, xp):
     return g
 
 
+_COMPILED = {}
+_REFERENCES = {}
+
+
+def compiled(name, program, make):
+    """jax.jit(make(program)): a reference compiled once per name and program."""
+    key = (name, program.name)
+    if key not in _COMPILED:
+        _COMPILED[key] = jax.jit(make(program))
+    return _COMPILED[key]
+
+
+def reference(name, program, make, *args):
+    """compiled(name, program, make)(*args) in float64, computed once per point: the
+    references are shared by the engines, widths and dtypes that check against them."""
+    args = tuple(np.asarray(a, np.float64) for a in args)
+    key = (name, program.name, *((a.shape, a.tobytes()) for a in args))
+    if key not in _REFERENCES:
+        _REFERENCES[key] = jax.tree.map(np.asarray, compiled(name, program, make)(*args))
+    return _REFERENCES[key]
+
+
 def reference_jacobian(program, x):
-    return np.asarray(jax.jacfwd(vector_valued(program, jnp))(jnp.asarray(x, np.float64)))
+    return reference("jacobian", program, lambda p: jax.jacfwd(vector_valued(p, jnp)), x)
 
 
 def recorded(program, dtype):
@@ -73,18 +95,27 @@ def test_jacobian_through_the_dual_engine_against_jax(program, dtype):
 
 # -- second order --------------------------------------------------------------------------
 
-def nested_reference(g, x, a, b, c):
-    """The lanes of y = g(x) for nested duals of x: (da, db, dc) as the second-order
-    signature lays them out, by JAX's jvp of jvp."""
-    x = jnp.asarray(x, np.float64)
-    jvp = lambda v: jax.jvp(g, (x,), (jnp.asarray(v, np.float64),))[1]  # noqa: E731
-    da = [jvp(a_k) for a_k in a]
-    db = [jvp(b_j) for b_j in b]
-    def second(a_k, b_j):
-        along_a = lambda t: jax.jvp(g, (t,), (jnp.asarray(a_k, np.float64),))[1]  # noqa: E731
-        return jax.jvp(along_a, (x,), (jnp.asarray(b_j, np.float64),))[1]
+def nested_reference(program, x, a, b, c):
+    """The lanes of y = g(x) (g = vector_valued(program, jnp)) for nested duals of x: (da,
+    db, dc) as the second-order signature lays them out, by JAX's jvp of jvp. (A jvp and a
+    jvp of jvp, each compiled once per program and called per direction: compiling all of
+    the lanes as one function, per number of lanes, costs more than it saves.)"""
+    jvp = compiled("jvp", program, lambda p: lambda x, v: jax.jvp(
+        vector_valued(p, jnp), (x,), (v,))[1])
 
-    dc = [[second(a_k, b_j) + jvp(c[j][k]) for k, a_k in enumerate(a)]
+    def jvp_of_jvp(p):
+        g = vector_valued(p, jnp)
+
+        def second(x, a_k, b_j):
+            along_a = lambda t: jax.jvp(g, (t,), (a_k,))[1]  # noqa: E731
+            return jax.jvp(along_a, (x,), (b_j,))[1]
+        return second
+
+    second = compiled("jvp-of-jvp", program, jvp_of_jvp)
+    x, a, b, c = (np.asarray(t, np.float64) for t in (x, a, b, c))
+    da = [jvp(x, a_k) for a_k in a]
+    db = [jvp(x, b_j) for b_j in b]
+    dc = [[second(x, a_k, b_j) + jvp(x, c[j][k]) for k, a_k in enumerate(a)]
           for j, b_j in enumerate(b)]
     return np.array(da), np.array(db), np.array(dc)
 
@@ -111,7 +142,7 @@ def test_second_order_lanes_against_jax(c_hooks, program, outer, inner, dtype):
     y = np.zeros(n, dtype)
     dy = np.zeros((n, lanes.width), dtype)
     assert c_hooks.call_second_order_function(w, x, dx, y, dy, outer, inner) == 0
-    da, db, dc = nested_reference(vector_valued(program, jnp), x, a, b, c)
+    da, db, dc = nested_reference(program, x, a, b, c)
     tolerance = TOLERANCE[dtype]
     for k in range(outer):
         assert_allclose(dy[:, k], da[k], **tolerance)
@@ -129,23 +160,25 @@ def scalar_valued(program, xp):
     return g
 
 
+def gradient_and_hessian(f):
+    return lambda x: (jax.grad(f)(x), jax.hessian(f)(x))
+
+
 @pytest.mark.parametrize("engine", ["dual", None])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("program", CHOSEN[:6], ids=lambda p: p.name)
 def test_hessian_hvp_and_gradient_against_jax(program, dtype, engine):
     x = program.point.astype(dtype)
     w = cyad.record(scalar_valued(program, np), x)
-    reference = scalar_valued(program, jnp)
     at = (x * np.asarray(0.99, dtype)).astype(dtype)
-    at64 = jnp.asarray(at, np.float64)
     v = np.linspace(-1, 1, x.size).astype(dtype)
-    hessian = np.asarray(jax.hessian(reference)(at64))
+    gradient, hessian = reference("scalar", program,
+                                  lambda p: gradient_and_hessian(scalar_valued(p, jnp)), at)
     tolerance = TOLERANCE[dtype]
     assert_allclose(cyad.hessian(w, at, engine=engine), hessian, **tolerance)
     assert_allclose(cyad.hvp(w, at, v, engine=engine), hessian @ v.astype(np.float64),
                     **tolerance)
-    assert_allclose(cyad.gradient(w, at, engine=engine),
-                    np.asarray(jax.grad(reference)(at64)), **tolerance)
+    assert_allclose(cyad.gradient(w, at, engine=engine), gradient, **tolerance)
     # the default engine of these operators replays the recorded tape in reverse mode: no
     # forward lanes were derived; the dual engine's go through them
     assert (w.tape.programs == []) == (engine is None)
@@ -161,10 +194,10 @@ def test_in_place_programs_and_aliased_outputs(program, engine, variant):
     y = {} if variant == "in-place" else {"y": np.zeros(())}
     f = in_place(program) if variant == "in-place" else two_argument(program)
     w = cyad.record(f, x, **y)
-    reference = lambda t: out_of_place(program)(jnp, t)  # noqa: E731
     at = x * 1.01
-    hessian = np.asarray(jax.hessian(reference)(jnp.asarray(at)))
-    gradient = np.asarray(jax.grad(reference)(jnp.asarray(at)))
+    gradient, hessian = reference(
+        "out-of-place", program,
+        lambda p: gradient_and_hessian(lambda t: out_of_place(p)(jnp, t)), at)
     tolerance = TOLERANCE[np.float64]
     assert_allclose(cyad.hessian(w, at, engine=engine, **y), hessian, **tolerance)
     aliased = at.copy()
@@ -192,6 +225,9 @@ def test_the_tape_engine_starts_from_the_recorded_tape():
     assert cyad.prepare_jacobian(w, x).engine == "dual"
 
 
+_NESTED_INSIDE = {}
+
+
 @pytest.mark.parametrize("wrap", [cyad.FunctionWrapper, lambda f: cyad.record(f, np.zeros(3))])
 def test_nested_inside_another_differentiation(wrap):
     # inside a differentiation, a recorded function (and a wrapped callable) nests as its
@@ -204,12 +240,15 @@ def test_nested_inside_another_differentiation(wrap):
 
     w = wrap(g)
     x = np.array([0.3, -0.4, 0.8])
+    if "expected" not in _NESTED_INSIDE:     # the same for every wrap
+        _NESTED_INSIDE["expected"] = jax.jit(
+            lambda x: (jax.jvp(jax.jacfwd(g_jax), (1.5 * x,), (x,))[1],
+                       jax.grad(lambda t: jax.jacfwd(g_jax)(t).sum())(x)))(x)
+    along, gradient = _NESTED_INSIDE["expected"]
     got = cyad.derivative(lambda s: cyad.jacobian(w, s * x), 1.5)
-    expected = jax.jvp(jax.jacfwd(g_jax), (1.5 * jnp.asarray(x),), (jnp.asarray(x),))[1]
-    assert_allclose(got, expected, rtol=1e-12)
+    assert_allclose(got, along, rtol=1e-12)
     got = cyad.gradient(lambda t: cyad.jacobian(w, t).sum(), x)
-    assert_allclose(got, jax.grad(lambda t: jax.jacfwd(g_jax)(t).sum())(jnp.asarray(x)),
-                    rtol=1e-12)
+    assert_allclose(got, gradient, rtol=1e-12)
 
 
 # -- guards, captured arrays, f(y, x) ----------------------------------------------------------

@@ -9,6 +9,8 @@ against JAX in float64 and float32.
 Held seeds (cyad/_tape_engine.pyx): a call with the tangents of the last call (a sparse
 Jacobian's or Hessian's seeds) runs neither the seeding nor the seeds' own instructions
 again; tangents changed in place, in a bit, or a guard failing between calls are seen."""
+import functools
+
 import numpy as np
 import pytest
 from derivative_references import jax
@@ -81,12 +83,31 @@ def _directions(n, k, dtype):
     return tuple(rng.uniform(-1.0, 1.0, n).astype(dtype) for _ in range(k))
 
 
+def _point(dtype):
+    return np.linspace(-1.0, 1.5, 11).astype(dtype)
+
+
+@functools.cache
+def _jax_references(name, dtype):
+    """JAX's derivatives of PROGRAMS[name] at _point(dtype) in float64, as one compiled
+    function, once: the Jacobian of f, the gradient and Hessian of _scalar_jax(f), and the
+    second derivative of s -> f(x s) at 0.7."""
+    _, f_jax = PROGRAMS[name]
+    g_jax = _scalar_jax(f_jax)
+
+    def references(x):
+        second = jax.jacfwd(jax.jacfwd(lambda s: f_jax(x * s)))(0.7)
+        return jax.jacfwd(f_jax)(x), jax.grad(g_jax)(x), jax.hessian(g_jax)(x), second
+
+    return jax.jit(references)(jnp.asarray(_point(dtype), jnp.float64))
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_first_order_of_slice_assignments_against_jax(name, dtype):
-    f, f_jax = PROGRAMS[name]
-    x = np.linspace(-1.0, 1.5, 11).astype(dtype)
-    jac = np.asarray(jax.jacfwd(f_jax)(jnp.asarray(x, jnp.float64)))
+    f, _ = PROGRAMS[name]
+    x = _point(dtype)
+    jac, gradient, _, _ = (np.asarray(r) for r in _jax_references(name, dtype))
     tangents = _directions(x.size, 3, dtype)
     prep = cyad.prepare_pushforward(f, x, tangents, engine="tape")
     outs = tuple(np.full(jac.shape[0], np.nan, dtype) for _ in tangents)
@@ -94,20 +115,17 @@ def test_first_order_of_slice_assignments_against_jax(name, dtype):
     for t, out in zip(tangents, outs, strict=True):
         np.testing.assert_allclose(out, jac @ t.astype(np.float64), **TOLERANCE[dtype])
     np.testing.assert_allclose(cyad.jacobian(f, x, engine="tape"), jac, **TOLERANCE[dtype])
-    g, g_jax = _scalar(f), _scalar_jax(f_jax)
-    np.testing.assert_allclose(cyad.gradient(g, x, engine="tape"),
-                               jax.grad(g_jax)(jnp.asarray(x, jnp.float64)),
-                               **TOLERANCE[dtype])
+    g = _scalar(f)
+    np.testing.assert_allclose(cyad.gradient(g, x, engine="tape"), gradient, **TOLERANCE[dtype])
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_second_order_of_slice_assignments_against_jax(name, dtype):
-    f, f_jax = PROGRAMS[name]
-    g, g_jax = _scalar(f), _scalar_jax(f_jax)
-    x = np.linspace(-1.0, 1.5, 11).astype(dtype)
-    hessian = np.asarray(jax.hessian(g_jax)(jnp.asarray(x, jnp.float64)))
-    gradient = np.asarray(jax.grad(g_jax)(jnp.asarray(x, jnp.float64)))
+    f, _ = PROGRAMS[name]
+    g = _scalar(f)
+    x = _point(dtype)
+    _, gradient, hessian, expected = (np.asarray(r) for r in _jax_references(name, dtype))
     tolerance = dict(TOLERANCE[dtype])
     if dtype == np.float32:
         tolerance["atol"] = 2e-4 * np.abs(hessian).max()
@@ -120,9 +138,7 @@ def test_second_order_of_slice_assignments_against_jax(name, dtype):
     np.testing.assert_allclose(cyad.hessian(g, x, engine="tape"), hessian, **tolerance)
     # a scalar function's second derivative: forward over forward
     h = lambda s: f(x * s)   # noqa: E731
-    h_jax = lambda s: f_jax(jnp.asarray(x, jnp.float64) * s)   # noqa: E731
     s = np.asarray(0.7, dtype)
-    expected = jax.jacfwd(jax.jacfwd(h_jax))(0.7)
     tolerance = dict(TOLERANCE[dtype], atol=TOLERANCE[dtype]["atol"] * np.abs(expected).max())
     np.testing.assert_allclose(cyad.second_derivative(h, s, engine="tape"), expected,
                                **tolerance)
@@ -244,7 +260,7 @@ def test_held_seeds_give_the_numbers_of_fresh_ones(family, dtype):
             np.testing.assert_array_equal(r, fresh)
             assert np.array_equal(np.signbit(r), np.signbit(fresh))
     if family == "pushforward":   # (against JAX: the tangents in use at the end)
-        jac = np.asarray(jax.jacfwd(broyden_jax)(jnp.asarray(x, jnp.float64)))
+        jac = np.asarray(_jax_references("broyden", dtype)[0])
         for d, r in zip(directions, result, strict=True):
             np.testing.assert_allclose(r, jac @ d.astype(np.float64), **TOLERANCE[dtype])
 
@@ -279,8 +295,10 @@ def test_a_sparse_jacobian_and_hessian_call_after_call():
     prep = cyad.prepare_sparse_jacobian(broyden, x, coloring="column", engine="tape")
     hessian_prep = cyad.prepare_sparse_hessian(rosenbrock, x)
     out, hessian_out = prep.new_result(), hessian_prep.new_result()
-    for point in (x, x * 0.8, x + 0.3):
-        jac = np.asarray(jax.jacfwd(broyden_jax)(jnp.asarray(point)))
+    points = (x, x * 0.8, x + 0.3)
+    jacobians = jax.jit(lambda *points: [jax.jacfwd(broyden_jax)(p) for p in points])(*points)
+    for point, jac in zip(points, jacobians):
+        jac = np.asarray(jac)
         cyad.sparse_jacobian(broyden, point, prep=prep, out=out)
         np.testing.assert_allclose(out.toarray(), jac, rtol=1e-13, atol=1e-13)
         cyad.sparse_hessian(rosenbrock, point, prep=hessian_prep, out=hessian_out)
