@@ -31,8 +31,8 @@ else:
 # the accuracy of a reference: relative to each entry (rtol) and to the largest (atol)
 JAX_TOLERANCE = dict(rtol=1e-12, atol=1e-13)
 DIFFERENCES_TOLERANCE = dict(rtol=1e-6, atol=1e-6)
-# XLA's backend optimisations cost more compile time than the small programs they speed up
-_QUICK_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+# (XLA's quicker compile options, backend optimisation level 0 without the fusion emitters,
+# give wrong derivatives of some programs: a reference is compiled as JAX compiles by default)
 
 
 class Derivatives(NamedTuple):
@@ -135,13 +135,7 @@ def by_jax(programs):
                 for (program, _), x in zip(programs, points)]
 
     points = [np.asarray(x, np.float64) for _, x in programs]
-    results = jax.jit(derivatives, compiler_options=_QUICK_COMPILE)(points)
-    for i, ((program, _), x) in enumerate(zip(programs, points)):
-        if any(np.isnan(a).any() for a in jax.tree_util.tree_leaves(results[i])):
-            # XLA's unoptimised build (the quick compile) gives NaN for some programs that
-            # its optimised build computes (one of scipy.special's): those once more, optimised
-            results[i] = jax.jit(lambda s, program=program: _forward_twice(
-                lambda u: program(jnp, u), s))(x)
+    results = jax.jit(derivatives)(points)
     return [[Derivatives(*(np.asarray(a, np.float64) for a in arrays), JAX_TOLERANCE)
              for arrays in zip(*result)] for result in results]
 
