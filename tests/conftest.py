@@ -61,26 +61,6 @@ def _counted(python, native):
     return "_allocations" in python or "cyad_helper" in native
 
 
-# JAX keeps every function it compiled for the process's life (the references of thousands
-# of tests: gigabytes); past this resident size, its caches are emptied between tests (a
-# later test's references are compiled anew either way)
-_JAX_CACHE_LIMIT = 1 << 30
-
-
-def _resident_bytes():
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:     # not Linux: no limit
-        return 0
-
-
-def pytest_runtest_teardown(item, nextitem):
-    jax = sys.modules.get("jax")
-    if jax is not None and _resident_bytes() > _JAX_CACHE_LIMIT:
-        jax.clear_caches()
-
-
 @pytest.fixture
 def allocations_per_call():
     """Heap allocations per call of fn: counted at two loop lengths and subtracted."""

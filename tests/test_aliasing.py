@@ -71,10 +71,6 @@ from cyad._dual_functions import HANDLED_FUNCTIONS
 from cyad._primitives import TABLE
 from cyad._rule_table import ANY
 
-# one worker of a parallel run runs them all (pytest -n with --dist loadgroup), so that
-# their references, computed once per process, are computed once
-pytestmark = pytest.mark.xdist_group("test_aliasing")
-
 N = 5
 
 # (dtype, chunk): chunk 2 over n = 5 leaves a remainder of 1, at both levels of a Hessian
