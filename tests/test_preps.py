@@ -88,6 +88,45 @@ def test_each_family_has_its_prep_class(family):
     assert_allclose(operator(f, *args, prep=prep), expected(), rtol=1e-14)
 
 
+def test_callers_ask_an_engine_what_it_can_do():
+    # abilities, not names: what replays a tape, what holds the GIL for every evaluation of f,
+    # what freezes the Python state f reads
+    x = np.linspace(0.1, 1.0, 4)
+
+    def f(x):
+        return np.sum(x ** 2)
+
+    tape = cyad.prepare_gradient(f, x, engine="tape")
+    dual = cyad.prepare_gradient(f, x, engine="dual")
+    c_function = cyad.prepare_gradient(cyad.record(f, x), x, engine="dual")
+    assert (tape.replays, tape.holds_gil) == (True, False)
+    assert (dual.replays, dual.holds_gil) == (False, True)
+    assert (c_function.replays, c_function.holds_gil) == (False, False)
+    assert [_engines.freezes_state(name) for name in ("tape", "dual")] == [True, False]
+    with pytest.raises(ValueError, match="unknown engine"):
+        _engines.freezes_state("other")
+
+
+def test_the_default_engine_is_chosen_in_one_place():
+    # the rule, and the reason a prep reports, come from cyad/_engines.py
+    x = np.linspace(0.1, 1.0, 4)
+
+    def f(x):
+        return np.sum(x ** 2)
+
+    for recorded, python, size, one_shot, engine in [
+            (True, False, 4, True, "tape"), (False, False, 1000, False, "dual"),
+            (False, True, 4, True, "dual"), (False, True, 4, False, "tape"),
+            (False, True, _engines.TAPE_FROM["gradient"], True, "tape")]:
+        assert _engines.default_engine("gradient", recorded, python, size, one_shot)[0] == engine
+    assert _engines.default_engine("jacobian", False, True, 10**6, False)[0] == "dual"
+    prep = cyad.prepare_gradient(f, x)
+    assert prep.why_engine == _engines.default_engine("gradient", False, True, 4, False)[1]
+    size = _engines.TAPE_FROM["gradient"]
+    assert f"from {size} elements of x" in " ".join(_engines.default_text("gradient").split())
+    assert f"from {size} elements of x" in " ".join(cyad.gradient.__doc__.split())
+
+
 @pytest.mark.parametrize("engine", [None, "dual", "other"])
 @pytest.mark.parametrize("family", CASES)
 def test_every_operator_and_prepare_take_engine(family, engine, other_engine):
