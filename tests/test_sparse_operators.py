@@ -113,7 +113,9 @@ def test_arrowhead(coloring, format):
     # a dense row and a dense column: one product per column or row, unless both ways
     assert prep.n_colors == (3 if coloring == "bidirectional" else 30)
     value, result = cyad.value_and_sparse_jacobian(arrowhead, x, prep=prep)
-    assert_allclose(value, arrowhead(x), rtol=1e-15)
+    # a reverse coloring replays the tape, whose sin is its own vectorised loop (within an ulp
+    # of NumPy's): the two may differ in the last bit of terms of order 1 that nearly cancel
+    assert_allclose(value, arrowhead(x), rtol=1e-15, atol=1e-15)
     assert_matches(result, jax_jacobian(arrowhead, x))
     out = prep.new_result()
     assert cyad.sparse_jacobian(arrowhead, 2.0 * x, prep=prep, out=out) is out
