@@ -91,6 +91,11 @@ def _inverse_of(f, inverse):
     return g
 
 
+def _log_beta(a, b):
+    gammaln = jax.scipy.special.gammaln
+    return gammaln(a) + gammaln(b) - gammaln(a + b)
+
+
 # scipy.special's ufuncs that jax.scipy.special names otherwise or lacks, or whose
 # derivatives there are no reference
 JAX_SPECIAL = {} if jax is None else {
@@ -101,6 +106,10 @@ JAX_SPECIAL = {} if jax is None else {
     "_zeta": jax.scipy.special.zeta,
     "j0": _bessel_j(0),
     "j1": _bessel_j(1),
+    # on the rules' domain of positive a and b, by the log-gammas: jax.scipy.special's own
+    # (a series for large arguments) takes seconds to compile per program at second order
+    "betaln": _log_beta,
+    "beta": lambda a, b: jnp.exp(_log_beta(a, b)),
 }
 
 

@@ -69,7 +69,7 @@ from rule_domains import (
 import cyad
 from cyad._dual_functions import HANDLED_FUNCTIONS
 from cyad._primitives import TABLE
-from cyad._rule_table import ANY
+from cyad._rule_table import ANY, ufunc_name
 
 N = 5
 
@@ -934,6 +934,15 @@ def expected_from(cases, derivatives):
 _EXPECTED = {}
 
 
+def by_reference(cases):
+    """The cases as parameters, each in the group of the cases whose references `expected`
+    computes together (its rule's, or all NumPy function cases): pytest-xdist runs a group
+    on one worker (--dist loadgroup), which computes them once."""
+    return [pytest.param(case, id=case.name, marks=pytest.mark.xdist_group(
+        "aliasing-" + ("functions" if case.rule is None else ufunc_name(case.rule))))
+        for case in cases]
+
+
 def expected(case):
     """The reference derivatives of a case, computed with those of its rule (or of all the
     NumPy function cases) in one go."""
@@ -990,7 +999,7 @@ def assert_derivatives(names, aliased, plain, exact, dtype, reference_tolerance)
 
 
 @pytest.mark.parametrize("dtype, chunk", VARIANTS)
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+@pytest.mark.parametrize("case", by_reference(CASES))
 def test_first_order(case, dtype, chunk):
     exact = expected(case)
     x = case.point.astype(dtype)
@@ -1002,7 +1011,7 @@ def test_first_order(case, dtype, chunk):
 
 
 @pytest.mark.parametrize("dtype, chunk", VARIANTS)
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+@pytest.mark.parametrize("case", by_reference(CASES))
 def test_second_order(case, dtype, chunk):
     exact = expected(case)
     x = case.point.astype(dtype)
@@ -1030,7 +1039,7 @@ FALLBACK_CASES += FUNCTION_CASES
 
 
 @pytest.mark.skipif(jax is None, reason="JAX is the reference the fallback is checked against")
-@pytest.mark.parametrize("case", FALLBACK_CASES, ids=lambda case: case.name)
+@pytest.mark.parametrize("case", by_reference(FALLBACK_CASES))
 def test_difference_fallback_agrees_with_jax(case):
     # without JAX the tests above take central differences: here they are checked once
     (approximate,) = expected_from([case], by_differences(reference_program([case]), case.point))

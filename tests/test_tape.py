@@ -32,6 +32,9 @@ from test_tape_guards import (
 
 import cyad
 
+# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
+pytestmark = pytest.mark.xdist_group("test_tape")
+
 # the same program on both engines
 SAME_TOLERANCE = {np.float64: dict(rtol=1e-12, atol=1e-13), np.float32: dict(rtol=1e-4, atol=1e-5)}
 

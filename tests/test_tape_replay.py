@@ -9,6 +9,7 @@ references differ from the replay by the rounding of its results alone). Random 
 from the tape's specification. tests/replay_hooks.pyx, built against the installed cyad,
 runs a replay through the .pxd's struct and nogil entry point, as the tape engine does.
 """
+import functools
 import shutil
 import sys
 import threading
@@ -26,6 +27,9 @@ from cyad._tape import COMPARISONS, Instr, Tape
 from cyad._tape_replay import (ALIGNMENT, BLOCKED_BY, COLUMNS, NUMPY_LOOPS,
                                RECIPROCAL_SQUARED, SINE_SHIFTS, Replay, _blocked_runs,
                                _sine_baseline)
+
+# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
+pytestmark = pytest.mark.xdist_group("test_tape_replay")
 
 try:
     import jax
@@ -70,6 +74,14 @@ def as_float(dtype, values):
 
 # -- elementwise rules -------------------------------------------------------------------
 
+@functools.cache
+def unary_derivatives(name):
+    """The first and second derivative of the ufunc `name` at each element, by JAX: compiled
+    once (for both dtypes, whose points share a shape)."""
+    f = function_of(jnp, resolve(name))
+    return jax.jit(lambda t: (jax.vmap(jax.grad(f))(t), jax.vmap(jax.grad(jax.grad(f)))(t)))
+
+
 @needs_jax
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", range(len(UNARY_RULES)), ids=[r.name for r in UNARY_RULES])
@@ -81,9 +93,8 @@ def test_unary_kinds(op, dtype):
     value, d, d2 = (t.emit(kind, (a,), x.shape, op=op) for kind in ("unary", "unary_d", "unary_d2"))
     replay = replayed(t, x)
 
-    f = function_of(jnp, resolve(rule.ufuncs[0]))
-    d_ref, d2_ref = (np.asarray(r).reshape(x.shape) for r in jax.jit(
-        lambda t: (jax.vmap(jax.grad(f))(t), jax.vmap(jax.grad(jax.grad(f)))(t)))(x64.ravel()))
+    d_ref, d2_ref = (np.asarray(r).reshape(x.shape)
+                     for r in unary_derivatives(rule.ufuncs[0])(x64.ravel()))
     assert replay.value(value).dtype == dtype
     assert_allclose(replay.value(value), resolve(rule.ufuncs[0])(x64), **TOLERANCE[dtype])
     assert_allclose(replay.value(d), d_ref, **tolerance(rule, dtype))
@@ -206,19 +217,24 @@ def test_vectorised_sine_against_exact_values():
 BINARY_KINDS = ("binary", "binary_da", "binary_db", "binary_daa", "binary_dab", "binary_dbb")
 
 
+@functools.cache
+def binary_partials(name, only_b):
+    """The value and the five partials of the binary rule `name` at each pair, by JAX as one
+    compiled computation, compiled once (for both dtypes); only_b: NaN for those in a."""
+    f = function_of(jnp, resolve(next(r for r in BINARY_RULES if r.name == name).ufuncs[0]))
+    pointwise = [f, jax.grad(f, 0), jax.grad(f, 1), jax.grad(jax.grad(f, 0), 0),
+                 jax.grad(jax.grad(f, 0), 1), jax.grad(jax.grad(f, 1), 1)]
+    if only_b:
+        pointwise[1] = pointwise[3] = pointwise[4] = lambda a, b: jnp.nan * a
+    return jax.jit(lambda a, b: [jax.vmap(g)(a, b) for g in pointwise])
+
+
 def binary_references(rule, a, b):
     """The value and the five partials of `rule` at (a, b), from JAX: those of the rule
     the variant stands for, with a variant's constant operand's partials zero; a rule
     differentiable in b only has NaN for the partials in a."""
-    name = rule.variant_of or rule.name
-    f = function_of(jnp, resolve(next(r for r in BINARY_RULES if r.name == name).ufuncs[0]))
-    pointwise = [f, jax.grad(f, 0), jax.grad(f, 1), jax.grad(jax.grad(f, 0), 0),
-                 jax.grad(jax.grad(f, 0), 1), jax.grad(jax.grad(f, 1), 1)]
-    if rule.differentiable == "b":
-        pointwise[1] = pointwise[3] = pointwise[4] = lambda a, b: jnp.nan * a
-    # one compiled computation (JAX compiles each primitive of an eager call on its own)
-    results = [np.asarray(r) for r in jax.jit(
-        lambda a, b: [jax.vmap(g)(a, b) for g in pointwise])(a, b)]
+    results = [np.asarray(r) for r in
+               binary_partials(rule.variant_of or rule.name, rule.differentiable == "b")(a, b)]
     zero = {"a": (1, 3, 4), "b": (2, 4, 5)}.get(rule.constant, ())
     return [np.zeros_like(r) if i in zero else r for i, r in enumerate(results)]
 
