@@ -22,7 +22,6 @@ from derivative_references import exact_in_float32
 
 import cyad
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_custom_rules")
 
 jax.config.update("jax_enable_x64", True)

@@ -12,7 +12,6 @@ from numpy.testing import assert_allclose, assert_array_equal
 import cyad
 import cyad.ipopt
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_ipopt")
 
 jax = pytest.importorskip("jax")

@@ -14,7 +14,6 @@ from scenarios import ENGINES
 
 import cyad
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_linalg")
 
 needs_jax = pytest.mark.skipif(jax is None, reason="JAX references")

@@ -15,7 +15,6 @@ from scenarios import ENGINES
 
 import cyad
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = [pytest.mark.skipif(jax is None, reason="JAX is the reference"),
               pytest.mark.xdist_group("test_nesting_depth")]
 if jax is not None:

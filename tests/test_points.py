@@ -14,7 +14,6 @@ from rosenbrock import rosenbrock, rosenbrock_gradient, rosenbrock_hessian
 
 import cyad
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_points")
 
 jax = pytest.importorskip("jax")

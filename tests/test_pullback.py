@@ -9,7 +9,6 @@ from test_random_programs import PROGRAMS, run
 
 import cyad
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_pullback")
 
 if jax is not None:

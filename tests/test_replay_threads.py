@@ -11,7 +11,6 @@ from numpy.testing import assert_allclose, assert_array_equal
 import cyad
 from cyad._tape_replay import BLOCK, BLOCKED_BY, PARALLEL_FROM
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_replay_threads")
 
 # above the split's threshold, of no round size; and long enough for blocked runs

@@ -20,7 +20,6 @@ from scipy.optimize import NonlinearConstraint, least_squares, minimize  # noqa:
 import cyad  # noqa: E402
 import cyad.scipy as cs  # noqa: E402
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_scipy_sparse")
 
 jnp = jax.numpy

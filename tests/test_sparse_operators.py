@@ -8,7 +8,6 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 import cyad
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_sparse_operators")
 
 jax = pytest.importorskip("jax")

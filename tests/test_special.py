@@ -21,7 +21,6 @@ from rule_domains import binary_points, points
 import cyad
 from cyad import _rule_table as table
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_special")
 
 sc = pytest.importorskip("scipy.special")

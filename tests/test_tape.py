@@ -32,7 +32,6 @@ from test_tape_guards import (
 
 import cyad
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_tape")
 
 # the same program on both engines

@@ -19,7 +19,6 @@ from test_random_programs import PROGRAMS, in_place, out_of_place, two_argument
 import cyad
 from cyad._tape_engine import RECORD_LIMIT, TapeLimit
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_tape_function")
 
 jax = pytest.importorskip("jax")

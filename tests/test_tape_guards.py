@@ -18,7 +18,6 @@ from derivative_references import jax
 import cyad
 from cyad._tape_engine import RECORD_LIMIT
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_tape_guards")
 
 if jax is not None:

@@ -28,7 +28,6 @@ from cyad._tape_replay import (ALIGNMENT, BLOCKED_BY, COLUMNS, NUMPY_LOOPS,
                                RECIPROCAL_SQUARED, SINE_SHIFTS, Replay, _blocked_runs,
                                _sine_baseline)
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = pytest.mark.xdist_group("test_tape_replay")
 
 try:

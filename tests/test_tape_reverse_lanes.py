@@ -13,7 +13,6 @@ import cyad
 if jax is not None:
     import jax.numpy as jnp
 
-# one worker of a parallel run (--dist loadgroup) runs them all: it computes their references once
 pytestmark = [pytest.mark.skipif(jax is None, reason="JAX gives the reference"),
               pytest.mark.xdist_group("test_tape_reverse_lanes")]
 
