@@ -1,4 +1,5 @@
 cimport numpy as cnp
+from cyad._array_methods cimport ArrayMethods
 
 cdef class Tag:
     cdef readonly Py_ssize_t width     # lanes of the duals it marks
@@ -12,7 +13,7 @@ cpdef void leave() noexcept
 cdef bint differentiating() noexcept
 
 
-cdef class Dual:
+cdef class Dual(ArrayMethods):
     # values: the primal numbers, shape S; partials: shape S + (width,), same dtype.
     # tag identifies the differentiation the dual belongs to.
     cdef readonly cnp.ndarray values

@@ -848,7 +848,7 @@ def _as_dual_out(out):
     return out
 
 
-cdef class Dual:
+cdef class Dual(ArrayMethods):
     """A dual array: NumPy-like values carrying `width` directional derivatives.
 
     cyad creates these and passes them to the function it differentiates; user
@@ -894,6 +894,8 @@ cdef class Dual:
         ...
     TypeError: cyad: a dual number cannot become a float: that would drop its derivative. ...
     """
+
+    described_as = "dual arrays"
 
     # -- array protocol ----------------------------------------------------
     __hash__ = None
@@ -1004,21 +1006,6 @@ cdef class Dual:
     def dtype(self):
         return (<object>self.values).dtype
 
-    @property
-    def T(self):
-        return _numpy(np.transpose)(self)
-
-    def __len__(self):
-        return len(self.values)
-
-    def __iter__(self):
-        for i in range(len(self.values)):
-            yield self[i]
-
-    def __reversed__(self):
-        for i in range(len(self.values) - 1, -1, -1):
-            yield self[i]
-
     def __repr__(self):
         return f"Dual(values={self.values!r}, partials of width {self.width})"
 
@@ -1057,7 +1044,7 @@ cdef class Dual:
             self.values[vkey] = value
             self.partials[pkey] = 0
 
-    # -- arithmetic -----------------------------------------------------------------
+    # -- arithmetic straight to the rule table (the other operators: ArrayMethods) -------
     def __add__(self, other):
         return binary(BinaryOp.ADD, self, other)
 
@@ -1120,31 +1107,6 @@ cdef class Dual:
     def __abs__(self):
         return unary(UnaryOp.ABSOLUTE, self)
 
-    # piecewise: // is constant between its jumps, % has derivative 1 in the dividend
-    def __floordiv__(self, other):
-        return np.floor_divide(self, other)
-
-    def __rfloordiv__(self, other):
-        return np.floor_divide(other, self)
-
-    def __mod__(self, other):
-        return np.remainder(self, other)
-
-    def __rmod__(self, other):
-        return np.remainder(other, self)
-
-    def __ifloordiv__(self, other):
-        return np.floor_divide(self, other, out=self)
-
-    def __imod__(self, other):
-        return np.remainder(self, other, out=self)
-
-    def __divmod__(self, other):
-        return np.floor_divide(self, other), np.remainder(self, other)
-
-    def __rdivmod__(self, other):
-        return np.floor_divide(other, self), np.remainder(other, self)
-
     def __round__(self, ndigits=None):
         if ndigits is None:
             raise _hints.integer_refused("round", "a dual array")
@@ -1178,22 +1140,7 @@ cdef class Dual:
     def __ne__(self, other):
         return self.values != primal(other)
 
-    # -- ndarray methods: straight to the implementations of the NumPy functions ---------------
-    def reshape(self, *shape, order="C"):
-        return _numpy(np.reshape)(self, shape[0] if len(shape) == 1 else shape, order=order)
-
-    def ravel(self, order="C"):
-        return _numpy(np.ravel)(self, order=order)
-
-    def flatten(self, order="C"):
-        return _numpy(np.ravel)(self, order=order).copy()
-
-    def transpose(self, *axes):
-        return _numpy(np.transpose)(self, axes[0] if len(axes) == 1 else (axes or None))
-
-    def squeeze(self, axis=None):
-        return _numpy(np.squeeze)(self, axis)
-
+    # -- ndarray methods without NumPy's dispatch (the rest: ArrayMethods) ------------
     def copy(self):
         return new_dual(self.values.copy(), self.partials.copy(), self.width, self.tag)
 
@@ -1202,69 +1149,6 @@ cdef class Dual:
                 _contiguous(self):
             return sum_all(self)
         return _numpy(np.sum)(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
-
-    def prod(self, axis=None, keepdims=False, initial=None, where=True):
-        return _numpy(np.prod)(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
-
-    def mean(self, axis=None, keepdims=False, where=True):
-        return _numpy(np.mean)(self, axis=axis, keepdims=keepdims, where=where)
-
-    def var(self, axis=None, ddof=0, keepdims=False):
-        return _numpy(np.var)(self, axis=axis, ddof=ddof, keepdims=keepdims)
-
-    def std(self, axis=None, ddof=0, keepdims=False):
-        return _numpy(np.std)(self, axis=axis, ddof=ddof, keepdims=keepdims)
-
-    def cumsum(self, axis=None):
-        return _numpy(np.cumsum)(self, axis=axis)
-
-    def cumprod(self, axis=None):
-        return _numpy(np.cumprod)(self, axis=axis)
-
-    def dot(self, other):
-        return _numpy(np.dot)(self, other)
-
-    def clip(self, min=None, max=None):
-        return _numpy(np.clip)(self, min, max)
-
-    def trace(self, offset=0, axis1=0, axis2=1):
-        return _numpy(np.trace)(self, offset, axis1, axis2)
-
-    def max(self, axis=None, keepdims=False, initial=None, where=True):
-        return _numpy(np.max)(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
-
-    def min(self, axis=None, keepdims=False, initial=None, where=True):
-        return _numpy(np.min)(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
-
-    def round(self, decimals=0):
-        return _numpy(np.round)(self, decimals)
-
-    def swapaxes(self, axis1, axis2):
-        return _numpy(np.swapaxes)(self, axis1, axis2)
-
-    def diagonal(self, offset=0, axis1=0, axis2=1):
-        return _numpy(np.diagonal)(self, offset, axis1, axis2)
-
-    def take(self, indices, axis=None, mode="raise"):
-        return _numpy(np.take)(self, indices, axis, mode=mode)
-
-    def repeat(self, repeats, axis=None):
-        return _numpy(np.repeat)(self, repeats, axis)
-
-    def argmax(self, axis=None):
-        return np.argmax(self.values, axis)
-
-    def argmin(self, axis=None):
-        return np.argmin(self.values, axis)
-
-    def argsort(self, axis=-1, kind=None):
-        return np.argsort(self.values, axis, kind)
-
-    def any(self, axis=None):
-        return np.any(self.values, axis)
-
-    def all(self, axis=None):
-        return np.all(self.values, axis)
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         """To float32 or float64: the dual in that precision. To an integer or bool
@@ -1284,12 +1168,6 @@ cdef class Dual:
 
     def tolist(self):
         raise _hints.number_refused("tolist")
-
-    def __getattr__(self, name):
-        # an ndarray method cyad lacks: say so, rather than the extension type's error
-        if not name.startswith("_") and hasattr(np.ndarray, name):
-            raise _hints.missing_method(name, "dual arrays")
-        raise AttributeError(f"'cyad._dual.Dual' object has no attribute {name!r}")
 
 
 # Cython gives a class with __getitem__ the sequence item slot too, and NumPy takes an

@@ -66,6 +66,7 @@ import operator
 import numpy as np
 
 from cyad import _hints, _rule_table
+from cyad._array_methods import ArrayMethods
 from cyad._dual import Dual, enter, leave
 from cyad._primitives import NAMED, TABLE, ufunc_methods
 from cyad._primitives._table import entry_of
@@ -408,11 +409,12 @@ class Recording:
         return type(result)(*kept) if hasattr(result, "_fields") else tuple(kept)
 
 
-class Tracer:
+class Tracer(ArrayMethods):
     """A traced array: a Var of a Recording and the operations f applies to it."""
 
     __slots__ = ("recording", "node", "base", "index", "key", "views", "stale")
     __array_priority__ = 1000
+    described_as = "traced arrays"
 
     def __init__(self, recording, node):
         self.recording = recording
@@ -505,18 +507,6 @@ class Tracer:
     def dtype(self):
         return self.node.dtype
 
-    @property
-    def T(self):
-        return np.transpose(self)
-
-    def __len__(self):
-        if not self.node.shape:
-            raise TypeError("len() of unsized object")
-        return self.node.shape[0]
-
-    def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
 
     def __repr__(self):
         return f"Tracer({self.node!r}, value={self.value!r})"
@@ -605,74 +595,7 @@ class Tracer:
             stacked(value, "a value assigned to an array")),
             key if self.base is None and basic else None)
 
-    # -- arithmetic ----------------------------------------------------------------------------
-    def __add__(self, other):
-        return np.add(self, other)
-
-    def __radd__(self, other):
-        return np.add(other, self)
-
-    def __sub__(self, other):
-        return np.subtract(self, other)
-
-    def __rsub__(self, other):
-        return np.subtract(other, self)
-
-    def __mul__(self, other):
-        return np.multiply(self, other)
-
-    def __rmul__(self, other):
-        return np.multiply(other, self)
-
-    def __truediv__(self, other):
-        return np.true_divide(self, other)
-
-    def __rtruediv__(self, other):
-        return np.true_divide(other, self)
-
-    def __pow__(self, other, mod=None):
-        if mod is not None:
-            raise TypeError("cyad: pow() with a modulus is not supported")
-        return np.power(self, other)
-
-    def __rpow__(self, other, mod=None):
-        return np.power(other, self)
-
-    def __matmul__(self, other):
-        return np.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return np.matmul(other, self)
-
-    def __neg__(self):
-        return np.negative(self)
-
-    def __pos__(self):
-        return np.positive(self)
-
-    def __abs__(self):
-        return np.absolute(self)
-
-    # piecewise: // is constant between its jumps, % has derivative 1 in the dividend
-    def __floordiv__(self, other):
-        return np.floor_divide(self, other)
-
-    def __rfloordiv__(self, other):
-        return np.floor_divide(other, self)
-
-    def __mod__(self, other):
-        return np.remainder(self, other)
-
-    def __rmod__(self, other):
-        return np.remainder(other, self)
-
-    def __divmod__(self, other):
-        return np.floor_divide(self, other), np.remainder(self, other)
-
-    def __rdivmod__(self, other):
-        return np.floor_divide(other, self), np.remainder(other, self)
-
-    # Python ints, piecewise constant: guarded, as int() is
+    # -- Python ints, piecewise constant: guarded, as int() is (arithmetic: ArrayMethods) ------
     def __round__(self, ndigits=None):
         if ndigits is None:
             return int(np.rint(self))
@@ -686,31 +609,6 @@ class Tracer:
 
     def __trunc__(self):
         return int(self)
-
-    def _inplace(self, result):
-        self._write(self.recording.var_of(result))
-        return self
-
-    def __iadd__(self, other):
-        return self._inplace(np.add(self, other))
-
-    def __isub__(self, other):
-        return self._inplace(np.subtract(self, other))
-
-    def __imul__(self, other):
-        return self._inplace(np.multiply(self, other))
-
-    def __itruediv__(self, other):
-        return self._inplace(np.true_divide(self, other))
-
-    def __ipow__(self, other):  # type: ignore[misc]
-        return self._inplace(np.power(self, other))
-
-    def __ifloordiv__(self, other):
-        return self._inplace(np.floor_divide(self, other))
-
-    def __imod__(self, other):
-        return self._inplace(np.remainder(self, other))
 
     # comparisons: boolean tracers (masks recomputed on every replay)
     def __lt__(self, other):
@@ -742,91 +640,7 @@ class Tracer:
             raise TypeError("cyad: ~ of a float array")
         return np.logical_not(self)
 
-    # -- ndarray methods: the NumPy functions --------------------------------------------------
-    def reshape(self, *shape, order="C"):
-        return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
-
-    def ravel(self, order="C"):
-        return np.ravel(self, order=order)
-
-    def flatten(self, order="C"):
-        return np.copy(np.ravel(self, order=order))
-
-    def transpose(self, *axes):
-        return np.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
-
-    def squeeze(self, axis=None):
-        return np.squeeze(self, axis)
-
-    def copy(self):
-        return np.copy(self)
-
-    def sum(self, axis=None, keepdims=False, initial=None, where=True):
-        return np.sum(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
-
-    def prod(self, axis=None, keepdims=False, initial=None, where=True):
-        return np.prod(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
-
-    def mean(self, axis=None, keepdims=False, where=True):
-        return np.mean(self, axis=axis, keepdims=keepdims, where=where)
-
-    def var(self, axis=None, ddof=0, keepdims=False):
-        return np.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
-
-    def std(self, axis=None, ddof=0, keepdims=False):
-        return np.std(self, axis=axis, ddof=ddof, keepdims=keepdims)
-
-    def cumsum(self, axis=None):
-        return np.cumsum(self, axis=axis)
-
-    def cumprod(self, axis=None):
-        return np.cumprod(self, axis=axis)
-
-    def dot(self, other):
-        return np.dot(self, other)
-
-    def clip(self, min=None, max=None):
-        return np.clip(self, min, max)
-
-    def trace(self, offset=0, axis1=0, axis2=1):
-        return np.trace(self, offset, axis1, axis2)
-
-    def max(self, axis=None, keepdims=False, initial=None, where=True):
-        return np.max(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
-
-    def min(self, axis=None, keepdims=False, initial=None, where=True):
-        return np.min(self, axis=axis, keepdims=keepdims, initial=initial, where=where)
-
-    def round(self, decimals=0):
-        return np.round(self, decimals)
-
-    def swapaxes(self, axis1, axis2):
-        return np.swapaxes(self, axis1, axis2)
-
-    def argmax(self, axis=None):
-        return np.argmax(self, axis)
-
-    def argmin(self, axis=None):
-        return np.argmin(self, axis)
-
-    def argsort(self, axis=-1, kind=None):
-        return np.argsort(self, axis, kind)
-
-    def any(self, axis=None):
-        return np.any(self, axis)
-
-    def all(self, axis=None):
-        return np.all(self, axis)
-
-    def diagonal(self, offset=0, axis1=0, axis2=1):
-        return np.diagonal(self, offset, axis1, axis2)
-
-    def take(self, indices, axis=None, mode="raise"):
-        return np.take(self, indices, axis, mode=mode)
-
-    def repeat(self, repeats, axis=None):
-        return np.repeat(self, repeats, axis)
-
+    # -- ndarray methods that read values (the rest: ArrayMethods) ------------------------------
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         """To a float dtype: the array (the tape computes in x's dtype). To an integer or
         bool dtype: the values converted (guarded: a constant, as int() is)."""
@@ -846,12 +660,6 @@ class Tracer:
 
     def tolist(self):
         return self._number("tolist()").tolist()
-
-    def __getattr__(self, name):
-        # an ndarray method cyad lacks: say so, rather than Python's error
-        if not name.startswith("_") and hasattr(np.ndarray, name):
-            raise _hints.missing_method(name, "traced arrays")
-        raise AttributeError(f"'Tracer' object has no attribute {name!r}")
 
 
 def latest(rec, *groups):
