@@ -14,45 +14,8 @@ size is smaller than the output's is read at i % size (its shape is a suffix of 
 output's, after leading ones: scalars, and values under leading lanes); any other
 broadcast is made explicit by a gather.
 
-The kinds, with their params in parentheses (i runs over the output's elements; `op`
-is the rule's position in cyad/_rule_table.py's UNARY_RULES or BINARY_RULES; `index` an
-int64 ndarray). `evaluate` below is their meaning in NumPy:
-
-    unary      (op)          out[i] = f(a[i]) of the unary rule op
-    unary_d    (op)          out[i] = f'(a[i])
-    unary_d2   (op)          out[i] = f''(a[i])
-    binary     (op)          out[i] = g(a[i % |a|], b[i % |b|]) of the binary rule op
-    binary_da, binary_db     (op) the first partials of g, broadcast the same way
-    binary_daa, binary_dab, binary_dbb
-                             (op) the second partials
-    scale                    out[i] = a[i % |a|] * b[i % |b|], but 0 where b[i % |b|] is 0:
-                             a partial times a tangent or cotangent, so that an infinite
-                             or NaN partial meets a zero direction as 0 (as the dual
-                             kernels' careful_product does: sqrt's slope at 0)
-    compare    (ufunc)       out[i] = 1.0 or 0.0: a NumPy comparison or logical ufunc
-                             (a key of COMPARISONS, the value its arity) of a[i % |a|]
-                             and b[i % |b|] (b absent for the unary ones)
-    select                   out[i] = a[i % |a|] if c[i % |c|] != 0 else b[i % |b|];
-                             args (c, a, b)
-    copy                     out[i] = a[i % |a|]
-    gather     (index)       out[l*m + i] = a[l*r + index[i]], or 0 where index[i] < 0;
-                             m = index.size, L = |out| / m rows, r = |a| / L
-    scatter_add (index)      the transpose of gather: out = 0, then
-                             out[l*r + index[i]] += a[l*m + i]; m = index.size,
-                             L = |a| / m, r = |out| / L
-    sum_inner  (k)           out[j] = sum over t < k of a[j*k + t]
-    matmul     (m, k, n)     out[p] = a[p] @ b[p], an (m, k) by a (k, n) matrix for
-                             every p < |out| / (m*n), row-major; an operand of one
-                             matrix's size is the same matrix for every p
-    zeros                    out[i] = 0
-    python     (function, entry, params, where)
-                             outs = function(*args) run by NumPy with the GIL: a table
-                             entry's impl (`entry` and `params` say which; `where` names
-                             what f called, for errors)
-    guard      (expected, where)
-                             no output: the replay stops, and the tape is recorded anew,
-                             unless a equals `expected` (an ndarray of a's shape)
-                             everywhere; `where` says what f did with a value
+The kinds, their params and their meanings are rows of cyad/_tape_kind_table.py;
+`evaluate` below is their meaning in NumPy.
 
 A tape's inputs are Vars without a writer; its constants (`consts`) are Vars whose
 values were captured when f ran (arrays f closed over, Python numbers): a tape
@@ -68,10 +31,6 @@ COMPARISONS = {
     np.not_equal: 2, np.logical_and: 2, np.logical_or: 2, np.logical_xor: 2,
     np.logical_not: 1, np.isnan: 1, np.isinf: 1, np.isfinite: 1, np.signbit: 1,
 }
-
-KINDS = ("unary", "unary_d", "unary_d2", "binary", "binary_da", "binary_db", "binary_daa",
-         "binary_dab", "binary_dbb", "scale", "compare", "select", "copy", "gather", "scatter_add",
-         "sum_inner", "matmul", "zeros", "python", "guard")
 
 
 class Var:
@@ -90,7 +49,8 @@ class Var:
 
 
 class Instr:
-    """One instruction: `kind` (KINDS) reads `args` and writes `outs`, with `params`."""
+    """One instruction: `kind` (a name of cyad/_tape_kind_table.py) reads `args` and
+    writes `outs`, with `params`."""
 
     __slots__ = ("kind", "args", "outs", "params")
 

@@ -4,29 +4,8 @@
 from libc.stdint cimport int64_t
 from cpython.ref cimport PyObject
 
-# An instruction's kind: the code in column KIND of its row. The elementwise kinds
-# come first (up to COPY), in the order of cyad._tape.KINDS.
-cdef enum Kind:
-    UNARY
-    UNARY_D
-    UNARY_D2
-    BINARY
-    BINARY_DA
-    BINARY_DB
-    BINARY_DAA
-    BINARY_DAB
-    BINARY_DBB
-    SCALE
-    COMPARE
-    SELECT
-    COPY
-    GATHER
-    SCATTER_ADD
-    SUM_INNER
-    MATMUL
-    ZEROS
-    PYTHON
-    GUARD
+# An instruction's kind (the code in column KIND of its row): generated from its table
+from cyad._tape_kinds cimport *
 
 # The columns of a row of the code table. Offsets are in elements of the arena; an
 # absent operand has offset and size 0. P0..P3 by kind:

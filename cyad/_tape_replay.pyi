@@ -10,7 +10,6 @@ from cyad._tape import Tape, Var
 
 KIND_CODES: dict[str, int]
 COMPARISON_CODES: dict[Any, int]
-ARITY: dict[str, int]
 ALIGNMENT: int
 NUMPY_LOOPS: dict[np.dtype[Any], dict[str, dict[str, str]]]
 COLUMNS: dict[str, int]

@@ -105,7 +105,7 @@ from cyad._fused cimport real
 from cyad._rules cimport BinaryOp, unary_rule, unary_second, binary_rule, binary_second
 # (read by the generated dispatch, cyad/_tape_replay_rules.pxi.tp)
 from cyad._rules cimport UnaryOp  # no-cython-lint
-from cyad import _rule_table, _tape
+from cyad import _rule_table, _tape, _tape_kind_table
 from cyad._threads cimport replay_threads, run_parallel, copy_bytes
 
 cdef extern from "_vector_sine.h":
@@ -130,13 +130,8 @@ cdef extern from "Python.h":
     void Py_DECREF(PyObject* o)
 
 
-KIND_CODES = {
-    "unary": UNARY, "unary_d": UNARY_D, "unary_d2": UNARY_D2, "binary": BINARY,
-    "binary_da": BINARY_DA, "binary_db": BINARY_DB, "binary_daa": BINARY_DAA,
-    "binary_dab": BINARY_DAB, "binary_dbb": BINARY_DBB, "scale": SCALE, "compare": COMPARE,
-    "select": SELECT, "copy": COPY, "gather": GATHER, "scatter_add": SCATTER_ADD,
-    "sum_inner": SUM_INNER, "matmul": MATMUL, "zeros": ZEROS, "python": PYTHON, "guard": GUARD,
-}
+# a kind's code is its position in the table (the generated enum's order)
+KIND_CODES = {kind.name: code for code, kind in enumerate(_tape_kind_table.KINDS)}
 COMPARISON_CODES = {
     np.less: LESS, np.less_equal: LESS_EQUAL, np.greater: GREATER,
     np.greater_equal: GREATER_EQUAL, np.equal: EQUAL, np.not_equal: NOT_EQUAL,
@@ -146,18 +141,13 @@ COMPARISON_CODES = {
 }
 # (an operand's size is in the column after its offset's: part_of relies on it)
 assert (A_SIZE, B_SIZE, C_SIZE) == (A + 1, B + 1, C + 1)
-# a kind or comparison added to the tape needs its loop here
-assert set(_tape.KINDS) <= set(KIND_CODES) and set(COMPARISON_CODES) == set(_tape.COMPARISONS)
+# a comparison added to the tape needs its loop here
+assert set(COMPARISON_CODES) == set(_tape.COMPARISONS)
 
 # the code table's columns by name (the .pxd's anonymous enum)
 COLUMNS = {"KIND": KIND, "OP": OP, "OUT": OUT, "OUT_SIZE": OUT_SIZE, "A": A, "A_SIZE": A_SIZE,
            "B": B, "B_SIZE": B_SIZE, "C": C, "C_SIZE": C_SIZE, "P0": P0, "P1": P1, "P2": P2,
            "P3": P3}
-
-# operands read by each elementwise kind (compare: by its ufunc, COMPARISONS)
-ARITY = {"unary": 1, "unary_d": 1, "unary_d2": 1, "binary": 2, "binary_da": 2,
-         "binary_db": 2, "binary_daa": 2, "binary_dab": 2, "binary_dbb": 2, "scale": 2,
-         "select": 3, "copy": 1}
 
 # slots start at multiples of this many bytes
 ALIGNMENT = 64
@@ -386,8 +376,8 @@ def _pair_sines(code):
     cdef Py_ssize_t s = 0
     while s + 1 < code.shape[0]:
         first, second = code[s], code[s + 1]
-        if first[P2] and second[P2] and first[KIND] <= UNARY_D2 \
-                and second[KIND] <= UNARY_D2 and first[A] == second[A] \
+        if first[P2] and second[P2] and is_unary_column(first[KIND]) \
+                and is_unary_column(second[KIND]) and first[A] == second[A] \
                 and first[A_SIZE] == second[A_SIZE] \
                 and first[OUT_SIZE] == second[OUT_SIZE] and first[OUT] != second[OUT]:
             first[P3] = 1
@@ -428,7 +418,7 @@ def _blocked_runs(code, Py_ssize_t block):
         n = code[first, OUT_SIZE]
         period = n
         s = first
-        while s < n_instr and code[s, KIND] <= COPY and code[s, OUT_SIZE] == n \
+        while s < n_instr and is_elementwise(code[s, KIND]) and code[s, OUT_SIZE] == n \
                 and block > 0 and n >= BLOCKED_BY * block:
             columns = 0
             for size in (code[s, A_SIZE], code[s, B_SIZE], code[s, C_SIZE]):
@@ -598,6 +588,7 @@ cdef class Replay:
         if kind not in KIND_CODES:
             raise ValueError(f"instruction {s}: unknown kind {kind!r}")
         row[KIND] = KIND_CODES[kind]
+        entry = _tape_kind_table.BY_NAME[kind]
 
         def fail(message):
             return ValueError(f"instruction {s} ({instr!r}): {message}")
@@ -636,18 +627,15 @@ cdef class Replay:
                 raise fail(f"{ufunc!r} is not a comparison of cyad._tape.COMPARISONS")
             row[OP] = COMPARISON_CODES[ufunc]
             arity = _tape.COMPARISONS[ufunc]
-        elif kind in ARITY:
-            arity = ARITY[kind]
         else:
-            arity = 2 if kind == "matmul" else 1
+            arity = entry.operands
         if len(args) != arity:
             raise fail(f"it reads {len(args)} Vars, not {arity}")
         for column, size_column, var in zip((A, B, C), (A_SIZE, B_SIZE, C_SIZE), args):
             row[column], row[size_column] = slots[var.number], var.size
 
-        if kind.startswith("unary") or kind.startswith("binary"):
-            rules = (_rule_table.UNARY_RULES if kind.startswith("unary")
-                     else _rule_table.BINARY_RULES)
+        if entry.rule is not None:
+            rules = _rule_table.UNARY_RULES if entry.rule == "unary" else _rule_table.BINARY_RULES
             op = params.get("op")
             if not isinstance(op, (int, np.integer)) or not 0 <= op < len(rules):
                 raise fail(f"{op!r} is not the position of a rule of the rule table")
@@ -661,7 +649,7 @@ cdef class Replay:
                     row[P1] = (kind, rules[op].name) in RECIPROCAL_SQUARED
             if not row[P0] and (kind, rules[op].name) in SINE_SHIFTS:
                 row[P2] = 1 + SINE_SHIFTS[kind, rules[op].name]
-        if kind in ARITY or kind == "compare":
+        if entry.elementwise:
             _check_modular(args, out, fail)
             return None
 
@@ -819,20 +807,20 @@ cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t sta
                 done = end
                 continue
         kind = row[KIND]
-        if threads > 1 and kind <= COPY and n >= _PARALLEL_FROM and full_or_single(row):
+        if threads > 1 and is_elementwise(kind) and n >= _PARALLEL_FROM and full_or_single(row):
             # (parts of 64 elements' multiples: each starts on a 64-byte boundary as the
             # slot does, so that a SIMD loop treats every element as in the whole run)
             split_elementwise(replay, s, s + 1, ((n + threads - 1) // threads + 63) // 64 * 64,
                               threads)
-        elif kind <= UNARY_D2 and row[P0]:
+        elif is_unary_column(kind) and row[P0]:
             numpy_unary(row, arena, replay.ufunc_loops + row[P0] - 1)
-        elif kind <= UNARY_D2 and row[P2]:
+        elif is_unary_column(kind) and row[P2]:
             if row[P3] and s + 1 < stop:   # the next instruction as well
                 sine(row, row + CODE_WIDTH, arena)
                 done = s + 2
             else:
                 sine(row, NULL, arena)
-        elif kind <= COPY:
+        elif is_elementwise(kind):
             elementwise(row, arena)
         elif kind == GATHER:
             gather(row, arena, replay.indices + row[P0], threads)
@@ -962,9 +950,9 @@ cdef int elementwise_part(const int64_t* row, bint next_runs, real* arena,
     cdef int64_t part[CODE_WIDTH]
     cdef int64_t second[CODE_WIDTH]
     part_of(row, part, base, j, count, period)
-    if row[KIND] <= UNARY_D2 and row[P0]:
+    if is_unary_column(row[KIND]) and row[P0]:
         numpy_unary(part, arena, loops + row[P0] - 1)
-    elif row[KIND] <= UNARY_D2 and row[P2]:
+    elif is_unary_column(row[KIND]) and row[P2]:
         if row[P3] and next_runs:
             part_of(row + CODE_WIDTH, second, base, j, count, period)
             sine(part, second, arena)
@@ -1096,9 +1084,9 @@ cdef void elementwise_block(int64_t kind, int64_t op, Py_ssize_t n, real* out,
     # kind's operand is always full or n == 1
     if kind == BINARY and op <= BinaryOp.DIVIDE:
         arithmetic(op, n, out, a, a_full, b, b_full)
-    elif kind <= UNARY_D2:
+    elif is_unary_column(kind):
         unary_block(kind, op, n, out, a)
-    elif kind <= BINARY_DBB:
+    elif is_binary_column(kind):
         binary_block(kind, op, n, out, a, a_full, b, b_full)
     elif kind == SCALE:
         scale_block(n, out, a, a_full, b, b_full)

@@ -1,25 +1,29 @@
-"""Generate the Cython rule code, cyad/_rules.pxd, from the rule table cyad/_rule_table.py.
+"""Generate Cython code from cyad's tables: the rule code (cyad/_rules.pxd and the replay's
+rule loops) from the rule table cyad/_rule_table.py, the tape's instruction kinds
+(cyad/_tape_kinds.pxd) from cyad/_tape_kind_table.py.
 
 Run by the build (cyad/meson.build):
 
     python generate_rules.py TABLE TEMPLATE OUTPUT
 
 TABLE is loaded by its path (the package around it is not built yet) and TEMPLATE, a
-Tempita template (cyad/_rules.pxd.tp), lays out the code; this script only turns each
-rule's expressions into Cython statements: results in an order that respects their
-references to each other, partials written through the output pointers of the first
-column's functions, rules with the same second derivative sharing one branch.
+Tempita template (cyad/_rules.pxd.tp, ...), lays out the code from `table`, the module.
+For the rule table this script also turns each rule's expressions into Cython statements:
+results in an order that respects their references to each other, partials written
+through the output pointers of the first column's functions, rules with the same second
+derivative sharing one branch.
 """
 import argparse
 import importlib.util
 import re
+from pathlib import Path
 
 from Cython.Tempita import Template
 
 
 def load_table(path):
-    """The rule table module at `path`."""
-    spec = importlib.util.spec_from_file_location("_rule_table", path)
+    """The table module at `path`."""
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
     table = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(table)
     return table
@@ -86,7 +90,9 @@ def grouped(rules, expression_of):
 
 
 def render(table, template):
-    """The text of _rules.pxd from the rule table module and the template's text."""
+    """The generated text from a table module and the template's text."""
+    if not hasattr(table, "UNARY_RULES"):
+        return Template(template).substitute(table=table)
     unary = [(rule.name.upper(), first_column({"v": rule.value, "d": rule.d}, {"d"}))
              for rule in table.UNARY_RULES]
     binary = [(rule.name.upper(),
@@ -96,7 +102,7 @@ def render(table, template):
                       second_column({"daa": rule.daa, "dab": rule.dab, "dbb": rule.dbb}))
                      for rule in table.BINARY_RULES]
     return Template(template).substitute(
-        unary=unary, binary=binary,
+        table=table, unary=unary, binary=binary,
         unary_second=grouped(table.UNARY_RULES, lambda rule: rule.d2),
         binary_second=[(op, statements) for op, statements in binary_second if statements],
     )
