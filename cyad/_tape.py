@@ -3,8 +3,8 @@
 The tape engine runs f once on tracer arrays (cyad/_tape_trace.py), which append one
 instruction per array operation to a `Tape`; program transformations
 (cyad/_tape_transform.py) append the instructions of its derivatives (forward lanes,
-the reverse sweep, forward over reverse) to tapes of the same kinds; cyad/_tape_replay.pyx
-lowers a tape to buffers allocated once and replays it in compiled code.
+the reverse sweep, forward over reverse) to tapes of the same kinds; cyad/_tape_lowering.pyx
+lowers a tape to buffers allocated once and cyad/_tape_replay.pyx replays it in compiled code.
 
 A `Var` is one array of the program: a shape and a dtype (the prep's float dtype, or
 bool for comparisons, stored as 0/1 in a float buffer), C-contiguous, written once.

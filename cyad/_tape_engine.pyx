@@ -2,7 +2,7 @@
 
 `TapeEngine` is the engine behind a prep named "tape". On its first call it traces f at
 x (cyad/_tape_trace.py), builds the derivative tape of the prep's family
-(cyad/_tape_transform.py) and lowers it to a `Replay` (cyad/_tape_replay.pyx): one
+(cyad/_tape_transform.py) and lowers it to a `Replay` (cyad/_tape_lowering.pyx): one
 arena allocated once, in which x, y, the seeds and the results have fixed places. Every
 call then runs on raw pointers without the GIL: x (and y's incoming values) copied in,
 the primal part of the tape replayed once, then its derivative part once per chunk of
@@ -93,7 +93,8 @@ from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, part_c
                          cancelled, CANCELLED, PUSHFORWARD, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._fp_flags cimport clear_fp_flags, raised_fp_flags, non_finite_fp_flags
-from cyad._tape_replay cimport Replay, replay_run
+from cyad._tape_replay cimport replay_run
+from cyad._tape_lowering cimport Replay
 from cyad._threads cimport copy_bytes, same_bytes, replay_threads
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad._dual_engine import default_chunk

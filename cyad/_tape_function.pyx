@@ -17,7 +17,7 @@ the value and the lanes out: the buffers are row-major n x width, the tape's tan
 lanes-major, so the lanes are transposed on the way in and out.
 
 Threads. Every program keeps a pool of arenas, each a `Replay` of its own
-(cyad/_tape_replay.pyx: its own slots, constants and python callbacks), claimed by an
+(cyad/_tape_lowering.pyx: its own slots, constants and python callbacks), claimed by an
 atomic exchange of its flag; a call that finds all of them claimed makes one more with the GIL
 (up to MAX_ARENAS; beyond, it waits for one). Programs and arenas are appended under a
 lock and published by an atomic store of their count, so that calls read them without
@@ -54,7 +54,8 @@ from cyad._layout cimport second_order_width
 from cyad._prep cimport claim, release
 from cyad._tape_engine cimport (CAPTURED_CHANGED, capture, captured_strided_changed,
                                 take_raised)
-from cyad._tape_replay cimport Replay, replay_run, tape_replay
+from cyad._tape_replay cimport replay_run, tape_replay
+from cyad._tape_lowering cimport Replay
 from cyad._wrapper cimport FunctionWrapper, is_python_function
 from cyad._tape_engine import RECORD_LIMIT as _RECORD_LIMIT, TapeLimit
 from cyad._tape_trace import trace

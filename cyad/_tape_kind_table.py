@@ -5,7 +5,7 @@ cyad/_tape.py's `Instr` holds a kind's name; `evaluate` there is each kind's mea
 NumPy. The build generates the replay's `Kind` enum (a kind's code is its position here)
 and the tests of a code's family from this table (tools/generate_rules.py with
 cyad/_tape_kinds.pxd.tp, as the rule code is generated from cyad/_rule_table.py); the
-replay (cyad/_tape_replay.pyx) lowers an instruction by its row. The build loads this
+lowering (cyad/_tape_lowering.pyx) reads an instruction's row. The build loads this
 module by its path: it imports nothing of cyad.
 
 In the meanings, i runs over the output's elements; `op` is the rule's position in

@@ -1,5 +1,6 @@
-# The compiled replay of a tape (cyad/_tape_replay.pyx has the design): the code table's
-# layout, the state a replay runs on without the GIL, and its entry point.
+# The compiled replay of a tape (cyad/_tape_lowering.pyx and cyad/_tape_replay.pyx have the
+# design): the code table's layout, the state a replay runs on without the GIL, and its
+# entry point.
 
 from libc.stdint cimport int64_t
 from cpython.ref cimport PyObject
@@ -90,7 +91,7 @@ cdef struct tape_replay:
     PyObject* callbacks        # a list: the python instructions' callbacks, no arguments
     const ufunc_loop* ufunc_loops  # NumPy's loops of unary columns (P0 - 1 of a row)
     # n_instr rows (end, period, block): the blocked run of elementwise instructions from
-    # each one on, end 0 for none (cyad/_tape_replay.pyx, _blocked_runs)
+    # each one on, end 0 for none (cyad/_tape_lowering.pyx, _blocked_runs)
     const int64_t* runs
 
 
@@ -104,17 +105,3 @@ from cyad._fp_flags cimport clear_fp_flags, numpy_fp_flags, raised_fp_flags
 # s - 1 failed (the instructions before it ran, no later one did); -1 when a python
 # instruction raised (its exception is set: the caller raises it once it holds the GIL).
 cdef int replay_run(const tape_replay* replay, Py_ssize_t start, Py_ssize_t stop) noexcept nogil
-
-
-cdef class Replay:
-    cdef tape_replay state
-    cdef readonly object tape
-    cdef readonly object arena         # ndarray of the tape's dtype
-    cdef object _code                  # ndarray, n_instr x CODE_WIDTH int64
-    cdef object _indices               # ndarray of int64
-    cdef list _callbacks
-    cdef list _views                   # Var number -> its slot, shaped
-    cdef object _offsets               # ndarray: Var number -> offset in the arena
-    cdef object _ufunc_loops           # ndarray of bytes: the ufunc_loop structs
-    cdef list _ufunc_capsules          # NumPy's call infos, owning the loops' contexts
-    cdef object _runs                  # ndarray, n_instr x 3 int64 (state.runs)
