@@ -34,7 +34,7 @@ from cyad._operators import (
     value_gradient_and_hessian,
 )
 from cyad._points import at_points
-from cyad._prep import Prep
+from cyad._core import Prep
 from cyad._sparse_operators import (
     SparseHessianPrep,
     SparseJacobianPrep,

@@ -2,13 +2,13 @@
 
 A downstream module sees a `cyad_prep` handle whose only public part is its table of
 nogil entry points (cyad/_api.pxd); here it is the prep's engine-neutral
-`prep_header` (cyad/_prep.pxd), which starts with that table. The prep fills the table
+`prep_header` (cyad/_core.pxd), which starts with that table. The prep fills the table
 (Prep.set_output): its engine's function in every slot the prep answers, a refusal
 elsewhere. The entry points themselves are inline in cyad/_api.pxd, so that a
 downstream call makes one indirect call, straight into the engine.
 """
 from cyad._api cimport PYTHON_ERROR
-from cyad._prep cimport Prep
+from cyad._core cimport Prep
 from cyad._wrapper cimport FunctionWrapper, wrap as _wrap
 from cyad._wrapper import FunctionError
 

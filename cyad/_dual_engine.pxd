@@ -1,5 +1,5 @@
 from cyad._dual cimport Dual, Tag
-from cyad._prep cimport prep_header, Engine, Prep
+from cyad._core cimport prep_header, Engine, Prep
 from cyad._wrapper cimport cyad_function, FunctionWrapper, PythonFunction
 
 # The dual engine's state of a prep, usable without the GIL.

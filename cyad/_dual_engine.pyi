@@ -4,7 +4,7 @@ from typing import Final
 from typing_extensions import disjoint_base
 
 from cyad._dual import Dual
-from cyad._prep import Engine
+from cyad._core import Engine
 
 # the default chunk's budgets (see default_chunk)
 DEFAULT_PARTIALS_BUDGET: Final = 65536

@@ -1,6 +1,6 @@
 """The dual engine: forward mode on dual numbers, a chunk of directions per evaluation.
 
-`DualEngine` is the engine behind a prep (cyad/_prep.pyx) named "dual". It owns the
+`DualEngine` is the engine behind a prep (cyad/_core.pyx) named "dual". It owns the
 dual buffers and a `dual_prep` struct, whose first member is the prep's handle: a
 whole operator call runs on raw pointers without the GIL (`run_pushforward`,
 `run_jacobian`, `run_pullback`, and at second order `run_second_derivative`,
@@ -17,7 +17,7 @@ Where no copy is needed it passes the caller's buffers straight to the function 
 always; one tangent, its output and a two-argument y when a single evaluation does
 the whole call). The buffers it is given overlap nothing they must not: its callers
 (Prep.call and the entry points) make sure of that first (protect_inputs,
-cyad/_prep.pxd).
+cyad/_core.pxd).
 
 derivative is the pushforward of a scalar with tangent 1; gradient is the Jacobian
 of a scalar-valued function. A pullback (cotangent @ J) is forward mode too: a chunk
@@ -47,12 +47,12 @@ from cyad._layout cimport (lane_count, second_order_width, outer_lane, inner_lan
                            clear_lanes, put_lane, get_lane, put_basis, get_columns)
 from cyad._dual cimport new_dual, nested_tag, enter, leave
 from cyad._api cimport cyad_prep, cyad_entry_points
-from cyad._prep cimport (Prep, run_call, enter_nogil, release, part_chunks, cancelled,
+from cyad._core cimport (Prep, run_call, enter_nogil, release, part_chunks, cancelled,
                          CANCELLED, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._wrapper cimport python_f64, python_f32, python2_f64, python2_f32, is_python_function
 from cyad import _warnings
-from cyad._prep import _FAMILY_NAMES
+from cyad._core import _FAMILY_NAMES
 from cyad._stacked import stacked
 from cyad._wrapper import constant_result
 
@@ -157,7 +157,7 @@ cdef void seed_first_chunk(dual_prep* p, const real* const* tangents) noexcept n
         put_tangents(p, tangents, count)
 
 
-# -- the directions a run computes: all, or a part's (workers=, cyad/_prep.pxd) ----------
+# -- the directions a run computes: all, or a part's (workers=, cyad/_core.pxd) ----------
 
 cdef inline void chunk_range(dual_prep* p, Py_ssize_t* start, Py_ssize_t* stop) noexcept nogil:
     # the first-order directions [start, stop) of this run, in whole chunks

@@ -1,6 +1,6 @@
 """The engines a prep can run on: the one registry of them, and the one owner of the choice.
 
-An engine is a module providing an `Engine` subclass (cyad/_prep.pxd): the buffers and
+An engine is a module providing an `Engine` subclass (cyad/_core.pxd): the buffers and
 function binding behind a prep's handle and its nogil call for each operator family.
 `prepare_*` and the operators take ``engine=``; without it, `default_engine` chooses (and
 says why), and `default_text` says the same rule in each operator's docstring. Callers ask

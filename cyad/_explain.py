@@ -2,7 +2,7 @@
 from typing import Any
 
 from cyad._engines import TAPE_FROM
-from cyad._prep import _FAMILY_NAMES, Prep
+from cyad._core import _FAMILY_NAMES, Prep
 
 
 class Explanation:

@@ -29,7 +29,7 @@ import numpy as np
 from cyad import _hints
 from cyad._dual import Dual, mixed_differentiations, primal, tagged_dual
 from cyad._layout import NestedLanes
-from cyad._prep import input_dtype
+from cyad._core import input_dtype
 from cyad._tape import run, warn_as_numpy
 from cyad._tape_trace import Tracer, latest, trace
 from cyad._tape_transform import jvp, vjp

@@ -11,7 +11,7 @@ from typing import Any, TypeAlias, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from cyad._prep import Prep
+from cyad._core import Prep
 from cyad._wrapper import _Function
 
 _Array: TypeAlias = npt.NDArray[np.floating[Any]]

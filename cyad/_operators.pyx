@@ -1,6 +1,6 @@
 """The public operators: thin, compiled, allocation-free with a prep and out=.
 
-Each operator finds (or checks) its `Prep` (cyad/_prep.pyx: one class per family,
+Each operator finds (or checks) its `Prep` (cyad/_core.pyx: one class per family,
 on the engine named by ``engine=``) and makes one call into it; all the work is
 there and in the engine. A call of a Python callable made while cyad differentiates
 another (from inside that one) is a nested differentiation and goes to `_nested.py`;
@@ -14,10 +14,11 @@ import warnings
 
 import numpy as np
 
-from cyad._prep cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
+from cyad._core cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK, WITH_VALUE, WITH_FIRST,
                          refuse_busy)
-from cyad._prep import PREP_TYPES as _PREP_TYPES, _FAMILY_NAMES
+from cyad._core import _FAMILY_NAMES
+from cyad._families import PREP_TYPES as _PREP_TYPES
 from cyad._engines import engine_type
 from cyad._dual cimport differentiating
 from cyad._wrapper cimport is_python_function, FunctionWrapper

@@ -2,7 +2,7 @@
 
 A prep made with ``workers=map`` (a pool's map, a Dask executor's) runs each call as
 `parts` tasks, one per CPU of this machine: task j runs part j of the call (the chunks of
-directions that cyad/_prep.pxd's part_chunks gives it) on a prep that its process keeps for
+directions that cyad/_core.pxd's part_chunks gives it) on a prep that its process keeps for
 the problem, built on the first task and reused after (f shipped with cloudpickle, as by
 cyad.at_points). Part 0 returns f's value, y and a first-order result as well.
 
@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from cyad._prep_cache import payload_of, put_back, take_payload
-from cyad._prep import _FAMILY_NAMES
+from cyad._core import _FAMILY_NAMES
 
 # NaNs of a payload no arithmetic makes (an operation on numbers gives the default NaN; on
 # NaNs, one of theirs)

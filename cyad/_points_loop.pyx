@@ -22,7 +22,7 @@ from libc.string cimport memcpy
 from cyad._api cimport (cyad_prep, prep_handle, raise_status, gradient_nogil, jacobian_nogil,
                         hessian_nogil, hvp_nogil)
 from cyad._fused cimport real
-from cyad._prep cimport Prep
+from cyad._core cimport Prep
 from cyad._threads cimport run_watched
 from libc.stdlib cimport malloc, free
 

@@ -4,7 +4,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from cyad._prep import Prep
+from cyad._core import Prep
 from cyad._wrapper import FunctionWrapper
 
 def count_allocations(fn: Callable[[], object], calls: int) -> int: ...

@@ -13,7 +13,7 @@ from libc.string cimport memcpy
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 cimport cyad
-from cyad._prep cimport Prep
+from cyad._core cimport Prep
 from cyad._dual_engine cimport DualEngine
 from cyad._wrapper cimport cyad_function
 

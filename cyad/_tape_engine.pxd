@@ -1,6 +1,6 @@
 from cpython.ref cimport PyObject
 
-from cyad._prep cimport prep_header, Engine, Prep
+from cyad._core cimport prep_header, Engine, Prep
 from cyad._tape_replay cimport tape_replay
 from cyad._tape_lowering cimport Replay
 

@@ -3,7 +3,7 @@ from typing import Any, Final
 
 from typing_extensions import disjoint_base
 
-from cyad._prep import Engine
+from cyad._core import Engine
 
 RECORD_LIMIT: Final = 8
 STATE_STREAK: Final = 8

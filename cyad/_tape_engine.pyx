@@ -89,7 +89,7 @@ from libc.string cimport memcpy, memset
 
 from cyad._api cimport cyad_prep, cyad_entry_points, PYTHON_ERROR
 from cyad._fused cimport real
-from cyad._prep cimport (Prep, Engine, prep_header, enter_nogil, release, part_chunks,
+from cyad._core cimport (Prep, Engine, prep_header, enter_nogil, release, part_chunks,
                          cancelled, CANCELLED, PUSHFORWARD, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._fp_flags cimport clear_fp_flags, raised_fp_flags, non_finite_fp_flags
@@ -102,7 +102,7 @@ from cyad._tape import warn_as_numpy
 from cyad import _tape_state
 from cyad._tape_state import PythonState
 from cyad._warnings import warn_once
-from cyad import _engines, _prep
+from cyad import _engines, _families
 from cyad._tape_trace import trace
 from cyad._tape_transform import jvp, vjp
 
@@ -734,9 +734,9 @@ cdef class TapeEngine(Engine):
             args = ()
         # (a tape chosen by default that cannot serve f; any, for a call whose partials are
         # not finite)
-        delegate = _prep.PREP_TYPES[self.state.family](_callable(self.bound), xv,
-                                                       args[0] if args else None, yv, None,
-                                                       _engines.FALLBACK)
+        delegate = _families.PREP_TYPES[self.state.family](_callable(self.bound), xv,
+                                                           args[0] if args else None, yv,
+                                                           None, _engines.FALLBACK)
         if self.out_shape is not None and delegate.out_shape is None:
             delegate.set_output(self.out_shape)
         return delegate

@@ -51,7 +51,7 @@ from libc.string cimport memcmp, memcpy
 from cyad._api cimport PYTHON_ERROR
 from cyad._fused cimport real
 from cyad._layout cimport second_order_width
-from cyad._prep cimport claim, release
+from cyad._core cimport claim, release
 from cyad._tape_engine cimport (CAPTURED_CHANGED, capture, captured_strided_changed,
                                 take_raised)
 from cyad._tape_replay cimport replay_run, tape_replay

@@ -8,7 +8,7 @@ from typing import Any, Literal, NamedTuple, overload
 import numpy as np
 import numpy.typing as npt
 
-from cyad._prep import Prep
+from cyad._core import Prep
 from cyad._sparse_operators import SparseHessianPrep, SparseJacobianPrep
 from cyad._wrapper import _Function
 

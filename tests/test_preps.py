@@ -9,7 +9,7 @@ from numpy.testing import assert_allclose
 
 import cyad
 import cyad.scipy
-from cyad import _docs, _engines, _prep
+from cyad import _docs, _engines, _families
 
 X = np.array([0.3, -1.2, 0.7, 2.0])
 V = np.array([1.0, 0.5, -2.0, 0.25])
@@ -196,9 +196,10 @@ def test_the_scipy_adapters_and_profile_take_engine(other_engine):
 
 
 def test_the_family_classes_are_the_ones_prepare_makes():
-    assert set(_prep.PREP_TYPES.values()) == {getattr(_prep, name) for name in CLASSES.values()}
-    assert issubclass(_prep.DerivativePrep, _prep.PushforwardPrep)
-    assert issubclass(_prep.GradientPrep, _prep.JacobianPrep)
+    assert set(_families.PREP_TYPES.values()) == {getattr(_families, name)
+                                                  for name in CLASSES.values()}
+    assert issubclass(_families.DerivativePrep, _families.PushforwardPrep)
+    assert issubclass(_families.GradientPrep, _families.JacobianPrep)
 
 
 # -- shared docstring fragments -----------------------------------------------------------

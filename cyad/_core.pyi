@@ -1,4 +1,4 @@
-# Type stubs of cyad/_prep.pyx: Prep, its family subclasses and the engine interface.
+# Type stubs of cyad/_core.pyx: the engine-neutral Prep and the engine interface.
 import enum
 from typing import Any, Final
 
@@ -90,60 +90,4 @@ class Prep:
     def is_python(self) -> bool: ...
     def raise_for_status(self, status: int) -> None: ...
 
-class PushforwardPrep(Prep):
-    def __init__(
-        self,
-        f: _Function,
-        x: npt.ArrayLike,
-        v: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None,
-        y: npt.NDArray[Any] | None = None,
-        chunk: int | None = None,
-        engine: str | None = None,
-    ) -> None: ...
-class DerivativePrep(PushforwardPrep): ...
-class PullbackPrep(Prep):
-    def __init__(
-        self,
-        f: _Function,
-        x: npt.ArrayLike,
-        v: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None,
-        y: npt.NDArray[Any] | None = None,
-        chunk: int | None = None,
-        engine: str | None = None,
-    ) -> None: ...
-class JacobianPrep(Prep):
-    def __init__(
-        self,
-        f: _Function,
-        x: npt.ArrayLike,
-        v: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None,
-        y: npt.NDArray[Any] | None = None,
-        chunk: int | None = None,
-        engine: str | None = None,
-    ) -> None: ...
-class GradientPrep(JacobianPrep): ...
-class SecondDerivativePrep(Prep):
-    def __init__(
-        self,
-        f: _Function,
-        x: npt.ArrayLike,
-        v: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None,
-        y: npt.NDArray[Any] | None = None,
-        chunk: int | None = None,
-        engine: str | None = None,
-    ) -> None: ...
-class _ScalarSecondOrderPrep(Prep):
-    def __init__(
-        self,
-        f: _Function,
-        x: npt.ArrayLike,
-        v: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None,
-        y: npt.NDArray[Any] | None = None,
-        chunk: int | None = None,
-        engine: str | None = None,
-    ) -> None: ...
-class HvpPrep(_ScalarSecondOrderPrep): ...
-class HessianPrep(_ScalarSecondOrderPrep): ...
-
-PREP_TYPES: Final[dict[Family, type[Prep]]]
 _FAMILY_NAMES: Final[dict[Family, str]]

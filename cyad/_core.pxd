@@ -146,7 +146,7 @@ cdef extern from *:
     bint claimed "cyad_claimed" (int* busy) nogil
 
 
-# -- outputs that overlap inputs (see _prep.pyx) -----------------------------------------
+# -- outputs that overlap inputs (see _core.pyx) -----------------------------------------
 
 cdef int protect_slowly(prep_header* h, const void** x, const void* const** tangents,
                         void* y, void* value, void* first, void** results) noexcept nogil
@@ -289,7 +289,7 @@ cdef class Prep:
     cdef readonly object map_options   # and the chunk and engine given with it
     cdef list part_preps               # the preps of parts 1 ... k - 1 (workers=k), or None
     cdef list part_ys                  # their copies of y's incoming values (f(y, x))
-    cdef void* part_calls              # the parts' calls (part_call structs, _prep.pyx)
+    cdef void* part_calls              # the parts' calls (part_call structs, _core.pyx)
 
     # the family's answers
     cdef bint takes_tangents(self)

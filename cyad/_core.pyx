@@ -1,15 +1,17 @@
-"""Preps: one class per operator family on one engine-neutral base.
+"""The core every engine and operator family shares: the engine-neutral `Prep`, the
+`Engine` base, the handle's table of nogil entry points, calls in parts and the
+protection of inputs that outputs overlap.
 
 A prep is made once per call signature (family, x's shape and dtype, one- or
 two-argument form, chunk, engine) and checks every later call against it. The base
 `Prep` holds what every family shares: the signature and its cheap checks, out=
 checks and result buffers, the busy claim (one call at a time), raise_for_status,
-and the engine. One small subclass per family answers what differs: whether the
-call takes tangents shaped like x, or cotangents shaped like f's output (a pullback;
-checked once f's output is known), or neither (the engine seeds basis directions of
-x), its results' shapes and names, the nogil entry points it serves, and whether f
-must be scalar-valued. `Prep.call` runs every operator of every family on those
-answers.
+and the engine. One small subclass per family (cyad/_families.pyx) answers what
+differs: whether the call takes tangents shaped like x, or cotangents shaped like f's
+output (a pullback; checked once f's output is known), or neither (the engine seeds
+basis directions of x), its results' shapes and names, the nogil entry points it
+serves, and whether f must be scalar-valued. `Prep.call` runs every operator of every
+family on those answers.
 
 The engine (chosen by name at prepare time from cyad/_engines.py) is an `Engine`
 object: the buffers and the function binding behind the prep's `prep_header`, a
@@ -26,14 +28,14 @@ Calls in parts (workers=k): a prep whose engine splits its calls (`Engine.splits
 function on the dual engine, a tape's chunked families) holds k - 1 more preps of its
 signature. A call protects its inputs once, then runs k parts at once on the pool of
 cyad/_threads.pyx, part j on prep j (0: this one), each the chunks part_chunks gives it
-(cyad/_prep.pxd), writing its own results; part 0 alone writes f's value, y and a
+(cyad/_core.pxd), writing its own results; part 0 alone writes f's value, y and a
 first-order result, the others read y's incoming values from copies.
 
 Outputs that overlap inputs: like a NumPy ufunc given an overlapping out=, a call
 reads its inputs as they were when it started. An engine reads x and the tangents
 (or cotangents) in every evaluation and writes outputs after each, so every call of
 an engine's `run` (Prep.call here, the engine's nogil entry points) first calls
-`protect_inputs` (cyad/_prep.pxd): an input that shares memory with an output is
+`protect_inputs` (cyad/_core.pxd): an input that shares memory with an output is
 copied once, into the prep's scratch, and the engine runs on the copy. y needs no
 copy: it is an output itself, which no other output may share memory with. Outputs
 that share memory would leave a result that depends on the order of the writes:
@@ -63,7 +65,6 @@ from cyad._dual import Dual as _DualType
 from cyad._wrapper import FunctionError, is_python_function
 from cyad._engines import engine_type
 from cyad import _engines
-from cyad._hints import not_scalar
 
 cnp.import_array()
 
@@ -1123,206 +1124,6 @@ cdef str _output_name(Prep prep, const span* s):
     if prep.handle.results > 1:
         return f"{prep.result_name()} for tangent {s.output}"
     return prep.result_name()
-
-
-# -- the families --------------------------------------------------------------------------
-#
-# Each is made from the operator's own arguments: f, x, the tangent(s) v of a pushforward or
-# hvp (None for the others), y, chunk and engine.
-
-cdef Py_ssize_t _count(object v):
-    # the tangents of a call: a tuple is a batch
-    return len(<tuple>v) if isinstance(v, tuple) else 1
-
-
-cdef _check_scalar(str operator, object x):
-    if np.ndim(x) != 0:
-        raise ValueError(f"cyad: {operator} takes a scalar x, not an array of shape "
-                         f"{np.shape(x)}; use pushforward or jacobian (hvp or hessian) for "
-                         "arrays")
-
-
-cdef class PushforwardPrep(Prep):
-    """The prep of `pushforward` and `value_and_pushforward`: J(x) @ each tangent."""
-
-    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
-        self.family = PUSHFORWARD
-        self.order = 1
-        Prep.__init__(self, f, x, _count(v), y, chunk, engine)
-
-    cdef bint takes_tangents(self):
-        return True
-
-    cdef unsigned nogil_entries(self):
-        return ENTRY_PUSHFORWARD if self.handle.results == 1 else 0
-
-    cdef str result_name(self):
-        return "the tangent output"
-
-
-cdef class PullbackPrep(Prep):
-    """The prep of `pullback` and `value_and_pullback`: each cotangent @ J(x), shaped like
-    x."""
-
-    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
-        self.family = PULLBACK   # before the base's __init__, which sets up the engine
-        self.order = 1
-        Prep.__init__(self, f, x, _count(v), y, chunk, engine)
-
-    cdef bint takes_cotangents(self):
-        return True
-
-    cdef tuple shape_of_result(self, tuple out_shape):
-        return self.x_shape
-
-    cdef unsigned nogil_entries(self):
-        return ENTRY_PULLBACK if self.handle.results == 1 else 0
-
-    cdef str result_name(self):
-        return "the pullback output"
-
-
-cdef class DerivativePrep(PushforwardPrep):
-    """The prep of `derivative` and `value_and_derivative`: the pushforward of a scalar x
-    along the tangent 1."""
-
-    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
-        _check_scalar("derivative", x)
-        self.family = DERIVATIVE   # before the base's __init__, which sets up the engine
-        self.order = 1
-        Prep.__init__(self, f, x, 1, y, chunk, engine)
-
-    cdef str result_name(self):
-        return "the derivative output"
-
-
-cdef class JacobianPrep(Prep):
-    """The prep of `jacobian` and `value_and_jacobian`: J(x), a chunk of basis directions
-    per evaluation."""
-
-    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
-        self.family = JACOBIAN
-        self.order = 1
-        Prep.__init__(self, f, x, np.size(x), y, chunk, engine)
-
-    cdef tuple shape_of_result(self, tuple out_shape):
-        return out_shape + self.x_shape
-
-    cdef unsigned nogil_entries(self):
-        return ENTRY_JACOBIAN | (ENTRY_GRADIENT if self.handle.n_y == 1 else 0)
-
-    cdef str result_name(self):
-        return "the Jacobian output"
-
-
-cdef class GradientPrep(JacobianPrep):
-    """The prep of `gradient` and `value_and_gradient`: the Jacobian of a scalar-valued f."""
-
-    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
-        self.family = GRADIENT   # before the base's __init__, which sets up the engine
-        self.order = 1
-        Prep.__init__(self, f, x, np.size(x), y, chunk, engine)
-
-    cdef check_output_shape(self, tuple shape):
-        if shape != ():
-            raise not_scalar("gradient", shape, self.two_argument, "; use jacobian")
-
-    cdef str result_name(self):
-        return "the gradient output"
-
-
-cdef class SecondDerivativePrep(Prep):
-    """The prep of `second_derivative` and `value_derivative_and_second_derivative` at a
-    scalar x."""
-
-    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
-        _check_scalar("second_derivative", x)
-        self.family = SECOND_DERIVATIVE
-        self.order = 2
-        Prep.__init__(self, f, x, 1, y, chunk, engine)
-
-    cdef tuple shape_of_first(self, tuple out_shape):
-        return out_shape
-
-    cdef str result_name(self):
-        return "the second-derivative output"
-
-    cdef str first_name(self):
-        return "the derivative output"
-
-
-cdef class _ScalarSecondOrderPrep(Prep):
-    # hvp and hessian: second order of a scalar-valued f, whose first-order result is the
-    # gradient
-
-    cdef tuple shape_of_first(self, tuple out_shape):
-        return self.x_shape
-
-    cdef str first_name(self):
-        return "the gradient output"
-
-    cdef check_output_shape(self, tuple shape):
-        if shape != ():
-            raise not_scalar(_FAMILY_NAMES[self.family], shape, self.two_argument)
-
-
-cdef class HvpPrep(_ScalarSecondOrderPrep):
-    """The prep of `hvp` and `gradient_and_hvp`: H(x) @ each tangent."""
-
-    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
-        self.family = HVP
-        self.order = 2
-        Prep.__init__(self, f, x, _count(v), y, chunk, engine)
-
-    cdef bint takes_tangents(self):
-        return True
-
-    cdef tuple shape_of_result(self, tuple out_shape):
-        return self.x_shape
-
-    cdef unsigned nogil_entries(self):
-        return ENTRY_HVP if self.handle.results == 1 else 0
-
-    cdef str result_name(self):
-        return "the hvp output"
-
-    cdef str batch_name(self):
-        return "the hvp output"
-
-    cdef str batch_item_name(self):
-        return "the hvp output"
-
-
-cdef class HessianPrep(_ScalarSecondOrderPrep):
-    """The prep of `hessian` and `value_gradient_and_hessian`: a chunk of basis directions
-    at each of two levels per evaluation, half of the symmetric Hessian computed."""
-
-    def __init__(self, f, x, v=None, y=None, chunk=None, engine=None):
-        self.family = HESSIAN
-        self.order = 2
-        Prep.__init__(self, f, x, np.size(x), y, chunk, engine)
-
-    cdef bint symmetric(self):
-        return True
-
-    cdef tuple shape_of_result(self, tuple out_shape):
-        return self.x_shape + self.x_shape
-
-    cdef unsigned nogil_entries(self):
-        return ENTRY_HESSIAN
-
-    cdef str result_name(self):
-        return "the Hessian output"
-
-    cdef str out_name(self):
-        return "the Hessian output"
-
-
-# The prep class of each family
-PREP_TYPES = {PUSHFORWARD: PushforwardPrep, DERIVATIVE: DerivativePrep,
-              GRADIENT: GradientPrep, JACOBIAN: JacobianPrep,
-              SECOND_DERIVATIVE: SecondDerivativePrep, HVP: HvpPrep, HESSIAN: HessianPrep,
-              PULLBACK: PullbackPrep}
 
 
 # -- argument checks --------------------------------------------------------------
