@@ -26,13 +26,13 @@ the derivative programs do (each level differentiates the one inside it).
 """
 import numpy as np
 
-from cyad import _hints
+from cyad import _hints, _tape_recipes
 from cyad._dual import Dual, mixed_differentiations, primal, tagged_dual
 from cyad._layout import NestedLanes
 from cyad._core import input_dtype
 from cyad._tape import run, warn_as_numpy
 from cyad._tape_trace import Tracer, latest, trace
-from cyad._tape_transform import jvp, vjp
+from cyad._tape_transform import jvp
 from cyad._wrapper import FunctionWrapper
 
 
@@ -91,31 +91,32 @@ class _Recorded:
     def forward(self, lanes, tangents):
         """f's value and its tangents along `lanes` directions of x (tangents: an array or
         engine array of shape (lanes,) + x's shape)."""
-        derived, _ = jvp(self.tape, self.values, lanes, [0], self.names, composed=True)
+        derived = _tape_recipes.forward(self.tape, self.values, self.names, lanes,
+                                        composed=True)
         return self.evaluate(derived.tape, [tangents])
 
     def reverse(self, lanes=None, cotangents=None):
         """f's value and the cotangent of x: of f's scalar value (lanes None), or of each of
         `lanes` cotangents (shape (lanes,) + f's shape)."""
         if lanes is None:
-            derived, _ = vjp(self.tape, self.values, [0], self.names, unit=True, composed=True)
+            derived = _tape_recipes.gradient(self.tape, self.values, self.names,
+                                             composed=True)
             return self.evaluate(derived.tape, [])
-        derived, _ = vjp(self.tape, self.values, [0], self.names, lanes=lanes, composed=True)
+        derived = _tape_recipes.reverse(self.tape, self.values, self.names, lanes,
+                                        composed=True)
         return self.evaluate(derived.tape, [cotangents])
 
     def forward_over_reverse(self, lanes, tangents):
         """f's value, its gradient and the hvps along `lanes` tangents of x."""
-        reverse, _ = vjp(self.tape, self.values, [0], self.names, unit=True, composed=True)
-        derived, _ = jvp(reverse.tape, self.values, lanes, [0], self.names, tangents_of=[1],
-                         composed=True)
+        derived = _tape_recipes.forward_over_reverse(self.tape, self.values, self.names,
+                                                     lanes, composed=True)
         return self.evaluate(derived.tape, [tangents])
 
     def forward_over_forward(self):
         """f's value, its first and its second derivative along x (a scalar)."""
         ones = np.ones((1,) + self.x_shape, self.dtype)
-        forward, _ = jvp(self.tape, self.values, 1, [0], self.names, composed=True)
-        derived, _ = jvp(forward.tape, self.values + [ones], 1, [0], self.names + ["tangent"],
-                         seeded=[len(self.values)], tangents_of=[1], composed=True)
+        derived = _tape_recipes.forward_over_forward(self.tape, self.values, self.names,
+                                                     composed=True)
         return self.evaluate(derived.tape, [ones, ones])
 
     def evaluate(self, tape, extra):

@@ -1,7 +1,8 @@
 """Sparse Jacobians and Hessians by compressed evaluation: few products, then a gather.
 
 A Jacobian whose pattern is known (`cyad.jacobian_sparsity`, or given) is recovered from
-k products instead of n (cyad/_coloring.pyx explains the colorings and decompressions):
+k products instead of n (cyad/_coloring.pyx explains the colorings, cyad/_recovery.pyx the
+decompressions):
 
     column   one pushforward per color, the seed columns as a tuple of tangents, all k in
              one prepared batched call: B = A @ S
@@ -24,7 +25,7 @@ Design:
   shaped like x); the compressed buffer, one C-contiguous (k, size) array whose rows are
   the products' ``out=`` arrays; the inner prep of the existing operator; and the
   decompression (a pair of partial ones for a bidirectional coloring), its gather indices
-  rewritten once for the (k, size) layout (the coloring module's compressed products are
+  rewritten once for the (k, size) layout (the recovery module's compressed products are
   (size, k) for a column or star coloring) and permuted to the requested format's order
   of nonzeros (CSR, CSC or COO).
 - A prepared call is the inner prepared call (or two) into the compressed buffer, then a
@@ -57,7 +58,7 @@ import types
 
 import numpy as np
 
-from cyad import _coloring, _operators
+from cyad import _coloring, _graphs, _operators, _recovery
 from cyad._tape import frozen, same_structure
 from cyad._sparsity import _scipy_sparse, recorded_pattern
 from cyad._wrapper import FunctionWrapper
@@ -76,7 +77,7 @@ def _checked_format(format):
 def _read_sparsity(sparsity, shape):
     """A given pattern as a scipy.sparse.csr_array of booleans, checked against shape."""
     sparse = _scipy_sparse()
-    pattern_shape, indptr, indices = _coloring._pattern_csr(
+    pattern_shape, indptr, indices = _graphs._pattern_csr(
         sparsity if sparse.issparse(sparsity) else np.asarray(sparsity))
     if shape is not None and pattern_shape != shape:
         raise ValueError(f"the sparsity pattern has shape {pattern_shape}, the derivative "
@@ -203,7 +204,7 @@ class _SparsePrep:
     """What the two sparse preps share: the pattern, the coloring, the gathers.
 
     parts: one or two (compressed, decompression, transposed): a (k, ...) buffer whose
-    rows are products, and the coloring module's decompression of it, which reads a
+    rows are products, and the recovery module's decompression of it, which reads a
     (size, k) product when transposed.
     """
 
@@ -233,7 +234,7 @@ class _SparsePrep:
             k, size = compressed.shape
             buffers.append(compressed)
             self.n_colors += k
-            if isinstance(decompression, _coloring.Substitution):
+            if isinstance(decompression, _recovery.Substitution):
                 flat = np.arange(size * k)          # (size, k) product -> (k, size) buffer
                 gathers.append(decompression.rearranged((flat % k) * size + flat // k,
                                                         position, (k, size)))
@@ -246,7 +247,7 @@ class _SparsePrep:
             whole = target.size == nnz
             if whole:
                 source[target] = source.copy()
-            gathers.append(_coloring.Decompression(
+            gathers.append(_recovery.Decompression(
                 (k, size), (k, size), indptr, indices, source, None if whole else target))
         self._first_gather, self._first_buffer = gathers[0], buffers[0]
         self._second_gather, self._second_buffer = (
@@ -388,11 +389,11 @@ class SparseJacobianPrep(_SparsePrep):
         column_colors, row_colors = {"column": (colors, None), "row": (None, colors),
                                      "bidirectional": colors}[coloring]
         if coloring == "bidirectional":
-            forward, reverse = _coloring.bidirectional_decompression(pattern, *colors)
+            forward, reverse = _recovery.bidirectional_decompression(pattern, *colors)
         elif coloring == "column":
-            forward = _coloring.column_decompression(pattern, colors)
+            forward = _recovery.column_decompression(pattern, colors)
         else:
-            reverse = _coloring.row_decompression(pattern, colors)
+            reverse = _recovery.row_decompression(pattern, colors)
         parts = []
         self._forward = self._reverse = None
         if column_colors is not None and _colors(column_colors):
@@ -495,10 +496,10 @@ class SparseHessianPrep(_SparsePrep):
         pattern, recorded = _pattern(sparsity, (n, n), lambda: detect(x, y, progress))
         if coloring == "star":
             colors = _coloring.star_coloring(pattern, order)
-            decompression = _coloring.star_decompression(pattern, colors)
+            decompression = _recovery.star_decompression(pattern, colors)
         else:
             colors = _coloring.acyclic_coloring(pattern, order)
-            decompression = _coloring.acyclic_decompression(pattern, colors)
+            decompression = _recovery.acyclic_decompression(pattern, colors)
         k = _colors(colors)
         self._f = f
         self._x_scratch = None

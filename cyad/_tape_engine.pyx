@@ -90,8 +90,8 @@ from libc.string cimport memcpy, memset
 from cyad._api cimport cyad_prep, cyad_entry_points, PYTHON_ERROR
 from cyad._fused cimport real
 from cyad._core cimport (Prep, Engine, prep_header, enter_nogil, release, part_chunks,
-                         cancelled, CANCELLED, PUSHFORWARD, GRADIENT, JACOBIAN,
-                         SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
+                         cancelled, CANCELLED, PUSHFORWARD, GRADIENT, JACOBIAN, HVP,
+                         HESSIAN, PULLBACK)
 from cyad._fp_flags cimport clear_fp_flags, raised_fp_flags, non_finite_fp_flags
 from cyad._tape_replay cimport replay_run
 from cyad._tape_lowering cimport Replay
@@ -104,7 +104,8 @@ from cyad._tape_state import PythonState
 from cyad._warnings import warn_once
 from cyad import _engines, _families
 from cyad._tape_trace import trace
-from cyad._tape_transform import jvp, vjp
+from cyad import _tape_recipes
+from cyad._core import _FAMILY_NAMES
 
 cnp.import_array()
 
@@ -267,7 +268,7 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
             if swept(p) and not p.not_finite:   # reverse results: those of this chunk
                 p.not_finite = not all_finite(
                     at(p, p.result_at),
-                    count * (n_x if p.reverse or p.family == HESSIAN else p.result_size),
+                    count * p.result_size,
                     h.float32)
             start += count
     if first != NULL:
@@ -897,8 +898,7 @@ cdef class TapeEngine(Engine):
         ratio = BY_ROWS_PYTHON if python else BY_ROWS
         self.state.reverse = self.state.family == JACOBIAN and ratio * n_y <= n_x
         if self.state.reverse:
-            self.state.directions, self.state.seed_size = n_y, n_y
-            self._reverse_lanes()
+            self.state.directions = n_y
         return self.state.reverse
 
     cdef _reverse_lanes(self):
@@ -909,28 +909,19 @@ cdef class TapeEngine(Engine):
         self.state.lanes = max(1, min(lanes, self.state.directions))
 
     cdef _derive(self, tape, list values, list names):
+        """The family's program, by its recipe (cyad/_tape_recipes.py), lowered; the places
+        of its inputs and results."""
         cdef int family = self.state.family
-        cdef Py_ssize_t lanes = self.state.lanes
         self.state.y_at = -1
         self.state.t2_at = -1
         self.state.seeds_held = False
-        if family == GRADIENT:
-            derived, _ = vjp(tape, values, [0], names, unit=True)
-        elif family == PULLBACK:
-            self.state.seed_size = int(np.prod(self.out_shape))
+        rows = family == JACOBIAN and self._by_rows(tape)
+        recipe = _tape_recipes.RECIPES["rows" if rows else _FAMILY_NAMES[family]]
+        size = int(np.prod(self.out_shape))
+        if recipe.reverse_lanes:   # seeds of f's value's shape, lanes of a reverse sweep
+            self.state.seed_size = size
             self._reverse_lanes()
-            derived, _ = vjp(tape, values, [0], names, lanes=self.state.lanes)
-        elif family in (HVP, HESSIAN):   # the gradient's tangents alone
-            reverse, _ = vjp(tape, values, [0], names, unit=True)
-            derived, _ = jvp(reverse.tape, values, lanes, [0], names, tangents_of=[1])
-        elif family == SECOND_DERIVATIVE:   # the first derivative's tangent alone
-            forward, _ = jvp(tape, values, 1, [0], names)
-            derived, _ = jvp(forward.tape, values + [np.ones((1,) + self.x_shape)], 1, [0],
-                             names + ["tx"], seeded=[len(values)], tangents_of=[1])
-        elif self._by_rows(tape):   # a Jacobian of few rows: reverse mode, lanes of rows
-            derived, _ = vjp(tape, values, [0], names, lanes=self.state.lanes)
-        else:   # pushforward, derivative, jacobian
-            derived, _ = jvp(tape, values, lanes, [0], names)
+        derived = recipe.derive(tape, values, names, self.state.lanes)
         self.replay = Replay(derived.tape, keep=derived.cached,
                              starts=(derived.split, derived.seeded_split))
         d = derived.tape
@@ -938,33 +929,19 @@ cdef class TapeEngine(Engine):
         self.state.x_at = self.replay.offset(d.inputs[0])
         if self.two_argument:
             self.state.y_at = self.replay.offset(d.inputs[1])
-        primal_inputs = len(values)
+        seeds = [self.replay.offset(v) for v in d.inputs[len(values):]]
+        if recipe.seeds > 0:   # (forward over forward: the inner tangent, then the outer)
+            self.state.t_at = seeds[0]
+        if recipe.seeds > 1:
+            self.state.t2_at = seeds[1]
         self.state.value_at = self.replay.offset(d.outputs[0])
-        if family == GRADIENT:
-            self.state.result_at = self.replay.offset(d.outputs[1])
-        elif family == PULLBACK:   # the cotangent input, set per chunk of cotangents
-            self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
-            self.state.result_at = self.replay.offset(d.outputs[1])
-        elif family in (HVP, HESSIAN):
-            self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
-            self.state.first_at = self.replay.offset(d.outputs[1])
-            self.state.result_at = self.replay.offset(d.outputs[2])
-        elif self.state.reverse:
-            self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
-            self.state.result_at = self.replay.offset(d.outputs[1])
-        elif family == SECOND_DERIVATIVE:
-            # the first tangent input (of the inner jvp) and the second's are both 1
-            self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
-            self.state.t2_at = self.replay.offset(d.inputs[primal_inputs + 1])
-            self.state.first_at = self.replay.offset(d.outputs[1])
-            self.state.result_at = self.replay.offset(d.outputs[2])
-        else:
-            self.state.t_at = self.replay.offset(d.inputs[primal_inputs])
-            self.state.result_at = self.replay.offset(d.outputs[1])
-        size = int(np.prod(self.out_shape))
-        self.state.result_size = self.state.base.n_x if family in (HVP, PULLBACK) else size
-        self.state.first_size = (self.state.base.n_x if family in (HVP, HESSIAN)
-                                 else size)
+        places = dict(zip(recipe.outputs, d.outputs[1:]))
+        self.state.result_at = self.replay.offset(places["result"])
+        if "first" in places:
+            self.state.first_at = self.replay.offset(places["first"])
+        sizes = {"x": self.state.base.n_x, "f": size}
+        self.state.result_size = sizes[recipe.result_size]
+        self.state.first_size = sizes[recipe.first_size]
         self.state.program = &self.replay.state
         self.state.basis_start = -1
         self._cache_seeded(derived, values)

@@ -45,7 +45,7 @@ import threading
 
 import numpy as np
 
-from cyad import _coloring, _operators, _sparse_operators
+from cyad import _coloring, _operators, _recovery, _sparse_operators
 from cyad._sparsity import recorded_pattern
 
 __all__ = ["Callbacks", "problem"]
@@ -109,7 +109,7 @@ class _LagrangianHessian:
             self.prep, self.source = None, np.zeros(0, dtype=np.intp)
             return
         # where the star decompression reads each nonzero in the (n, k) products ...
-        decompression = _coloring.star_decompression(block, colors)
+        decompression = _recovery.star_decompression(block, colors)
         source = decompression.sources()[0][lower]     # whole: in CSR order
         # ... rewritten for the (k, z.size) buffer whose rows are the products
         self.source = (source % k) * self.z.size + source // k

@@ -13,17 +13,19 @@ import pytest
 
 import cyad
 from cyad._coloring import (
-    ORDERS,
     acyclic_coloring,
-    acyclic_decompression,
     bidirectional_coloring,
-    bidirectional_decompression,
     column_coloring,
-    column_decompression,
     row_coloring,
-    row_decompression,
     seed_matrix,
     star_coloring,
+)
+from cyad._graphs import ORDERS
+from cyad._recovery import (
+    acyclic_decompression,
+    bidirectional_decompression,
+    column_decompression,
+    row_decompression,
     star_decompression,
 )
 
@@ -201,7 +203,7 @@ def test_the_acyclic_check_finds_cycles():
 
 @pytest.mark.parametrize("order", ORDERS)
 def test_orders_are_permutations(order):
-    from cyad._coloring import _order, _pattern_csr, _adjacency_graph
+    from cyad._graphs import _order, _pattern_csr, _adjacency_graph
     for a in random_patterns(count=20, seed=3, symmetric=True):
         ptr, adj, _, _ = _adjacency_graph(*_pattern_csr(a))
         perm = _order(ptr, adj, order)
@@ -210,7 +212,7 @@ def test_orders_are_permutations(order):
 
 def test_smallest_last_is_a_degeneracy_order():
     """Each vertex has at most the graph's degeneracy neighbors before it in the order."""
-    from cyad._coloring import _order, _pattern_csr, _adjacency_graph
+    from cyad._graphs import _order, _pattern_csr, _adjacency_graph
     for a in random_patterns(count=20, seed=4, symmetric=True):
         ptr, adj, _, _ = _adjacency_graph(*_pattern_csr(a))
         perm = _order(ptr, adj, "smallest_last")
@@ -232,7 +234,7 @@ def test_smallest_last_is_a_degeneracy_order():
                                    "incidence_degree"])
 def test_dynamic_orders_pick_by_their_key(order):
     """Replayed step by step: every pick has the best key among the vertices left."""
-    from cyad._coloring import _order, _pattern_csr, _adjacency_graph
+    from cyad._graphs import _order, _pattern_csr, _adjacency_graph
     for a in random_patterns(count=30, seed=21, symmetric=True):
         ptr, adj, _, _ = _adjacency_graph(*_pattern_csr(a))
         graph = (a | a.T) & ~np.eye(a.shape[0], dtype=bool)
@@ -297,7 +299,7 @@ def test_bad_input():
     # proper, but the path 0-1-2-3 takes two colors: H[1, 2] cannot be recovered
     with pytest.raises(ValueError, match="not a star coloring"):
         star_decompression(path, [0, 1, 0, 1])
-    from cyad._coloring import Decompression
+    from cyad._recovery import Decompression
     with pytest.raises(ValueError, match="one source inside"):
         Decompression((2, 2), (2, 1), np.array([0, 1, 2]), np.array([0, 1]), [0, 2])
     with pytest.raises(ValueError, match="one source inside"):
@@ -636,7 +638,8 @@ def test_never_more_colors_than_scipy_grouping():
 def test_recoloring_never_adds_colors(order):
     """Each order's coloring is recolored by iterated greedy: valid, and never more colors
     than one greedy pass in that order."""
-    from cyad._coloring import _greedy, _intersection_graph, _order, _pattern_csr, _transpose
+    from cyad._coloring import _greedy
+    from cyad._graphs import _intersection_graph, _order, _pattern_csr, _transpose
     rng = np.random.default_rng(16)
     for _ in range(40):
         m, n = (int(v) for v in rng.integers(5, 80, size=2))
@@ -684,19 +687,20 @@ def test_large_pattern():
 
 
 def test_docstring_examples():
-    """The module is not public yet, so test_docstrings does not reach its examples."""
+    """The modules are not public yet, so test_docstrings does not reach their examples."""
     import doctest
 
-    import cyad._coloring as module
+    from cyad import _coloring, _recovery
     finder = doctest.DocTestFinder(recurse=False)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     tested = 0
-    for name in dir(module):
-        obj = getattr(module, name)
-        if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
-            continue
-        for test in finder.find(obj, name, globs={"np": np}):
-            runner.run(test)
-            tested += bool(test.examples)
+    for module in (_coloring, _recovery):
+        for name in dir(module):
+            obj = getattr(module, name)
+            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            for test in finder.find(obj, name, globs={"np": np}):
+                runner.run(test)
+                tested += bool(test.examples)
     assert tested >= 8
     assert runner.summarize(verbose=False).failed == 0

@@ -1,4 +1,4 @@
-"""Colorings of sparsity patterns and decompression (cyad._coloring).
+"""Colorings of sparsity patterns and decompression (cyad._coloring, cyad._recovery).
 
 Patterns: n x n with 5 nonzeros per row, "band" (columns within 50 of the diagonal) or
 "random" (anywhere); their symmetrized sum for the star and acyclic colorings. Baseline beside the
@@ -9,7 +9,7 @@ indexing, which allocates its result.
 """
 import numpy as np
 
-from cyad import _coloring
+from cyad import _coloring, _recovery
 
 from .common import Call, output, skip
 
@@ -79,7 +79,7 @@ class Decompression(Call):
         if kind in ("star", "acyclic"):
             a = (a + a.T).tocsr()
         colors = getattr(_coloring, f"{kind}_coloring")(a)
-        decompress = getattr(_coloring, f"{kind}_decompression")(a, colors)
+        decompress = getattr(_recovery, f"{kind}_decompression")(a, colors)
         compressed = np.ascontiguousarray(a @ _coloring.seed_matrix(colors))
         out = output(decompress.nnz)
         if call == "prepared":
