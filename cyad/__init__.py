@@ -35,7 +35,7 @@ from cyad._operators import (
 )
 from cyad._points import at_points
 from cyad._core import Prep
-from cyad._sparse_operators import (
+from cyad._sparse.operators import (
     SparseHessianPrep,
     SparseJacobianPrep,
     prepare_sparse_hessian,
@@ -45,7 +45,7 @@ from cyad._sparse_operators import (
     value_and_sparse_jacobian,
     value_gradient_and_sparse_hessian,
 )
-from cyad._sparsity import hessian_sparsity, jacobian_sparsity
+from cyad._sparse.sparsity import hessian_sparsity, jacobian_sparsity
 from cyad._tape_function import TapeFunction, record
 from cyad._threads import get_threads, set_threads
 from cyad._warnings import CyadWarning

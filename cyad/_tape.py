@@ -144,7 +144,7 @@ def same_structure(a, b):
     """Whether tapes a and b record one program but for their numbers: the same
     instructions on the same Vars and shapes, the same index maps and parameters, and
     constants of the same shapes, zero in the same places. A sparsity pattern read off
-    one holds for the other (cyad/_sparsity.py reads constants only for their zeros);
+    one holds for the other (cyad/_sparse/sparsity.py reads constants only for their zeros);
     guards may expect other values."""
     if (len(a.instrs) != len(b.instrs) or len(a.vars) != len(b.vars)
             or [v.number for v in a.inputs] != [v.number for v in b.inputs]

@@ -42,7 +42,7 @@ For basis seeds (jacobian by columns or by rows, hessian) the instructions that 
 seeds alone are replayed once per chunk when f is recorded, and their results copied back
 per call (`_cache_seeded`). Given tangents (cotangents) that fit in one chunk are held:
 a call whose tangents are, bit for bit, those of the last call (a sparse Jacobian's or
-Hessian's seeds, cyad/_sparse_operators.py) neither seeds nor replays the instructions
+Hessian's seeds, cyad/_sparse/operators.py) neither seeds nor replays the instructions
 that read the seeds alone (`seeds_held`, `same_seeds`); their results keep their slots.
 
 NumPy's floating-point warnings: a call clears the floating-point flags before the

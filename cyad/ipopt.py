@@ -30,7 +30,7 @@ Design:
   `cyad.hessian_sparsity` of L(z), the union of f's and of every c_i's patterns; a star
   coloring of it gives the directions, all their Hessian-vector products are one prepared
   batched call, and the lower triangle's values are gathered straight from the products
-  (a star coloring reads every entry from one product, `cyad._coloring`).
+  (a star coloring reads every entry from one product, `cyad._sparse.coloring`).
 - The patterns hold where f and c take the branches they took at x0: like the sparse
   operators', the Jacobian's and the Hessian's preps watch them on every call and
   raise ValueError where another branch has a nonzero outside the structure.
@@ -45,8 +45,11 @@ import threading
 
 import numpy as np
 
-from cyad import _coloring, _operators, _recovery, _sparse_operators
-from cyad._sparsity import recorded_pattern
+from cyad import _operators
+from cyad._sparse import coloring as _coloring
+from cyad._sparse import operators as _sparse_operators
+from cyad._sparse import recovery as _recovery
+from cyad._sparse.sparsity import recorded_pattern
 
 __all__ = ["Callbacks", "problem"]
 

@@ -5,7 +5,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cyad._sparse_operators import SparseJacobianPrep
+from cyad._sparse.operators import SparseJacobianPrep
 
 __all__ = ["Callbacks", "problem"]
 

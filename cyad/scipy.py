@@ -52,9 +52,10 @@ import threading
 
 import numpy as np
 
-from cyad import _operators, _sparse_operators
+from cyad import _operators
+from cyad._sparse import operators as _sparse_operators
 from cyad._engines import engine_type, freezes_state
-from cyad._sparsity import jacobian_sparsity
+from cyad._sparse.sparsity import jacobian_sparsity
 from cyad._wrapper import FunctionWrapper
 
 __all__ = [

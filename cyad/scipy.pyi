@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cyad._core import Prep
-from cyad._sparse_operators import SparseHessianPrep, SparseJacobianPrep
+from cyad._sparse.operators import SparseHessianPrep, SparseJacobianPrep
 from cyad._wrapper import _Function
 
 __all__ = [

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import cyad
-from cyad._coloring import (
+from cyad._sparse.coloring import (
     acyclic_coloring,
     bidirectional_coloring,
     column_coloring,
@@ -20,8 +20,8 @@ from cyad._coloring import (
     seed_matrix,
     star_coloring,
 )
-from cyad._graphs import ORDERS
-from cyad._recovery import (
+from cyad._sparse.graphs import ORDERS
+from cyad._sparse.recovery import (
     acyclic_decompression,
     bidirectional_decompression,
     column_decompression,
@@ -203,7 +203,7 @@ def test_the_acyclic_check_finds_cycles():
 
 @pytest.mark.parametrize("order", ORDERS)
 def test_orders_are_permutations(order):
-    from cyad._graphs import _order, _pattern_csr, _adjacency_graph
+    from cyad._sparse.graphs import _order, _pattern_csr, _adjacency_graph
     for a in random_patterns(count=20, seed=3, symmetric=True):
         ptr, adj, _, _ = _adjacency_graph(*_pattern_csr(a))
         perm = _order(ptr, adj, order)
@@ -212,7 +212,7 @@ def test_orders_are_permutations(order):
 
 def test_smallest_last_is_a_degeneracy_order():
     """Each vertex has at most the graph's degeneracy neighbors before it in the order."""
-    from cyad._graphs import _order, _pattern_csr, _adjacency_graph
+    from cyad._sparse.graphs import _order, _pattern_csr, _adjacency_graph
     for a in random_patterns(count=20, seed=4, symmetric=True):
         ptr, adj, _, _ = _adjacency_graph(*_pattern_csr(a))
         perm = _order(ptr, adj, "smallest_last")
@@ -234,7 +234,7 @@ def test_smallest_last_is_a_degeneracy_order():
                                    "incidence_degree"])
 def test_dynamic_orders_pick_by_their_key(order):
     """Replayed step by step: every pick has the best key among the vertices left."""
-    from cyad._graphs import _order, _pattern_csr, _adjacency_graph
+    from cyad._sparse.graphs import _order, _pattern_csr, _adjacency_graph
     for a in random_patterns(count=30, seed=21, symmetric=True):
         ptr, adj, _, _ = _adjacency_graph(*_pattern_csr(a))
         graph = (a | a.T) & ~np.eye(a.shape[0], dtype=bool)
@@ -299,7 +299,7 @@ def test_bad_input():
     # proper, but the path 0-1-2-3 takes two colors: H[1, 2] cannot be recovered
     with pytest.raises(ValueError, match="not a star coloring"):
         star_decompression(path, [0, 1, 0, 1])
-    from cyad._recovery import Decompression
+    from cyad._sparse.recovery import Decompression
     with pytest.raises(ValueError, match="one source inside"):
         Decompression((2, 2), (2, 1), np.array([0, 1, 2]), np.array([0, 1]), [0, 2])
     with pytest.raises(ValueError, match="one source inside"):
@@ -638,8 +638,8 @@ def test_never_more_colors_than_scipy_grouping():
 def test_recoloring_never_adds_colors(order):
     """Each order's coloring is recolored by iterated greedy: valid, and never more colors
     than one greedy pass in that order."""
-    from cyad._coloring import _greedy
-    from cyad._graphs import _intersection_graph, _order, _pattern_csr, _transpose
+    from cyad._sparse.coloring import _greedy
+    from cyad._sparse.graphs import _intersection_graph, _order, _pattern_csr, _transpose
     rng = np.random.default_rng(16)
     for _ in range(40):
         m, n = (int(v) for v in rng.integers(5, 80, size=2))
@@ -690,7 +690,7 @@ def test_docstring_examples():
     """The modules are not public yet, so test_docstrings does not reach their examples."""
     import doctest
 
-    from cyad import _coloring, _recovery
+    from cyad._sparse import coloring as _coloring, recovery as _recovery
     finder = doctest.DocTestFinder(recurse=False)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     tested = 0

@@ -589,7 +589,7 @@ def test_branches_that_keep_changing():
 def test_new_numbers_in_the_same_program_need_no_detection(monkeypatch):
     """A constant f closes over changes its values but not its zeros: the tape records f
     anew, the program is the same, and the pattern is not detected again."""
-    import cyad._sparse_operators as sparse_operators
+    import cyad._sparse.operators as sparse_operators
 
     scale = np.ones(6)
 

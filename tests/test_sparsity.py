@@ -12,11 +12,11 @@ import pytest
 import scipy.sparse
 
 import cyad
-from cyad import _index_bands
-from cyad._index_bands import Bands
-from cyad._index_sets import (
+from cyad._sparse import index_bands as _index_bands
+from cyad._sparse.index_bands import Bands
+from cyad._sparse.index_sets import (
     affine_runs, band_rows, gather_rows, row_pairs, symmetric_pattern, union_rows)
-from cyad._sparsity import _Propagation
+from cyad._sparse.sparsity import _Propagation
 from cyad._tape import Tape, evaluate
 from tests.rosenbrock import rosenbrock, rosenbrock_hessian
 

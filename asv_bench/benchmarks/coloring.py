@@ -1,4 +1,4 @@
-"""Colorings of sparsity patterns and decompression (cyad._coloring, cyad._recovery).
+"""Colorings of sparsity patterns and decompression (cyad._sparse.coloring, cyad._sparse.recovery).
 
 Patterns: n x n with 5 nonzeros per row, "band" (columns within 50 of the diagonal) or
 "random" (anywhere); their symmetrized sum for the star and acyclic colorings. Baseline beside the
@@ -9,7 +9,7 @@ indexing, which allocates its result.
 """
 import numpy as np
 
-from cyad import _coloring, _recovery
+from cyad._sparse import coloring as _coloring, recovery as _recovery
 
 from .common import Call, output, skip
 

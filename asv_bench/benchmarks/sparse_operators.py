@@ -1,4 +1,4 @@
-"""Sparse Jacobians and Hessians (cyad/_sparse_operators.py) beside their references.
+"""Sparse Jacobians and Hessians (cyad/_sparse/operators.py) beside their references.
 
 Broyden's tridiagonal function at n = 10^4: the prepared sparse Jacobian (3 column colors,
 tape or dual engine, ``out=``) beside one evaluation of f and SciPy's

@@ -1,4 +1,4 @@
-"""Sparsity detection (cyad/_sparsity.py) beside one evaluation of f (`detect` "f").
+"""Sparsity detection (cyad/_sparse/sparsity.py) beside one evaluation of f (`detect` "f").
 
 Broyden's tridiagonal function (its Jacobian's pattern), written two ways (slices updated in
 place, and slices written into zeros), and Rosenbrock's function (its Hessian's pattern)

@@ -1,6 +1,6 @@
 """Index sets kept symbolic as bands: what slices, shifts and scalars make of x's indices.
 
-Sparsity detection (cyad/_sparsity.py) gives every element of a Var the set of x's
+Sparsity detection (cyad/_sparse/sparsity.py) gives every element of a Var the set of x's
 indices it depends on. Where f works on slices (`x[1:] - x[:-1]`, `y[1:-1] = ...`), those
 sets are a few diagonals: row i holds stride * i + offset on a run of rows lo <= i < hi.
 `Bands` holds a Var's sets so, a handful of (lo, hi, stride, offset), and propagates
@@ -23,7 +23,7 @@ strides are +-1 into the bands of the symmetric (n, n) pattern (both (u, v) and 
 """
 import numpy as np
 
-from cyad._index_sets import affine_runs, band_rows
+from cyad._sparse.index_sets import affine_runs, band_rows
 
 MOST = 16       # bands per Var before its rows are made explicit
 

@@ -14,8 +14,8 @@ section 4, direct recovery). A bidirectional coloring sends the dense rows to re
 mode: they are row-colored among themselves, the columns colored on the other rows, and
 each nonzero read from whichever of the two products holds it alone.
 
-The graphs these colorings color and their vertex orders are cyad/_graphs.pyx's; the
-recovery of the nonzeros from the compressed products is cyad/_recovery.pyx's.
+The graphs these colorings color and their vertex orders are cyad/_sparse/graphs.pyx's; the
+recovery of the nonzeros from the compressed products is cyad/_sparse/recovery.pyx's.
 
 Design:
 
@@ -37,8 +37,8 @@ Design:
 """
 import numpy as np
 
-from cyad._graphs import (_adjacency_graph, _intersection_graph, _orders, _pattern_csr,
-                          _transpose)
+from cyad._sparse.graphs import (_adjacency_graph, _intersection_graph, _orders,
+                                 _pattern_csr, _transpose)
 
 
 def _greedy(const Py_ssize_t[::1] ptr, const Py_ssize_t[::1] adj,
@@ -313,7 +313,7 @@ def column_coloring(pattern, order="auto"):
 
     Examples
     --------
-    >>> from cyad._coloring import column_coloring
+    >>> from cyad._sparse.coloring import column_coloring
     >>> tridiagonal = np.eye(6) + np.eye(6, k=1) + np.eye(6, k=-1)
     >>> column_coloring(tridiagonal, order="natural")
     array([0, 1, 2, 0, 1, 2])
@@ -352,7 +352,7 @@ def row_coloring(pattern, order="auto"):
 
     Examples
     --------
-    >>> from cyad._coloring import row_coloring
+    >>> from cyad._sparse.coloring import row_coloring
     >>> pattern = np.eye(5)
     >>> pattern[4] = 1                  # the last row depends on every column
     >>> row_coloring(pattern)
@@ -388,7 +388,7 @@ def star_coloring(pattern, order="auto"):
 
     Examples
     --------
-    >>> from cyad._coloring import star_coloring
+    >>> from cyad._sparse.coloring import star_coloring
     >>> arrowhead = np.eye(5)
     >>> arrowhead[0] = arrowhead[:, 0] = 1
     >>> star_coloring(arrowhead)
@@ -425,7 +425,7 @@ def acyclic_coloring(pattern, order="auto"):
 
     Examples
     --------
-    >>> from cyad._coloring import acyclic_coloring
+    >>> from cyad._sparse.coloring import acyclic_coloring
     >>> tridiagonal = np.eye(6) + np.eye(6, k=1) + np.eye(6, k=-1)
     >>> acyclic_coloring(tridiagonal, order="natural")
     array([0, 1, 0, 1, 0, 1])
@@ -471,7 +471,7 @@ def bidirectional_coloring(pattern, order="auto"):
 
     Examples
     --------
-    >>> from cyad._coloring import bidirectional_coloring
+    >>> from cyad._sparse.coloring import bidirectional_coloring
     >>> arrowhead = np.eye(5)
     >>> arrowhead[0] = arrowhead[:, 0] = 1
     >>> bidirectional_coloring(arrowhead)
@@ -557,7 +557,7 @@ def seed_matrix(colors, dtype=np.float64):
 
     Examples
     --------
-    >>> from cyad._coloring import seed_matrix
+    >>> from cyad._sparse.coloring import seed_matrix
     >>> seed_matrix([0, 1, 0])
     array([[1., 0.],
            [0., 1.],

@@ -1,4 +1,4 @@
-# Type stubs of cyad/_recovery.pyx: the decompression of compressed products.
+# Type stubs of cyad/_sparse/recovery.pyx: the decompression of compressed products.
 from typing import Any
 
 import numpy as np

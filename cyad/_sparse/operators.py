@@ -1,8 +1,8 @@
 """Sparse Jacobians and Hessians by compressed evaluation: few products, then a gather.
 
 A Jacobian whose pattern is known (`cyad.jacobian_sparsity`, or given) is recovered from
-k products instead of n (cyad/_coloring.pyx explains the colorings, cyad/_recovery.pyx the
-decompressions):
+k products instead of n (cyad/_sparse/coloring.pyx explains the colorings,
+cyad/_sparse/recovery.pyx the decompressions):
 
     column   one pushforward per color, the seed columns as a tuple of tangents, all k in
              one prepared batched call: B = A @ S
@@ -39,7 +39,7 @@ Design:
   inside) is it trusted, and it must then contain every nonzero.
 - C functions (FunctionWrapper) cannot be traced: they need ``sparsity=``.
 - A pattern holds where f takes the branches it took where the pattern was detected
-  (cyad/_sparsity.py), so every call watches f's branches with a tape (`_Watch`): the
+  (cyad/_sparse/sparsity.py), so every call watches f's branches with a tape (`_Watch`): the
   products' own where they run on the tape, else a tape prep of its own (a pullback of
   one cotangent, or a gradient), run on every call. A tape records f anew when a guard
   fails, a constant f closes over changes, or Python state f read changes; then, unless
@@ -58,9 +58,10 @@ import types
 
 import numpy as np
 
-from cyad import _coloring, _graphs, _operators, _recovery
+from cyad import _operators
+from cyad._sparse import coloring as _coloring, graphs as _graphs, recovery as _recovery
 from cyad._tape import frozen, same_structure
-from cyad._sparsity import _scipy_sparse, recorded_pattern
+from cyad._sparse.sparsity import _scipy_sparse, recorded_pattern
 from cyad._wrapper import FunctionWrapper
 
 FORMATS = ("csr", "csc", "coo")

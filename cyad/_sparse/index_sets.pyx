@@ -2,7 +2,7 @@
 most, in compiled loops.
 
 A pattern is (indptr, indices), int64, each row's indices sorted and distinct (row i is
-the set of x's indices element i depends on; cyad/_sparsity.py). `gather_rows` takes
+the set of x's indices element i depends on; cyad/_sparse/sparsity.py). `gather_rows` takes
 rows by position (an elementwise operand read at i % |a|, a gather's index map);
 `union_rows` merges two patterns of the same row count, row by row. Both keep the rows
 sorted and distinct, so a pattern never grows beyond the union it stands for.

@@ -9,11 +9,11 @@ list of dependencies, one per operand its output depends on: the identity, a sou
 position per output element (modular broadcasting, a gather's index map), or a boolean
 selection matrix S of shape (out.size, operand.size), S[i, j] when output element i
 depends on operand element j (reductions, scatters, matmul). The output's sets are the
-union over its operands of their rows taken by position (cyad/_index_sets.pyx gathers
+union over its operands of their rows taken by position (cyad/_sparse/index_sets.pyx gathers
 and merges rows in compiled loops) or of S @ sets (a boolean sparse product is a union of
 rows), as SparseConnectivityTracer.jl's gradient tracers propagate index sets, a whole
 array per instruction. A Var's sets are dropped after the last instruction reading them.
-Where f works on slices, the sets stay symbolic: `Bands` (cyad/_index_bands.py), a few
+Where f works on slices, the sets stay symbolic: `Bands` (cyad/_sparse/index_bands.py), a few
 diagonals "row i holds stride * i + offset" on runs of rows, carried through elementwise
 instructions, gathers whose index map is a few affine runs (a slice, a reversal, a slice
 written into an array) and unions in O(bands) Python work; they become CSR rows (the
@@ -67,9 +67,10 @@ import functools
 
 import numpy as np
 
-from cyad import _index_bands, _rule_table
-from cyad._index_bands import Bands
-from cyad._index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
+from cyad import _rule_table
+from cyad._sparse import index_bands as _index_bands
+from cyad._sparse.index_bands import Bands
+from cyad._sparse.index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
 from cyad._progress import Progress
 from cyad._tape_trace import Tracer, trace
 
@@ -302,7 +303,7 @@ class _Propagation:
     """A recorded tape, each instruction's dependencies, and the index sets propagated
     through them (each Var's sets dropped after the last instruction that reads them,
     so that memory holds a few arrays' sets at a time, not the tape's). A Var's sets
-    are Bands (cyad/_index_bands.py) while slices and elementwise operations keep them
+    are Bands (cyad/_sparse/index_bands.py) while slices and elementwise operations keep them
     so, else explicit CSR rows."""
 
     def __init__(self, tape, output, result_shape, values=None):

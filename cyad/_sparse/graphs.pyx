@@ -1,10 +1,10 @@
 """Sparsity patterns read into CSR, their intersection and adjacency graphs, vertex orders.
 
-What cyad/_coloring.pyx's colorings and cyad/_recovery.pyx's decompressions share about a
-pattern: its CSR index arrays, its transpose, the column and row intersection graphs and
-the adjacency graph of a symmetric pattern (with its edge ids), and the orders in which a
-greedy coloring visits a graph's vertices (cyad/_coloring.pyx says how ``order="auto"``
-keeps the best of them).
+What cyad/_sparse/coloring.pyx's colorings and cyad/_sparse/recovery.pyx's decompressions
+share about a pattern: its CSR index arrays, its transpose, the column and row
+intersection graphs and the adjacency graph of a symmetric pattern (with its edge ids),
+and the orders in which a greedy coloring visits a graph's vertices
+(cyad/_sparse/coloring.pyx says how ``order="auto"`` keeps the best of them).
 
 Design:
 

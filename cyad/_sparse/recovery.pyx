@@ -1,7 +1,7 @@
 """Decompression: a pattern's nonzeros recovered from the compressed products of a coloring.
 
-The colorings, and why each recovers every nonzero, are cyad/_coloring.pyx's; the patterns
-read into CSR index arrays and the adjacency graph are cyad/_graphs.pyx's.
+The colorings, and why each recovers every nonzero, are cyad/_sparse/coloring.pyx's; the patterns
+read into CSR index arrays and the adjacency graph are cyad/_sparse/graphs.pyx's.
 
 Design:
 
@@ -17,8 +17,8 @@ cimport numpy as cnp
 
 from cyad._fused cimport real
 
-from cyad._coloring import _checked_colors, _n_colors
-from cyad._graphs import _adjacency_graph, _pattern_csr, _transpose
+from cyad._sparse.coloring import _checked_colors, _n_colors
+from cyad._sparse.graphs import _adjacency_graph, _pattern_csr, _transpose
 
 cnp.import_array()
 
@@ -217,8 +217,8 @@ def column_decompression(pattern, colors):
 
     Examples
     --------
-    >>> from cyad._coloring import column_coloring, seed_matrix
-    >>> from cyad._recovery import column_decompression
+    >>> from cyad._sparse.coloring import column_coloring, seed_matrix
+    >>> from cyad._sparse.recovery import column_decompression
     >>> a = np.array([[1., 2., 0.], [0., 3., 4.]])
     >>> colors = column_coloring(a)
     >>> decompress = column_decompression(a, colors)
@@ -256,8 +256,8 @@ def row_decompression(pattern, colors):
 
     Examples
     --------
-    >>> from cyad._coloring import row_coloring, seed_matrix
-    >>> from cyad._recovery import row_decompression
+    >>> from cyad._sparse.coloring import row_coloring, seed_matrix
+    >>> from cyad._sparse.recovery import row_decompression
     >>> a = np.array([[1., 0.], [0., 2.], [3., 4.]])
     >>> colors = row_coloring(a)
     >>> decompress = row_decompression(a, colors)
@@ -299,8 +299,8 @@ def star_decompression(pattern, colors):
 
     Examples
     --------
-    >>> from cyad._coloring import star_coloring, seed_matrix
-    >>> from cyad._recovery import star_decompression
+    >>> from cyad._sparse.coloring import star_coloring, seed_matrix
+    >>> from cyad._sparse.recovery import star_decompression
     >>> h = np.array([[4., 1., 1.], [1., 5., 0.], [1., 0., 6.]])
     >>> colors = star_coloring(h)
     >>> decompress = star_decompression(h, colors)
@@ -447,8 +447,8 @@ def acyclic_decompression(pattern, colors):
 
     Examples
     --------
-    >>> from cyad._coloring import acyclic_coloring, seed_matrix
-    >>> from cyad._recovery import acyclic_decompression
+    >>> from cyad._sparse.coloring import acyclic_coloring, seed_matrix
+    >>> from cyad._sparse.recovery import acyclic_decompression
     >>> h = np.array([[4., 1., 0.], [1., 5., 2.], [0., 2., 6.]])
     >>> colors = acyclic_coloring(h, order="natural")
     >>> colors
@@ -580,8 +580,8 @@ def bidirectional_decompression(pattern, column_colors, row_colors):
 
     Examples
     --------
-    >>> from cyad._coloring import bidirectional_coloring, seed_matrix
-    >>> from cyad._recovery import bidirectional_decompression
+    >>> from cyad._sparse.coloring import bidirectional_coloring, seed_matrix
+    >>> from cyad._sparse.recovery import bidirectional_decompression
     >>> a = np.diag([1., 2., 3.])
     >>> a[0] = a[:, 0] = 4
     >>> column_colors, row_colors = bidirectional_coloring(a)

@@ -1,4 +1,4 @@
-# Type stubs of cyad/_coloring.pyx: colorings of sparsity patterns and their seed matrices.
+# Type stubs of cyad/_sparse/coloring.pyx: colorings of sparsity patterns and their seed matrices.
 from typing import Any
 
 import numpy as np

@@ -1,4 +1,4 @@
-# Type stubs of cyad/_sparse_operators.py: sparse Jacobians and Hessians (compressed evaluation).
+# Type stubs of cyad/_sparse/operators.py: sparse Jacobians and Hessians (compressed evaluation).
 from typing import Any
 
 import numpy as np

@@ -1,3 +1,0 @@
-# Type stubs of cyad/_graphs.pyx: sparsity patterns in CSR, their graphs, vertex orders.
-
-ORDERS: tuple[str, ...]

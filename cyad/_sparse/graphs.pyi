@@ -1,0 +1,3 @@
+# Type stubs of cyad/_sparse/graphs.pyx: sparsity patterns in CSR, their graphs, vertex orders.
+
+ORDERS: tuple[str, ...]
