@@ -33,7 +33,7 @@ from cyad._operators import (
     value_derivative_and_second_derivative,
     value_gradient_and_hessian,
 )
-from cyad._points import at_points
+from cyad._parallel.points import at_points
 from cyad._core import Prep
 from cyad._sparse.operators import (
     SparseHessianPrep,
@@ -47,7 +47,7 @@ from cyad._sparse.operators import (
 )
 from cyad._sparse.sparsity import hessian_sparsity, jacobian_sparsity
 from cyad._tape_function import TapeFunction, record
-from cyad._threads import get_threads, set_threads
+from cyad._parallel.threads import get_threads, set_threads
 from cyad._warnings import CyadWarning
 from cyad._wrapper import FunctionError, FunctionWrapper
 from cyad._profiling import Profile, allocations_per_call, profile

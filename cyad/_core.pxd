@@ -73,7 +73,7 @@ cdef struct prep_header:
 # in the order and the chunking of a serial run, so that every result is computed as a
 # serial run computes it. Part 0 always has a chunk: it writes f's value and y.
 
-# the status of a part stopped by its watcher (cyad/_threads.pyx, run_watched)
+# the status of a part stopped by its watcher (cyad/_parallel/threads.pyx, run_watched)
 cdef enum:
     CANCELLED = -100
 

@@ -27,7 +27,7 @@ Cython is one indirect call into the engine, which claims, protects and runs in 
 Calls in parts (workers=k): a prep whose engine splits its calls (`Engine.splits`: a C
 function on the dual engine, a tape's chunked families) holds k - 1 more preps of its
 signature. A call protects its inputs once, then runs k parts at once on the pool of
-cyad/_threads.pyx, part j on prep j (0: this one), each the chunks part_chunks gives it
+cyad/_parallel/threads.pyx, part j on prep j (0: this one), each the chunks part_chunks gives it
 (cyad/_core.pxd), writing its own results; part 0 alone writes f's value, y and a
 first-order result, the others read y's incoming values from copies.
 
@@ -60,7 +60,7 @@ from libc.string cimport memcpy
 from cyad._fused cimport real
 
 from cyad._api cimport PYTHON_ERROR, WRONG_CALL, OVERLAPPING_OUTPUTS, NO_MEMORY
-from cyad._threads cimport run_watched
+from cyad._parallel.threads cimport run_watched
 from cyad._dual import Dual as _DualType
 from cyad._wrapper import FunctionError, is_python_function
 from cyad._engines import engine_type
@@ -605,7 +605,7 @@ cdef class Prep:
         cdef void* vp
         cdef void* fp
         if self.workers_map is not None:
-            from cyad import _parts_map
+            from cyad._parallel import parts_map as _parts_map
             return _parts_map.call(self, f, x, v, y, out, wanted)
         self.begin()
         try:
@@ -735,9 +735,9 @@ cdef class Prep:
             raise MemoryError()
 
     def _set_map(self, workers_map, chunk, engine):
-        """Run calls as parts, each a task of the map-like `workers_map` (cyad/_parts_map.py),
-        on preps made with `chunk` and `engine` as given (None: cyad's choice), where the
-        engine splits its calls; else serially."""
+        """Run calls as parts, each a task of the map-like `workers_map`
+        (cyad/_parallel/parts_map.py), on preps made with `chunk` and `engine` as given
+        (None: cyad's choice), where the engine splits its calls; else serially."""
         if self.engine_state.splits(self):
             self.workers_map = workers_map
             self.map_options = (chunk, engine)

@@ -95,7 +95,7 @@ from cyad._core cimport (Prep, Engine, prep_header, enter_nogil, release, part_c
 from cyad._fp_flags cimport clear_fp_flags, raised_fp_flags, non_finite_fp_flags
 from cyad._tape_replay cimport replay_run
 from cyad._tape_lowering cimport Replay
-from cyad._threads cimport copy_bytes, same_bytes, replay_threads
+from cyad._parallel.threads cimport copy_bytes, same_bytes, replay_threads
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad._dual_engine import default_chunk
 from cyad._tape import warn_as_numpy

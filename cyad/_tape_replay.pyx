@@ -42,7 +42,7 @@ The loops:
   index per element.
 - sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop; a sum
   of at least PARALLEL_FROM numbers, pieces of such loops added in order).
-- Threads (cyad.set_threads, cyad/_threads.pyx): an elementwise instruction or blocked
+- Threads (cyad.set_threads, cyad/_parallel/threads.pyx): an elementwise instruction or blocked
   run of at least PARALLEL_FROM elements whose operands are the output's size or single
   numbers, a long sum's pieces and the rows of many sums are split across the threads,
   each part computed by the loops of a serial run: the numbers do not depend on the count.
@@ -75,7 +75,7 @@ from cyad._fused cimport real
 from cyad._rules cimport BinaryOp, unary_rule, unary_second, binary_rule, binary_second
 # (read by the generated dispatch, cyad/_tape_replay_rules.pxi.tp)
 from cyad._rules cimport UnaryOp  # no-cython-lint
-from cyad._threads cimport replay_threads, run_parallel, copy_bytes
+from cyad._parallel.threads cimport replay_threads, run_parallel, copy_bytes
 
 cdef extern from "_vector_sine.h":
     # out[i] = sin(x[i] + shift * pi/2), and where out2 is not NULL, out2[i] = sin(x[i] +
@@ -187,7 +187,7 @@ cdef void run_blocked(const tape_replay* replay, real* arena, Py_ssize_t first,
         base += period
 
 
-# -- large work split across threads (cyad/_threads.pyx) -----------------------------------
+# -- large work split across threads (cyad/_parallel/threads.pyx) ---------------------------
 #
 # An elementwise instruction, or a blocked run whose operands are all of the output's size
 # or single numbers, of at least PARALLEL_FROM elements, is split into units of elements

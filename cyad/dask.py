@@ -1,7 +1,7 @@
 """Derivatives at every row of a Dask array of points, as Dask arrays.
 
 `gradient`, `jacobian` and `hessian` map a block function over the row chunks of the
-points (every other axis in one chunk): each block runs cyad/_points.py's task, so a
+points (every other axis in one chunk): each block runs cyad/_parallel/points.py's task, so a
 worker process makes one prep per problem (f and the operator, pickled with cloudpickle
 into the graph) on its first block and keeps it for the next, in the cache the map-likes
 of cyad.at_points share. An exception in f fails the block's task and the compute,
@@ -13,8 +13,8 @@ Requires dask (``pip install cyad[dask]``).
 """
 import numpy as np
 
-from cyad._points import _Problem, _float_dtype, run_task
-from cyad._prep_cache import payload_of
+from cyad._parallel.points import _Problem, _float_dtype, run_task
+from cyad._parallel.prep_cache import payload_of
 
 __all__ = ["gradient", "hessian", "jacobian"]
 

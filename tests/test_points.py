@@ -215,7 +215,7 @@ def test_an_exception_in_f_propagates_with_the_point_and_later_calls_work(worker
 
 
 def test_a_python_f_on_the_dual_engine_runs_serially_on_one_prep():
-    from cyad import _prep_cache
+    from cyad._parallel import prep_cache as _prep_cache
 
     def f(x):
         return np.sum(np.tanh(x) * x)
@@ -319,7 +319,7 @@ def test_a_map_that_drops_tasks_is_an_error():
 
 
 def test_threads_keep_their_preps_from_call_to_call():
-    from cyad import _prep_cache
+    from cyad._parallel import prep_cache as _prep_cache
 
     def f(x):
         return np.sum(np.cos(x) * x)
@@ -349,7 +349,7 @@ def test_the_default_tape_sees_python_state_changed_between_calls(workers):
     # a block compares f's Python state once, at its start, and leaves the prep comparing
     # it before every call again
     global SCALE
-    from cyad import _prep_cache
+    from cyad._parallel import prep_cache as _prep_cache
     points = random_points(8, 3, seed=13)
     try:
         for scale in (2.0, 5.0, 5.0, -1.5):
@@ -369,7 +369,7 @@ def test_the_default_tape_sees_python_state_changed_between_calls(workers):
 
 def test_a_worker_process_keeps_its_prep():
     pytest.importorskip("cloudpickle")
-    from cyad import _prep_cache
+    from cyad._parallel import prep_cache as _prep_cache
     problem_points = random_points(6, 3, seed=11)
     with ThreadPoolExecutor(1) as pool:
         cyad.at_points(cyad.gradient, scalar, problem_points, workers=pool.map, tasks=3)

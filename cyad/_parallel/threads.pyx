@@ -1,4 +1,4 @@
-"""cyad's threads: one pool of POSIX threads (cyad/_pool.h) for every parallel piece.
+"""cyad's threads: one pool of POSIX threads (cyad/_parallel/pool.h) for every parallel piece.
 
 Two kinds of work share it, both without the GIL and both computing, part by part, what a
 serial run computes, so that a result never depends on the number of threads:
@@ -21,7 +21,7 @@ cdef extern from "Python.h":
     # (not cpython.exc's, which raises at once: a watcher first stops its job's parts)
     int PyErr_CheckSignals()
 
-cdef extern from "_pool.h" nogil:
+cdef extern from "pool.h" nogil:
     ctypedef void (*cyad_task)(void* context, Py_ssize_t part) noexcept nogil
     ctypedef struct cyad_job:
         cyad_task task

@@ -1,4 +1,4 @@
-# Type stubs of cyad/_points_loop.pyx: the compiled loop behind cyad.at_points.
+# Type stubs of cyad/_parallel/points_loop.pyx: the compiled loop behind cyad.at_points.
 from typing import Any
 
 import numpy as np

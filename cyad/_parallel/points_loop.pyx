@@ -3,13 +3,13 @@
 `run_rows` calls a prep's nogil entry point (cyad/_api.pxd) on every row of a block of
 points, writing each row's results into rows of the stacked outputs, with the GIL
 released for the whole block. `run_blocks` runs several blocks at once, each on a prep of
-its own, on cyad's threads (cyad/_threads.pyx): they run in parallel where the preps'
+its own, on cyad's threads (cyad/_parallel/threads.pyx): they run in parallel where the preps'
 engine runs without the GIL (a tape, a C function); a prep that calls a Python callable
 takes the GIL for each evaluation, and the blocks take turns. Ctrl-C stops the blocks at
 their next row.
 
 Points with per-point arguments are differentiated as one vector z = (x, arguments) (see
-cyad/_points.py): the entry point writes z-space results into scratch rows, of which the
+cyad/_parallel/points.py): the entry point writes z-space results into scratch rows, of which the
 loop keeps the first `kept` rows' first `n_x` columns (the derivatives with respect to x).
 Without arguments the results go straight into the output rows.
 
@@ -23,12 +23,12 @@ from cyad._api cimport (cyad_prep, prep_handle, raise_status, gradient_nogil, ja
                         hessian_nogil, hvp_nogil)
 from cyad._fused cimport real
 from cyad._core cimport Prep
-from cyad._threads cimport run_watched
+from cyad._parallel.threads cimport run_watched
 from libc.stdlib cimport malloc, free
 
 cnp.import_array()
 
-# the operator families the loop runs (cyad/_points.py names them)
+# the operator families the loop runs (cyad/_parallel/points.py names them)
 cpdef enum:
     GRADIENT = 0
     JACOBIAN = 1

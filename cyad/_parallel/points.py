@@ -3,7 +3,7 @@ through a map-like (process pools, Dask).
 
 A problem (`_Problem`) is what every worker needs: the operator's family and wanted
 results, f as the prep sees it, the chunk and the engine. Points go through one compiled
-loop (cyad/_points_loop.pyx) that calls a prep's nogil entry point row by row and writes
+loop (cyad/_parallel/points_loop.pyx) that calls a prep's nogil entry point row by row and writes
 the rows of stacked outputs, so that serial, threaded and remote runs compute every row
 the same way, bit for bit.
 
@@ -17,7 +17,7 @@ the same way, bit for bit.
   rows are tasks `(payload, rows, tangents)`, the problem pickled once with cloudpickle;
   `run_task` runs one wherever the map sends it.
 
-Preps are kept from call to call in the process's cache (cyad/_prep_cache.py): per
+Preps are kept from call to call in the process's cache (cyad/_parallel/prep_cache.py): per
 problem (f itself here, the payload's hash in a task), a block takes a free one (made, with
 one Python call that tells f's output, where none is free) and puts it back after.
 Reusing a prep is reusing it as its engine allows: a default tape records f anew when the
@@ -37,8 +37,8 @@ import warnings
 import numpy as np
 
 from cyad import _operators, _warnings
-from cyad._prep_cache import payload_key, payload_of, put_back, take, take_payload
-from cyad._points_loop import GRADIENT, HESSIAN, HVP, JACOBIAN, run_blocks, run_rows
+from cyad._parallel.prep_cache import payload_key, payload_of, put_back, take, take_payload
+from cyad._parallel.points_loop import GRADIENT, HESSIAN, HVP, JACOBIAN, run_blocks, run_rows
 from cyad._progress import Progress
 from cyad._wrapper import FunctionWrapper
 

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from cyad._prep_cache import payload_of, put_back, take_payload
+from cyad._parallel.prep_cache import payload_of, put_back, take_payload
 from cyad._core import _FAMILY_NAMES
 
 # NaNs of a payload no arithmetic makes (an operation on numbers gives the default NaN; on
@@ -40,7 +40,7 @@ class _Problem:
 
     def prepare(self, x, seeds):
         """A prep for inputs like x: `seeds` (v, y), v the call's tuple of tangents or
-        cotangents (None: none), y its y (cyad/_prep_cache.py calls it so)."""
+        cotangents (None: none), y its y (cyad/_parallel/prep_cache.py calls it so)."""
         from cyad import _operators
         v, y = seeds
         prepare = getattr(_operators, "prepare_" + self.family)

@@ -1,4 +1,4 @@
-# cyad's threads (cyad/_threads.pyx): the one pool every module runs its parallel work on.
+# cyad's threads (cyad/_parallel/threads.pyx): the one pool every module runs its parallel work on.
 
 # A part of a job: task(context, part) for part in range(parts), in any order, on any
 # thread, without the GIL.

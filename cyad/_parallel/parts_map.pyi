@@ -1,4 +1,4 @@
-# Type stubs of cyad/_parts_map.py: an operator's call in parts through a map-like.
+# Type stubs of cyad/_parallel/parts_map.py: an operator's call in parts through a map-like.
 from typing import Any
 
 SENTINEL: dict[Any, Any]

@@ -1,4 +1,4 @@
-# Type stubs of cyad/_points.py: cyad.at_points. Results are float64 or float32 arrays (the
+# Type stubs of cyad/_parallel/points.py: cyad.at_points. Results are float64 or float32 arrays (the
 # points' dtype) with a first axis of points; value_and_* forms return tuples; with out=, out.
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeAlias

@@ -1,4 +1,4 @@
-/* A fork-join pool of POSIX threads, used without the GIL (see cyad/_threads.pyx).
+/* A fork-join pool of POSIX threads, used without the GIL (see cyad/_parallel/threads.pyx).
  *
  * A job is `parts` calls task(context, part), claimed one at a time from an atomic
  * counter by the threads that run it: the pool's helpers and, for cyad_pool_run, the
