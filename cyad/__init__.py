@@ -46,7 +46,7 @@ from cyad._sparse.operators import (
     value_gradient_and_sparse_hessian,
 )
 from cyad._sparse.sparsity import hessian_sparsity, jacobian_sparsity
-from cyad._tape_function import TapeFunction, record
+from cyad._tape.function import TapeFunction, record
 from cyad._parallel.threads import get_threads, set_threads
 from cyad._warnings import CyadWarning
 from cyad._wrapper import FunctionError, FunctionWrapper

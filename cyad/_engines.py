@@ -14,7 +14,7 @@ from typing import Any
 # name: (module, Engine subclass)
 ENGINES = {
     "dual": ("cyad._dual_engine", "DualEngine"),
-    "tape": ("cyad._tape_engine", "TapeEngine"),
+    "tape": ("cyad._tape.engine", "TapeEngine"),
 }
 # the engine of a prep made without engine= where `default_engine` does not choose (a prep
 # made by its class), and the one a tape hands f to when it cannot record it

@@ -4,11 +4,11 @@ Such a call (``derivative(lambda y: x * y, 1.0)`` inside f, x one of f's arrays)
 its derivative as a program, JAX's way, so that the differentiations around it
 differentiate that program in turn, to any depth and on any engine:
 
-1. its f is traced at x's values on a `nested` recording (cyad/_tape_trace.py): a level
+1. its f is traced at x's values on a `nested` recording (cyad/_tape/trace.py): a level
    above those around it, so that no two differentiations' perturbations mix; an array of
    a differentiation around it that f reads (a dual array, a tracer of an earlier
    recording) becomes an input of the recording, a `free` one;
-2. the operator's derivative tape is derived from it (cyad/_tape_transform.py) with
+2. the operator's derivative tape is derived from it (cyad/_tape/transform.py) with
    composed partials (cyad/_rule_derivatives.py): primal operations only, which
    differentiate again;
 3. that program is evaluated on the arrays it was given, free ones included:
@@ -26,13 +26,15 @@ the derivative programs do (each level differentiates the one inside it).
 """
 import numpy as np
 
-from cyad import _hints, _tape_recipes
+from cyad import _hints
+
+from cyad._tape import recipes as _tape_recipes
 from cyad._dual import Dual, mixed_differentiations, primal, tagged_dual
 from cyad._layout import NestedLanes
 from cyad._core import input_dtype
-from cyad._tape import run, warn_as_numpy
-from cyad._tape_trace import Tracer, latest, trace
-from cyad._tape_transform import jvp
+from cyad._tape.program import run, warn_as_numpy
+from cyad._tape.trace import Tracer, latest, trace
+from cyad._tape.transform import jvp
 from cyad._wrapper import FunctionWrapper
 
 

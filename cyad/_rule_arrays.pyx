@@ -1,6 +1,6 @@
 """The rule table's columns over whole arrays, for Python: what a tape records computes.
 
-While f is traced (cyad/_tape_trace.py), a recorded instruction whose value is read
+While f is traced (cyad/_tape/trace.py), a recorded instruction whose value is read
 (by a guard of f's control flow, or a derivative rule of the primitive table) is
 evaluated on the values, so that they see real numbers. The derivative kinds of a tape
 (unary_d, binary_da, ...) have no NumPy ufunc: these evaluate them with the generated

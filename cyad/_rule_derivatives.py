@@ -6,7 +6,7 @@ the same expressions are programs of primal operations: their names bound to the
 ufuncs of the table (cos, exp, scipy.special's psi, ...), `x if c else y` to np.where,
 and the rule helpers of cyad/_rule_helpers.pxd to the compositions below. Run on an
 engine's arrays (a tape's tracers), a partial is then recorded as operations that
-differentiate again, to any order: the transforms of cyad/_tape_transform.py use them
+differentiate again, to any order: the transforms of cyad/_tape/transform.py use them
 for the derivative programs of a nested differentiation ("composed" partials), where the
 compiled columns would stop at the second derivative (unary_d2 has no derivative).
 

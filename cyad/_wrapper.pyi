@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cyad._dual import Dual
-from cyad._tape_function import TapeFunction
+from cyad._tape.function import TapeFunction
 
 # The C signatures a FunctionWrapper accepts (first and second order, float64 and float32).
 F64_SIGNATURE: Final[str]

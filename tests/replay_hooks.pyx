@@ -1,7 +1,7 @@
 # Built against the installed cyad by tests/test_tape_replay.py: a replay run from C,
 # as the tape engine runs it (cimporting the struct and the entry point, without the GIL).
-from cyad._tape_replay cimport replay_run, tape_replay
-from cyad._tape_lowering cimport Replay
+from cyad._tape.replay cimport replay_run, tape_replay
+from cyad._tape.lowering cimport Replay
 
 
 cdef int raise_if_set(int status) except -1:

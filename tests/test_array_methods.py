@@ -12,7 +12,7 @@ from scenarios import ENGINES
 import cyad
 from cyad._array_methods import ArrayMethods
 from cyad._dual import Dual
-from cyad._tape_trace import Tracer
+from cyad._tape.trace import Tracer
 
 pytestmark = pytest.mark.xdist_group("array_methods")
 

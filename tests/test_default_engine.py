@@ -142,12 +142,12 @@ def _branchy(w):
 def test_control_flow_a_tape_cannot_follow_is_handed_to_the_dual_engine():
     prep = cyad.prepare_gradient(_branchy, X)
     explicit = cyad.prepare_gradient(_branchy, X, engine="tape")
-    for k in range(cyad._tape_engine.RECORD_LIMIT + 3):
+    for k in range(cyad._tape.engine.RECORD_LIMIT + 3):
         point = X * (-1.0) ** k + 0.01 * k
         expected = np.where(point > 0, 2 * point, -3 * point ** 2)
         assert_allclose(cyad.gradient(_branchy, point, prep=prep), expected, rtol=1e-13)
     with pytest.raises(RuntimeError, match="use engine='dual'"):
-        for k in range(cyad._tape_engine.RECORD_LIMIT + 3):
+        for k in range(cyad._tape.engine.RECORD_LIMIT + 3):
             cyad.gradient(_branchy, X * (-1.0) ** k + 0.01 * k, prep=explicit)
     assert_allclose(cyad.gradient(_branchy, X, prep=prep),
                     np.where(X > 0, 2 * X, -3 * X ** 2), rtol=1e-13)

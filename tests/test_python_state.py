@@ -16,7 +16,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 import cyad
-import cyad._tape_state
+import cyad._tape.state
 
 X = np.linspace(-0.8, 1.3, 7)
 V = np.cos(np.arange(7.0))
@@ -342,7 +342,7 @@ def test_unchanged_state_is_not_recorded_again():
 
 
 def test_a_state_too_large_to_watch_hands_f_to_the_dual_engine(monkeypatch):
-    monkeypatch.setattr(cyad._tape_state, "BUDGET", 5)
+    monkeypatch.setattr(cyad._tape.state, "BUDGET", 5)
     weights = [float(k) for k in range(10)]
 
     def f(x):
@@ -369,8 +369,8 @@ def test_a_library_function_is_not_followed_into_its_module():
     state = prep.engine_state.python_state
     assert state.complete and state.reads == 2      # the globals `np` and `w`
     assert [id(a) for a in state.arrays] == [id(w)]
-    assert cyad._tape_state._library(np.sum.__module__)
-    assert not cyad._tape_state._library(__name__)
+    assert cyad._tape.state._library(np.sum.__module__)
+    assert not cyad._tape.state._library(__name__)
     assert sys.modules[__name__].__file__
 
 

@@ -9,8 +9,8 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import cyad
-from cyad._tape_lowering import BLOCK, BLOCKED_BY
-from cyad._tape_replay import PARALLEL_FROM
+from cyad._tape.lowering import BLOCK, BLOCKED_BY
+from cyad._tape.replay import PARALLEL_FROM
 
 pytestmark = pytest.mark.xdist_group("test_replay_threads")
 

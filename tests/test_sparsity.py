@@ -17,7 +17,7 @@ from cyad._sparse.index_bands import Bands
 from cyad._sparse.index_sets import (
     affine_runs, band_rows, gather_rows, row_pairs, symmetric_pattern, union_rows)
 from cyad._sparse.sparsity import _Propagation
-from cyad._tape import Tape, evaluate
+from cyad._tape.program import Tape, evaluate
 from tests.rosenbrock import rosenbrock, rosenbrock_hessian
 
 RNG = np.random.default_rng(20261201)
@@ -421,7 +421,7 @@ def _linear_tape(kind, in_size, out_shape, **params):
 ])
 def test_index_map_kinds(kind, in_size, out_shape, params):
     """A linear instruction's pattern against its Jacobian, column j its value at the
-    j-th unit vector (cyad._tape.evaluate: the kinds' meaning in NumPy)."""
+    j-th unit vector (cyad._tape.program.evaluate: the kinds' meaning in NumPy)."""
     tape = _linear_tape(kind, in_size, out_shape, **params)
     instr = tape.instrs[0]
     jacobian = np.stack([evaluate(instr, [e])[0].ravel() for e in np.eye(in_size)], axis=1)

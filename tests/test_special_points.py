@@ -6,7 +6,7 @@ infinite partial contributes 0, so np.sqrt(x - x), np.std of equal numbers and
 np.linalg.norm at 0 have derivative 0; ties of maximum, minimum and clip share; a sort
 keeps the order of a stable one. The tape's reverse sweeps cannot see a zero tangent:
 a call whose partials are not finite is answered by the dual engine
-(cyad/_tape_engine.pyx), so every engine gives the same numbers at first and second
+(cyad/_tape/engine.pyx), so every engine gives the same numbers at first and second
 order, prepared or not.
 """
 import numpy as np

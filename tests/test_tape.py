@@ -274,7 +274,7 @@ def test_empty_selections(family):
 
 def test_a_reshape_view_is_what_numpy_says():
     # the rule behind the two programs above, on every kind of view of a (2, 3) array
-    from cyad._tape_trace import Recording, _numpy_gives_a_view
+    from cyad._tape.trace import Recording, _numpy_gives_a_view
     from cyad._primitives import TABLE
 
     views = [lambda a: a, lambda a: a.T, lambda a: a[:, 1:], lambda a: a[1:], lambda a: a[::-1],
@@ -297,7 +297,7 @@ def test_a_reshape_view_is_what_numpy_says():
 
 def test_broadcast_shapes_agree_with_numpy():
     # tracing's own np.broadcast_shapes (it makes no arrays), errors included
-    from cyad._tape_trace import _broadcast_shapes
+    from cyad._tape.trace import _broadcast_shapes
 
     rng = np.random.default_rng(0)
     for _ in range(5000):
@@ -316,7 +316,7 @@ def test_broadcast_shapes_agree_with_numpy():
 
 def _counting_evaluations(monkeypatch):
     """The kinds of the instructions tracing evaluates in NumPy from now on, in order."""
-    import cyad._tape_trace as tracing
+    import cyad._tape.trace as tracing
 
     kinds = []
 

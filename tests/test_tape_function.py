@@ -17,7 +17,7 @@ from numpy.testing import assert_allclose
 from test_random_programs import PROGRAMS, in_place, out_of_place, two_argument
 
 import cyad
-from cyad._tape_engine import RECORD_LIMIT, TapeLimit
+from cyad._tape.engine import RECORD_LIMIT, TapeLimit
 
 pytestmark = pytest.mark.xdist_group("test_tape_function")
 

@@ -1,8 +1,8 @@
 """engine="tape" follows what f reads off x's values: guards and recomputed masks.
 
 The tape engine runs f once on tracer arrays and replays the recorded tape
-(cyad/_tape_engine.pyx). Whatever f read off x's values must be checked on every replay
-(cyad/_tape_trace.py): here each value-dependent construct is traced at one point and
+(cyad/_tape/engine.pyx). Whatever f read off x's values must be checked on every replay
+(cyad/_tape/trace.py): here each value-dependent construct is traced at one point and
 replayed with a prep and out= at points where it holds and where it flips, against the
 dual engine and against JAX (or an analytic formula). Constructs that are recomputed on
 every replay (where, maximum, minimum, abs, clip) must flip without a new record; those
@@ -16,7 +16,7 @@ import pytest
 from derivative_references import jax
 
 import cyad
-from cyad._tape_engine import RECORD_LIMIT
+from cyad._tape.engine import RECORD_LIMIT
 
 pytestmark = pytest.mark.xdist_group("test_tape_guards")
 

@@ -1,12 +1,12 @@
 """What keeps the tape's lanes cheap, and the numbers the same.
 
-The derivative tapes' exact folds (cyad/_tape_transform.py, `_fold_copies`): the gathers
+The derivative tapes' exact folds (cyad/_tape/transform.py, `_fold_copies`): the gathers
 that assignments to slices leave, the products by a gradient's cotangent of ones, and the
 tangent of the value that forward over reverse does not want. Fewer instructions, the same
 numbers: bit for bit against the unfolded tapes (random programs, in place and not), and
 against JAX in float64 and float32.
 
-Held seeds (cyad/_tape_engine.pyx): a call with the tangents of the last call (a sparse
+Held seeds (cyad/_tape/engine.pyx): a call with the tangents of the last call (a sparse
 Jacobian's or Hessian's seeds) runs neither the seeding nor the seeds' own instructions
 again; tangents changed in place, in a bit, or a guard failing between calls are seen."""
 import functools
@@ -17,7 +17,7 @@ from derivative_references import jax
 from test_pullback import SOME_PROGRAMS, vector_program
 
 import cyad
-import cyad._tape_transform as transform
+import cyad._tape.transform as transform
 
 if jax is not None:
     import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""The compiled replay of a tape (cyad._tape_lowering, cyad._tape_replay) against NumPy and
+"""The compiled replay of a tape (cyad._tape.lowering, cyad._tape.replay) against NumPy and
 JAX, kind by kind.
 
 Tapes are built by hand with the Tape API. Values are checked against NumPy (elementwise
@@ -24,10 +24,10 @@ from rosenbrock import rosenbrock, rosenbrock_gradient
 from rule_domains import binary_points, points
 
 from cyad._rule_table import BINARY_RULES, UNARY_RULES, resolve
-from cyad._tape import COMPARISONS, Instr, Tape
-from cyad._tape_lowering import (ALIGNMENT, BLOCKED_BY, COLUMNS, NUMPY_LOOPS,
+from cyad._tape.program import COMPARISONS, Instr, Tape
+from cyad._tape.lowering import (ALIGNMENT, BLOCKED_BY, COLUMNS, NUMPY_LOOPS,
                                  RECIPROCAL_SQUARED, SINE_SHIFTS, Replay, _blocked_runs)
-from cyad._tape_replay import _sine_baseline
+from cyad._tape.replay import _sine_baseline
 
 pytestmark = pytest.mark.xdist_group("test_tape_replay")
 

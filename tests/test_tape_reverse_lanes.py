@@ -88,8 +88,8 @@ def test_jacobians_by_rows_and_by_columns(n_y, python, chunk, dtype):
     prep = cyad.prepare_jacobian(f, x.astype(dtype), chunk=chunk, engine="tape")
     out = np.full((n_y, 40), np.nan, dtype)
     assert cyad.jacobian(f, x.astype(dtype), prep=prep, out=out) is out
-    by_rows = 40 >= (cyad._tape_engine.BY_ROWS_PYTHON if python
-                     else cyad._tape_engine.BY_ROWS) * n_y
+    by_rows = 40 >= (cyad._tape.engine.BY_ROWS_PYTHON if python
+                     else cyad._tape.engine.BY_ROWS) * n_y
     swept = n_y if by_rows else 40
     assert prep.evaluations == -(-swept // prep.chunk)
     tolerance = TOLERANCE[dtype] if dtype == np.float64 else dict(rtol=1e-3, atol=1e-3)
@@ -173,7 +173,7 @@ def test_cached_seeds_that_read_a_transposed_constant(family):
 # -- negatives folded into the derivative tapes ------------------------------------------------
 
 def _negatives(prep):
-    from cyad._tape_transform import _NEGATIVE
+    from cyad._tape.transform import _NEGATIVE
     return sum(instr.kind == "unary" and instr.params["op"] == _NEGATIVE
                for instr in prep.engine_state.tape.instrs)
 
@@ -182,7 +182,7 @@ def _negatives(prep):
 @pytest.mark.parametrize("program", SOME_PROGRAMS[::3], ids=lambda p: p.name)
 def test_folded_negatives_change_no_rounding(program, family, monkeypatch):
     # the same results, bit for bit, as the tapes without the folds; fewer negatives
-    import cyad._tape_transform as transform
+    import cyad._tape.transform as transform
     x = program.point
     v = np.linspace(-1.0, 1.0, x.size).reshape(x.shape)
     f = vector_program(program, np)
@@ -201,7 +201,7 @@ def test_folded_negatives_change_no_rounding(program, family, monkeypatch):
 
 
 def test_rosenbrocks_hessian_tape_loses_negatives(monkeypatch):
-    import cyad._tape_transform as transform
+    import cyad._tape.transform as transform
     from rosenbrock import rosenbrock, rosenbrock_hessian
     x = np.linspace(-1.0, 1.0, 30)
     counts = []

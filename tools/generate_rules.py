@@ -1,6 +1,6 @@
 """Generate Cython code from cyad's tables: the rule code (cyad/_rules.pxd and the replay's
 rule loops) from the rule table cyad/_rule_table.py, the tape's instruction kinds
-(cyad/_tape_kinds.pxd) from cyad/_tape_kind_table.py.
+(cyad/_tape/kinds.pxd) from cyad/_tape/kind_table.py.
 
 Run by the build (cyad/meson.build):
 

@@ -1,4 +1,4 @@
-"""The compiled replay of a tape (cyad._tape_lowering, cyad._tape_replay), on tapes written by hand.
+"""The compiled replay of a tape (cyad._tape.lowering, cyad._tape.replay), on tapes written by hand.
 
 `Rosenbrock`: the chained Rosenbrock function as a tape of 10 instructions (its value) and
 of 18 (value and gradient, the reverse sweep written out), beside the same computations in
@@ -11,8 +11,8 @@ sin(x) exp(-x**2) + x**3 written out), its runs block by block or each instructi
 import numpy as np
 
 from cyad._rule_table import BINARY_RULES, UNARY_RULES
-from cyad._tape import Tape
-from cyad._tape_lowering import BLOCK, Replay
+from cyad._tape.program import Tape
+from cyad._tape.lowering import BLOCK, Replay
 
 from .common import ELEMENTWISE_SIZES, SIZES, Call, output
 from .gradient import inputs, rosenbrock, rosenbrock_by_hand

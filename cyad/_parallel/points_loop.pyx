@@ -14,7 +14,7 @@ loop keeps the first `kept` rows' first `n_x` columns (the derivatives with resp
 Without arguments the results go straight into the output rows.
 
 A block is one operation: a default tape compares f's Python state once, at the block's
-start (`Engine.hold_state`, cyad/_tape_engine.pyx), not at every row with the GIL.
+start (`Engine.hold_state`, cyad/_tape/engine.pyx), not at every row with the GIL.
 """
 cimport numpy as cnp
 from libc.string cimport memcpy

@@ -3,7 +3,7 @@
 Two kinds of work share it, both without the GIL and both computing, part by part, what a
 serial run computes, so that a result never depends on the number of threads:
 
-- a tape's replay (cyad/_tape_replay.pyx) splits an elementwise run over many elements,
+- a tape's replay (cyad/_tape/replay.pyx) splits an elementwise run over many elements,
   and a long sum, into parts (`run_parallel`, the caller taking parts too), on
   `set_threads()` threads, and only above a size where a part outweighs waking a thread;
 - ``workers=k`` on an operator's prep runs k chunks of directions at once, each on a prep

@@ -43,7 +43,7 @@ Design:
   products' own where they run on the tape, else a tape prep of its own (a pullback of
   one cotangent, or a gradient), run on every call. A tape records f anew when a guard
   fails, a constant f closes over changes, or Python state f read changes; then, unless
-  the new record is the old program with other numbers (`cyad._tape.same_structure`),
+  the new record is the old program with other numbers (`cyad._tape.program.same_structure`),
   the pattern is detected at the call's x and must lie inside the prep's (ValueError
   otherwise, before the result is written). A tape that gave up following f (handed to
   the dual engine after its guards kept failing) leaves a given sparsity trusted and
@@ -60,7 +60,7 @@ import numpy as np
 
 from cyad import _operators
 from cyad._sparse import coloring as _coloring, graphs as _graphs, recovery as _recovery
-from cyad._tape import frozen, same_structure
+from cyad._tape.program import frozen, same_structure
 from cyad._sparse.sparsity import _scipy_sparse, recorded_pattern
 from cyad._wrapper import FunctionWrapper
 

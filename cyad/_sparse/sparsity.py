@@ -1,6 +1,6 @@
 """Sparsity detection: which Jacobian and Hessian entries can be nonzero, read off a tape.
 
-f is recorded once at x on tracer arrays (cyad/_tape_trace.py, the tape engine's recording,
+f is recorded once at x on tracer arrays (cyad/_tape/trace.py, the tape engine's recording,
 guards included); nothing is replayed. Every element of every Var of the tape gets the
 set of x's (flat) indices it depends on: a Var's sets are the rows of a CSR pattern of
 shape (var.size, x.size), held as (indptr, indices), each row sorted and distinct (None:
@@ -72,7 +72,7 @@ from cyad._sparse import index_bands as _index_bands
 from cyad._sparse.index_bands import Bands
 from cyad._sparse.index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
 from cyad._progress import Progress
-from cyad._tape_trace import Tracer, trace
+from cyad._tape.trace import Tracer, trace
 
 _UNARY = _rule_table.UNARY_RULES
 _BINARY = _rule_table.BINARY_RULES
@@ -224,7 +224,7 @@ def _local_dependencies(instr, deps, values):
     """An elementwise instruction's dependencies pruned where its partial is zero at x
     (a NaN partial keeps its dependency): the side of maximum or where not taken,
     abs at 0, a product with a factor that is 0 at x."""
-    from cyad._rule_arrays import binary_column, unary_column   # compiled; as cyad._tape
+    from cyad._rule_arrays import binary_column, unary_column   # compiled; as cyad._tape.program
 
     size = instr.outs[0].size
     # the operands' values at x, repeated to `size` (modular broadcasting)
@@ -555,7 +555,7 @@ class _Propagation:
 def _python_function(f):
     """The Python callable to trace: f itself, or the one a wrapper or a recorded
     function holds; a C function has no tape to read."""
-    from cyad._tape_function import TapeFunction
+    from cyad._tape.function import TapeFunction
     from cyad._wrapper import FunctionWrapper
 
     if isinstance(f, TapeFunction):
@@ -643,7 +643,7 @@ def jacobian_sparsity(f, x, *, y=None, local=False, progress=False):
 def recorded_pattern(f, x, y=None, hessian=False, progress=False):
     """jacobian_sparsity's (or, with `hessian`, hessian_sparsity's) pattern, and the tape
     it was read off, its output set as the tape engine sets it: a later record of f
-    with the same structure (cyad._tape.same_structure) has the same pattern."""
+    with the same structure (cyad._tape.program.same_structure) has the same pattern."""
     propagation = _Propagation.of(_python_function(f), x, y)
     pattern = propagation.hessian(progress) if hessian else propagation.jacobian(progress)
     tape = propagation.tape

@@ -1,4 +1,4 @@
-# Type stubs of cyad/_tape_function.pyx: record and TapeFunction.
+# Type stubs of cyad/_tape/function.pyx: record and TapeFunction.
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +34,7 @@ class TapeFunction:
     @property
     def programs(self) -> list[tuple[int, int | tuple[int, int], int]]: ...
     def take_error(self) -> BaseException | None: ...
-    # (f's tape is a cyad._tape.Tape, an untyped internal module)
+    # (f's tape is a cyad._tape.program.Tape, an untyped internal module)
     def primal(self) -> tuple[Any, list[npt.NDArray[Any]], list[npt.NDArray[Any]]]: ...
 
 # -- internal: the C-level state of a record and of its derived programs -------------------

@@ -1,8 +1,8 @@
 """The tape engine: f recorded once on tracer arrays, its derivative tapes replayed compiled.
 
 `TapeEngine` is the engine behind a prep named "tape". On its first call it traces f at
-x (cyad/_tape_trace.py), builds the derivative tape of the prep's family
-(cyad/_tape_transform.py) and lowers it to a `Replay` (cyad/_tape_lowering.pyx): one
+x (cyad/_tape/trace.py), builds the derivative tape of the prep's family
+(cyad/_tape/transform.py) and lowers it to a `Replay` (cyad/_tape/lowering.pyx): one
 arena allocated once, in which x, y, the seeds and the results have fixed places. Every
 call then runs on raw pointers without the GIL: x (and y's incoming values) copied in,
 the primal part of the tape replayed once, then its derivative part once per chunk of
@@ -24,7 +24,7 @@ its operations take as constants (arrays f closes over or builds), and any Pytho
 reads (a global number, an attribute): f runs once, not on every call. The captured
 arrays are compared with a copy on every call, and a change (an array updated in place
 between calls) records f anew. Python state is seen only by a tape cyad chose by default
-(`chosen`: no engine= named): it compares what f can reach (cyad/_tape_state.pyx: the
+(`chosen`: no engine= named): it compares what f can reach (cyad/_tape/state.pyx: the
 arrays among it join the captured ones) before every call and records f anew when it
 changed, or hands f to the dual engine where that state is too large to watch. A run of
 calls that is one operation (a block of cyad.at_points' rows) compares it once, at its
@@ -32,7 +32,7 @@ start (`TapeEngine.hold_state`): the comparison takes the GIL, which would other
 serialise threads that each run a block.
 
 Guards: when a guard of the tape fails (a branch of f, a mask, an order it read off the
-values changed: cyad/_tape_trace.py lists them), the call records f anew at this x,
+values changed: cyad/_tape/trace.py lists them), the call records f anew at this x,
 with the GIL, and runs on the new tape. After RECORD_LIMIT records a prep refuses
 (RuntimeError naming what f read), as the tape cannot follow f's control flow; a tape
 chosen by default instead hands f to a prep of the dual engine (`delegate`), which
@@ -51,7 +51,7 @@ run computes the whole tape, and with the reverse sweep's in forward over
 reverse: a flag of theirs costs a check, never a warning). A call from Python whose
 flags are set (or whose tape holds a number that overflowed its cast, which NumPy warns
 of on every evaluation) has NumPy compute f's values again from its tape when it ends
-(`finish`, cyad._tape.warn_as_numpy), warning or raising as f does. The nogil entry
+(`finish`, cyad._tape.program.warn_as_numpy), warning or raising as f does. The nogil entry
 points do not warn.
 
 Partials that are not finite: where a partial is infinite or NaN (sqrt, cbrt and x**p
@@ -70,7 +70,7 @@ engine gives forward mode's numbers. That costs a forward evaluation per chunk o
 directions, at such points only; NumPy warns of them in f as well.
 
 The tape engine traces Python callables. A function recorded by cyad.record
-(cyad/_tape_function.pyx) is one too: its first record is the tape it holds, and f is
+(cyad/_tape/function.pyx) is one too: its first record is the tape it holds, and f is
 traced anew only when a guard fails. A C function runs on engine="dual".
 """
 import types
@@ -93,18 +93,18 @@ from cyad._core cimport (Prep, Engine, prep_header, enter_nogil, release, part_c
                          cancelled, CANCELLED, PUSHFORWARD, GRADIENT, JACOBIAN, HVP,
                          HESSIAN, PULLBACK)
 from cyad._fp_flags cimport clear_fp_flags, raised_fp_flags, non_finite_fp_flags
-from cyad._tape_replay cimport replay_run
-from cyad._tape_lowering cimport Replay
+from cyad._tape.replay cimport replay_run
+from cyad._tape.lowering cimport Replay
 from cyad._parallel.threads cimport copy_bytes, same_bytes, replay_threads
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad._dual_engine import default_chunk
-from cyad._tape import warn_as_numpy
-from cyad import _tape_state
-from cyad._tape_state import PythonState
+from cyad._tape.program import warn_as_numpy
+from cyad._tape import state as _tape_state
+from cyad._tape.state import PythonState
 from cyad._warnings import warn_once
 from cyad import _engines, _families
-from cyad._tape_trace import trace
-from cyad import _tape_recipes
+from cyad._tape.trace import trace
+from cyad._tape import recipes as _tape_recipes
 from cyad._core import _FAMILY_NAMES
 
 cnp.import_array()
@@ -909,7 +909,7 @@ cdef class TapeEngine(Engine):
         self.state.lanes = max(1, min(lanes, self.state.directions))
 
     cdef _derive(self, tape, list values, list names):
-        """The family's program, by its recipe (cyad/_tape_recipes.py), lowered; the places
+        """The family's program, by its recipe (cyad/_tape/recipes.py), lowered; the places
         of its inputs and results."""
         cdef int family = self.state.family
         self.state.y_at = -1

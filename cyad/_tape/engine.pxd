@@ -1,8 +1,8 @@
 from cpython.ref cimport PyObject
 
 from cyad._core cimport prep_header, Engine, Prep
-from cyad._tape_replay cimport tape_replay
-from cyad._tape_lowering cimport Replay
+from cyad._tape.replay cimport tape_replay
+from cyad._tape.lowering cimport Replay
 
 # An array a tape captured as a constant, and a copy of it as it was then
 ctypedef struct captured_array:

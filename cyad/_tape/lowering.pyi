@@ -1,4 +1,4 @@
-# Type stubs of cyad/_tape_lowering.pyx: a tape lowered for the compiled replay.
+# Type stubs of cyad/_tape/lowering.pyx: a tape lowered for the compiled replay.
 from collections.abc import Iterable
 from typing import Any
 
@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import disjoint_base
 
-from cyad._tape import Tape, Var
+from cyad._tape.program import Tape, Var
 
 KIND_CODES: dict[str, int]
 COMPARISON_CODES: dict[Any, int]

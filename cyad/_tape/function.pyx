@@ -1,14 +1,14 @@
 """A recorded tape as a C function: `record(f, x)` is a FunctionWrapper of kind "tape".
 
-`record` traces a Python f once at x (cyad/_tape_trace.py) and returns a FunctionWrapper
+`record` traces a Python f once at x (cyad/_tape/trace.py) and returns a FunctionWrapper
 whose `cyad_function` (cyad/_wrapper.pxd) is served by the four trampolines at the end of
 this module: any routine compiled against that seam - the dual engine's chunk loops, a
 user's Cython code holding the struct - then calls f without the GIL, and from several
-threads at once. Its context is a `tape_function` (cyad/_tape_function.pxd), owned by a
+threads at once. Its context is a `tape_function` (cyad/_tape/function.pxd), owned by a
 `TapeFunction` that the wrapper keeps (its `tape` attribute).
 
 A call of the first-order signature with `width` lanes replays the jvp of f's tape for
-that many lanes (cyad/_tape_transform.py), derived on the first call of each width with
+that many lanes (cyad/_tape/transform.py), derived on the first call of each width with
 the GIL and kept; the second-order signature (outer, inner) replays the jvp of that jvp,
 its two tangent inputs x's outer lanes `a` and inner lanes `b`, a's inner lanes `c` those
 of the nested dual (cyad/_signatures.pxd), for any outer. A call copies x (and y's
@@ -17,13 +17,13 @@ the value and the lanes out: the buffers are row-major n x width, the tape's tan
 lanes-major, so the lanes are transposed on the way in and out.
 
 Threads. Every program keeps a pool of arenas, each a `Replay` of its own
-(cyad/_tape_lowering.pyx: its own slots, constants and python callbacks), claimed by an
+(cyad/_tape/lowering.pyx: its own slots, constants and python callbacks), claimed by an
 atomic exchange of its flag; a call that finds all of them claimed makes one more with the GIL
 (up to MAX_ARENAS; beyond, it waits for one). Programs and arenas are appended under a
 lock and published by an atomic store of their count, so that calls read them without
 one. In the steady state a call allocates nothing and takes neither the GIL nor a lock.
 
-Guards and captured arrays, as the tape engine (cyad/_tape_engine.pyx) has them: a
+Guards and captured arrays, as the tape engine (cyad/_tape/engine.pyx) has them: a
 failed guard records f anew at the call's x with the GIL (counted: after RECORD_LIMIT
 records the call fails with TapeLimit naming what f read); a captured array changed
 since the record (compared with a copy on every call) records f anew, uncounted. A new
@@ -52,14 +52,14 @@ from cyad._api cimport PYTHON_ERROR
 from cyad._fused cimport real
 from cyad._layout cimport second_order_width
 from cyad._core cimport claim, release
-from cyad._tape_engine cimport (CAPTURED_CHANGED, capture, captured_strided_changed,
+from cyad._tape.engine cimport (CAPTURED_CHANGED, capture, captured_strided_changed,
                                 take_raised)
-from cyad._tape_replay cimport replay_run, tape_replay
-from cyad._tape_lowering cimport Replay
+from cyad._tape.replay cimport replay_run, tape_replay
+from cyad._tape.lowering cimport Replay
 from cyad._wrapper cimport FunctionWrapper, is_python_function
-from cyad._tape_engine import RECORD_LIMIT as _RECORD_LIMIT, TapeLimit
-from cyad._tape_trace import trace
-from cyad._tape_transform import jvp
+from cyad._tape.engine import RECORD_LIMIT as _RECORD_LIMIT, TapeLimit
+from cyad._tape.trace import trace
+from cyad._tape.transform import jvp
 
 cnp.import_array()
 

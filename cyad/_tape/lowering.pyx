@@ -1,6 +1,6 @@
-"""A tape lowered once to flat buffers, for the compiled replay (cyad/_tape_replay.pyx).
+"""A tape lowered once to flat buffers, for the compiled replay (cyad/_tape/replay.pyx).
 
-`Replay(tape)` lowers a `cyad._tape.Tape` once, to
+`Replay(tape)` lowers a `cyad._tape.program.Tape` once, to
 
 - one arena: an ndarray of the tape's dtype (float64 or float32) holding every Var in a
   slot at a fixed offset (64-byte aligned), bool Vars as 0.0 / 1.0; the tape's
@@ -13,7 +13,7 @@
   their own slots; a Var written before one of `starts` (where runs may begin again,
   a derivative tape's split) and read after it lives to the end;
 - a code table: an int64 array of one row per instruction, CODE_WIDTH columns
-  (cyad/_tape_replay.pxd names them): KIND, OP, OUT, OUT_SIZE, then A, A_SIZE, B,
+  (cyad/_tape/replay.pxd names them): KIND, OP, OUT, OUT_SIZE, then A, A_SIZE, B,
   B_SIZE, C, C_SIZE (the operands' offsets and sizes, in elements of the arena; args in
   the tape's order, (c, a, b) of a select in A, B, C), and P0..P3, a kind's parameters
   (gather, scatter_add: its indices' place and count, and whether they are an
@@ -24,10 +24,10 @@
   made here, so that a run makes no view.
 
 `Replay.run` runs instructions [start, stop) through `replay_run`, whose status
-cyad/_tape_replay.pyx describes.
+cyad/_tape/replay.pyx describes.
 
 An instruction's operands and form are read off its kind's row of
-cyad/_tape_kind_table.py (the specification of every kind), and checked:
+cyad/_tape/kind_table.py (the specification of every kind), and checked:
 - The operand sizes of an elementwise instruction must each divide the output's and
   each other's (suffixes of one shape do); lowering raises ValueError otherwise, as it
   does for any inconsistent gather, scatter, sum or matmul size, an index beyond its
@@ -39,10 +39,14 @@ from libc.stdint cimport int64_t
 from cpython.ref cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
-from cyad import _rule_table, _tape, _tape_kind_table
+from cyad import _rule_table
+
+from cyad._tape import program as _tape
+
+from cyad._tape import kind_table as _tape_kind_table
 # the code table's layout, the run's struct and entry point
-from cyad._tape_replay cimport *
-from cyad._tape_kinds cimport is_unary_column, is_elementwise
+from cyad._tape.replay cimport *
+from cyad._tape.kinds cimport is_unary_column, is_elementwise
 
 # a kind's code is its position in the table (the generated enum's order)
 KIND_CODES = {kind.name: code for code, kind in enumerate(_tape_kind_table.KINDS)}
@@ -94,7 +98,7 @@ NUMPY_LOOPS = {
 # rounds u first, and would stray further)
 RECIPROCAL_SQUARED = frozenset({("unary_d", "tanh")})
 
-# The sin and cos columns not in NUMPY_LOOPS, by cyad/_vector_sine.h's vectorised loops:
+# The sin and cos columns not in NUMPY_LOOPS, by cyad/_tape/vector_sine.h's vectorised loops:
 # sin(x + shift * pi/2) for a shift of (kind, rule) (cos' derivative -sin: shift 2).
 # 3x libm's scalar sin in float64 with AVX2, within 1 ulp of it.
 SINE_SHIFTS = {("unary", "sin"): 0, ("unary_d", "sin"): 1, ("unary_d2", "sin"): 2,
@@ -361,7 +365,7 @@ cdef class Replay:
 
     Parameters
     ----------
-    tape : cyad._tape.Tape
+    tape : cyad._tape.program.Tape
         The program; a float64 or float32 tape. It is read once: a later change to it
         is not seen.
     keep : iterable of Var, optional
@@ -538,7 +542,7 @@ cdef class Replay:
         if kind == "compare":
             ufunc = params.get("ufunc")
             if ufunc not in COMPARISON_CODES:
-                raise fail(f"{ufunc!r} is not a comparison of cyad._tape.COMPARISONS")
+                raise fail(f"{ufunc!r} is not a comparison of cyad._tape.program.COMPARISONS")
             row[OP] = COMPARISON_CODES[ufunc]
             arity = _tape.COMPARISONS[ufunc]
         else:

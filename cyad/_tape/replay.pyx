@@ -1,4 +1,4 @@
-"""The compiled replay of a tape: a lowered tape (cyad/_tape_lowering.pyx) run without
+"""The compiled replay of a tape: a lowered tape (cyad/_tape/lowering.pyx) run without
 the GIL.
 
 Everything a run needs is in the `tape_replay` struct (the .pxd): `replay_run` runs
@@ -9,10 +9,10 @@ python instruction raised, with the exception set for the caller to raise once i
 holds the GIL. `Replay.run` returns the status, or raises that exception. A run leaves the
 floating-point flags its instructions raised (a python instruction, whose NumPy
 ufuncs clear them and report their own, restores them as it found them): the caller
-tests them (cyad/_tape_engine.pyx).
+tests them (cyad/_tape/engine.pyx).
 
 The loops:
-- Elementwise kinds (those cyad/_tape_kind_table.py marks so): an operand smaller than the
+- Elementwise kinds (those cyad/_tape/kind_table.py marks so): an operand smaller than the
   output is read at i % size. The output's first S elements (S the largest operand's
   size) are computed in blocks as long as the smallest operand above one element, where
   every operand is either contiguous or a single number; the rest of the output
@@ -23,7 +23,7 @@ The loops:
   such a function: exp's, sinh's) run NumPy's own loops (`ufunc._get_strided_loop`,
   resolved here for the tape's dtype), its SIMD paths several times faster than libm's
   scalar calls. The other sin and cos columns (SINE_SHIFTS: all of them in float64, where
-  NumPy calls libm) run cyad/_vector_sine.h's vectorised loops, within 1 ulp of libm;
+  NumPy calls libm) run cyad/_tape/vector_sine.h's vectorised loops, within 1 ulp of libm;
   two such columns of one operand in a row (sin's value and derivative) share one pass.
 - Blocked runs: consecutive elementwise instructions over one output size of at least
   BLOCKED_BY * BLOCK elements, whose operands are that size, a period of it or single
@@ -32,7 +32,7 @@ The loops:
   numbers.
   The other rules run through cyad/_rules.pxd (in double, rounded once to
   float32), in loops that a dispatch generated from the rule table
-  (cyad/_tape_replay_rules.pxi.tp) calls with the op a constant: inlined, each loop is
+  (cyad/_tape/replay_rules.pxi.tp) calls with the op a constant: inlined, each loop is
   specialised to its rule, with no chain of comparisons per element, and (the module
   is built without errno and FP traps, cyad/meson.build) without the libm call of the
   column the kind does not read (cos in sin's value).
@@ -56,13 +56,13 @@ The loops:
 - No output overlaps an operand: an instruction's outputs take their slots before its
   operands give theirs up.
 
-Readings of the tape's specification (cyad/_tape.py):
+Readings of the tape's specification (cyad/_tape/program.py):
 - guard: a equals `expected` where both are the same number or both NaN (a value that
   was NaN when recorded stays valid while it is NaN); `expected` broadcasts to a's shape.
 - scatter_add: a negative index adds nothing (the transpose of gather's zeros).
 - python: function(*args), with the args' arena slots as read-only arrays (a bool Var
   as a bool array); one output, or a tuple of them, each converted to its Var's dtype
-  and shape as cyad._tape.evaluate does (an error names `where`); `entry` and `params`
+  and shape as cyad._tape.program.evaluate does (an error names `where`); `entry` and `params`
   are not read.
 - zeros reads no operand (any args are ignored).
 """
@@ -73,11 +73,11 @@ from cpython.ref cimport PyObject
 
 from cyad._fused cimport real
 from cyad._rules cimport BinaryOp, unary_rule, unary_second, binary_rule, binary_second
-# (read by the generated dispatch, cyad/_tape_replay_rules.pxi.tp)
+# (read by the generated dispatch, cyad/_tape/replay_rules.pxi.tp)
 from cyad._rules cimport UnaryOp  # no-cython-lint
 from cyad._parallel.threads cimport replay_threads, run_parallel, copy_bytes
 
-cdef extern from "_vector_sine.h":
+cdef extern from "vector_sine.h":
     # out[i] = sin(x[i] + shift * pi/2), and where out2 is not NULL, out2[i] = sin(x[i] +
     # shift2 * pi/2) in the same pass; cyad_sine_baseline set: the baseline copy only
     void cyad_sine_double(Py_ssize_t n, const double* x, double* out, double* out2,
@@ -541,7 +541,7 @@ cdef inline void binary_loops(int op, int64_t kind, Py_ssize_t n, real* out, con
 
 
 # unary_block and binary_block: one call of the loops above per rule, generated
-include "cyad/_tape_replay_rules.pxi"
+include "cyad/_tape/replay_rules.pxi"
 
 
 cdef void scale_block(Py_ssize_t n, real* out, const real* a, bint a_full, const real* b,

@@ -1,7 +1,7 @@
 """Derivative tapes: forward lanes (jvp) and the reverse sweep (vjp) of a recorded tape.
 
 Each transformation reads a tape instruction by instruction and records, on a new
-Recording (cyad/_tape_trace.py), the instruction again (the primal) and the
+Recording (cyad/_tape/trace.py), the instruction again (the primal) and the
 instructions of its derivative: for forward mode the tangent of every output from the
 tangents of the arguments, lanes leading (a tangent of a Var of shape S has shape
 (L,) + S); for reverse mode, walking back, the cotangent of every argument from those of
@@ -36,8 +36,8 @@ import numpy as np
 
 from cyad import _rule_table
 from cyad._rule_derivatives import partials as rule_partials
-from cyad._tape import Instr
-from cyad._tape_trace import _OP, Recording, Tracer
+from cyad._tape.program import Instr
+from cyad._tape.trace import _OP, Recording, Tracer
 
 _NEGATIVE = next(op for op, rule in enumerate(_rule_table.UNARY_RULES) if rule.name == "negative")
 _SUBTRACT = _OP["subtract"]
@@ -620,7 +620,7 @@ def _fold_negatives(tape, keep):
 
 
 def _gather_rows(instr):
-    # a gather's rows: out[l*m + i] = a[l*r + index[i]] for l < rows (cyad/_tape.py)
+    # a gather's rows: out[l*m + i] = a[l*r + index[i]] for l < rows (cyad/_tape/program.py)
     m = instr.params["index"].size
     return instr.outs[0].size // m if m else None
 

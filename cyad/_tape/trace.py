@@ -1,12 +1,12 @@
 """Tracing: f runs once on tracer arrays, which record its operations on a Tape.
 
-A `Tracer` stands for one Var of a `Recording`'s tape (cyad/_tape.py), and has a
+A `Tracer` stands for one Var of a `Recording`'s tape (cyad/_tape/program.py), and has a
 value: whatever reads one (a guard on f's control flow, a table entry's impl) gets
-real numbers, computed in NumPy (`cyad._tape.evaluate`) when first read, from the
+real numbers, computed in NumPy (`cyad._tape.program.evaluate`) when first read, from the
 values of the instructions it depends on. Nothing else is evaluated while
 recording: the compiled replay computes the values of f and of its derivatives (most
 tapes are never evaluated in NumPy at all). Those values are computed in silence: the
-replay warns as NumPy would (cyad._tape.warn_as_numpy), on the record's first call as
+replay warns as NumPy would (cyad._tape.program.warn_as_numpy), on the record's first call as
 on any other, so a tape records the np.errstate settings f makes around each
 instruction (`Tape.errstates`). Tracers interpret the same tables as
 the dual arrays: NumPy ufuncs of the rule table (cyad/_rule_table.py) become unary and
@@ -22,7 +22,7 @@ them: cyad/_primitives/ufunc_methods.py); NumPy functions go through the primiti
   element codes once; np.sum (without initial=) becomes sum_inner; any other is a
   "python" instruction whose derivatives are the entry's impl and transpose;
 - a primitive becomes a "python" instruction (matmul: a matmul instruction) whose
-  derivatives are the entry's jvp and vjp (cyad/_tape_transform.py).
+  derivatives are the entry's jvp and vjp (cyad/_tape/transform.py).
 
 What depends on x's values is never frozen silently. Masks of `where`, maximum,
 minimum, abs and clip are instructions, recomputed on every replay. Anything else that
@@ -39,7 +39,7 @@ ints, as `int()`. An ndarray method tracers lack raises an AttributeError naming
 
 A tape freezes what f reads that is not x: arrays f closes over and Python state are
 captured as constants when f is traced (`Recording.captured` lists the arrays, which the
-engine compares with copies on every call; cyad/_tape_engine.pyx says what it checks).
+engine compares with copies on every call; cyad/_tape/engine.pyx says what it checks).
 
 Nested differentiation (cyad/_nested.py): a cyad operator called inside f records its own
 f on a recording of its own, `nested`, a level above every recording made before it. An
@@ -71,7 +71,7 @@ from cyad._dual import Dual, enter, leave
 from cyad._primitives import NAMED, TABLE, ufunc_methods
 from cyad._primitives._table import entry_of
 from cyad._stacked import stacked
-from cyad._tape import COMPARISONS, Instr, Tape, Var, evaluate
+from cyad._tape.program import COMPARISONS, Instr, Tape, Var, evaluate
 from cyad._wrapper import constant_result
 
 _UNARY = _rule_table.UfuncOps(_rule_table.UNARY_RULES)
@@ -140,7 +140,7 @@ def _broadcast_shapes(shapes):
 
 class _Values(dict):
     """Var -> its value (an ndarray), computed when first read: a Var missing here is
-    evaluated from its writer's operands (`cyad._tape.evaluate`), those missing first."""
+    evaluated from its writer's operands (`cyad._tape.program.evaluate`), those missing first."""
 
     __slots__ = ("writers",)
 
@@ -157,7 +157,7 @@ class _Values(dict):
                 pending.extend(missing)
                 continue
             pending.pop()
-            # silent: a replay of the tape warns as NumPy would (cyad._tape.warn_as_numpy)
+            # silent: a replay of the tape warns as NumPy would (cyad._tape.program.warn_as_numpy)
             with np.errstate(all="ignore"):
                 outs = evaluate(instr, [self[a] for a in instr.args])
             for out, value in zip(instr.outs, outs):
@@ -392,7 +392,7 @@ class Recording:
         else:
             outs = self.emit("python", vars_, np.shape(result), function=function, entry=entry,
                              params=params, where=where)
-        # the values are at hand: kept, as cyad._tape.evaluate would make them
+        # the values are at hand: kept, as cyad._tape.program.evaluate would make them
         results = result if isinstance(result, tuple) else (result,)
         for out, value in zip(outs if isinstance(result, tuple) else (outs,), results):
             self.values[out.node] = np.asarray(value, out.dtype).reshape(out.shape)

@@ -1,6 +1,6 @@
-# A tape lowered for the compiled replay (cyad/_tape_lowering.pyx): the state its runs read.
+# A tape lowered for the compiled replay (cyad/_tape/lowering.pyx): the state its runs read.
 
-from cyad._tape_replay cimport tape_replay
+from cyad._tape.replay cimport tape_replay
 
 
 cdef class Replay:

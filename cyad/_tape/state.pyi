@@ -1,4 +1,4 @@
-# Type stubs of cyad/_tape_state.pyx: the Python state a default tape checks.
+# Type stubs of cyad/_tape/state.pyx: the Python state a default tape checks.
 from typing import Any, Callable
 
 from typing_extensions import disjoint_base

@@ -1,10 +1,10 @@
 """A tape: the program a traced function records, in instructions over flat buffers.
 
-The tape engine runs f once on tracer arrays (cyad/_tape_trace.py), which append one
+The tape engine runs f once on tracer arrays (cyad/_tape/trace.py), which append one
 instruction per array operation to a `Tape`; program transformations
-(cyad/_tape_transform.py) append the instructions of its derivatives (forward lanes,
-the reverse sweep, forward over reverse) to tapes of the same kinds; cyad/_tape_lowering.pyx
-lowers a tape to buffers allocated once and cyad/_tape_replay.pyx replays it in compiled code.
+(cyad/_tape/transform.py) append the instructions of its derivatives (forward lanes,
+the reverse sweep, forward over reverse) to tapes of the same kinds; cyad/_tape/lowering.pyx
+lowers a tape to buffers allocated once and cyad/_tape/replay.pyx replays it in compiled code.
 
 A `Var` is one array of the program: a shape and a dtype (the prep's float dtype, or
 bool for comparisons, stored as 0/1 in a float buffer), C-contiguous, written once.
@@ -14,7 +14,7 @@ size is smaller than the output's is read at i % size (its shape is a suffix of 
 output's, after leading ones: scalars, and values under leading lanes); any other
 broadcast is made explicit by a gather.
 
-The kinds, their params and their meanings are rows of cyad/_tape_kind_table.py;
+The kinds, their params and their meanings are rows of cyad/_tape/kind_table.py;
 `evaluate` below is their meaning in NumPy.
 
 A tape's inputs are Vars without a writer; its constants (`consts`) are Vars whose
@@ -49,7 +49,7 @@ class Var:
 
 
 class Instr:
-    """One instruction: `kind` (a name of cyad/_tape_kind_table.py) reads `args` and
+    """One instruction: `kind` (a name of cyad/_tape/kind_table.py) reads `args` and
     writes `outs`, with `params`."""
 
     __slots__ = ("kind", "args", "outs", "params")

@@ -1,9 +1,9 @@
 """The tape's recipes: how the program of each operator family is derived from f's tape.
 
-A recipe is a chain of program transformations (cyad/_tape_transform.py), and what the
+A recipe is a chain of program transformations (cyad/_tape/transform.py), and what the
 derived program's inputs and outputs are: the seed inputs after the primal ones
 (tangents or cotangents, set per chunk of directions) and the outputs after f's value.
-The tape engine (cyad/_tape_engine.pyx) derives a prep's program by its family's recipe
+The tape engine (cyad/_tape/engine.pyx) derives a prep's program by its family's recipe
 (a Jacobian of few rows by "rows"); nested operators (cyad/_nested.py) by the same
 transformations, composed (the derivatives written as primal operations, which
 differentiate again).
@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from cyad._tape_transform import jvp, vjp
+from cyad._tape.transform import jvp, vjp
 
 
 def forward(tape, values, names, lanes, composed=False):

@@ -1,20 +1,20 @@
 """The tape's instruction kinds, each once: its name, its params, the Vars it reads, and
 what it computes.
 
-cyad/_tape.py's `Instr` holds a kind's name; `evaluate` there is each kind's meaning in
+cyad/_tape/program.py's `Instr` holds a kind's name; `evaluate` there is each kind's meaning in
 NumPy. The build generates the replay's `Kind` enum (a kind's code is its position here)
 and the tests of a code's family from this table (tools/generate_rules.py with
-cyad/_tape_kinds.pxd.tp, as the rule code is generated from cyad/_rule_table.py); the
-lowering (cyad/_tape_lowering.pyx) reads an instruction's row. The build loads this
+cyad/_tape/kinds.pxd.tp, as the rule code is generated from cyad/_rule_table.py); the
+lowering (cyad/_tape/lowering.pyx) reads an instruction's row. The build loads this
 module by its path: it imports nothing of cyad.
 
 In the meanings, i runs over the output's elements; `op` is the rule's position in
 cyad/_rule_table.py's UNARY_RULES or BINARY_RULES; `index` an int64 ndarray; |a| the
-size of Var a. Operands of an elementwise kind broadcast modularly (cyad/_tape.py):
+size of Var a. Operands of an elementwise kind broadcast modularly (cyad/_tape/program.py):
 a[i % |a|].
 
 Adding a kind: its row here, its meaning in `evaluate`, the instructions that emit it
-(cyad/_tape_trace.py, cyad/_tape_transform.py) and its loop in the replay.
+(cyad/_tape/trace.py, cyad/_tape/transform.py) and its loop in the replay.
 """
 from typing import NamedTuple
 
@@ -44,7 +44,7 @@ KINDS = (
          "partial meets a zero direction as 0 (as the dual kernels' careful_product does: "
          "sqrt's slope at 0)"),
     Kind("compare", "ufunc", None, True, None, "out[i] = 1.0 or 0.0: a NumPy comparison or "
-         "logical ufunc (a key of cyad/_tape.py's COMPARISONS, the value its arity) of "
+         "logical ufunc (a key of cyad/_tape/program.py's COMPARISONS, the value its arity) of "
          "a[i % |a|] and b[i % |b|] (b absent for the unary ones)"),
     Kind("select", "", 3, True, None, "out[i] = a[i % |a|] if c[i % |c|] != 0 else "
          "b[i % |b|]; args (c, a, b)"),

@@ -1,4 +1,4 @@
-# The compiled replay of a tape (cyad/_tape_lowering.pyx and cyad/_tape_replay.pyx have the
+# The compiled replay of a tape (cyad/_tape/lowering.pyx and cyad/_tape/replay.pyx have the
 # design): the code table's layout, the state a replay runs on without the GIL, and its
 # entry point.
 
@@ -6,7 +6,7 @@ from libc.stdint cimport int64_t
 from cpython.ref cimport PyObject
 
 # An instruction's kind (the code in column KIND of its row): generated from its table
-from cyad._tape_kinds cimport *
+from cyad._tape.kinds cimport *
 
 # The columns of a row of the code table. Offsets are in elements of the arena; an
 # absent operand has offset and size 0. P0..P3 by kind:
@@ -22,7 +22,7 @@ from cyad._tape_kinds cimport *
 #                         ufunc_loops, 0 for the rule's own loop; P1 1 when the
 #                         column is 1 / (u * u) of the loop's u (RECIPROCAL_SQUARED);
 #                         P2 1 + the shift of a sin or cos column (SINE_SHIFTS) run by
-#                         cyad/_vector_sine.h, 0 for the other columns; P3 1 when
+#                         cyad/_tape/vector_sine.h, 0 for the other columns; P3 1 when
 #                         the next instruction is such a column of the same operand,
 #                         computed in the same pass where both run
 #   guard                 (A its operand, B the expected values, both of A_SIZE)
@@ -91,7 +91,7 @@ cdef struct tape_replay:
     PyObject* callbacks        # a list: the python instructions' callbacks, no arguments
     const ufunc_loop* ufunc_loops  # NumPy's loops of unary columns (P0 - 1 of a row)
     # n_instr rows (end, period, block): the blocked run of elementwise instructions from
-    # each one on, end 0 for none (cyad/_tape_lowering.pyx, _blocked_runs)
+    # each one on, end 0 for none (cyad/_tape/lowering.pyx, _blocked_runs)
     const int64_t* runs
 
 

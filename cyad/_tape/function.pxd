@@ -1,5 +1,5 @@
-from cyad._tape_engine cimport captured_array
-from cyad._tape_replay cimport tape_replay
+from cyad._tape.engine cimport captured_array
+from cyad._tape.replay cimport tape_replay
 
 # The most derived programs (first-order widths, second-order (outer, inner) pairs) one
 # record keeps, and the most arenas of one program (its concurrent calls).

@@ -1,4 +1,4 @@
-# Type stubs of cyad/_tape_engine.pyx: the tape engine.
+# Type stubs of cyad/_tape/engine.pyx: the tape engine.
 from typing import Any, Final
 
 from typing_extensions import disjoint_base

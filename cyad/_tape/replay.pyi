@@ -1,0 +1,3 @@
+# Type stubs of cyad/_tape/replay.pyx: the compiled replay of a lowered tape.
+
+PARALLEL_FROM: int

@@ -1,3 +1,0 @@
-# Type stubs of cyad/_tape_replay.pyx: the compiled replay of a lowered tape.
-
-PARALLEL_FROM: int
