@@ -87,10 +87,11 @@ def get_include() -> str:
     import importlib.resources
     import os
 
-    # The folder of the generated cyad/_rules.pxd: the installed package, or in an editable
-    # install the build folder, where the build copies the other .pxd files beside it.
-    rules = str(importlib.resources.files("cyad") / "_rules.pxd")
-    return os.path.dirname(os.path.dirname(os.path.abspath(rules)))
+    # The folder of cyad's folder, found by the generated cyad/_rules/rules.pxd: the installed
+    # package, or in an editable install the build folder, where the build copies the other
+    # .pxd files into the same tree.
+    rules = str(importlib.resources.files("cyad") / "_rules" / "rules.pxd")
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(rules))))
 
 
 __all__ = [

@@ -3,7 +3,7 @@
 A `Dual` holds a values array of shape S and a partials array of shape S + (width,)
 of the same dtype (float64 or float32). It behaves like an ndarray: arithmetic,
 broadcasting, indexing and assignment, NumPy ufuncs through `__array_ufunc__`
-(each one a rule of `_rules.pxd` run by the chunk loops of `_kernels.pyx`; their
+(each one a rule of `_rules/rules.pxd` run by the chunk loops of `_kernels.pyx`; their
 methods reduce, accumulate, outer and at in `_primitives/ufunc_methods.py`) and
 NumPy functions through `__array_function__` (`_dual_functions.py`).
 
@@ -39,8 +39,9 @@ from libc.string cimport memcpy, memmove
 from cyad._fused cimport real
 from cyad._kernels cimport unary_chunks, binary_chunks, unary_nested, binary_nested
 from cyad._layout cimport second_order_width
-from cyad._rules cimport UnaryOp, BinaryOp
-from cyad import _hints, _rule_table
+from cyad._rules.rules cimport UnaryOp, BinaryOp
+from cyad import _hints
+from cyad._rules import table as _rule_table
 from cyad._stacked import stacked
 
 cnp.import_array()
@@ -780,7 +781,7 @@ cdef real _pairwise_sum(const real* a, Py_ssize_t n) noexcept nogil:
 
 # -- ufunc table ----------------------------------------------------------------
 
-# Every ufunc of the rule table (cyad._rule_table) to its rule's op: its position in the
+# Every ufunc of the rule table (cyad._rules.table) to its rule's op: its position in the
 # table, as in the generated UnaryOp and BinaryOp (scipy.special's join once SciPy is
 # imported: `_refresh_ufuncs`). np.power and np.float_power go through `power`, which picks
 # the rule or a variant of it by the operand that is constant.

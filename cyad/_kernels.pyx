@@ -20,7 +20,7 @@ reversed view, an element broadcast over the output - is the caller's to remove
 from libc.math cimport isfinite
 from cyad._fused cimport real, lanes, lanes1, lanes2, lanes4, lanes8, lanes16
 from cyad._layout cimport inner_lane, cross_lane
-from cyad._rules cimport unary_rule, binary_rule, unary_second, binary_second, careful_product
+from cyad._rules.rules cimport unary_rule, binary_rule, unary_second, binary_second, careful_product
 
 
 # -- lane loops: one row of partials ------------------------------------------

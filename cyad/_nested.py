@@ -9,7 +9,7 @@ differentiate that program in turn, to any depth and on any engine:
    a differentiation around it that f reads (a dual array, a tracer of an earlier
    recording) becomes an input of the recording, a `free` one;
 2. the operator's derivative tape is derived from it (cyad/_tape/transform.py) with
-   composed partials (cyad/_rule_derivatives.py): primal operations only, which
+   composed partials (cyad/_rules/derivatives.py): primal operations only, which
    differentiate again;
 3. that program is evaluated on the arrays it was given, free ones included:
    - on tracers of a recording (a tape around it, or a nested call around it): its

@@ -2,7 +2,7 @@
 supported-functions table.
 
 Nothing here is written by hand: the elementwise functions come from the rule table
-(`cyad._rule_table`), the other NumPy and SciPy functions from the primitive table
+(`cyad._rules.table`), the other NumPy and SciPy functions from the primitive table
 (`cyad._primitives.TABLE`), SciPy's functions outside NumPy's dispatch from their registry
 (`cyad._primitives.scipy_functions`), and the array-making functions the engines implement
 beside the tables from the dual engine's registry. A function is named by its public path (the first
@@ -12,7 +12,7 @@ implementation module.
 import importlib
 from typing import NamedTuple
 
-from cyad import _rule_table
+from cyad._rules import table as _rule_table
 
 # where a user reaches the functions, searched in this order
 MODULES = ("numpy", "numpy.linalg", "numpy.fft", "scipy.special", "scipy.linalg")

@@ -30,7 +30,7 @@
 # shadow libc.math's names; a module that needs both can `cimport cyad.dual as ad` and
 # write ad.sqrt.
 #
-# Derivatives come only from the rule table (cyad._rules), first and second columns,
+# Derivatives come only from the rule table (cyad._rules.rules), first and second columns,
 # with its conventions; in particular a lane whose tangent is 0 gets 0 even where the
 # derivative coefficient is infinite or NaN (sqrt at 0), never 0 * inf = nan (for a
 # second derivative, the tangent is the product b[j] * a). Values and coefficients are
@@ -129,12 +129,12 @@
 # robertson_second) makes a FunctionWrapper carrying both orders.
 
 # cython: cdivision=True
-# (As in cyad._rules: plain C division whatever the cimporting module's directives.)
+# (As in cyad._rules.rules: plain C division whatever the cimporting module's directives.)
 
 from libc.math cimport isfinite
 from cyad._fused cimport real
 from cyad._layout cimport second_order_width, outer_lane, inner_lane, cross_lane
-from cyad._rules cimport (
+from cyad._rules.rules cimport (
     UnaryOp, BinaryOp, unary_rule, binary_rule, unary_second, binary_second, careful_product,
 )
 

@@ -2,12 +2,12 @@
 # cyad's dual elements and its nogil entry points from C.
 import numpy as np
 
-from cyad._rule_table import BINARY_RULES, UNARY_RULES
+from cyad._rules.table import BINARY_RULES, UNARY_RULES
 
 cimport cyad
 from cyad.dual cimport *
 from cyad._fused cimport real
-from cyad._rules cimport unary_rule, binary_rule, unary_second, binary_second
+from cyad._rules.rules cimport unary_rule, binary_rule, unary_second, binary_second
 
 
 # -- nogil entry points ----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 import cyad
-from cyad import _rule_table
+from cyad._rules import table as _rule_table
 
 try:
     import jax

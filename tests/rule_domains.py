@@ -1,14 +1,14 @@
 """Where each elementwise rule is tested: the test domains of the rule table, by NumPy ufunc.
 
-The domains live in the rule table (cyad/_rule_table.py, which says what they promise);
+The domains live in the rule table (cyad/_rules/table.py, which says what they promise);
 this module lists the table's ufuncs with their rules' domains, and draws points from them.
 """
 import operator
 
 import numpy as np
 
-from cyad import _rule_table as table
-from cyad._rule_table import APART, BETWEEN_STEPS, DIVISOR, INTEGER, NONZERO
+from cyad._rules import table
+from cyad._rules.table import APART, BETWEEN_STEPS, DIVISOR, INTEGER, NONZERO
 
 # Every ufunc of the rule table (np.power and np.float_power among the binary ones), with
 # the test domain of its rule: one for a unary rule, (of a, of b) for a binary one

@@ -17,7 +17,7 @@ Second order: `hessian`, `hvp` and the nested `jacobian` of `gradient` of the sc
 The cases are generated from cyad's own tables, so a rule or NumPy function added
 later is covered (or, lacking a classification, fails a test here):
 
-* every elementwise rule -- every ufunc of the rule table (cyad._rule_table), on its
+* every elementwise rule -- every ufunc of the rule table (cyad._rules.table), on its
   rule's test domain -- in every aliasing pattern of PATTERNS that applies to it, at every
   position its operands can alias the output (unary: x; binary: a, b, both, and a or b
   beside a constant operand). Per unary rule: 5 programs; per binary rule: 22, plus 11
@@ -69,7 +69,7 @@ from rule_domains import (
 import cyad
 from cyad._dual_functions import HANDLED_FUNCTIONS
 from cyad._primitives import TABLE
-from cyad._rule_table import ANY, ufunc_name
+from cyad._rules.table import ANY, ufunc_name
 
 N = 5
 

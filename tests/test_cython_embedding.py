@@ -315,13 +315,13 @@ def test_the_example_compiles_against_no_cyad_type_or_struct(example):
     # cimport cyad declares no cdef class and no prep's or engine's state: the example's C
     # knows the handle's public table of entry points and calls through it, and imports
     # three functions of cyad._api; no layout inside cyad reaches it. (The rule code it
-    # inlines calls SciPy's kernels through the C functions of cyad._special, which holds
-    # no type either.)
+    # inlines calls SciPy's kernels through the C functions of cyad._rules.special_kernels,
+    # which holds no type either.)
     source = next(pathlib.Path(example.__file__).parent.glob("*.p/*.c")).read_text()
     types = re.findall(r'__Pyx_ImportType\w*\(\w+, "(cyad[\w.]*)", "(\w+)"', source)
     assert types == []
     modules = set(re.findall(r'PyImport_ImportModule\("(cyad[\w.]*)"\)', source))
-    assert modules == {"cyad._api", "cyad._special"}
+    assert modules == {"cyad._api", "cyad._rules.special_kernels"}
     imported = set(re.findall(r"\(void \(\*\*\)\(void\)\)&__pyx_f_4cyad_4_api_(\w+)", source))
     assert imported == {"prep_handle", "raise_status", "wrap", "function_of",
                         "raise_function_status"}

@@ -1,6 +1,6 @@
 """The C-level dual element API, cyad/dual.pxd.
 
-Every rule of the rule table (cyad._rule_table) is run on dual elements (through the
+Every rule of the rule table (cyad._rules.table) is run on dual elements (through the
 hooks of c_hooks.pyx, compiled against the installed cyad) against NumPy and a central
 finite difference, on its test domain.
 Whole functions written on elements are tested with the example project
@@ -11,7 +11,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from rule_domains import points as domain_points
 
-from cyad._rule_table import APART, BINARY_RULES, UNARY_RULES, resolve
+from cyad._rules.table import APART, BINARY_RULES, UNARY_RULES, resolve
 
 
 def central_difference(f, x):

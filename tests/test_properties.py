@@ -18,7 +18,7 @@ from properties import check
 from rule_domains import QUOTIENTS, binary_points, points, same_operand_points
 from table_arguments import ARGUMENTS, covered
 
-from cyad import _rule_table
+from cyad._rules import table as _rule_table
 from cyad._primitives import NAMED, TABLE
 
 DTYPES = [np.float64, np.float32]

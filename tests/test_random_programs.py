@@ -55,7 +55,7 @@ from rule_domains import (
 )
 
 import cyad
-from cyad._rule_table import APART
+from cyad._rules.table import APART
 
 # one worker of a parallel run runs them all (pytest -n with --dist loadgroup), so that
 # their references, computed once per process, are computed once

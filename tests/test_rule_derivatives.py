@@ -1,4 +1,4 @@
-"""The rule table's first partials composed of the tables' operations (cyad._rule_derivatives)
+"""The rule table's first partials composed of the tables' operations (cyad._rules.derivatives)
 give the numbers of the compiled columns, for every rule, on its test domain and at special
 points; and, run on a tape's tracers, they differentiate to the rule table's second column."""
 import numpy as np
@@ -6,9 +6,9 @@ import pytest
 from rule_domains import binary_points, points
 
 import cyad
-from cyad import _rule_table
-from cyad._rule_arrays import binary_column, unary_column
-from cyad._rule_derivatives import partials
+from cyad._rules import table as _rule_table
+from cyad._rules.arrays import binary_column, unary_column
+from cyad._rules.derivatives import partials
 
 pytest.importorskip("scipy")
 import scipy.special  # noqa: E402, F401

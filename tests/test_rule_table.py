@@ -1,4 +1,4 @@
-"""The rule table (cyad/_rule_table.py): its entries, the code the build generates from it,
+"""The rule table (cyad/_rules/table.py): its entries, the code the build generates from it,
 and the dual arrays' dispatch of its ufuncs.
 
 The rules' values and derivatives are tested in test_rules.py (through the dual arrays) and
@@ -12,7 +12,7 @@ import pytest
 
 import cyad
 from cyad import _dual
-from cyad import _rule_table as table
+from cyad._rules import table
 from cyad._dual_functions import HANDLED_FUNCTIONS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -84,13 +84,13 @@ def test_variants_stand_for_a_rule_of_the_table():
 # -- the generated code ------------------------------------------------------------------------
 
 def test_the_installed_rule_code_is_generated_from_the_table():
-    installed = pathlib.Path(cyad.get_include()) / "cyad" / "_rules.pxd"
-    template = (SOURCE / "_rules.pxd.tp").read_text()
+    installed = pathlib.Path(cyad.get_include()) / "cyad" / "_rules/rules.pxd"
+    template = (SOURCE / "_rules/rules.pxd.tp").read_text()
     assert installed.read_text() == generator().render(table, template)
 
 
 def test_enumerators_follow_the_table():
-    code = generator().render(table, (SOURCE / "_rules.pxd.tp").read_text())
+    code = generator().render(table, (SOURCE / "_rules/rules.pxd.tp").read_text())
     for enum, rules in [("UnaryOp", table.UNARY_RULES), ("BinaryOp", table.BINARY_RULES)]:
         body = code.split(f"cdef enum {enum}:\n")[1].split("\n\n")[0]
         assert body.split() == [rule.name.upper() + "," for rule in rules]

@@ -1,6 +1,6 @@
 """Every rule of the rule table against NumPy: values, and derivatives by finite differences.
 
-Every ufunc of the rule table (cyad._rule_table) is tested on its rule's test domain. Each
+Every ufunc of the rule table (cyad._rules.table) is tested on its rule's test domain. Each
 rule runs through `cyad.jacobian` on N points with chunks 1, 2, 3, 4, 8, 16
 and 17 (widths 1, 2, 4, 4, 8, 16 and 24 = 3 blocks of 8), all leaving a remainder,
 so every width specialisation of the chunk loops runs in float64 and float32.
@@ -17,7 +17,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from rule_domains import BINARY_DOMAINS, ONLY_IN_B, UNARY_DOMAINS, binary_points, points
 
 import cyad
-from cyad._rule_table import ANY, INTEGER, NEGATIVE, POSITIVE, UNARY_RULES, resolve
+from cyad._rules.table import ANY, INTEGER, NEGATIVE, POSITIVE, UNARY_RULES, resolve
 
 N = 19
 CHUNKS = [1, 2, 3, 4, 8, 16, 17]
@@ -180,7 +180,7 @@ def test_binary_rule_same_operand(func, dtype):
     assert_diagonal(jac, central_difference(lambda t: func(t, t), x.astype(np.float64)), dtype)
 
 
-# -- edge conventions (the header of _rules.pxd) ----------------------------------------------
+# -- edge conventions (the header of _rules/rules.pxd) ----------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("func", [np.absolute, abs, np.fabs], ids=["absolute", "abs", "fabs"])

@@ -19,7 +19,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from rule_domains import binary_points, points
 
 import cyad
-from cyad import _rule_table as table
+from cyad._rules import table
 
 pytestmark = pytest.mark.xdist_group("test_special")
 

@@ -1,7 +1,7 @@
 """Derivatives where a function is not differentiable, or a partial is not finite, on every
 engine.
 
-Forward mode's conventions define them (cyad/_rule_table.py): a zero tangent times an
+Forward mode's conventions define them (cyad/_rules/table.py): a zero tangent times an
 infinite partial contributes 0, so np.sqrt(x - x), np.std of equal numbers and
 np.linalg.norm at 0 have derivative 0; ties of maximum, minimum and clip share; a sort
 keeps the order of a stable one. The tape's reverse sweeps cannot see a zero tangent:

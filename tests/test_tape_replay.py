@@ -23,7 +23,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from rosenbrock import rosenbrock, rosenbrock_gradient
 from rule_domains import binary_points, points
 
-from cyad._rule_table import BINARY_RULES, UNARY_RULES, resolve
+from cyad._rules.table import BINARY_RULES, UNARY_RULES, resolve
 from cyad._tape.program import COMPARISONS, Instr, Tape
 from cyad._tape.lowering import (ALIGNMENT, BLOCKED_BY, COLUMNS, NUMPY_LOOPS,
                                  RECIPROCAL_SQUARED, SINE_SHIFTS, Replay, _blocked_runs)

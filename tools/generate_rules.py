@@ -1,5 +1,5 @@
-"""Generate Cython code from cyad's tables: the rule code (cyad/_rules.pxd and the replay's
-rule loops) from the rule table cyad/_rule_table.py, the tape's instruction kinds
+"""Generate Cython code from cyad's tables: the rule code (cyad/_rules/rules.pxd and the replay's
+rule loops) from the rule table cyad/_rules/table.py, the tape's instruction kinds
 (cyad/_tape/kinds.pxd) from cyad/_tape/kind_table.py.
 
 Run by the build (cyad/meson.build):
@@ -7,7 +7,7 @@ Run by the build (cyad/meson.build):
     python generate_rules.py TABLE TEMPLATE OUTPUT
 
 TABLE is loaded by its path (the package around it is not built yet) and TEMPLATE, a
-Tempita template (cyad/_rules.pxd.tp, ...), lays out the code from `table`, the module.
+Tempita template (cyad/_rules/rules.pxd.tp, ...), lays out the code from `table`, the module.
 For the rule table this script also turns each rule's expressions into Cython statements:
 results in an order that respects their references to each other, partials written
 through the output pointers of the first column's functions, rules with the same second

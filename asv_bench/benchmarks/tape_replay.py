@@ -10,7 +10,7 @@ sin(x) exp(-x**2) + x**3 written out), its runs block by block or each instructi
 """
 import numpy as np
 
-from cyad._rule_table import BINARY_RULES, UNARY_RULES
+from cyad._rules.table import BINARY_RULES, UNARY_RULES
 from cyad._tape.program import Tape
 from cyad._tape.lowering import BLOCK, Replay
 

@@ -29,7 +29,7 @@ custom function (`cyad._custom`) carries a primitive entry of its own, outside t
 table: an engine finds an entry with `entry_of`.
 ``NAMED`` holds the entries of other modules' ufuncs by their public names
 ("scipy.special.betainc"): cyad does not import SciPy, so an engine looks such a ufunc
-up by name (`cyad._rule_table.ufunc_name`) when one reaches it.
+up by name (`cyad._rules.table.ufunc_name`) when one reaches it.
 """
 import numpy as np
 

@@ -28,7 +28,7 @@ order:
 """
 import numpy as np
 
-from cyad import _rule_table
+from cyad._rules import table as _rule_table
 from cyad._dual import primal
 from cyad._primitives._table import (
     axis_of,

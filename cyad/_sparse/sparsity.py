@@ -21,7 +21,7 @@ same sets) where another dependency needs them, and at the end.
 
     unary, binary      element i on operand element i % |a| (modular broadcasting), for
                        each operand whose first partial in the rule table
-                       (cyad/_rule_table.py) is not identically "0.0" (floor, sign,
+                       (cyad/_rules/table.py) is not identically "0.0" (floor, sign,
                        heaviside's x and the comparisons depend on nothing)
     scale, select      both values (select's condition is a mask: no dependency)
     copy, gather,      the index maps the tape holds; sum_inner: the union over the summed
@@ -67,7 +67,7 @@ import functools
 
 import numpy as np
 
-from cyad import _rule_table
+from cyad._rules import table as _rule_table
 from cyad._sparse import index_bands as _index_bands
 from cyad._sparse.index_bands import Bands
 from cyad._sparse.index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
@@ -224,7 +224,7 @@ def _local_dependencies(instr, deps, values):
     """An elementwise instruction's dependencies pruned where its partial is zero at x
     (a NaN partial keeps its dependency): the side of maximum or where not taken,
     abs at 0, a product with a factor that is 0 at x."""
-    from cyad._rule_arrays import binary_column, unary_column   # compiled; as cyad._tape.program
+    from cyad._rules.arrays import binary_column, unary_column   # compiled; as cyad._tape.program
 
     size = instr.outs[0].size
     # the operands' values at x, repeated to `size` (modular broadcasting)

@@ -4,12 +4,12 @@ what it computes.
 cyad/_tape/program.py's `Instr` holds a kind's name; `evaluate` there is each kind's meaning in
 NumPy. The build generates the replay's `Kind` enum (a kind's code is its position here)
 and the tests of a code's family from this table (tools/generate_rules.py with
-cyad/_tape/kinds.pxd.tp, as the rule code is generated from cyad/_rule_table.py); the
+cyad/_tape/kinds.pxd.tp, as the rule code is generated from cyad/_rules/table.py); the
 lowering (cyad/_tape/lowering.pyx) reads an instruction's row. The build loads this
 module by its path: it imports nothing of cyad.
 
 In the meanings, i runs over the output's elements; `op` is the rule's position in
-cyad/_rule_table.py's UNARY_RULES or BINARY_RULES; `index` an int64 ndarray; |a| the
+cyad/_rules/table.py's UNARY_RULES or BINARY_RULES; `index` an int64 ndarray; |a| the
 size of Var a. Operands of an elementwise kind broadcast modularly (cyad/_tape/program.py):
 a[i % |a|].
 

@@ -39,7 +39,7 @@ from libc.stdint cimport int64_t
 from cpython.ref cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
-from cyad import _rule_table
+from cyad._rules import table as _rule_table
 
 from cyad._tape import program as _tape
 

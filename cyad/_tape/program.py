@@ -201,7 +201,7 @@ def evaluate(instr, args):
     meaning of every kind, in NumPy. Tracing runs it where a value is read (a guard, a
     table rule's impl), on the instructions that value depends on, so that f and the
     table's rules see real numbers; the compiled replay must agree with it."""
-    from cyad._rule_arrays import binary_column, unary_column   # compiled; imported late
+    from cyad._rules.arrays import binary_column, unary_column   # compiled; imported late
 
     kind, params, outs = instr.kind, instr.params, instr.outs
     shape = outs[0].shape if outs else None

@@ -30,7 +30,7 @@ The loops:
   numbers (_blocked_runs), run block by block: BLOCK elements of each instruction in
   turn, so that what one writes the next reads from cache. The same loops, the same
   numbers.
-  The other rules run through cyad/_rules.pxd (in double, rounded once to
+  The other rules run through cyad/_rules/rules.pxd (in double, rounded once to
   float32), in loops that a dispatch generated from the rule table
   (cyad/_tape/replay_rules.pxi.tp) calls with the op a constant: inlined, each loop is
   specialised to its rule, with no chain of comparisons per element, and (the module
@@ -72,9 +72,9 @@ from libc.string cimport memcpy, memset
 from cpython.ref cimport PyObject
 
 from cyad._fused cimport real
-from cyad._rules cimport BinaryOp, unary_rule, unary_second, binary_rule, binary_second
+from cyad._rules.rules cimport BinaryOp, unary_rule, unary_second, binary_rule, binary_second
 # (read by the generated dispatch, cyad/_tape/replay_rules.pxi.tp)
-from cyad._rules cimport UnaryOp  # no-cython-lint
+from cyad._rules.rules cimport UnaryOp  # no-cython-lint
 from cyad._parallel.threads cimport replay_threads, run_parallel, copy_bytes
 
 cdef extern from "vector_sine.h":

@@ -9,7 +9,7 @@ tapes are never evaluated in NumPy at all). Those values are computed in silence
 replay warns as NumPy would (cyad._tape.program.warn_as_numpy), on the record's first call as
 on any other, so a tape records the np.errstate settings f makes around each
 instruction (`Tape.errstates`). Tracers interpret the same tables as
-the dual arrays: NumPy ufuncs of the rule table (cyad/_rule_table.py) become unary and
+the dual arrays: NumPy ufuncs of the rule table (cyad/_rules/table.py) become unary and
 binary instructions (their methods reduce, accumulate, outer and at are written with
 them: cyad/_primitives/ufunc_methods.py); NumPy functions go through the primitive table
 (cyad/_primitives):
@@ -65,7 +65,9 @@ import operator
 
 import numpy as np
 
-from cyad import _hints, _rule_table
+from cyad import _hints
+
+from cyad._rules import table as _rule_table
 from cyad._array_methods import ArrayMethods
 from cyad._dual import Dual, enter, leave
 from cyad._primitives import NAMED, TABLE, ufunc_methods

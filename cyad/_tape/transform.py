@@ -12,7 +12,7 @@ and transform again: forward over reverse is `jvp(vjp(tape))` (Hessian-vector pr
 Hessians as lanes of them), second order forward is `jvp(jvp(tape))`. An elementwise
 rule's partials are the compiled columns of the rule table, which stop at the second
 (unary_d2 and the binary second partials have no derivative here); `composed` transforms
-write them as primal operations instead (cyad/_rule_derivatives.py), whose results
+write them as primal operations instead (cyad/_rules/derivatives.py), whose results
 transform again to any order: the derivative programs of nested differentiation
 (cyad/_nested.py).
 
@@ -34,8 +34,8 @@ the gradient's, not the value's).
 """
 import numpy as np
 
-from cyad import _rule_table
-from cyad._rule_derivatives import partials as rule_partials
+from cyad._rules import table as _rule_table
+from cyad._rules.derivatives import partials as rule_partials
 from cyad._tape.program import Instr
 from cyad._tape.trace import _OP, Recording, Tracer
 
@@ -61,7 +61,7 @@ class DerivativeTape:
 class _Transform:
     """A new Recording in which an old tape's Vars are mapped to new ones. `composed`: the
     partials of elementwise rules are recorded as compositions of primal operations
-    (cyad._rule_derivatives), so that the result differentiates to any order, rather than
+    (cyad._rules.derivatives), so that the result differentiates to any order, rather than
     as the derivative kinds of the compiled columns (which stop at the second)."""
 
     def __init__(self, tape, values, composed=False):

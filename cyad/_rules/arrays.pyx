@@ -9,7 +9,7 @@ rule code, in double precision (the result is cast to the operands' dtype).
 import numpy as np
 
 cimport numpy as cnp
-from cyad._rules cimport unary_rule, unary_second, binary_rule, binary_second
+from cyad._rules.rules cimport unary_rule, unary_second, binary_rule, binary_second
 
 cnp.import_array()
 

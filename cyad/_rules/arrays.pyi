@@ -1,4 +1,4 @@
-# Type stubs of cyad/_rule_arrays.pyx: the rule table's columns over arrays.
+# Type stubs of cyad/_rules/arrays.pyx: the rule table's columns over arrays.
 from typing import Any
 
 import numpy as np

@@ -1,10 +1,10 @@
 """The rule table's first partials as compositions of the tables' own operations.
 
 A rule's first-derivative columns (d of a unary rule, da and db of a binary one:
-cyad/_rule_table.py) are C expressions, compiled into the rule code. Read here as Python,
+cyad/_rules/table.py) are C expressions, compiled into the rule code. Read here as Python,
 the same expressions are programs of primal operations: their names bound to the NumPy
 ufuncs of the table (cos, exp, scipy.special's psi, ...), `x if c else y` to np.where,
-and the rule helpers of cyad/_rule_helpers.pxd to the compositions below. Run on an
+and the rule helpers of cyad/_rules/helpers.pxd to the compositions below. Run on an
 engine's arrays (a tape's tracers), a partial is then recorded as operations that
 differentiate again, to any order: the transforms of cyad/_tape/transform.py use them
 for the derivative programs of a nested differentiation ("composed" partials), where the
@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from cyad import _rule_table
+from cyad._rules import table as _rule_table
 
 
 def _sign(x):

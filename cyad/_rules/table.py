@@ -3,7 +3,7 @@
 Every elementary function cyad differentiates is defined here, once: its value, its first
 derivative(s) and its second derivative(s) at a point, in double precision, as C expressions,
 and where the tests check it. The build turns the table into the Cython rule code
-(`cyad/_rules.pxd`, generated from the template `cyad/_rules.pxd.tp` by
+(`cyad/_rules/rules.pxd`, generated from the template `cyad/_rules/rules.pxd.tp` by
 `tools/generate_rules.py`): the enums `UnaryOp` and `BinaryOp` (the members
 in the order of the table, named by the rule's name in capitals) and the dispatch
 functions `unary_rule`, `binary_rule` (the first column), `unary_second` and
@@ -20,9 +20,10 @@ results computed before them:
                daa, dab, dbb (the second partials) in a, b, v, da, db
 
 An expression may use any function of `libc.math`, the helper functions of
-`cyad/_rule_helpers.pxd`, and SciPy's special-function kernels as `sc.<name>`
-(`cyad/_special.pxd`: looked up at run time from scipy.special.cython_special, so that a
-value equals SciPy's and cyad builds and imports without SciPy). A first-column
+`cyad/_rules/helpers.pxd`, and SciPy's special-function kernels as `sc.<name>`
+(`cyad/_rules/special_kernels.pxd`: looked up at run time from
+scipy.special.cython_special, so that a value equals SciPy's and cyad builds and imports
+without SciPy). A first-column
 expression may refer to the others (maximum's value picks an operand by its da); the
 generated code computes them in an order that respects those references. A helper that
 computes a partial on the way may write it through a pointer, `&da` in the value's
@@ -49,10 +50,11 @@ tests of its value and derivatives (first and second order, float64 and float32,
 chunk width, aliased operands, random programs) all enumerate the table. What else to
 know: append the entry to the end of its list (the op codes `UnaryOp.X`, `BinaryOp.X`
 are the positions, and compiled code outside cyad holds them); a helper function the
-rule needs goes into `cyad/_rule_helpers.pxd`, a SciPy kernel into `cyad/_special.pyx`;
-the tests take their JAX reference from the function of the ufunc's name in jax.numpy (or
-jax.scipy.special; tests/derivative_references.py's JAX_SPECIAL where JAX names it
-otherwise, lacks it or its forward mode), which has to exist.
+rule needs goes into `cyad/_rules/helpers.pxd`, a SciPy kernel into
+`cyad/_rules/special_kernels.pyx`; the tests take their JAX reference from the function of
+the ufunc's name in jax.numpy (or jax.scipy.special; tests/derivative_references.py's
+JAX_SPECIAL where JAX names it otherwise, lacks it or its forward mode), which has to
+exist.
 
 Conventions where a function is not differentiable:
   abs, sign-like kinks    abs'(0) = 0 (the midpoint of the subgradient [-1, 1]);
@@ -192,7 +194,7 @@ UNARY_RULES = (
     Unary("ceil", ("ceil",), "ceil(x)", "0.0", "0.0", BETWEEN_STEPS),
     Unary("rint", ("rint",), "rint(x)", "0.0", "0.0", BETWEEN_STEPS),
     Unary("trunc", ("trunc",), "trunc(x)", "0.0", "0.0", BETWEEN_STEPS),
-    # scipy.special (values from SciPy's kernels, cyad/_special.pyx)
+    # scipy.special (values from SciPy's kernels, cyad/_rules/special_kernels.pyx)
     Unary("erf", ("scipy.special.erf",), "sc.erf(x)", "M_2_SQRTPI * exp(-x * x)",
           "-2.0 * x * d", ANY),
     Unary("erfc", ("scipy.special.erfc",), "sc.erfc(x)", "-M_2_SQRTPI * exp(-x * x)",
@@ -272,7 +274,7 @@ BINARY_RULES = (
            "da * db", "-da * db", "da * db", (ANY, ANY)),
     Binary("logaddexp2", ("logaddexp2",), "_logaddexp2(a, b)", "exp2(a - v)", "exp2(b - v)",
            "M_LN2 * (da * db)", "-M_LN2 * (da * db)", "M_LN2 * (da * db)", (ANY, ANY)),
-    # scipy.special (values from SciPy's kernels, cyad/_special.pyx)
+    # scipy.special (values from SciPy's kernels, cyad/_rules/special_kernels.pyx)
     Binary("betaln", ("scipy.special.betaln",), "sc.betaln(a, b)",
            "sc.psi(a) - sc.psi(a + b)", "sc.psi(b) - sc.psi(a + b)",
            "sc.polygamma(1, a) - sc.polygamma(1, a + b)", "-sc.polygamma(1, a + b)",
@@ -308,7 +310,7 @@ BINARY_RULES = (
            "-a * sc.zeta(a + 1.0, b)", "NAN", "NAN", "a * (a + 1.0) * sc.zeta(a + 2.0, b)",
            (ZETA_ORDER, POSITIVE), differentiable="b"),
     # Box-Cox transforms of x (of 1 + x) with parameter lmbda: their partials in lmbda by
-    # series near lmbda log(x) = 0 (cyad/_rule_helpers.pxd), exact at lmbda = 0 too
+    # series near lmbda log(x) = 0 (cyad/_rules/helpers.pxd), exact at lmbda = 0 too
     Binary("boxcox", ("scipy.special.boxcox",), "sc.boxcox(a, b)", "pow(a, b - 1.0)",
            "_boxcox_dl(log(a), b)", "(b - 1.0) * da / a", "da * log(a)",
            "_boxcox_dll(log(a), b)", (POSITIVE, EXPONENT)),

@@ -1,5 +1,5 @@
-# Helper functions of the rule table (cyad/_rule_table.py), for the generated rule code
-# (cyad/_rules.pxd, which cimports them all): the parts of a rule that do not fit one
+# Helper functions of the rule table (cyad/_rules/table.py), for the generated rule code
+# (cyad/_rules/rules.pxd, which cimports them all): the parts of a rule that do not fit one
 # expression, and `careful_product`, with which every path multiplies a derivative
 # coefficient by a tangent.
 
@@ -10,7 +10,7 @@
 from libc.math cimport (exp, exp2, expm1, log, log1p, pow, fabs, isnan, INFINITY, M_LN2,
                         M_SQRT1_2, M_2_SQRTPI, floor, fmod, copysign)
 
-from cyad cimport _special as sc
+from cyad._rules cimport special_kernels as sc
 
 
 cdef inline double careful_product(double d, double p) noexcept nogil:

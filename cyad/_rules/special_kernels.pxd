@@ -1,5 +1,5 @@
 # SciPy's special-function kernels for the rule table's scipy.special entries
-# (cyad/_special.pyx says how they are reached). Each returns what the scipy.special
+# (cyad/_rules/special_kernels.pyx says how they are reached). Each returns what the scipy.special
 # ufunc of its name returns at a double.
 
 cdef double erf(double x) noexcept nogil

@@ -1,6 +1,6 @@
 """SciPy's special-function kernels, for the rule table's scipy.special entries.
 
-The rules of scipy.special's ufuncs (cyad/_rule_table.py) compute their values, and the
+The rules of scipy.special's ufuncs (cyad/_rules/table.py) compute their values, and the
 special functions in their derivatives, with SciPy's own compiled kernels, so that a
 value equals what plain SciPy gives. cyad does not build against SciPy (it is a test
 dependency only): the kernels are the double-precision functions of

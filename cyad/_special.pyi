@@ -1,1 +1,0 @@
-# cyad._special exports C functions only (cyad/_special.pxd), nothing for Python.
