@@ -4,8 +4,8 @@ The examples in the docstrings assume ``import numpy as np`` and ``import cyad``
 """
 from cyad import _scipy_dispatch
 from cyad._custom import CustomFunction, custom_derivative
-from cyad._dual import Dual
-from cyad._dual_engine import default_chunk
+from cyad._dual.array import Dual
+from cyad._dual.engine import default_chunk
 from cyad._explain import explain
 from cyad._operators import (
     derivative,

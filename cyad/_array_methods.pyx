@@ -1,6 +1,6 @@
 """The ndarray surface that every engine's array type shares, written once.
 
-`Dual` (cyad/_dual.pyx) and `Tracer` (cyad/_tape/trace.py) derive from `ArrayMethods`: an
+`Dual` (cyad/_dual/array.pyx) and `Tracer` (cyad/_tape/trace.py) derive from `ArrayMethods`: an
 ndarray method is the NumPy function of the same name, an operator the ufunc of the same
 name, so each reaches the engine through its `__array_function__` or `__array_ufunc__`
 (NumPy's dispatch costs a few percent of a method's time). An engine's type defines only

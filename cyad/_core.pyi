@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import disjoint_base
 
-from cyad._dual import Dual
+from cyad._dual.array import Dual
 from cyad._wrapper import _Function
 
 class Family(enum.IntEnum):

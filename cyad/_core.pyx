@@ -61,7 +61,7 @@ from cyad._fused cimport real
 
 from cyad._api cimport PYTHON_ERROR, WRONG_CALL, OVERLAPPING_OUTPUTS, NO_MEMORY
 from cyad._parallel.threads cimport run_watched
-from cyad._dual import Dual as _DualType
+from cyad._dual.array import Dual as _DualType
 from cyad._wrapper import FunctionError, is_python_function
 from cyad._engines import engine_type
 from cyad import _engines

@@ -13,7 +13,7 @@ from typing import Any
 
 # name: (module, Engine subclass)
 ENGINES = {
-    "dual": ("cyad._dual_engine", "DualEngine"),
+    "dual": ("cyad._dual.engine", "DualEngine"),
     "tape": ("cyad._tape.engine", "TapeEngine"),
 }
 # the engine of a prep made without engine= where `default_engine` does not choose (a prep

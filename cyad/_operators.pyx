@@ -20,7 +20,7 @@ from cyad._core cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBI
 from cyad._core import _FAMILY_NAMES
 from cyad._families import PREP_TYPES as _PREP_TYPES
 from cyad._engines import engine_type
-from cyad._dual cimport differentiating
+from cyad._dual.array cimport differentiating
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad import _docs, _engines, _nested, _warnings
 

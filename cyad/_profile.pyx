@@ -14,7 +14,7 @@ from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 cimport cyad
 from cyad._core cimport Prep
-from cyad._dual_engine cimport DualEngine
+from cyad._dual.engine cimport DualEngine
 from cyad._wrapper cimport cyad_function
 
 cnp.import_array()

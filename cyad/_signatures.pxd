@@ -24,7 +24,7 @@ ctypedef int (*cyad_f32)(const float* x, const float* dx, float* y, float* dy,
 # Second order (hessian, hvp, second_derivative) calls a function of the second-order
 # signature: the same buffers, whose elements are nested duals over two sets of
 # directions, `outer` and `inner` of them. Element i's row of dx (and of dy) has
-# second_order_width(outer, inner) lanes (cyad/_layout.pxd states it once), laid out as
+# second_order_width(outer, inner) lanes (cyad/_dual/layout.pxd states it once), laid out as
 #   lanes [0, outer)                           a[k]: partials along outer direction k
 #   lanes [outer, outer + inner)               b[j]: partials along inner direction j
 #   lane  outer + inner + j * outer + k        c[j][k]: the second derivative along

@@ -68,7 +68,7 @@ def _rule_rows(rules, arity):
 def supported_functions():
     """Every function cyad differentiates, as sorted `Row`s. Importing SciPy's modules (when
     installed) names its functions by their public paths."""
-    from cyad._dual_functions import HANDLED_FUNCTIONS
+    from cyad._dual.functions import HANDLED_FUNCTIONS
     from cyad._primitives import NAMED, TABLE
     from cyad._primitives.scipy_functions import SCIPY_FUNCTIONS
 

@@ -4,7 +4,7 @@ from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32, cyad_fun
 
 
 cimport numpy as cnp
-from cyad._dual cimport Dual
+from cyad._dual.array cimport Dual
 
 cdef class FunctionWrapper:
     cdef cyad_function function

@@ -7,7 +7,7 @@ from typing import Any, Final, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from cyad._dual import Dual
+from cyad._dual.array import Dual
 from cyad._tape.function import TapeFunction
 
 # The C signatures a FunctionWrapper accepts (first and second order, float64 and float32).

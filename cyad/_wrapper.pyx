@@ -21,7 +21,7 @@ from cpython.pycapsule cimport (PyCapsule_CheckExact, PyCapsule_GetContext, PyCa
                                 PyCapsule_GetPointer)
 from libc.string cimport memcpy, memset
 
-from cyad._dual cimport Dual, enter, leave
+from cyad._dual.array cimport Dual, enter, leave
 from cyad._stacked import stacked
 from cyad._hints import returned_under_y
 
@@ -160,7 +160,7 @@ cdef class FunctionWrapper:
     The second-order signature (hessian, hvp, second_derivative) replaces
     ``width`` by ``Py_ssize_t outer, Py_ssize_t inner``: every element of the
     buffers is a nested dual over `outer` and `inner` directions, in a row of
-    ``second_order_width(outer, inner)`` lanes (layout in cyad/_layout.pxd;
+    ``second_order_width(outer, inner)`` lanes (layout in cyad/_dual/layout.pxd;
     cyad calls C functions with ``outer == 1``). All the functions of one
     wrapper share its context.
 

@@ -49,7 +49,7 @@
 # functions with outer == 1); element i has the value x[i] and a row of
 # second_order_row(inner) lanes at dx + i * second_order_row(inner), laid out as
 #     lane 0: a     lane 1 + j: b[j]     lane 1 + inner + j: c[j]     then zero padding
-# (cyad/_layout.pxd's second-order layout with one outer direction)
+# (cyad/_dual/layout.pxd's second-order layout with one outer direction)
 # and the element holds inner directions [lane0, lane0 + N) (its a is lane 0 whatever
 # lane0). So a generic body taking (width, lane0) serves both orders: the first-order
 # function passes its width, the second-order function its inner.
@@ -133,7 +133,7 @@
 
 from libc.math cimport isfinite
 from cyad._fused cimport real
-from cyad._layout cimport second_order_width, outer_lane, inner_lane, cross_lane
+from cyad._dual.layout cimport second_order_width, outer_lane, inner_lane, cross_lane
 from cyad._rules.rules cimport (
     UnaryOp, BinaryOp, unary_rule, binary_rule, unary_second, binary_second, careful_product,
 )

@@ -264,8 +264,8 @@ def binary_derivatives(int op, double a, double b):
 
 # -- second order: calling a wrapper's second-order function, and the hdual elements ------------
 
-from cyad._layout cimport (lane_count, second_order_width, outer_lane, inner_lane,
-                           cross_lane)
+from cyad._dual.layout cimport (lane_count, second_order_width, outer_lane, inner_lane,
+                                cross_lane)
 from cyad._wrapper cimport FunctionWrapper
 
 
@@ -297,7 +297,7 @@ def call_second(FunctionWrapper w, x, dx, y, dy, Py_ssize_t outer, Py_ssize_t in
 
 
 def c_layout(Py_ssize_t outer, Py_ssize_t inner):
-    """The C-level layout functions (cyad/_layout.pxd) for (outer, inner): lane_count(outer),
+    """The C-level layout functions (cyad/_dual/layout.pxd) for (outer, inner): lane_count(outer),
     second_order_width, and the lanes of a[k], b[j] and c[j][k]."""
     return dict(first=lane_count(outer), width=second_order_width(outer, inner),
                 a=[outer_lane(k) for k in range(outer)],

@@ -16,7 +16,7 @@ import types
 import numpy as np
 
 import cyad
-from cyad._layout import NestedLanes
+from cyad._dual.layout import NestedLanes
 
 N = 6   # the size of F's and g's input
 
@@ -94,7 +94,7 @@ PYTHON = types.SimpleNamespace(F=_F, g=_g, h=_h, F_in_place=_accumulating(_F),
 
 class _Nested:
     """Elements (v, a, b[m], c[m]): the value, the partial along the outer direction, the
-    partials along the inner ones and the second derivatives across (cyad/_layout.pxd).
+    partials along the inner ones and the second derivatives across (cyad/_dual/layout.pxd).
     First order is the inner part alone (a = c = 0)."""
 
     def __init__(self, v, a, b, c):

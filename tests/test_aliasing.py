@@ -67,7 +67,7 @@ from rule_domains import (
 )
 
 import cyad
-from cyad._dual_functions import HANDLED_FUNCTIONS
+from cyad._dual.functions import HANDLED_FUNCTIONS
 from cyad._primitives import TABLE
 from cyad._rules.table import ANY, ufunc_name
 

@@ -11,7 +11,7 @@ from scenarios import ENGINES
 
 import cyad
 from cyad._array_methods import ArrayMethods
-from cyad._dual import Dual
+from cyad._dual.array import Dual
 from cyad._tape.trace import Tracer
 
 pytestmark = pytest.mark.xdist_group("array_methods")

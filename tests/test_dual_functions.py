@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import cyad
-from cyad._dual_functions import HANDLED_FUNCTIONS
+from cyad._dual.functions import HANDLED_FUNCTIONS
 
 STEP = 1e-6
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import cyad
-from cyad._layout import NestedLanes
+from cyad._dual.layout import NestedLanes
 
 P = ctypes.POINTER
 SIGNATURE = (ctypes.c_int, P(ctypes.c_double), P(ctypes.c_double), P(ctypes.c_double),

@@ -1,4 +1,4 @@
-"""The lane layouts of dual buffers (cyad/_layout.pxd), against the documented formula.
+"""The lane layouts of dual buffers (cyad/_dual/layout.pxd), against the documented formula.
 
 The layout is stated here once more, independently, from its documentation: first order,
 direction k in lane k of lane_count(directions) lanes (1, 2, 4, 8, 16, then multiples of
@@ -13,8 +13,8 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import cyad
-from cyad._dual import Tag, make_nested_tag, tagged_dual
-from cyad._layout import (NestedLanes, padded_width, read_columns, seed_basis, seed_columns,
+from cyad._dual.array import Tag, make_nested_tag, tagged_dual
+from cyad._dual.layout import (NestedLanes, padded_width, read_columns, seed_basis, seed_columns,
                           seed_lanes)
 
 PAIRS = [(outer, inner) for outer in (1, 2, 4, 8, 16, 24) for inner in (1, 2, 3, 5, 8, 13, 20)]

@@ -19,7 +19,7 @@ from derivative_references import assert_matches, exact_in_float32, jax, referen
 from scenarios import ENGINES
 
 import cyad
-from cyad._dual_functions import HANDLED_FUNCTIONS
+from cyad._dual.functions import HANDLED_FUNCTIONS
 
 # one worker of a parallel run runs them all (pytest -n with --dist loadgroup), so that
 # their references, computed once per process, are computed once

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import cyad
-from cyad import _dual
+from cyad._dual import array as _dual
 from cyad._rules import table
-from cyad._dual_functions import HANDLED_FUNCTIONS
+from cyad._dual.functions import HANDLED_FUNCTIONS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "cyad"

@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 from cyad._rules import table as _rule_table
-from cyad._dual_functions import HANDLED_FUNCTIONS
+from cyad._dual.functions import HANDLED_FUNCTIONS
 from cyad._primitives import TABLE
 from cyad._supported import supported_functions
 

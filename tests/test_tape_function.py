@@ -126,7 +126,7 @@ def nested_reference(program, x, a, b, c):
 @pytest.mark.parametrize("outer, inner", [(1, 1), (1, 4), (2, 3), (3, 2)])
 @pytest.mark.parametrize("program", CHOSEN[:4], ids=lambda p: p.name)
 def test_second_order_lanes_against_jax(c_hooks, program, outer, inner, dtype):
-    from cyad._layout import NestedLanes
+    from cyad._dual.layout import NestedLanes
     w, x = recorded(program, dtype)
     n = x.size
     lanes = NestedLanes(outer, inner)

@@ -10,7 +10,7 @@ conditions), `elementwise` (NumPy's elementwise functions that are not ufuncs),
 (convolutions, np.gradient, np.trapezoid, np.polyval), `special` (scipy.special's ufuncs of
 three operands, in ``NAMED``); `ufunc_methods` gives the ufuncs' reduce, accumulate, outer
 and at on an engine's arrays.
-An engine interprets the table (the dual arrays: `cyad._dual_functions`); adding
+An engine interprets the table (the dual arrays: `cyad._dual.functions`); adding
 a NumPy function is adding its entry here. SciPy's functions outside NumPy's dispatch
 are in `scipy_functions`, as compositions and custom functions (`cyad._custom`, whose
 entries an engine finds with `_table.entry_of`); it is imported when SciPy is.

@@ -21,7 +21,7 @@ np.argsort): the kth element is exact, each element keeps its own derivative.
 """
 import numpy as np
 
-from cyad._dual import primal
+from cyad._dual.array import primal
 from cyad._primitives._table import (
     axis_of,
     composition,

@@ -9,7 +9,7 @@ Shape queries and rounding, whose results carry no derivative, are here too.
 """
 import numpy as np
 
-from cyad._dual import primal
+from cyad._dual.array import primal
 from cyad._primitives._table import (
     axes_of,
     axis_of,

@@ -29,7 +29,7 @@ order:
 import numpy as np
 
 from cyad._rules import table as _rule_table
-from cyad._dual import primal
+from cyad._dual.array import primal
 from cyad._primitives._table import (
     axis_of,
     float_dtype_of,

@@ -248,7 +248,7 @@ BINARY_RULES = (
     Binary("divide", ("true_divide",), "a / b", "1.0 / b", "-v / b",
            "0.0", "-1.0 / (b * b)", "-2.0 * db / b", (ANY, NONZERO)),
     # x**y; np.power and np.float_power pick POWER or one of its variants by which operand
-    # is a constant (cyad._dual's `power`)
+    # is a constant (cyad._dual.array's `power`)
     Binary("power", ("power", "float_power"), "pow(a, b)", "_pow_da(a, b)", "_pow_db(a, b, v)",
            "_pow_daa(a, b)", "_pow_dab(a, b)", "_pow_dbb(a, b, v)", (BASE, EXPONENT)),
     Binary("power_const_exponent", (), "_pow_const(a, b, &da)", None, "0.0",

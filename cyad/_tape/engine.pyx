@@ -97,7 +97,7 @@ from cyad._tape.replay cimport replay_run
 from cyad._tape.lowering cimport Replay
 from cyad._parallel.threads cimport copy_bytes, same_bytes, replay_threads
 from cyad._wrapper cimport is_python_function, FunctionWrapper
-from cyad._dual_engine import default_chunk
+from cyad._dual.engine import default_chunk
 from cyad._tape.program import warn_as_numpy
 from cyad._tape import state as _tape_state
 from cyad._tape.state import PythonState

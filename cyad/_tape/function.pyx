@@ -50,7 +50,7 @@ from libc.string cimport memcmp, memcpy
 
 from cyad._api cimport PYTHON_ERROR
 from cyad._fused cimport real
-from cyad._layout cimport second_order_width
+from cyad._dual.layout cimport second_order_width
 from cyad._core cimport claim, release
 from cyad._tape.engine cimport (CAPTURED_CHANGED, capture, captured_strided_changed,
                                 take_raised)

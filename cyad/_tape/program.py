@@ -290,7 +290,7 @@ def warn_as_numpy(tape, inputs):
     on every call of a tape with `casts` (they raise no flag in the replay). A python
     instruction is computed in silence: the replay ran it in NumPy already (it
     warned then)."""
-    from cyad._dual import _UFUNC_OF_BINARY, _UFUNC_OF_UNARY   # the dual engine's own
+    from cyad._dual.array import _UFUNC_OF_BINARY, _UFUNC_OF_UNARY   # the dual engine's own
 
     for var, value in tape.casts.items():
         np.asarray(value, var.dtype)

@@ -69,7 +69,7 @@ from cyad import _hints
 
 from cyad._rules import table as _rule_table
 from cyad._array_methods import ArrayMethods
-from cyad._dual import Dual, enter, leave
+from cyad._dual.array import Dual, enter, leave
 from cyad._primitives import NAMED, TABLE, ufunc_methods
 from cyad._primitives._table import entry_of
 from cyad._stacked import stacked
@@ -958,7 +958,7 @@ def _index_map(tracer, key):
 def trace(f, x, dtype, y=None, nested=False):
     """Record f at x (f(y, x) when y is given: y's incoming values are an input too), on a
     `nested` recording for a differentiation inside another (the module's docstring). While
-    f runs, a cyad operator it calls nests (cyad._dual.differentiating).
+    f runs, a cyad operator it calls nests (cyad._dual.array.differentiating).
 
     Returns the Recording and the output tracer (f's result; for f(y, x), the tracer of
     y after f ran).

@@ -28,7 +28,7 @@ dual arrays through its `PythonFunction` binding (cyad/_wrapper.pyx), a C functi
 through its FunctionWrapper's pointers.
 
 Second order is forward over forward on nested duals (the second-order layout of
-cyad/_layout.pxd): every evaluation seeds a chunk of outer directions (the hvp's
+cyad/_dual/layout.pxd): every evaluation seeds a chunk of outer directions (the hvp's
 tangents, basis directions of the Hessian, the second derivative's tangent 1) and a
 chunk of inner basis directions, and reads the second derivatives across them from
 the cross lanes. A Hessian is symmetric, so for each chunk of outer directions
@@ -43,9 +43,10 @@ from libc.math cimport sqrt
 from libc.string cimport memcpy, memset
 
 from cyad._fused cimport real
-from cyad._layout cimport (lane_count, second_order_width, outer_lane, inner_lane, cross_lane,
-                           clear_lanes, put_lane, get_lane, put_basis, get_columns)
-from cyad._dual cimport new_dual, nested_tag, enter, leave
+from cyad._dual.layout cimport (lane_count, second_order_width, outer_lane, inner_lane,
+                                cross_lane, clear_lanes, put_lane, get_lane, put_basis,
+                                get_columns)
+from cyad._dual.array cimport new_dual, nested_tag, enter, leave
 from cyad._api cimport cyad_prep, cyad_entry_points
 from cyad._core cimport (Prep, run_call, enter_nogil, release, part_chunks, cancelled,
                          CANCELLED, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
@@ -136,7 +137,7 @@ def default_second_order_chunk(Py_ssize_t outer_directions, Py_ssize_t n_x, bint
     return chunk // 8 * 8 if chunk > 16 else chunk
 
 
-# -- seeding and extraction (the loops are cyad/_layout.pxd's) ------------------------------
+# -- seeding and extraction (the loops are cyad/_dual/layout.pxd's) ------------------------------
 
 cdef void put_tangents(dual_prep* p, const real* const* tangents, Py_ssize_t count) noexcept nogil:
     # the input partials: lane k = tangents[k] for k < count, the other lanes 0

@@ -1,9 +1,9 @@
-# Type stubs of cyad/_dual_engine.pyx: the dual engine and its default chunks.
+# Type stubs of cyad/_dual/engine.pyx: the dual engine and its default chunks.
 from typing import Final
 
 from typing_extensions import disjoint_base
 
-from cyad._dual import Dual
+from cyad._dual.array import Dual
 from cyad._core import Engine
 
 # the default chunk's budgets (see default_chunk)

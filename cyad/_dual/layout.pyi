@@ -1,4 +1,4 @@
-# Type stubs of cyad/_layout.pyx: the lane layouts of dual buffers for Python code.
+# Type stubs of cyad/_dual/layout.pyx: the lane layouts of dual buffers for Python code.
 import numpy as np
 from typing_extensions import disjoint_base
 

@@ -3,14 +3,14 @@
 A `Dual` holds a values array of shape S and a partials array of shape S + (width,)
 of the same dtype (float64 or float32). It behaves like an ndarray: arithmetic,
 broadcasting, indexing and assignment, NumPy ufuncs through `__array_ufunc__`
-(each one a rule of `_rules/rules.pxd` run by the chunk loops of `_kernels.pyx`; their
+(each one a rule of `_rules/rules.pxd` run by the chunk loops of `_dual/kernels.pyx`; their
 methods reduce, accumulate, outer and at in `_primitives/ufunc_methods.py`) and
-NumPy functions through `__array_function__` (`_dual_functions.py`).
+NumPy functions through `__array_function__` (`_dual/functions.py`).
 
 Every dual carries the `Tag` of its differentiation: a first-order one, or the nested tag
 of a second-order one (hessian, hvp, second_derivative), whose lanes hold the partials
 along its outer directions, its inner ones and the second derivatives across them (the
-second-order layout of cyad/_layout.pxd); the elementwise rules add their
+second-order layout of cyad/_dual/layout.pxd); the elementwise rules add their
 second-derivative terms from the rule table's second column. Duals of two
 differentiations never meet: a differentiation inside another traces its f and derives a
 program (cyad/_nested.py), which the dual engine evaluates on its duals; a dual of a
@@ -37,8 +37,8 @@ from libc.math cimport isinf
 from libc.string cimport memcpy, memmove
 
 from cyad._fused cimport real
-from cyad._kernels cimport unary_chunks, binary_chunks, unary_nested, binary_nested
-from cyad._layout cimport second_order_width
+from cyad._dual.kernels cimport unary_chunks, binary_chunks, unary_nested, binary_nested
+from cyad._dual.layout cimport second_order_width
 from cyad._rules.rules cimport UnaryOp, BinaryOp
 from cyad import _hints
 from cyad._rules import table as _rule_table
@@ -192,7 +192,7 @@ del _op
 
 # -- the elementwise operations -------------------------------------------------
 # A result goes into a fresh dual, or into `out` (in-place operators, ufuncs with out=).
-# The kernels (cyad._kernels) read each element's inputs before writing its outputs, so
+# The kernels (cyad._dual.kernels) read each element's inputs before writing its outputs, so
 # `out` may be the very memory of an operand; any other overlap (a shifted or reversed
 # view, an element of out broadcast as an operand) is computed into a fresh dual, then
 # copied into out.
@@ -337,7 +337,7 @@ cdef int _run(int op, bint is_binary, Tag tag, Py_ssize_t width, Py_ssize_t n, i
               char* yv, char* yp, bint raised) except -1:
     """y = op(a) or op(a, b) over n elements of C-contiguous buffers, then NumPy's warnings.
 
-    Steps and NULL partials as in cyad._kernels; a_value and b_value are the operands as
+    Steps and NULL partials as in cyad._dual.kernels; a_value and b_value are the operands as
     NumPy takes them (arrays or numbers), for the warnings (`raised`: a flag raised already,
     converting an operand). y may be an operand's very memory (see _run_over_operand).
     """
@@ -817,19 +817,19 @@ _HANDLED_FUNCTIONS = None
 def _handled_functions():
     global _HANDLED_FUNCTIONS
     if _HANDLED_FUNCTIONS is None:
-        from cyad._dual_functions import HANDLED_FUNCTIONS
+        from cyad._dual.functions import HANDLED_FUNCTIONS
         _HANDLED_FUNCTIONS = HANDLED_FUNCTIONS
     return _HANDLED_FUNCTIONS
 
 
 def _custom_function(func):
     # a custom function (cyad.custom_derivative) carries its own entry
-    from cyad._dual_functions import custom_function
+    from cyad._dual.functions import custom_function
     return custom_function(func)
 
 
 def _named_functions():
-    from cyad._dual_functions import NAMED_FUNCTIONS
+    from cyad._dual.functions import NAMED_FUNCTIONS
     return NAMED_FUNCTIONS
 
 

@@ -5,7 +5,7 @@ row-major n x width partials array. For every element the loops evaluate the
 rule once (value and derivative coefficient) and then update the element's row
 of partials in a lane loop whose length is a compile-time constant: widths 1, 2,
 4, 8 and 16 each have their own specialisation, wider rows (multiples of 8) run
-as blocks of 8. `lane_count` (cyad/_layout.pxd) pads any requested chunk up to such a width.
+as blocks of 8. `lane_count` (cyad/_dual/layout.pxd) pads any requested chunk up to such a width.
 
 Rows whose derivative coefficient is not finite (sqrt at 0, log at 0) go through
 a careful loop in which a zero tangent contributes zero instead of 0 * inf = nan,
@@ -15,11 +15,11 @@ Aliasing: every loop reads all of an element's inputs before it writes any of th
 element's outputs, and touches no other element, so the output may be the very memory
 of an operand (in-place operators, ufuncs with out=). Any other overlap - a shifted or
 reversed view, an element broadcast over the output - is the caller's to remove
-(cyad._dual computes such operations into a fresh buffer).
+(cyad._dual.array computes such operations into a fresh buffer).
 """
 from libc.math cimport isfinite
 from cyad._fused cimport real, lanes, lanes1, lanes2, lanes4, lanes8, lanes16
-from cyad._layout cimport inner_lane, cross_lane
+from cyad._dual.layout cimport inner_lane, cross_lane
 from cyad._rules.rules cimport unary_rule, binary_rule, unary_second, binary_second, careful_product
 
 
@@ -147,7 +147,7 @@ cdef void binary_chunks(int op, Py_ssize_t width, Py_ssize_t n,
 
 
 # -- second order: nested duals -----------------------------------------------------------
-# A nested dual's row (the second-order layout of cyad/_layout.pxd) holds a (outer
+# A nested dual's row (the second-order layout of cyad/_dual/layout.pxd) holds a (outer
 # lanes), b (inner lanes), c (inner x outer lanes: c[j] is the outer-lane row of inner
 # direction j) and zero padding. Through y = g(x): y.a = g' x.a, y.b = g' x.b and
 # y.c[j] = g' x.c[j] + g'' x.b[j] x.a; a binary rule adds both operands' terms with its

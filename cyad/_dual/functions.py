@@ -13,7 +13,7 @@ whose partials carry a trailing axis of `width` derivative lanes:
   lanes moved in front (a view): the rule's operations broadcast over them. For duals
   of two differentiations (nested: a Hessian, or a derivative inside a derivative) a
   dual is a dual of duals: with lanes a (outer), b (inner) and c (across, as
-  `cyad._layout.NestedLanes` lays them out), its primal P = (values, b) and its tangent
+  `cyad._dual.layout.NestedLanes` lays them out), its primal P = (values, b) and its tangent
   T = (a, c) are first-order duals of the inner differentiation, and the JVP rule run on them,
   through this same table, gives the result's values and b lanes (from f(P)) and its
   a and c lanes (from the tangent). So every primitive works at second order.
@@ -35,9 +35,9 @@ import sys
 import numpy as np
 
 from cyad._hints import function_name
-from cyad._dual import (Dual, Tag, float_dtype, make_dual, mixed_differentiations, primal,
+from cyad._dual.array import (Dual, Tag, float_dtype, make_dual, mixed_differentiations, primal,
                         tagged_dual)
-from cyad._layout import NestedLanes, padded_width
+from cyad._dual.layout import NestedLanes, padded_width
 from cyad._primitives import NAMED, TABLE
 
 HANDLED_FUNCTIONS = {}

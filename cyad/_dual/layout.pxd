@@ -1,5 +1,5 @@
 # The lane layouts of dual buffers, stated once: every module that indexes lanes cimports
-# these functions, and Python code gets the same from cyad._layout (NestedLanes,
+# these functions, and Python code gets the same from cyad._dual.layout (NestedLanes,
 # padded_width and the seeding and reading functions on arrays).
 #
 # A dual buffer of n elements is a values array of n and a row-major n x width array of

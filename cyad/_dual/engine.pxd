@@ -1,4 +1,4 @@
-from cyad._dual cimport Dual, Tag
+from cyad._dual.array cimport Dual, Tag
 from cyad._core cimport prep_header, Engine, Prep
 from cyad._wrapper cimport cyad_function, FunctionWrapper, PythonFunction
 

@@ -1,4 +1,4 @@
-# Type stubs of cyad/_dual.pyx: the Dual array and the tags of nested differentiation.
+# Type stubs of cyad/_dual/array.pyx: the Dual array and the tags of nested differentiation.
 #
 # A Dual is what f receives while cyad differentiates it; it mimics an ndarray. Converting
 # it to a float, int, complex or index raises TypeError (it would drop the derivative), so

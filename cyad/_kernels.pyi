@@ -1,1 +1,0 @@
-# Type stubs of cyad/_kernels.pyx: its loops are C-level only (no Python names).
