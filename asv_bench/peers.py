@@ -78,7 +78,7 @@ from typing import Any, Callable
 import numpy as np
 
 import cyad
-from cyad import _profile
+from cyad._reporting import profile as _profile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CYAD_ENGINES = ["dual", "tape"]  # one row each per cyad row; the first is the ratios' reference

@@ -6,7 +6,7 @@ from cyad import _scipy_dispatch
 from cyad._custom import CustomFunction, custom_derivative
 from cyad._dual.array import Dual
 from cyad._dual.engine import default_chunk
-from cyad._explain import explain
+from cyad._reporting.explain import explain
 from cyad._operators import (
     derivative,
     gradient,
@@ -48,9 +48,9 @@ from cyad._sparse.operators import (
 from cyad._sparse.sparsity import hessian_sparsity, jacobian_sparsity
 from cyad._tape.function import TapeFunction, record
 from cyad._parallel.threads import get_threads, set_threads
-from cyad._warnings import CyadWarning
+from cyad._reporting.warnings import CyadWarning
 from cyad._wrapper import FunctionError, FunctionWrapper
-from cyad._profiling import Profile, allocations_per_call, profile
+from cyad._reporting.profiling import Profile, allocations_per_call, profile
 
 # SciPy's functions that cyad differentiates reach it through SciPy's modules
 _scipy_dispatch.install_everywhere()

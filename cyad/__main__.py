@@ -19,8 +19,9 @@ import sys
 import numpy as np
 
 import cyad
-from cyad import _profile
-from cyad._profiling import Profile, allocations_per_call, format_count, format_time, time_samples
+from cyad._reporting import profile as _profile
+from cyad._reporting.profiling import (Profile, allocations_per_call, format_count, format_time,
+                                       time_samples)
 
 
 def copy(y, x):
@@ -157,7 +158,7 @@ def main(argv=None):
     mine = commands.add_parser("profile", help="profile a function of yours")
     mine.add_argument("function", help="module:function, f(x) or f(y, x)")
     mine.add_argument("--n", type=int, default=100, help="size of x (random in [0.5, 1.5])")
-    mine.add_argument("--operator", choices=cyad._profiling.OPERATORS,
+    mine.add_argument("--operator", choices=cyad._reporting.profiling.OPERATORS,
                       help="default: gradient for scalar f, else jacobian")
     mine.add_argument("--chunk", type=int)
     mine.add_argument("--two-argument", action="store_true", help="f(y, x) writes into y")

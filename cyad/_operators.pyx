@@ -22,7 +22,8 @@ from cyad._families import PREP_TYPES as _PREP_TYPES
 from cyad._engines import engine_type
 from cyad._dual.array cimport differentiating
 from cyad._wrapper cimport is_python_function, FunctionWrapper
-from cyad import _docs, _engines, _nested, _warnings
+from cyad import _docs, _engines, _nested
+from cyad._reporting import warnings as _warnings
 
 
 cdef inline bint _recorded(object f):

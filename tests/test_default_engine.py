@@ -25,7 +25,7 @@ def test_the_default_engine_by_operator(prepare, args, engine):
 
 
 def test_a_c_function_defaults_to_the_dual_engine():
-    f = cyad._profile.copy_function()
+    f = cyad._reporting.profile.copy_function()
     x = np.arange(3.0)
     assert cyad.prepare_jacobian(f, x, y=np.zeros(3)).engine == "dual"
 

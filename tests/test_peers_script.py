@@ -214,7 +214,7 @@ def test_second_order_c_rows_run_or_name_the_missing_function(script, example, k
 
 
 def test_missing_second_order_names_it(script):
-    from cyad import _profile
+    from cyad._reporting import profile as _profile
     assert "second-order" in script.missing_second_order(_profile.copy_function())
 
 

@@ -85,7 +85,7 @@ def test_profile_counts_every_evaluation_of_an_allocating_function():
 
 
 def test_profile_of_a_c_function():
-    from cyad import _profile
+    from cyad._reporting import profile as _profile
 
     x, dx, y = np.arange(5.0), np.ones(5), np.zeros(5)
     p = cyad.profile("value_and_pushforward", _profile.copy_function(), x, dx, y=y, seconds=0.02)

@@ -7,7 +7,7 @@ import pytest
 from cyad._rules import table as _rule_table
 from cyad._dual.functions import HANDLED_FUNCTIONS
 from cyad._primitives import TABLE
-from cyad._supported import supported_functions
+from cyad._reporting.supported import supported_functions
 
 pytest.importorskip("scipy")
 import scipy.linalg  # noqa: E402, F401

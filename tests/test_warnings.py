@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cyad
-import cyad._warnings
+import cyad._reporting.warnings
 
 X = np.linspace(0.1, 1.0, 40)
 
@@ -21,7 +21,7 @@ def _vector(x):
 
 @pytest.fixture
 def every_call_is_long(monkeypatch):
-    monkeypatch.setattr(cyad._warnings, "LONG_CALL_SECONDS", 0.0)
+    monkeypatch.setattr(cyad._reporting.warnings, "LONG_CALL_SECONDS", 0.0)
 
 
 @pytest.mark.parametrize("operator, f, advice", [

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 import cyad
-import cyad._profile
+import cyad._reporting.profile
 
 SIZES = [10, 100, 1_000, 10_000]
 ELEMENTWISE_SIZES = SIZES + [100_000, 1_000_000]
@@ -100,8 +100,9 @@ def copy(y, x):
     y[...] = x
 
 
-# The copy as a Python function and as the C function of cyad's signature in cyad._profile.
-COPIES = {"copy": copy, "C copy": cyad._profile.copy_function()}
+# The copy as a Python function and as the C function of cyad's signature in
+# cyad._reporting.profile.
+COPIES = {"copy": copy, "C copy": cyad._reporting.profile.copy_function()}
 
 
 def c_rosenbrock(operator, *args):

@@ -2,7 +2,7 @@
 
 The function: damped modes exp(-k t) * cos(w t) at a scalar t, with k and w of size n, a
 Python function. No C function is benchmarked: the only one cyad ships (the copy in
-cyad._profile) maps n inputs to n outputs, and a derivative has a single input.
+cyad._reporting.profile) maps n inputs to n outputs, and a derivative has a single input.
 """
 import numpy as np
 

@@ -1,7 +1,7 @@
 """cyad.gradient and cyad.value_and_gradient of the chained Rosenbrock function.
 
 The function: sum(100 (x[1:] - x[:-1]**2)**2 + (1 - x[:-1])**2), a Python function. No C
-function is benchmarked: the only one cyad ships (the copy in cyad._profile) has as many
+function is benchmarked: the only one cyad ships (the copy in cyad._reporting.profile) has as many
 outputs as inputs, and a gradient needs a scalar output.
 """
 import numpy as np

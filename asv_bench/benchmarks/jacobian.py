@@ -3,7 +3,8 @@
 Functions (the `function` parameter):
 - "dense": tanh(A @ x) + x**2 with a dense n × n matrix A, a Python function
 - "copy": f(y, x): y[...] = x, a Python function (its Jacobian is the identity)
-- "C copy": the same copy as a C function of cyad's signature (cyad._profile.copy_function())
+- "C copy": the same copy as a C function of cyad's signature
+  (cyad._reporting.profile.copy_function())
 
 The result is n × n: 800 MB at n = 10 000.
 """

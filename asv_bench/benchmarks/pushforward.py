@@ -2,13 +2,14 @@
 
 Functions (the `function` parameter):
 - "copy": f(y, x): y[...] = x, a Python function
-- "C copy": the same copy as a C function of cyad's signature (cyad._profile.copy_function())
+- "C copy": the same copy as a C function of cyad's signature
+  (cyad._reporting.profile.copy_function())
 - "elementwise": sin(x) * exp(-x**2) + x**3, a Python function
 """
 import numpy as np
 
 import cyad
-import cyad._profile
+import cyad._reporting.profile
 
 from .common import CALLS, COPIES, ELEMENTWISE_SIZES, Call, Operator, copy, output
 
@@ -80,9 +81,9 @@ class NogilLoop:
 
     def setup(self, n, operator):
         x, dx, y = inputs(n)[0], inputs(n)[1], np.zeros(n)
-        prep = cyad.prepare_pushforward(cyad._profile.copy_function(), x, dx, y=y)
-        self.loop = lambda: cyad._profile.nogil_copy_times(prep, x, dx, y, output(n), output(n),
-                                                           operator, 10_000)
+        prep = cyad.prepare_pushforward(cyad._reporting.profile.copy_function(), x, dx, y=y)
+        copy_times = cyad._reporting.profile.nogil_copy_times
+        self.loop = lambda: copy_times(prep, x, dx, y, output(n), output(n), operator, 10_000)
 
     def track_entry_point(self, n, operator):
         return min(self.loop()[0] for _ in range(5))

@@ -52,7 +52,7 @@ from cyad._core cimport (Prep, run_call, enter_nogil, release, part_chunks, canc
                          CANCELLED, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
 from cyad._wrapper cimport python_f64, python_f32, python2_f64, python2_f32, is_python_function
-from cyad import _warnings
+from cyad._reporting import warnings as _warnings
 from cyad._core import _FAMILY_NAMES
 from cyad._stacked import stacked
 from cyad._wrapper import constant_result

@@ -36,10 +36,12 @@ import warnings
 
 import numpy as np
 
-from cyad import _operators, _warnings
+from cyad import _operators
+
+from cyad._reporting import warnings as _warnings
 from cyad._parallel.prep_cache import payload_key, payload_of, put_back, take, take_payload
 from cyad._parallel.points_loop import GRADIENT, HESSIAN, HVP, JACOBIAN, run_blocks, run_rows
-from cyad._progress import Progress
+from cyad._reporting.progress import Progress
 from cyad._wrapper import FunctionWrapper
 
 # operator name: (family, returns the value, returns the first derivative beside the main one)

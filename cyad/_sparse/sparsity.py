@@ -71,7 +71,7 @@ from cyad._rules import table as _rule_table
 from cyad._sparse import index_bands as _index_bands
 from cyad._sparse.index_bands import Bands
 from cyad._sparse.index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
-from cyad._progress import Progress
+from cyad._reporting.progress import Progress
 from cyad._tape.trace import Tracer, trace
 
 _UNARY = _rule_table.UNARY_RULES

@@ -101,7 +101,7 @@ from cyad._dual.engine import default_chunk
 from cyad._tape.program import warn_as_numpy
 from cyad._tape import state as _tape_state
 from cyad._tape.state import PythonState
-from cyad._warnings import warn_once
+from cyad._reporting.warnings import warn_once
 from cyad import _engines, _families
 from cyad._tape.trace import trace
 from cyad._tape import recipes as _tape_recipes

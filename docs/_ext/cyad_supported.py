@@ -38,7 +38,7 @@ class SupportedFunctions(SphinxDirective):
         import scipy.linalg  # noqa: F401  (SciPy's functions are named by their public paths)
         import scipy.special  # noqa: F401
 
-        from cyad._supported import supported_functions
+        from cyad._reporting.supported import supported_functions
 
         result = []
         for module, rows in itertools.groupby(supported_functions(), lambda row: row.module):

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import cyad
-from cyad._profile import count_allocations
+from cyad._reporting.profile import count_allocations
 
 if TYPE_CHECKING:
     import numpy.typing as npt

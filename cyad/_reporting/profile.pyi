@@ -1,4 +1,4 @@
-# Type stubs of cyad/_profile.pyx: the measurements behind `python -m cyad` and cyad.profiling.
+# Type stubs of cyad/_reporting/profile.pyx: the measurements behind `python -m cyad` and cyad.profiling.
 from collections.abc import Callable
 
 import numpy as np
