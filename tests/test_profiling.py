@@ -1,5 +1,6 @@
 """cyad.profile, the allocation counter, and python -m cyad."""
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -19,6 +20,34 @@ def copy(y, x):
 ])
 def test_allocation_counter_counts_requests(make, expected):
     assert cyad.allocations_per_call(make()) == expected
+
+
+def test_another_threads_allocations_do_not_count():
+    # a thread allocating all along, which runs while the function counted sleeps
+    # (counted, it read about 10^5 requests per call)
+    import threading
+    import time
+
+    stop = threading.Event()
+
+    def allocating():
+        while not stop.is_set():
+            [object() for _ in range(100)]
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)   # (the sleeping thread gets the GIL back soon)
+    thread = threading.Thread(target=allocating)
+    thread.start()
+    try:
+        counted = [cyad.allocations_per_call(lambda: time.sleep(0), calls=200) for _ in range(3)]
+        own = cyad.allocations_per_call(lambda: [time.sleep(0), 1, 2], calls=200)
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+    # (the sleeping thread's own once-off requests may leave a trace of a few in 200 calls)
+    assert max(counted) < 0.05
+    assert own == pytest.approx(1.0, abs=0.05)   # the list's items (its object: a free list)
 
 
 def test_allocation_counter_against_memray(allocations_per_call):

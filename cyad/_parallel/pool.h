@@ -281,6 +281,8 @@ static void cyad_pool_run(cyad_job *job, int helpers) {
 
 #else   /* no POSIX threads: the caller runs every part */
 
+static const int cyad_pool_thread = 0;   /* no helpers */
+
 static int cyad_pool_start(cyad_job *job, int helpers) {
     (void)helpers;
     job->next = 0;

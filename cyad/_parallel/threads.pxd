@@ -8,6 +8,9 @@ ctypedef void (*parallel_task)(void* context, Py_ssize_t part) noexcept nogil
 # (cyad.set_threads), read without the GIL.
 cdef int replay_threads() noexcept nogil
 
+# Whether the calling thread is one of the pool's (it runs a part of some job).
+cdef bint in_pool_thread() noexcept nogil
+
 # Every part of a job on the caller and up to threads - 1 of the pool's threads; returns
 # when all have run (on the caller alone where the pool runs another job, or the caller
 # is one of the pool's threads).

@@ -30,6 +30,7 @@ cdef extern from "pool.h" nogil:
     int cyad_pool_start(cyad_job* job, int helpers)
     int cyad_pool_wait(cyad_job* job, long milliseconds)
     void cyad_pool_run(cyad_job* job, int helpers)
+    int cyad_pool_thread       # (thread-local) 1 in the pool's threads
 
 # how often a caller waiting for a watched job looks for signals
 cdef long WATCH_MS = 20
@@ -47,6 +48,10 @@ cdef int _replay_threads = _available_cpus()
 
 cdef int replay_threads() noexcept nogil:
     return _replay_threads
+
+
+cdef bint in_pool_thread() noexcept nogil:
+    return cyad_pool_thread
 
 
 def set_threads(threads=None):

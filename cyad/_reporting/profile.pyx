@@ -4,7 +4,10 @@
 Python code can reach wrapped in a counter: CPython's three allocator domains
 (raw, mem, object: every Python object, every small buffer) and NumPy's array
 data handler. It counts requests - what a function asks for, even when a cache
-serves it - so a clean prepared call reads exactly 0.
+serves it - so a clean prepared call reads exactly 0. Only the calling thread's
+requests count, and those of cyad's pool threads (the parts of a call): not another
+thread's that happens to run meanwhile (a library's background work, pytest-xdist's
+messages).
 """
 import itertools
 
@@ -16,6 +19,7 @@ cimport cyad
 from cyad._core cimport Prep
 from cyad._dual.engine cimport DualEngine
 from cyad._wrapper cimport cyad_function
+from cyad._parallel.threads cimport in_pool_thread
 
 cnp.import_array()
 
@@ -23,6 +27,27 @@ cdef extern from *:
     """
     #include <Python.h>
     #include <numpy/arrayobject.h>
+    #if !defined(_WIN32)
+    #include <pthread.h>
+    #endif
+
+    /* whose requests count: the thread that started counting, and the pool's */
+    static int (*cyad_in_pool_thread)(void);
+    #if !defined(_WIN32)
+    static pthread_t cyad_counting_thread;
+    static int cyad_counted(void) {
+        return pthread_equal(pthread_self(), cyad_counting_thread) || cyad_in_pool_thread();
+    }
+    #else
+    static int cyad_counted(void) { return 1; }
+    #endif
+    /* (pool threads count at once) */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define CYAD_ADD_ONE(n) __atomic_fetch_add(&(n), 1, __ATOMIC_RELAXED)
+    #else
+    #define CYAD_ADD_ONE(n) ((n)++)
+    #endif
+    #define CYAD_COUNT(n) do { if (cyad_counted()) CYAD_ADD_ONE(n); } while (0)
 
     typedef struct {
         PyMemAllocatorEx original;
@@ -35,17 +60,17 @@ cdef extern from *:
 
     static void *cyad_count_malloc(void *ctx, size_t size) {
         cyad_counting_domain *d = (cyad_counting_domain *)ctx;
-        d->count++;
+        CYAD_COUNT(d->count);
         return d->original.malloc(d->original.ctx, size);
     }
     static void *cyad_count_calloc(void *ctx, size_t n, size_t size) {
         cyad_counting_domain *d = (cyad_counting_domain *)ctx;
-        d->count++;
+        CYAD_COUNT(d->count);
         return d->original.calloc(d->original.ctx, n, size);
     }
     static void *cyad_count_realloc(void *ctx, void *ptr, size_t size) {
         cyad_counting_domain *d = (cyad_counting_domain *)ctx;
-        d->count++;
+        CYAD_COUNT(d->count);
         return d->original.realloc(d->original.ctx, ptr, size);
     }
     static void cyad_count_free(void *ctx, void *ptr) {
@@ -58,15 +83,15 @@ cdef extern from *:
     static long long cyad_numpy_count;
 
     static void *cyad_numpy_malloc(void *ctx, size_t size) {
-        cyad_numpy_count++;
+        CYAD_COUNT(cyad_numpy_count);
         return cyad_numpy_original.malloc(cyad_numpy_original.ctx, size);
     }
     static void *cyad_numpy_calloc(void *ctx, size_t n, size_t size) {
-        cyad_numpy_count++;
+        CYAD_COUNT(cyad_numpy_count);
         return cyad_numpy_original.calloc(cyad_numpy_original.ctx, n, size);
     }
     static void *cyad_numpy_realloc(void *ctx, void *ptr, size_t size) {
-        cyad_numpy_count++;
+        CYAD_COUNT(cyad_numpy_count);
         return cyad_numpy_original.realloc(cyad_numpy_original.ctx, ptr, size);
     }
     static void cyad_numpy_free(void *ctx, void *ptr, size_t size) {
@@ -76,9 +101,14 @@ cdef extern from *:
         "cyad_counting", 1,
         {NULL, cyad_numpy_malloc, cyad_numpy_calloc, cyad_numpy_realloc, cyad_numpy_free}};
 
-    /* Start counting; returns NumPy's handler capsule in use before, or NULL on error. */
-    static PyObject *cyad_start_counting(void) {
+    /* Start counting the calling thread's requests and those of the threads in_pool_thread
+       tells; returns NumPy's handler capsule in use before, or NULL on error. */
+    static PyObject *cyad_start_counting(void *in_pool_thread) {
         PyObject *previous = PyDataMem_GetHandler(), *counting;
+        cyad_in_pool_thread = (int (*)(void))in_pool_thread;
+    #if !defined(_WIN32)
+        cyad_counting_thread = pthread_self();
+    #endif
         if (previous == NULL) return NULL;
         PyDataMem_Handler *handler =
             (PyDataMem_Handler *)PyCapsule_GetPointer(previous, "mem_handler");
@@ -114,13 +144,13 @@ cdef extern from *:
         return total;
     }
     """
-    object cyad_start_counting()
+    object cyad_start_counting(void* in_pool_thread)
     long long cyad_stop_counting(object previous)
 
 
 def count_allocations(fn, Py_ssize_t calls):
     """Allocation requests made while fn() runs `calls` times (the loop itself makes none)."""
-    previous = cyad_start_counting()
+    previous = cyad_start_counting(<void*>in_pool_thread)
     try:
         for _ in itertools.repeat(None, calls):
             fn()

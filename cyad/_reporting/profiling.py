@@ -40,7 +40,9 @@ def allocations_per_call(fn: Callable[[], object], calls: int = 1000) -> float:
 
     Every request to CPython's allocators (raw, mem and object domains) and to NumPy's
     array data handler counts, even when a cache serves it; requests made once (a
-    first call, a lazily built table) cancel out.
+    first call, a lazily built table) cancel out. Only the calling thread's requests
+    count, and those of cyad's pool threads (the parts of a call), not another
+    thread's that runs meanwhile.
 
     Parameters
     ----------
