@@ -27,11 +27,10 @@ the derivative programs do (each level differentiates the one inside it).
 import numpy as np
 
 from cyad import _hints
-
-from cyad._tape import recipes as _tape_recipes
+from cyad._core import input_dtype
 from cyad._dual.array import Dual, mixed_differentiations, primal, tagged_dual
 from cyad._dual.layout import NestedLanes
-from cyad._core import input_dtype
+from cyad._tape import recipes as _tape_recipes
 from cyad._tape.program import run, warn_as_numpy
 from cyad._tape.trace import Tracer, latest, trace
 from cyad._tape.transform import jvp

@@ -37,7 +37,6 @@ import warnings
 import numpy as np
 
 from cyad import _operators
-
 from cyad._reporting import warnings as _warnings
 from cyad._parallel.prep_cache import payload_key, payload_of, put_back, take, take_payload
 from cyad._parallel.points_loop import GRADIENT, HESSIAN, HVP, JACOBIAN, run_blocks, run_rows

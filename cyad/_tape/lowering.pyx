@@ -40,10 +40,7 @@ from cpython.ref cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
 from cyad._rules import table as _rule_table
-
-from cyad._tape import program as _tape
-
-from cyad._tape import kind_table as _tape_kind_table
+from cyad._tape import kind_table as _tape_kind_table, program as _tape
 # the code table's layout, the run's struct and entry point
 from cyad._tape.replay cimport *
 from cyad._tape.kinds cimport is_unary_column, is_elementwise

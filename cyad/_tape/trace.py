@@ -66,7 +66,6 @@ import operator
 import numpy as np
 
 from cyad import _hints
-
 from cyad._rules import table as _rule_table
 from cyad._array_methods import ArrayMethods
 from cyad._dual.array import Dual, enter, leave
