@@ -19,35 +19,21 @@ instructions, gathers whose index map is a few affine runs (a slice, a reversal,
 written into an array) and unions in O(bands) Python work; they become CSR rows (the
 same sets) where another dependency needs them, and at the end.
 
-    unary, binary      element i on operand element i % |a| (modular broadcasting), for
-                       each operand whose first partial in the rule table
-                       (cyad/_rules/table.py) is not identically "0.0" (floor, sign,
-                       heaviside's x and the comparisons depend on nothing)
-    scale, select      both values (select's condition is a mask: no dependency)
-    copy, gather,      the index maps the tape holds; sum_inner: the union over the summed
-    scatter_add,       axis; matmul: out[p, i, j] on a[p, i, t] and b[p, t, j] for every t,
-    sum_inner, matmul  and only for the t where the other operand, a constant, is nonzero
-    python             a table entry run by NumPy: all-to-all (every output element on
-                       every element of every operand), but nothing for a constant
-                       entry (np.round, np.sign: derivative zero); the entries' own
-                       structure is not used
-    compare, zeros     nothing; guard: no output
+Each kind's rules (cyad/_tape/instructions.py, whose docstring tables them) give its
+dependencies (`dependencies`) and its second-order pairs (`second_order`); this
+`_Propagation` is what they read and build with.
 
 Hessian patterns (of a scalar f) use the same dependencies twice. Backwards, a boolean
 mask per Var marks the elements the output depends on (reach = S.T @ reach); forwards,
 with the sets, each nonlinear instruction contributes, at its reached elements, the
-pairs of its operands' sets that its second partials couple: unary f with f'' not
-"0.0": the set squared; binary: a x a where d2/da2 is not "0.0", b x b likewise, a x b
-where d2/dadb is not "0.0" (a * b: the cross term only; a * constant and the linear
-rules: none); matmul of two variable operands: the cross terms, conservatively per
-inner index t (the union over the reached rows and columns); a python primitive entry:
-the union of its operands' sets, squared (a linear entry: none). The pairs are listed
-row by row (`row_pairs`, in the upper triangle, with repeats) and made one symmetric
-pattern at the end (`symmetric_pattern`); pairs of two Bands stay bands of that
-pattern where their strides are +-1 (Rosenbrock's). A reach mask of every element is
-_EVERY, no array. This equals SparseConnectivityTracer.jl's Hessian
-tracers (first-order sets, second-order pair sets) propagated to the output, without
-storing pair sets per element.
+pairs of its operands' sets that its second partials couple (a * b: the cross term only;
+sin(a): the pairs within a's; a * constant and the linear rules: none). The pairs are
+listed row by row (`row_pairs`, in the upper triangle, with repeats) and made one
+symmetric pattern at the end (`symmetric_pattern`); pairs of two Bands stay bands of
+that pattern where their strides are +-1 (Rosenbrock's). A reach mask of every element
+is _EVERY, no array. This equals SparseConnectivityTracer.jl's Hessian tracers
+(first-order sets, second-order pair sets) propagated to the output, without storing
+pair sets per element.
 
 Patterns are global for the recorded branch: every rule is classified by whether a
 partial is identically zero, never by its value at x, so the pattern contains the
@@ -67,16 +53,12 @@ import functools
 
 import numpy as np
 
-from cyad._rules import table as _rule_table
 from cyad._sparse import index_bands as _index_bands
 from cyad._sparse.index_bands import Bands
 from cyad._sparse.index_sets import gather_rows, row_pairs, symmetric_pattern, union_rows
 from cyad._reporting.progress import Progress
+from cyad._tape.instructions import RULES
 from cyad._tape.trace import Tracer, trace
-
-_UNARY = _rule_table.UNARY_RULES
-_BINARY = _rule_table.BINARY_RULES
-_ZERO = "0.0"
 
 
 def _scipy_sparse():
@@ -88,7 +70,7 @@ def _scipy_sparse():
     return scipy.sparse
 
 
-# -- dependencies of each instruction kind ---------------------------------------------------
+# -- dependencies: the forms the kinds' rules give (cyad/_tape/instructions.py) -------------
 
 def _selection(sparse, rows, columns, shape):
     """The boolean (shape) matrix with True at (rows, columns)."""
@@ -109,28 +91,6 @@ def _modular_source(size, operand_size):
     return source
 
 
-def _gather_source(instr):
-    """A gather's source element of each output element (-1: none, a zero)."""
-    out = instr.outs[0]
-    index = instr.params["index"]
-    if index.size == 0 or out.size == 0:
-        return np.full(out.size, -1, np.int64)
-    count = out.size // index.size
-    if count == 1:
-        return np.ascontiguousarray(index, np.int64)   # (negative: the gather writes a 0)
-    r = instr.args[0].size // count
-    source = (np.arange(count, dtype=np.int64)[:, None] * r + index[None, :]).ravel()
-    return np.where(np.tile(index >= 0, count), source, -1)
-
-
-def _scatter_add(sparse, instr):
-    (a,), (out,) = instr.args, instr.outs
-    flipped = type(instr)("gather", (out,), (a,), instr.params)    # its transpose
-    source = _gather_source(flipped)
-    kept = np.flatnonzero(source >= 0)
-    return _selection(sparse, source[kept], kept, (out.size, a.size))
-
-
 class _Sums:
     """sum_inner's dependency: output element i on the operand's elements i*k .. i*k+k-1
     (its selection matrix made only where the rows are explicit and more than one)."""
@@ -145,86 +105,16 @@ class _Sums:
         return _selection(sparse, columns // max(self.k, 1), columns, (size, operand_size))
 
 
-def _nonzero_mask(tape, var, count, shape, values):
-    """Where a matmul operand can be nonzero: a constant's own nonzeros (any operand's,
-    at x, given its `values`), else everywhere; as (count, *shape) (a single matrix
-    repeated)."""
-    value = tape.consts.get(var) if values is None else values[var]
-    mask = np.ones(shape, bool) if value is None else np.reshape(value != 0, (-1,) + shape)
-    return np.broadcast_to(mask, (count,) + shape)
-
-
-def _matmul(sparse, tape, instr, values):
-    """out[p, i, j] on a[p, i, t] where b[p, t, j] can be nonzero, and on b[p, t, j] where
-    a[p, i, t] can be (the other operand a constant with zeros: its pattern)."""
-    a, b = instr.args
-    out = instr.outs[0]
-    m, k, n = (instr.params[name] for name in "mkn")
-    count = out.size // max(m * n, 1)
-    a_count, b_count = a.size // max(m * k, 1), b.size // max(k * n, 1)
-    # a: for every (p, t, j) where b can be nonzero, every i
-    p, t, j = np.nonzero(_nonzero_mask(tape, b, count, (k, n), values))
-    i = np.arange(m)[:, None]
-    rows = ((p * m + i) * n + j).ravel()
-    columns = (((p if a_count > 1 else 0 * p) * m + i) * k + t).ravel()
-    on_a = _selection(sparse, rows, columns, (out.size, a.size))
-    # b: for every (p, i, t) where a can be nonzero, every j
-    p, i, t = np.nonzero(_nonzero_mask(tape, a, count, (m, k), values))
-    j = np.arange(n)[:, None]
-    rows = ((p * m + i) * n + j).ravel()
-    columns = (((p if b_count > 1 else 0 * p) * k + t) * n + j).ravel()
-    on_b = _selection(sparse, rows, columns, (out.size, b.size))
-    return [(0, on_a), (1, on_b)]
-
-
 def _elementwise(instr, operands):
     size = instr.outs[0].size
     return [(position, _modular(size, instr.args[position])) for position in operands]
-
-
-def _dependencies(sparse, tape, instr, values=None):
-    """[(operand position, dependency)]: what each element of instr's output depends
-    on in that operand. A dependency is None (element i on element i), an int64 array
-    (element i on element source[i], none where it is negative), a boolean sparse
-    matrix S (element i on the elements j of S[i, j]), _Sums (sum_inner's groups), or
-    "all" (every element on every one). With the Vars' `values` at x: the dependencies at x alone
-    (`_local_dependencies`)."""
-    kind = instr.kind
-    if values is not None and kind in ("unary", "binary", "select"):
-        return _local_dependencies(instr, _dependencies(sparse, tape, instr), values)
-    if kind == "unary":
-        return _elementwise(instr, [0] if _UNARY[instr.params["op"]].d != _ZERO else [])
-    if kind == "binary":
-        rule = _BINARY[instr.params["op"]]
-        return _elementwise(instr, [position for position, partial
-                                    in enumerate((rule.da, rule.db)) if partial != _ZERO])
-    if kind in ("unary_d", "unary_d2", "binary_da", "binary_db", "binary_daa", "binary_dab",
-                "binary_dbb", "scale", "copy"):
-        return _elementwise(instr, range(len(instr.args)))
-    if kind == "select":
-        return _elementwise(instr, [1, 2])
-    if kind == "gather":
-        return [(0, _gather_source(instr))]
-    if kind == "scatter_add":
-        return [(0, _scatter_add(sparse, instr))]
-    if kind == "sum_inner":
-        return [(0, _Sums(instr.params["k"]))]
-    if kind == "matmul":
-        return _matmul(sparse, tape, instr, values)
-    if kind == "python":
-        if instr.params["entry"].kind == "constant":
-            return []
-        return [(position, "all") for position in range(len(instr.args))]
-    if kind in ("compare", "zeros", "guard"):
-        return []
-    raise ValueError(f"cyad: sparsity of the instruction kind {kind!r} is not known")
 
 
 def _local_dependencies(instr, deps, values):
     """An elementwise instruction's dependencies pruned where its partial is zero at x
     (a NaN partial keeps its dependency): the side of maximum or where not taken,
     abs at 0, a product with a factor that is 0 at x."""
-    from cyad._rules.arrays import binary_column, unary_column   # compiled; as cyad._tape.program
+    from cyad._rules.arrays import binary_column, unary_column   # compiled; imported late
 
     size = instr.outs[0].size
     # the operands' values at x, repeated to `size` (modular broadcasting)
@@ -312,7 +202,7 @@ class _Propagation:
         self.n = tape.inputs[0].size
         self.output = output          # a Var of the tape (None: f's result is a constant)
         self.result_shape = result_shape
-        self.deps = [_dependencies(self.sparse, tape, instr, values) for instr in tape.instrs]
+        self.deps = [self.dependencies(instr, values) for instr in tape.instrs]
         self.sets = {}
         self.runs = {}                # id(an index map of self.deps) -> its affine runs
         self.shown = Progress(0, "", False)   # the instructions done (`progress=True`)
@@ -331,6 +221,18 @@ class _Propagation:
         output = recording.var_of(result)
         return cls(recording.tape, output, output.shape, values)
 
+    def dependencies(self, instr, values=None):
+        """[(operand position, dependency)]: what each element of instr's output depends
+        on in that operand, by its kind's rules. A dependency is None (element i on element
+        i), an int64 array (element i on element source[i], none where it is negative), a
+        boolean sparse matrix S (element i on the elements j of S[i, j]), _Sums (sum_inner's
+        groups), or "all" (every element on every one). With the Vars' `values` at x: the
+        dependencies at x alone (`_local_dependencies`)."""
+        rules = RULES.get(instr.kind)
+        if rules is None:
+            raise ValueError(f"cyad: sparsity of the instruction kind {instr.kind!r} is not known")
+        return rules.dependencies(self, instr, values)
+
     def _propagate(self, reach=None):
         """The output's sets; with `reach` (the backward masks), also the second-order
         pairs of the reached instructions: coordinate arrays, and bands of the symmetric
@@ -348,7 +250,7 @@ class _Propagation:
             if reach is not None:
                 reached = [reach.get(var) for var in instr.outs]
                 if any(r is not None and r.any() for r in reached):
-                    self._second_order(instr, reached, pairs, pair_bands)
+                    RULES[instr.kind].second_order(self, instr, reached, pairs, pair_bands)
             for var in instr.args:
                 if last_read[var] == k and var is not self.output:
                     self.sets.pop(var, None)
@@ -471,7 +373,23 @@ class _Propagation:
             reach[operand] = mask if known is None else \
                 _EVERY if known is _EVERY or mask is _EVERY else known | mask
 
-    def _rows(self, var, size, reached):
+    # -- what the kinds' rules build with (`dependencies`, `second_order`) ---------------
+    elementwise = staticmethod(_elementwise)
+    local = staticmethod(_local_dependencies)
+    sums = _Sums
+    explicit = staticmethod(_explicit)
+    of_matrix = staticmethod(_of_matrix)
+    all_rows = staticmethod(_all_rows)
+    mask = staticmethod(_mask)
+    row_pairs = staticmethod(row_pairs)
+
+    def selection(self, rows, columns, shape):
+        return _selection(self.sparse, rows, columns, shape)
+
+    def as_matrix(self, sets):
+        return _as_matrix(self.sparse, sets, self.n)
+
+    def rows(self, var, size, reached):
         """var's sets at the reached elements of an elementwise output of `size`: Bands
         where every element is reached and var is read whole or as a scalar, else CSR."""
         sets = self.sets.get(var)
@@ -487,7 +405,7 @@ class _Propagation:
             sets = gather_rows(*sets, source % var.size)
         return sets
 
-    def _couple(self, a, b, square, pairs, pair_bands):
+    def couple(self, a, b, square, pairs, pair_bands):
         """Add the pairs of rows a and b (a square: a is b) to `pairs` or `pair_bands`."""
         if isinstance(a, Bands) and isinstance(b, Bands):
             bands = _index_bands.pair_bands(a, b, square)
@@ -495,61 +413,6 @@ class _Propagation:
                 pair_bands += bands
                 return
         pairs.append(row_pairs(*_explicit(a), *_explicit(b), square))
-
-    def _second_order(self, instr, reached, pairs, pair_bands):
-        """Add the pairs instr's second partials couple at its reached elements."""
-        kind = instr.kind
-        if kind == "unary":
-            rule = _UNARY[instr.params["op"]]
-            if rule.d == _ZERO or rule.d2 == _ZERO:
-                return
-            rows = self._rows(instr.args[0], instr.outs[0].size, reached[0])
-            if rows is not None:
-                self._couple(rows, rows, True, pairs, pair_bands)
-        elif kind in ("binary", "scale", "unary_d", "unary_d2", "binary_da", "binary_db",
-                      "binary_daa", "binary_dab", "binary_dbb"):
-            size = instr.outs[0].size
-            rows = [self._rows(var, size, reached[0]) for var in instr.args]
-            if kind == "binary":
-                rule = _BINARY[instr.params["op"]]
-                second = {(0, 0): rule.daa, (0, 1): rule.dab, (1, 1): rule.dbb}
-            elif kind == "scale":
-                second = {(0, 0): _ZERO, (0, 1): "1.0", (1, 1): _ZERO}
-            else:       # derivative instructions: conservatively nonlinear in everything
-                second = {(p, q): "?" for p in range(len(rows)) for q in range(p, len(rows))}
-            for (p, q), d2 in second.items():
-                if d2 != _ZERO and rows[p] is not None and rows[q] is not None:
-                    self._couple(rows[p], rows[q], p == q, pairs, pair_bands)
-        elif kind == "matmul":
-            pairs += self._matmul_pairs(instr, _mask(reached[0], instr.outs[0].size))
-        elif kind == "python" and instr.params["entry"].kind == "primitive":
-            union = _all_rows([self.sets.get(var) for var in instr.args], 1, self.n)
-            if union is not None:
-                pairs.append(row_pairs(*union, *union, True))
-
-    def _matmul_pairs(self, instr, reached):
-        """a[p, i, t] * b[p, t, j], both variable: per (p, t), the union over the reached
-        rows i of a's sets times the union over the reached columns j of b's."""
-        a, b = instr.args
-        sets_a, sets_b = self.sets.get(a), self.sets.get(b)
-        if sets_a is None or sets_b is None:
-            return []
-        sets_a, sets_b = _explicit(sets_a), _explicit(sets_b)
-        m, k, n = (instr.params[name] for name in "mkn")
-        count = instr.outs[0].size // max(m * n, 1)
-        r = reached.reshape(count, m, n)
-        sparse = self.sparse
-        # U_a[(p, t)] = union over i with a reached (p, i, j) of a[p, i, t]
-        p, i = np.nonzero(r.any(axis=2))
-        t = np.arange(k)[:, None]
-        a_p = p if a.size // max(m * k, 1) > 1 else 0 * p
-        union_a = _selection(sparse, (p * k + t).ravel(), ((a_p * m + i) * k + t).ravel(),
-                             (count * k, a.size)) @ _as_matrix(sparse, sets_a, self.n)
-        p, j = np.nonzero(r.any(axis=1))
-        b_p = p if b.size // max(k * n, 1) > 1 else 0 * p
-        union_b = _selection(sparse, (p * k + t).ravel(), ((b_p * k + t) * n + j).ravel(),
-                             (count * k, b.size)) @ _as_matrix(sparse, sets_b, self.n)
-        return [row_pairs(*_of_matrix(union_a), *_of_matrix(union_b), False)]
 
 
 def _python_function(f):

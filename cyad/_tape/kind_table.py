@@ -1,20 +1,22 @@
 """The tape's instruction kinds, each once: its name, its params, the Vars it reads, and
 what it computes.
 
-cyad/_tape/program.py's `Instr` holds a kind's name; `evaluate` there is each kind's meaning in
-NumPy. The build generates the replay's `Kind` enum (a kind's code is its position here)
-and the tests of a code's family from this table (tools/generate_rules.py with
-cyad/_tape/kinds.pxd.tp, as the rule code is generated from cyad/_rules/table.py); the
-lowering (cyad/_tape/lowering.pyx) reads an instruction's row. The build loads this
-module by its path: it imports nothing of cyad.
+cyad/_tape/program.py's `Instr` holds a kind's name; its rules
+(cyad/_tape/instructions.py) are its meaning in NumPy, its derivatives, its sparsity and
+its lowering's checks. The build generates the replay's `Kind` enum (a kind's code is
+its position here) and the tests of a code's family from this table
+(tools/generate_rules.py with cyad/_tape/kinds.pxd.tp, as the rule code is generated
+from cyad/_rules/table.py); the lowering (cyad/_tape/lowering.pyx) reads an
+instruction's row. The build loads this module by its path: it imports nothing of cyad.
 
 In the meanings, i runs over the output's elements; `op` is the rule's position in
 cyad/_rules/table.py's UNARY_RULES or BINARY_RULES; `index` an int64 ndarray; |a| the
 size of Var a. Operands of an elementwise kind broadcast modularly (cyad/_tape/program.py):
 a[i % |a|].
 
-Adding a kind: its row here, its meaning in `evaluate`, the instructions that emit it
-(cyad/_tape/trace.py, cyad/_tape/transform.py) and its loop in the replay.
+Adding a kind: its row here, its rules in cyad/_tape/instructions.py and its loop in
+cyad/_tape/replay.pyx; the instruction that emits it is part of recording a NumPy function
+in cyad/_tape/trace.py.
 """
 from typing import NamedTuple
 

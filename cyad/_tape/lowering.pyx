@@ -17,8 +17,9 @@
   B_SIZE, C, C_SIZE (the operands' offsets and sizes, in elements of the arena; args in
   the tape's order, (c, a, b) of a select in A, B, C), and P0..P3, a kind's parameters
   (gather, scatter_add: its indices' place and count, and whether they are an
-  arithmetic progression, of what step; sum_inner: k; matmul: m, k, n; python: its
-  callback; guard: B, B_SIZE are the expected values);
+  arithmetic progression, of what step; python: its callback; guard: B, B_SIZE are the
+  expected values; any other kind: what its rules' `lower` gives, in
+  cyad/_tape/instructions.py);
 - one int64 array of the indices of all gathers and scatters;
 - a list of callbacks, one per python instruction: closures over views of the arena
   made here, so that a run makes no view.
@@ -27,7 +28,9 @@
 cyad/_tape/replay.pyx describes.
 
 An instruction's operands and form are read off its kind's row of
-cyad/_tape/kind_table.py (the specification of every kind), and checked:
+cyad/_tape/kind_table.py (the specification of every kind), its params by what they are
+(an index array, a comparison's ufunc, a rule's op, a callback, expected values), and the
+rest by its kind's rules (`lower`, cyad/_tape/instructions.py), and checked:
 - The operand sizes of an elementwise instruction must each divide the output's and
   each other's (suffixes of one shape do); lowering raises ValueError otherwise, as it
   does for any inconsistent gather, scatter, sum or matmul size, an index beyond its
@@ -40,13 +43,18 @@ from cpython.ref cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
 from cyad._rules import table as _rule_table
-from cyad._tape import kind_table as _tape_kind_table, program as _tape
+from cyad._tape import instructions as _tape_instructions, kind_table as _tape_kind_table, \
+    program as _tape
 # the code table's layout, the run's struct and entry point
 from cyad._tape.replay cimport *
 from cyad._tape.kinds cimport is_unary_column, is_elementwise
 
 # a kind's code is its position in the table (the generated enum's order)
 KIND_CODES = {kind.name: code for code, kind in enumerate(_tape_kind_table.KINDS)}
+# a kind's params, by name (its row's): those lowered here by what they are (an index
+# array, a ufunc, a callback, expected values)
+_PARAMS = {kind.name: frozenset(name.strip() for name in kind.params.split(",") if name.strip())
+           for kind in _tape_kind_table.KINDS}
 COMPARISON_CODES = {
     np.less: LESS, np.less_equal: LESS_EQUAL, np.greater: GREATER,
     np.greater_equal: GREATER_EQUAL, np.equal: EQUAL, np.not_equal: NOT_EQUAL,
@@ -162,6 +170,14 @@ def _python_callback(function, args, outs, where):
             slot[...] = value.reshape(var.shape)
 
     return callback
+
+
+def _set_params(list row, params):
+    # P0.. of a row: the values a kind's rules' `lower` gave
+    if len(params) > 4:
+        raise ValueError(f"{len(params)} params: a row has P0..P3")
+    for column, value in zip((P0, P1, P2, P3), params):
+        row[column] = value
 
 
 def _check_modular(args, out, fail):
@@ -415,7 +431,7 @@ cdef class Replay:
             offsets, end = _shared_slots(tape, instrs, keep, starts, unit)
         expected_at = {}
         for s, instr in enumerate(instrs):
-            if instr.kind == "guard":
+            if "expected" in _PARAMS.get(instr.kind, ()):     # (a guard)
                 expected_at[s] = end
                 end += _rounded(instr.args[0].size, unit)
         memory = np.zeros(end + unit, dtype)    # (never empty: the arena has an address)
@@ -498,17 +514,20 @@ cdef class Replay:
     def _lower(self, Py_ssize_t s, instr, list row, Py_ssize_t expected_at,
                Py_ssize_t n_indices, list slots):
         """Fill `row` of the code table from instr (`slots`: every Var's offset); return
-        its indices (gather, scatter_add) or None."""
+        its indices (gather, scatter_add) or None. What its row says is lowered here, by
+        its params; what it does not, by its rules' `lower` (cyad/_tape/instructions.py)."""
         kind, args, outs, params = instr.kind, instr.args, instr.outs, instr.params
         if kind not in KIND_CODES:
             raise ValueError(f"instruction {s}: unknown kind {kind!r}")
         row[KIND] = KIND_CODES[kind]
         entry = _tape_kind_table.BY_NAME[kind]
+        kind_rules = _tape_instructions.RULES[kind]
+        names = _PARAMS[kind]
 
         def fail(message):
             return ValueError(f"instruction {s} ({instr!r}): {message}")
 
-        if kind == "python":
+        if "function" in names:     # python: its callback
             function = params.get("function")
             if not callable(function):
                 raise fail("its function is not callable")
@@ -517,7 +536,7 @@ cdef class Replay:
                 function, [(self._readonly_view(a), a) for a in args],
                 [(self._view(o), o) for o in outs], params.get("where") or repr(function)))
             return None
-        if kind == "guard":
+        if "expected" in names:     # guard: its expected values
             if len(args) != 1 or outs:
                 raise fail("a guard reads one Var and writes none")
             a = args[0]
@@ -534,9 +553,10 @@ cdef class Replay:
             raise fail("an instruction of this kind writes one Var")
         out = outs[0]
         row[OUT], row[OUT_SIZE] = slots[out.number], out.size
-        if kind == "zeros":
+        if entry.operands == 0:     # (zeros: any args are not read, nor checked)
+            _set_params(row, kind_rules.lower(instr, args, out, fail))
             return None
-        if kind == "compare":
+        if "ufunc" in names:        # compare
             ufunc = params.get("ufunc")
             if ufunc not in COMPARISON_CODES:
                 raise fail(f"{ufunc!r} is not a comparison of cyad._tape.program.COMPARISONS")
@@ -566,17 +586,18 @@ cdef class Replay:
                 row[P2] = 1 + SINE_SHIFTS[kind, rules[op].name]
         if entry.elementwise:
             _check_modular(args, out, fail)
+            _set_params(row, kind_rules.lower(instr, args, out, fail))
             return None
 
-        a = args[0]
-        if kind in ("gather", "scatter_add"):
+        if "index" in names:        # gather, scatter_add
+            a = args[0]
             index = np.asarray(params.get("index"))
             if index.dtype.kind not in "iu":
                 raise fail("its index is not an integer array")
             index = index.astype(np.int64).ravel()
             m = index.size
             # rows and row length of the side that is not indexed
-            spread, packed = (a, out) if kind == "gather" else (out, a)
+            spread, packed = (out, a) if kind_rules.scatters else (a, out)
             if m == 0:
                 if packed.size:
                     raise fail(f"no index, for {packed.size} elements")
@@ -586,7 +607,7 @@ cdef class Replay:
                 rows = packed.size // m
                 if rows and spread.size % rows:
                     raise fail(f"{spread.size} elements are not {rows} rows")
-            run, step, largest, lead, count = _index_facts(index, kind == "gather")
+            run, step, largest, lead, count = _index_facts(index, not kind_rules.scatters)
             if m and rows and largest >= spread.size // rows:
                 raise fail(f"an index reaches {largest} in rows of {spread.size // rows}")
             row[P0], row[P1] = n_indices, m
@@ -594,23 +615,7 @@ cdef class Replay:
             if run == PADDED:   # its lead and count after its indices (the .pxd says so)
                 return np.concatenate([index, np.array([lead, count], np.int64)])
             return index
-        if kind == "sum_inner":
-            k = int(params["k"])
-            if k < 0 or a.size != out.size * k:
-                raise fail(f"{a.size} elements are not {out.size} sums of {k}")
-            row[P0] = k
-            return None
-        # matmul
-        m, k, n = int(params["m"]), int(params["k"]), int(params["n"])
-        if min(m, k, n) < 0:
-            raise fail(f"a matrix of {m, k, n}")
-        batch = out.size // (m * n) if m * n else 0
-        b = args[1]
-        if out.size != batch * m * n or a.size not in (m * k, batch * m * k) \
-                or b.size not in (k * n, batch * k * n):
-            raise fail(f"{a.size} and {b.size} elements are not (m, k) = {m, k} and "
-                       f"(k, n) = {k, n} matrices for {out.size} elements of output")
-        row[P0], row[P1], row[P2] = m, k, n
+        _set_params(row, kind_rules.lower(instr, args, out, fail))
         return None
 
     def _view(self, var):

@@ -14,8 +14,9 @@ size is smaller than the output's is read at i % size (its shape is a suffix of 
 output's, after leading ones: scalars, and values under leading lanes); any other
 broadcast is made explicit by a gather.
 
-The kinds, their params and their meanings are rows of cyad/_tape/kind_table.py;
-`evaluate` below is their meaning in NumPy.
+The kinds, their params and their meanings are rows of cyad/_tape/kind_table.py; their
+meaning in NumPy is their rules' (cyad/_tape/instructions.py), which `evaluate` below
+runs.
 
 A tape's inputs are Vars without a writer; its constants (`consts`) are Vars whose
 values were captured when f ran (arrays f closed over, Python numbers): a tape
@@ -24,6 +25,8 @@ freezes them.
 import math
 
 import numpy as np
+
+from cyad._tape.instructions import RULES
 
 # the NumPy ufuncs of kind compare: their name is the instruction's param
 COMPARISONS = {
@@ -188,76 +191,18 @@ def _same_params(p, q):
     return True
 
 
-# -- what each kind computes, in NumPy --------------------------------------------------------
-
-def _modular(a, size):
-    # a's elements repeated to `size` elements (modular broadcasting), flat
-    a = np.ravel(a)
-    return a if a.size == size else np.tile(a, size // a.size)
-
+# -- what each kind computes, in NumPy ----------------------------------------------------------
 
 def evaluate(instr, args):
     """The values of `instr`'s outputs (a tuple of ndarrays) from its args' values: the
-    meaning of every kind, in NumPy. Tracing runs it where a value is read (a guard, a
-    table rule's impl), on the instructions that value depends on, so that f and the
-    table's rules see real numbers; the compiled replay must agree with it."""
-    from cyad._rules.arrays import binary_column, unary_column   # compiled; imported late
-
-    kind, params, outs = instr.kind, instr.params, instr.outs
-    shape = outs[0].shape if outs else None
-    size = outs[0].size if outs else 0
-    dtype = outs[0].dtype if outs else None
-    if kind.startswith("unary"):
-        result = unary_column(kind, params["op"], args[0])
-    elif kind.startswith("binary"):
-        result = binary_column(kind, params["op"], _modular(args[0], size),
-                               _modular(args[1], size))
-    elif kind == "scale":
-        a, b = _modular(args[0], size), _modular(args[1], size)
-        with np.errstate(invalid="ignore"):
-            result = np.where(b == 0, 0, a * b)
-    elif kind == "compare":
-        ufunc = params["ufunc"]
-        result = ufunc(*[_modular(a, size) for a in args])
-    elif kind == "select":
-        c, a, b = (_modular(v, size) for v in args)
-        result = np.where(c != 0, a, b)
-    elif kind == "copy":
-        result = _modular(args[0], size)
-    elif kind in ("gather", "scatter_add") and params["index"].size == 0:
-        result = np.zeros(shape, dtype)     # nothing selected, or nothing to add
-    elif kind == "gather":
-        index = params["index"]
-        rows = size // max(index.size, 1)
-        a = np.reshape(args[0], (rows, -1))
-        result = np.where(index >= 0, a[:, np.maximum(index, 0)], 0) if a.size else \
-            np.zeros((rows, index.size), dtype)
-    elif kind == "scatter_add":
-        index = params["index"]
-        rows = args[0].size // max(index.size, 1)
-        result = np.zeros((rows, size // max(rows, 1)), dtype)
-        keep = index >= 0
-        for r in range(rows):
-            np.add.at(result[r], index[keep], np.ravel(args[0]).reshape(rows, -1)[r][keep])
-    elif kind == "sum_inner":
-        k = params["k"]
-        result = np.reshape(args[0], (-1, k)).sum(axis=1) if k else np.zeros(size, dtype)
-    elif kind == "matmul":
-        m, k, n = params["m"], params["k"], params["n"]
-        a = np.reshape(args[0], (args[0].size // (m * k) if m * k else 1, m, k))
-        b = np.reshape(args[1], (args[1].size // (k * n) if k * n else 1, k, n))
-        result = np.matmul(a, b)
-    elif kind == "zeros":
-        result = np.zeros(shape, dtype)
-    elif kind == "python":
-        result = params["function"](*args)
-        results = result if isinstance(result, tuple) else (result,)
-        return tuple(np.asarray(r, o.dtype).reshape(o.shape) for r, o in zip(results, outs))
-    elif kind == "guard":
-        return ()
-    else:
-        raise ValueError(f"unknown instruction kind {kind!r}")
-    return (np.asarray(result).astype(dtype, copy=False).reshape(shape),)
+    meaning of every kind, in NumPy (its rules' `evaluate`, cyad/_tape/instructions.py).
+    Tracing runs it where a value is read (a guard, a table rule's impl), on the
+    instructions that value depends on, so that f and the table's rules see real numbers;
+    the compiled replay must agree with it."""
+    rules = RULES.get(instr.kind)
+    if rules is None:
+        raise ValueError(f"unknown instruction kind {instr.kind!r}")
+    return rules.evaluate(instr, args)
 
 
 def run(tape, inputs):
@@ -275,11 +220,6 @@ def run(tape, inputs):
 
 # -- NumPy's floating-point warnings -------------------------------------------------------------
 
-# the kinds whose values NumPy computes (warning as it does in f): the first two through
-# the ufunc of their rule, the others as `evaluate` says
-_WARNING_KINDS = ("unary", "binary", "sum_inner", "matmul")
-
-
 def warn_as_numpy(tape, inputs):
     """f's values computed by NumPy from its tape at `inputs` (the values of
     tape.inputs), for NumPy's floating-point warnings alone: the same warnings (category,
@@ -290,8 +230,6 @@ def warn_as_numpy(tape, inputs):
     on every call of a tape with `casts` (they raise no flag in the replay). A python
     instruction is computed in silence: the replay ran it in NumPy already (it
     warned then)."""
-    from cyad._dual.array import _UFUNC_OF_BINARY, _UFUNC_OF_UNARY   # the dual engine's own
-
     for var, value in tape.casts.items():
         np.asarray(value, var.dtype)
     values = dict(tape.consts)
@@ -300,16 +238,12 @@ def warn_as_numpy(tape, inputs):
         if instr.kind == "guard":
             continue
         args = [values[a] for a in instr.args]
-        if instr.kind not in _WARNING_KINDS:
+        rules = RULES.get(instr.kind)
+        if rules is None or not rules.numpy_warns:
             with np.errstate(all="ignore"):
                 outs = evaluate(instr, args)
-        else:
+        else:   # (its values as NumPy computes them in f, warning as it does)
             with np.errstate(**tape.errstates.get(instr, {})):
-                if instr.kind == "unary":
-                    outs = (_UFUNC_OF_UNARY[instr.params["op"]](*args),)
-                elif instr.kind == "binary":
-                    outs = (_UFUNC_OF_BINARY[instr.params["op"]](*args),)
-                else:
-                    outs = evaluate(instr, args)
+                outs = rules.numpy_values(instr, args)
         for var, value in zip(instr.outs, outs):
             values[var] = np.broadcast_to(np.asarray(value, var.dtype), var.shape)

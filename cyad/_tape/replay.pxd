@@ -15,8 +15,6 @@ from cyad._tape.kinds cimport *
 #                         step P3), PADDED when they are one between runs of -1 (the
 #                         index array then holds, after the m indices, the number of
 #                         leading -1 and the progression's length), else 0
-#   sum_inner             P0 k
-#   matmul                P0 m, P1 k, P2 n
 #   python                P0 its callback's position in the callback list
 #   unary, unary_d(2)     P0 1 + the position of NumPy's loop for its column in
 #                         ufunc_loops, 0 for the rule's own loop; P1 1 when the
@@ -26,6 +24,8 @@ from cyad._tape.kinds cimport *
 #                         the next instruction is such a column of the same operand,
 #                         computed in the same pass where both run
 #   guard                 (A its operand, B the expected values, both of A_SIZE)
+#   any other kind        the params its rules' `lower` gives, in order (sum_inner,
+#                         matmul: cyad/_tape/instructions.py says which)
 # (anonymous: plain int constants, to index a row with)
 cdef enum:
     KIND

@@ -1,20 +1,20 @@
 """Derivative tapes: forward lanes (jvp) and the reverse sweep (vjp) of a recorded tape.
 
 Each transformation reads a tape instruction by instruction and records, on a new
-Recording (cyad/_tape/trace.py), the instruction again (the primal) and the
-instructions of its derivative: for forward mode the tangent of every output from the
-tangents of the arguments, lanes leading (a tangent of a Var of shape S has shape
-(L,) + S); for reverse mode, walking back, the cotangent of every argument from those of
-the outputs. The rules per kind are below; a "python" instruction's come from its
-primitive-table entry (`jvp` and `vjp` of a primitive, `impl` and `transpose` of a
-linear entry), run on tracers, so the derivative tapes hold the same kinds as any tape
-and transform again: forward over reverse is `jvp(vjp(tape))` (Hessian-vector products,
-Hessians as lanes of them), second order forward is `jvp(jvp(tape))`. An elementwise
-rule's partials are the compiled columns of the rule table, which stop at the second
-(unary_d2 and the binary second partials have no derivative here); `composed` transforms
-write them as primal operations instead (cyad/_rules/derivatives.py), whose results
-transform again to any order: the derivative programs of nested differentiation
-(cyad/_nested.py).
+Recording (cyad/_tape/trace.py), the instruction again (the primal) and the instructions
+of its derivative: for forward mode the tangent of every output from the tangents of the
+arguments, lanes leading (a tangent of a Var of shape S has shape (L,) + S); for reverse
+mode, walking back, the cotangent of every argument from those of the outputs. The rules
+per kind are the kind's `jvp` and `vjp` (cyad/_tape/instructions.py), recording through a
+`_Transform`; a "python" instruction's come from its primitive-table entry (`jvp` and
+`vjp` of a primitive, `impl` and `transpose` of a linear entry), run on tracers, so the
+derivative tapes hold the same kinds as any tape and transform again: forward over
+reverse is `jvp(vjp(tape))` (Hessian-vector products, Hessians as lanes of them), second
+order forward is `jvp(jvp(tape))`. An elementwise rule's partials are the compiled
+columns of the rule table, which stop at the second (unary_d2 and the binary second
+partials have no derivative here); `composed` transforms write them as primal operations
+instead (cyad/_rules/derivatives.py), whose results transform again to any order: the
+derivative programs of nested differentiation (cyad/_nested.py).
 
 The result tapes are pruned (instructions nothing needs are dropped, guards stay, the
 Vars left are numbered anew; exactly, where fewer instructions give the same numbers:
@@ -36,6 +36,7 @@ import numpy as np
 
 from cyad._rules import table as _rule_table
 from cyad._rules.derivatives import partials as rule_partials
+from cyad._tape.instructions import RULES
 from cyad._tape.program import Instr
 from cyad._tape.trace import _OP, Recording, Tracer
 
@@ -62,7 +63,8 @@ class _Transform:
     """A new Recording in which an old tape's Vars are mapped to new ones. `composed`: the
     partials of elementwise rules are recorded as compositions of primal operations
     (cyad._rules.derivatives), so that the result differentiates to any order, rather than
-    as the derivative kinds of the compiled columns (which stop at the second)."""
+    as the derivative kinds of the compiled columns (which stop at the second). The kinds'
+    rules (cyad/_tape/instructions.py) record through its methods."""
 
     def __init__(self, tape, values, composed=False):
         self.old = tape
@@ -144,6 +146,80 @@ class _Transform:
         flat = self.rec.reshape(var, (lanes, rows, size)).node
         return self.rec.reshape(self.rec.sum(flat, (1,), False).node, shape).node
 
+    def lift(self, t, shape, lanes):
+        """A tangent (lanes leading) broadcast to the tangent of a Var of `shape`."""
+        want = (lanes,) + tuple(shape)
+        if t.shape == want:
+            return t
+        inner = t.shape[1:]
+        padded = self.rec.reshape(t, (lanes,) + (1,) * (len(shape) - len(inner)) + inner).node
+        return self.rec.broadcast(padded, want).node
+
+    def matrices(self, var, count, rows, columns, lanes=None):
+        """var (a matrix or `count` of them; with `lanes`, a tangent) as count matrices
+        (times lanes): for an operand of a matmul instruction of `count` products."""
+        per = rows * columns
+        if per == 0:   # empty matrices: nothing to broadcast
+            return var
+        have = var.size // per
+        want = count * (lanes or 1)
+        if have == want or have == 1:
+            return var
+        # a single matrix (per lane) used by every product: broadcast it
+        shape = ((lanes,) if lanes else ()) + (have // (lanes or 1), rows, columns)
+        target = ((lanes,) if lanes else ()) + (count, rows, columns)
+        return self.rec.broadcast(self.rec.reshape(var, shape).node, target).node
+
+    def transposed(self, var, rows, columns):
+        """Each of var's (rows x columns) matrices transposed."""
+        count = var.size // (rows * columns) if rows * columns else 0   # (empty: none to read)
+        index = np.arange(var.size).reshape(count, rows, columns).transpose(0, 2, 1)
+        return self.rec.gather(var, index).node
+
+    def partials(self, instr, args, wanted):
+        """The partial derivatives of an elementwise instruction in the operands `wanted` (a
+        bool per operand; None for the others): each a number or a Var. A rule-table
+        expression that is a number, an operand ("a", "b", "x") or the instruction's own
+        output ("v": exp' is exp; "d") costs nothing; any other becomes the derivative
+        instruction of the next kind (unary_d, binary_da, ...), or, composed, the primal
+        operations of its composition."""
+        op = instr.params["op"]
+        if self.composed and instr.kind in ("unary", "binary"):
+            return self._composed_partials(instr, args, wanted)
+        forms = _FORMS.get((instr.kind, op))
+        if forms is None:
+            raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
+        names = {_OUTPUT_NAME[instr.kind]: self.primal[instr.outs[0]]}
+        names.update(zip(("x",) if len(args) == 1 else ("a", "b"), args))
+        partials = []
+        for (how, what), want in zip(forms, wanted):
+            if not want:
+                partials.append(None)
+            elif how == "name":
+                partials.append(names[what])
+            elif how == "number":
+                partials.append(what)
+            else:
+                partials.append(self.emit(what, args, instr.outs[0].shape, op=op))
+        return partials
+
+    def _composed_partials(self, instr, args, wanted):
+        """`partials` as compositions of primal operations, run on tracers of self.rec (a
+        constant operand as its value: zeta's order is no variable)."""
+        consts = self.rec.tape.consts
+        operands = [consts[a] if a in consts else self.t(a) for a in args]
+        operands.append(self.t(self.primal[instr.outs[0]]))
+        partials = []
+        for want, column in zip(wanted, rule_partials(instr.kind, instr.params["op"])):
+            value = column(*operands) if want else None
+            if value is None:
+                partials.append(None)
+            elif isinstance(value, Tracer) or np.ndim(value):   # (an array of constants too)
+                partials.append(self.rec.var_of(value))
+            else:   # (a number: a constant partial)
+                partials.append(float(value))
+        return partials
+
 
 # -- the partials of the elementwise kinds, from the rule table ---------------------------------
 
@@ -179,52 +255,6 @@ _FORMS = {
 }
 
 
-def _partials(tr, instr, args, wanted):
-    """The partial derivatives of an elementwise instruction in the operands `wanted` (a
-    bool per operand; None for the others): each a number or a Var. A rule-table
-    expression that is a number, an operand ("a", "b", "x") or the instruction's own
-    output ("v": exp' is exp; "d") costs nothing; any other becomes the derivative
-    instruction of the next kind (unary_d, binary_da, ...), or, composed, the primal
-    operations of its composition."""
-    op = instr.params["op"]
-    if tr.composed and instr.kind in ("unary", "binary"):
-        return _composed_partials(tr, instr, args, wanted)
-    forms = _FORMS.get((instr.kind, op))
-    if forms is None:
-        raise NotImplementedError("cyad: a third derivative is not supported by engine='tape'")
-    names = {_OUTPUT_NAME[instr.kind]: tr.primal[instr.outs[0]]}
-    names.update(zip(("x",) if len(args) == 1 else ("a", "b"), args))
-    partials = []
-    for (how, what), want in zip(forms, wanted):
-        if not want:
-            partials.append(None)
-        elif how == "name":
-            partials.append(names[what])
-        elif how == "number":
-            partials.append(what)
-        else:
-            partials.append(tr.emit(what, args, instr.outs[0].shape, op=op))
-    return partials
-
-
-def _composed_partials(tr, instr, args, wanted):
-    """`_partials` as compositions of primal operations, run on tracers of tr.rec (a constant
-    operand as its value: zeta's order is no variable)."""
-    consts = tr.rec.tape.consts
-    operands = [consts[a] if a in consts else tr.t(a) for a in args]
-    operands.append(tr.t(tr.primal[instr.outs[0]]))
-    partials = []
-    for want, column in zip(wanted, rule_partials(instr.kind, instr.params["op"])):
-        value = column(*operands) if want else None
-        if value is None:
-            partials.append(None)
-        elif isinstance(value, Tracer) or np.ndim(value):   # (an array of constants too)
-            partials.append(tr.rec.var_of(value))
-        else:   # (a number: a constant partial)
-            partials.append(float(value))
-    return partials
-
-
 # -- forward: tangents, lanes leading ------------------------------------------------------------
 
 def jvp(tape, values, lanes, wrt, names, seeded=(), tangents_of=None, composed=False):
@@ -250,7 +280,7 @@ def jvp(tape, values, lanes, wrt, names, seeded=(), tangents_of=None, composed=F
         tr.replay_primal(instr)
         if instr.kind == "guard" or all(t is None for t in tangents):
             continue
-        outs = _JVP[instr.kind](tr, instr, args, tangents, lanes)
+        outs = RULES[instr.kind].jvp(tr, instr, args, tangents, lanes)
         for old, t in zip(instr.outs, outs):
             if t is not None:
                 tangent[old] = t
@@ -268,128 +298,6 @@ def jvp(tape, values, lanes, wrt, names, seeded=(), tangents_of=None, composed=F
         [f"tangent{i}" for i in chosen]
     seeds = [tr.primal[tape.inputs[i]] for i in seeded] + tr.rec.tape.inputs[len(tape.inputs):]
     return _finish(tr.rec, outputs, inputs, out_names, seeds)
-
-
-def _lift(tr, t, shape, lanes):
-    """A tangent (lanes leading) broadcast to the tangent of a Var of `shape`."""
-    want = (lanes,) + tuple(shape)
-    if t.shape == want:
-        return t
-    inner = t.shape[1:]
-    padded = tr.rec.reshape(t, (lanes,) + (1,) * (len(shape) - len(inner)) + inner).node
-    return tr.rec.broadcast(padded, want).node
-
-
-def _jvp_unary(tr, instr, args, tangents, lanes):
-    return [tr.times(_partials(tr, instr, args, (True,))[0], tangents[0])]
-
-
-def _jvp_binary(tr, instr, args, tangents, lanes):
-    shape = instr.outs[0].shape
-    result = None
-    for t, partial in zip(tangents, _partials(tr, instr, args,
-                                              [t is not None for t in tangents])):
-        if t is not None:
-            result = tr.add(result, tr.times(partial, _lift(tr, t, shape, lanes)))
-    return [result]
-
-
-def _jvp_scale(tr, instr, args, tangents, lanes):
-    (a, b), (ta, tb) = args, tangents
-    shape = instr.outs[0].shape
-    result = None
-    if ta is not None:
-        result = tr.scale(_lift(tr, ta, shape, lanes), b)
-    if tb is not None:
-        result = tr.add(result, tr.scale(a, _lift(tr, tb, shape, lanes)))
-    return [result]
-
-
-def _jvp_select(tr, instr, args, tangents, lanes):
-    shape = instr.outs[0].shape
-    ta, tb = (tr.zero() if t is None else _lift(tr, t, shape, lanes) for t in tangents[1:])
-    return [tr.rec.elementwise_var("select", (args[0], ta, tb))]
-
-
-def _jvp_copy(tr, instr, args, tangents, lanes):
-    shape = instr.outs[0].shape
-    if args[0].size == instr.outs[0].size:   # a reshape
-        return [tr.rec.reshape(tangents[0], (lanes,) + shape).node]
-    return [_lift(tr, tangents[0], shape, lanes)]
-
-
-def _jvp_same(tr, instr, args, tangents, lanes):
-    # gather, scatter_add, sum_inner: row by row, so the lanes are rows
-    shape = (lanes,) + instr.outs[0].shape
-    return [tr.emit(instr.kind, (tangents[0],), shape, **instr.params)]
-
-
-def _matrices(tr, var, count, rows, columns, lanes=None):
-    """var (a matrix or `count` of them; with `lanes`, a tangent) as count matrices
-    (times lanes): for an operand of a matmul instruction of `count` products."""
-    per = rows * columns
-    if per == 0:   # empty matrices: nothing to broadcast
-        return var
-    have = var.size // per
-    want = count * (lanes or 1)
-    if have == want or have == 1:
-        return var
-    # a single matrix (per lane) used by every product: broadcast it
-    shape = ((lanes,) if lanes else ()) + (have // (lanes or 1), rows, columns)
-    target = ((lanes,) if lanes else ()) + (count, rows, columns)
-    return tr.rec.broadcast(tr.rec.reshape(var, shape).node, target).node
-
-
-def _jvp_matmul(tr, instr, args, tangents, lanes):
-    m, k, n = (instr.params[p] for p in "mkn")
-    count = instr.outs[0].size // (m * n) if m * n else 0
-    shape = (lanes,) + instr.outs[0].shape
-    result = None
-    (a, b), (ta, tb) = args, tangents
-    if ta is not None:
-        left = _matrices(tr, ta, count, m, k, lanes)
-        right = b if b.size == k * n else _matrices(tr, tr.rec.broadcast(
-            b, (lanes,) + b.shape).node, count, k, n, lanes)
-        result = tr.emit("matmul", (left, right), shape, m=m, k=k, n=n)
-    if tb is not None:
-        left = a if a.size == m * k else _matrices(tr, tr.rec.broadcast(
-            a, (lanes,) + a.shape).node, count, m, k, lanes)
-        right = _matrices(tr, tb, count, k, n, lanes)
-        result = tr.add(result, tr.emit("matmul", (left, right), shape, m=m, k=k, n=n))
-    return [result]
-
-
-def _jvp_python(tr, instr, args, tangents, lanes):
-    entry, params = instr.params["entry"], instr.params["params"]
-    if entry is None or entry.kind == "constant":
-        return [None] * len(instr.outs)
-    primals = [tr.t(a) for a in args]
-    if entry.kind == "primitive":
-        _, touts = entry.jvp(primals, [None if t is None else tr.t(t) for t in tangents],
-                             **params)
-    else:   # linear: impl on the tangents, lanes moved last (the table's `extra` axis)
-        moved = []
-        for a, t in zip(args, tangents):
-            if t is None:
-                t = tr.rec.emit("zeros", (), (lanes,) + a.shape).node
-            moved.append(np.moveaxis(tr.t(t), 0, -1))
-        touts = np.moveaxis(entry.impl(*moved, extra=1, **params), -1, 0)
-    touts = touts if isinstance(touts, tuple) else (touts,)
-    return [None if t is None else tr.rec.var_of(t) for t in touts]
-
-
-def _jvp_none(tr, instr, args, tangents, lanes):
-    return [None] * len(instr.outs)
-
-
-_JVP = {
-    "unary": _jvp_unary, "unary_d": _jvp_unary, "unary_d2": _jvp_unary,
-    "binary": _jvp_binary, "binary_da": _jvp_binary, "binary_db": _jvp_binary,
-    "binary_daa": _jvp_binary, "binary_dab": _jvp_binary, "binary_dbb": _jvp_binary,
-    "scale": _jvp_scale, "compare": _jvp_none, "select": _jvp_select, "copy": _jvp_copy,
-    "gather": _jvp_same, "scatter_add": _jvp_same, "sum_inner": _jvp_same,
-    "matmul": _jvp_matmul, "zeros": _jvp_none, "python": _jvp_python,
-}
 
 
 # -- reverse: cotangents ------------------------------------------------------------------------
@@ -421,7 +329,8 @@ def vjp(tape, values, wrt, names, lanes=None, unit=False, composed=False):
             continue
         args = [tr.primal[a] for a in instr.args]
         wanted = [a in active and a.dtype != bool for a in instr.args]
-        for old, c in zip(instr.args, _VJP[instr.kind](tr, instr, args, cts, wanted, lanes)):
+        for old, c in zip(instr.args, RULES[instr.kind].vjp(tr, instr, args, cts, wanted,
+                                                            lanes)):
             if c is not None and old in active and old.dtype != bool:
                 cotangent[old] = tr.add(cotangent.get(old), c)
     outputs = [tr.primal[y]]
@@ -433,131 +342,6 @@ def vjp(tape, values, wrt, names, lanes=None, unit=False, composed=False):
     out_names = ["value"] + ["ct" + names[i] for i in wrt]
     return _finish(tr.rec, outputs, list(names) + ([] if unit else ["ct"]), out_names,
                    [ct_input])
-
-
-def _vjp_unary(tr, instr, args, cts, wanted, lanes):
-    return [tr.times(_partials(tr, instr, args, (True,))[0], cts[0])]
-
-
-def _vjp_binary(tr, instr, args, cts, wanted, lanes):
-    products = [None if partial is None else tr.times(partial, cts[0])
-                for partial in _partials(tr, instr, args, wanted)]
-    return [None if g is None else tr.sum_leading(g, a.size, a.shape, lanes)
-            for a, g in zip(args, products)]
-
-
-def _vjp_scale(tr, instr, args, cts, wanted, lanes):
-    (a, b), g = args, cts[0]
-    return [tr.sum_leading(tr.scale(g, b), a.size, a.shape, lanes) if wanted[0] else None,
-            tr.sum_leading(tr.scale(a, g), b.size, b.shape, lanes) if wanted[1] else None]
-
-
-def _vjp_select(tr, instr, args, cts, wanted, lanes):
-    c, a, b = args
-    g, zero = cts[0], tr.zero()
-    result = [None, None, None]
-    if wanted[1]:
-        result[1] = tr.sum_leading(tr.rec.elementwise_var("select", (c, g, zero)), a.size,
-                                   a.shape, lanes)
-    if wanted[2]:
-        result[2] = tr.sum_leading(tr.rec.elementwise_var("select", (c, zero, g)), b.size,
-                                   b.shape, lanes)
-    return result
-
-
-def _vjp_copy(tr, instr, args, cts, wanted, lanes):
-    return [tr.sum_leading(cts[0], args[0].size, args[0].shape, lanes)]
-
-
-def _lanes_shape(shape, lanes):
-    return tuple(shape) if lanes is None else (lanes,) + tuple(shape)
-
-
-# gather, scatter_add and sum_inner work row by row: lanes are rows
-def _vjp_gather(tr, instr, args, cts, wanted, lanes):
-    return [tr.emit("scatter_add", (cts[0],), _lanes_shape(args[0].shape, lanes),
-                    index=instr.params["index"])]
-
-
-def _vjp_scatter_add(tr, instr, args, cts, wanted, lanes):
-    return [tr.emit("gather", (cts[0],), _lanes_shape(args[0].shape, lanes),
-                    index=instr.params["index"])]
-
-
-def _vjp_sum_inner(tr, instr, args, cts, wanted, lanes):
-    k = instr.params["k"]
-    index = np.repeat(np.arange(instr.outs[0].size, dtype=np.int64), k)
-    return [tr.emit("gather", (cts[0],), _lanes_shape(args[0].shape, lanes), index=index)]
-
-
-def _transposed(tr, var, rows, columns):
-    """Each of var's (rows x columns) matrices transposed."""
-    count = var.size // (rows * columns) if rows * columns else 0   # (empty: none to read)
-    index = np.arange(var.size).reshape(count, rows, columns).transpose(0, 2, 1)
-    return tr.rec.gather(var, index).node
-
-
-def _vjp_matmul(tr, instr, args, cts, wanted, lanes):
-    m, k, n = (instr.params[p] for p in "mkn")
-    (a, b), g = args, cts[0]
-    count = instr.outs[0].size // (m * n) if m * n else 0
-    result = [None, None]
-
-    def per_lane(matrices, rows, columns):
-        # a primal operand's matrices, one set per lane unless there is a single one
-        if lanes is None or matrices.size == rows * columns:
-            return matrices
-        return _matrices(tr, tr.rec.broadcast(matrices, (lanes,) + matrices.shape).node,
-                         count, rows, columns, lanes)
-
-    products = _lanes_shape((count,), lanes)
-    if wanted[0]:
-        ga = tr.emit("matmul", (g, per_lane(_transposed(tr, b, k, n), n, k)),
-                     products + (m, k), m=m, k=n, n=k)
-        result[0] = tr.sum_leading(ga, a.size, a.shape, lanes)
-    if wanted[1]:
-        gb = tr.emit("matmul", (per_lane(_transposed(tr, a, m, k), k, m), g),
-                     products + (k, n), m=k, k=m, n=n)
-        result[1] = tr.sum_leading(gb, b.size, b.shape, lanes)
-    return result
-
-
-def _vjp_python(tr, instr, args, cts, wanted, lanes):
-    entry, params = instr.params["entry"], instr.params["params"]
-    if entry is None or entry.kind == "constant":
-        return [None] * len(args)
-    primals = [tr.t(a) for a in args]
-    cts = [tr.t(tr.rec.emit("zeros", (), _lanes_shape(v.shape, lanes)).node if c is None
-                else c) for v, c in zip(instr.outs, cts)]
-
-    def pull(cts):
-        g = tuple(cts) if len(cts) > 1 else cts[0]
-        if entry.kind == "primitive":
-            return entry.vjp(primals, g, **params)
-        return entry.transpose(g, [a.shape for a in args], **params)
-
-    if lanes is None:
-        result = pull(cts)
-    else:   # the table's rules take one cotangent: a pull per lane, the results stacked
-        pulled = [pull([c[lane] for c in cts]) for lane in range(lanes)]
-        result = [None if pulled[0][i] is None else
-                  np.stack([np.reshape(p[i], a.shape) for p in pulled])
-                  for i, a in enumerate(args)]
-    return [None if r is None else tr.rec.var_of(r) for r in result]
-
-
-def _vjp_none(tr, instr, args, cts, wanted, lanes):
-    return [None] * len(args)
-
-
-_VJP = {
-    "unary": _vjp_unary, "unary_d": _vjp_unary, "unary_d2": _vjp_unary,
-    "binary": _vjp_binary, "binary_da": _vjp_binary, "binary_db": _vjp_binary,
-    "binary_daa": _vjp_binary, "binary_dab": _vjp_binary, "binary_dbb": _vjp_binary,
-    "scale": _vjp_scale, "compare": _vjp_none, "select": _vjp_select, "copy": _vjp_copy,
-    "gather": _vjp_gather, "scatter_add": _vjp_scatter_add, "sum_inner": _vjp_sum_inner,
-    "matmul": _vjp_matmul, "zeros": _vjp_none, "python": _vjp_python,
-}
 
 
 # -- exact peepholes -----------------------------------------------------------------------------
