@@ -1,3 +1,5 @@
+import ctypes
+import gc
 import importlib.machinery
 import importlib.util
 import itertools
@@ -160,3 +162,20 @@ def example(tmp_path_factory):
 
     folder = _built_once(tmp_path_factory, "example", build)
     return _load("cyad_examples", folder / "cython" / "build")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_module_memory():
+    """After each module, JAX's compiled references are dropped (the modules' caches keep
+    the arrays they computed, not the executables) and freed memory is handed back to the
+    system: a worker then holds about what its largest module needs, not the sum of all."""
+    yield
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.clear_caches()
+    gc.collect()
+    _LIBC_TRIM(0)
+
+
+# glibc keeps freed memory for reuse unless asked to return it (elsewhere: nothing to do)
+_LIBC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", lambda pad: 0)

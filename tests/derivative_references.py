@@ -136,9 +136,17 @@ def _forward_twice(f, x):
     return value, jac, second
 
 
+# programs per JAX computation: one computation of many compiles faster than one per
+# program, but XLA's memory while compiling grows with it (2 GB for 108 programs at once)
+PROGRAMS_PER_COMPUTATION = 16
+
+
 def by_jax(programs):
     """For every (program, x) of `programs`, the Derivatives of each array it returns,
     by JAX in float64."""
+    if len(programs) > PROGRAMS_PER_COMPUTATION:
+        return [result for start in range(0, len(programs), PROGRAMS_PER_COMPUTATION)
+                for result in by_jax(programs[start:start + PROGRAMS_PER_COMPUTATION])]
     def derivatives(points):
         return [_forward_twice(lambda s, program=program: program(jnp, s), x)
                 for (program, _), x in zip(programs, points)]
