@@ -42,7 +42,7 @@
 #   pointers of the prep's dtype and shapes. Its public part is its first member,
 #   `entry_points`: one function pointer per entry point and dtype (pushforward_f64,
 #   pushforward_f32, value_and_pushforward_f64, ... value_and_pullback_f32, in
-#   cyad/_api.pxd), each taking p first and the entry point's other arguments. The
+#   cyad/_c_api.pxd), each taking p first and the entry point's other arguments. The
 #   *_nogil functions are inline: each is one call through that table (the fused type
 #   picks the slot).
 #   The table is append-only: slots keep their place and meaning, new ones come at its
@@ -71,7 +71,7 @@
 #   when their functions are C functions: make one prep per thread.
 
 from cyad._signatures cimport cyad_f64, cyad_f32, cyad2_f64, cyad2_f32, cyad_function
-from cyad._api cimport (
+from cyad._c_api cimport (
     cyad_prep, cyad_entry_points, prep_handle, raise_status, wrap, function_of,
     raise_function_status,
     PYTHON_ERROR, WRONG_CALL, PREP_BUSY, OVERLAPPING_OUTPUTS, NO_MEMORY,

@@ -2,8 +2,8 @@
 
 The examples in the docstrings assume ``import numpy as np`` and ``import cyad``.
 """
-from cyad import _scipy_dispatch
-from cyad._custom import CustomFunction, custom_derivative
+from cyad._primitives import scipy_dispatch as _scipy_dispatch
+from cyad._primitives.custom import CustomFunction, custom_derivative
 from cyad._dual.array import Dual
 from cyad._dual.engine import default_chunk
 from cyad._reporting.explain import explain

@@ -1,4 +1,4 @@
-# Type stubs of cyad/_api.pyx: the statuses of the nogil entry points (cimport cyad).
+# Type stubs of cyad/_c_api.pyx: the statuses of the nogil entry points (cimport cyad).
 from typing import Final
 
 # statuses of the nogil entry points besides 0 and the function's own

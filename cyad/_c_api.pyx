@@ -1,13 +1,13 @@
 """cyad's public C-level calls of a prep: the handle behind `cimport cyad`.
 
 A downstream module sees a `cyad_prep` handle whose only public part is its table of
-nogil entry points (cyad/_api.pxd); here it is the prep's engine-neutral
+nogil entry points (cyad/_c_api.pxd); here it is the prep's engine-neutral
 `prep_header` (cyad/_core.pxd), which starts with that table. The prep fills the table
 (Prep.set_output): its engine's function in every slot the prep answers, a refusal
-elsewhere. The entry points themselves are inline in cyad/_api.pxd, so that a
+elsewhere. The entry points themselves are inline in cyad/_c_api.pxd, so that a
 downstream call makes one indirect call, straight into the engine.
 """
-from cyad._api cimport PYTHON_ERROR
+from cyad._c_api cimport PYTHON_ERROR
 from cyad._core cimport Prep
 from cyad._wrapper cimport FunctionWrapper, wrap as _wrap
 from cyad._wrapper import FunctionError

@@ -1,6 +1,6 @@
 """The core every engine and operator family shares: the engine-neutral `Prep`, the
-`Engine` base, the handle's table of nogil entry points, calls in parts and the
-protection of inputs that outputs overlap.
+`Engine` base, the handle's table of nogil entry points and calls in parts (the
+protection of inputs that outputs overlap is cyad/_overlap.pyx).
 
 A prep is made once per call signature (family, x's shape and dtype, one- or
 two-argument form, chunk, engine) and checks every later call against it. The base
@@ -19,35 +19,17 @@ struct usable without the GIL whose `run` pointer is the engine's whole call for
 prep's family. A prepared call checks its arguments here, then makes that one call:
 without the GIL when the engine runs no Python callable (a C function on the dual
 engine, cyad.record's among them), so that Python threads with a prep each overlap.
-The header starts with the public table of nogil entry points (cyad/_api.pxd): the
+The header starts with the public table of nogil entry points (cyad/_c_api.pxd): the
 prep fills it (install_entry_points) with its engine's function for each entry point
 it answers, in its dtype, and a refusal (WRONG_CALL) elsewhere, so that a call from
 Cython is one indirect call into the engine, which claims, protects and runs in one.
 
 Calls in parts (workers=k): a prep whose engine splits its calls (`Engine.splits`: a C
 function on the dual engine, a tape's chunked families) holds k - 1 more preps of its
-signature. A call protects its inputs once, then runs k parts at once on the pool of
-cyad/_parallel/threads.pyx, part j on prep j (0: this one), each the chunks part_chunks gives it
-(cyad/_core.pxd), writing its own results; part 0 alone writes f's value, y and a
-first-order result, the others read y's incoming values from copies.
-
-Outputs that overlap inputs: like a NumPy ufunc given an overlapping out=, a call
-reads its inputs as they were when it started. An engine reads x and the tangents
-(or cotangents) in every evaluation and writes outputs after each, so every call of
-an engine's `run` (Prep.call here, the engine's nogil entry points) first calls
-`protect_inputs` (cyad/_core.pxd): an input that shares memory with an output is
-copied once, into the prep's scratch, and the engine runs on the copy. y needs no
-copy: it is an output itself, which no other output may share memory with. Outputs
-that share memory would leave a result that depends on the order of the writes:
-OVERLAPPING_OUTPUTS, but for f's value written to y itself (the two-argument value
-forms). Every buffer is C-contiguous: the bytes [start, start + count * itemsize),
-whose sizes the header holds. A call with one result has at most four outputs and two
-inputs (x and a tangent or cotangent), compared pair by pair in registers (`may_meet`:
-a handful of comparisons where nothing meets, the usual case). Otherwise, and for a
-batch, `protect_slowly` records the outputs in the prep (to name two that overlap); a
-batch's outputs (one per tangent or cotangent) are sorted by address, so that
-neighbours tell whether they are disjoint, and an input outside the span of all of
-them is told by two comparisons, one inside placed among them by bisection.
+signature. A call protects its inputs once, then runs k parts at once
+(cyad/_parallel/parts.pyx), part j on prep j (0: this one), each writing its own results;
+part 0 alone writes f's value, y and a first-order result, the others read y's incoming
+values from copies.
 """
 import numpy as np
 
@@ -55,12 +37,12 @@ cimport numpy as cnp
 from cpython.float cimport PyFloat_Check
 from cpython.long cimport PyLong_Check
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
 
 from cyad._fused cimport real
 
-from cyad._api cimport PYTHON_ERROR, WRONG_CALL, OVERLAPPING_OUTPUTS, NO_MEMORY
-from cyad._parallel.threads cimport run_watched
+from cyad._c_api cimport PYTHON_ERROR, WRONG_CALL, OVERLAPPING_OUTPUTS, NO_MEMORY
+from cyad._overlap cimport span, Y_OUTPUT, VALUE_OUTPUT, FIRST_OUTPUT, protect_inputs
+from cyad._parallel.parts cimport part_call, run_parts
 from cyad._dual.array import Dual as _DualType
 from cyad._wrapper import FunctionError, is_python_function
 from cyad._engines import engine_type
@@ -84,154 +66,7 @@ cdef int refuse_busy(object prep) except -1:
     return 0
 
 
-# -- outputs that overlap inputs: the slow path (the module docstring) --------------------
-
-cdef enum:
-    # which output a span is, besides result k (k >= 0); in the order outputs are named
-    Y_OUTPUT = -3
-    VALUE_OUTPUT = -2
-    FIRST_OUTPUT = -1
-
-ctypedef struct span:      # an output's bytes
-    uintptr_t start
-    uintptr_t end
-    Py_ssize_t output      # Y_OUTPUT, VALUE_OUTPUT, FIRST_OUTPUT or the result's index
-
-
-cdef inline void add_span(span* s, Py_ssize_t* n, const void* start, Py_ssize_t size,
-                          Py_ssize_t output) noexcept nogil:
-    # an output of `size` bytes, if given (an empty one meets nothing)
-    if start != NULL and size > 0:
-        s[n[0]].start = <uintptr_t>start
-        s[n[0]].end = <uintptr_t>start + <uintptr_t>size
-        s[n[0]].output = output
-        n[0] += 1
-
-
-cdef inline span input_span(const void* start, Py_ssize_t size) noexcept nogil:
-    cdef span a
-    a.start = <uintptr_t>start
-    a.end = a.start + <uintptr_t>size
-    return a
-
-
-cdef inline bint disjoint(const span* a, const span* b) noexcept nogil:
-    return a.end <= b.start or b.end <= a.start
-
-
-cdef void sort_spans(span* s, Py_ssize_t n) noexcept nogil:
-    # by start address: Shell's sort (gaps 1, 4, 13, ...)
-    cdef Py_ssize_t gap = 1, i, j
-    cdef span t
-    while gap < n // 3:
-        gap = 3 * gap + 1
-    while gap > 0:
-        for i in range(gap, n):
-            t = s[i]
-            j = i
-            while j >= gap and s[j - gap].start > t.start:
-                s[j] = s[j - gap]
-                j -= gap
-            s[j] = t
-        gap //= 3
-
-
-cdef inline bint meets(const span* s, Py_ssize_t n, bint by_address, uintptr_t low,
-                       uintptr_t high, const void* input, Py_ssize_t size) noexcept nogil:
-    """Whether the input's `size` bytes meet one of the n outputs s (disjoint, sorted by
-    address if by_address), all within [low, high)."""
-    cdef span a = input_span(input, size)
-    cdef Py_ssize_t i, lo = 0, hi = n - 1, mid
-    if a.end <= low or a.start >= high:
-        return False
-    if not by_address:
-        for i in range(n):
-            if not disjoint(&a, &s[i]):
-                return True
-        return False
-    while lo < hi:
-        # the first output that ends after the input starts
-        mid = (lo + hi) // 2
-        if s[mid].end > a.start:
-            hi = mid
-        else:
-            lo = mid + 1
-    return s[lo].start < a.end
-
-
-cdef int protect_slowly(prep_header* h, const void** x, const void* const** tangents,
-                        void* y, void* value, void* first, void** results) noexcept nogil:
-    """protect_inputs for a batch, or where something may overlap: the outputs recorded in
-    the prep's spans."""
-    cdef span* s = <span*>h.spans
-    cdef Py_ssize_t n = 0, i, j, count = h.results, copies, need
-    cdef Py_ssize_t x_bytes = h.x_bytes, t_bytes = h.tangent_bytes
-    cdef Py_ssize_t pointers = count * sizeof(void*)
-    cdef bint by_address = count > 1
-    cdef uintptr_t low, high
-    cdef const void** copied
-    cdef char* data
-    add_span(s, &n, y, h.y_bytes, Y_OUTPUT)
-    if value != y:
-        add_span(s, &n, value, h.y_bytes, VALUE_OUTPUT)
-    add_span(s, &n, first, h.first_bytes, FIRST_OUTPUT)
-    for i in range(count):
-        add_span(s, &n, results[i], h.result_bytes, i)
-    if n == 0:
-        return 0
-    # the outputs against one another
-    if by_address:
-        sort_spans(s, n)
-        for i in range(n - 1):
-            if s[i].end > s[i + 1].start:
-                h.overlapping[0], h.overlapping[1] = i, i + 1
-                return OVERLAPPING_OUTPUTS
-        low, high = s[0].start, s[n - 1].end
-    else:
-        low, high = s[0].start, s[0].end
-        for i in range(1, n):
-            for j in range(i):
-                if not disjoint(&s[i], &s[j]):
-                    h.overlapping[0], h.overlapping[1] = j, i
-                    return OVERLAPPING_OUTPUTS
-            low, high = min(low, s[i].start), max(high, s[i].end)
-    # the inputs against them
-    copies = 0
-    if tangents[0] != NULL:
-        for i in range(count):
-            copies += meets(s, n, by_address, low, high, tangents[0][i], t_bytes)
-    need = copies * t_bytes
-    if meets(s, n, by_address, low, high, x[0], x_bytes):
-        copies += 1
-        need += x_bytes
-    if copies == 0:
-        return 0
-    # the scratch: the tangents' pointers, then the copies; kept for later calls
-    if pointers + need > h.scratch_bytes:
-        free(h.scratch)
-        h.scratch_bytes = 0
-        h.scratch = malloc(pointers + need)
-        if h.scratch == NULL:
-            return NO_MEMORY
-        h.scratch_bytes = pointers + need
-    data = <char*>h.scratch + pointers
-    if meets(s, n, by_address, low, high, x[0], x_bytes):
-        memcpy(data, x[0], x_bytes)
-        x[0] = data
-        data += x_bytes
-    if tangents[0] != NULL:
-        copied = <const void**>h.scratch
-        for i in range(count):
-            copied[i] = tangents[0][i]
-            if meets(s, n, by_address, low, high, copied[i], t_bytes):
-                memcpy(data, copied[i], t_bytes)
-                copied[i] = data
-                data += t_bytes
-        tangents[0] = copied
-    return 0
-
-
-# -- the handle's table of nogil entry points (cyad/_api.pxd) -------------------------------
+# -- the handle's table of nogil entry points (cyad/_c_api.pxd) -----------------------------
 #
 # A slot the prep does not answer (another dtype, or an operator its family or its shape
 # does not serve) holds a refusal of that slot's signature.
@@ -308,7 +143,7 @@ cdef class Engine:
     figures: directions, chunk, width, evaluations, is_python, input_dual.
 
     Every engine sets `entry_points` when it is made: its nogil entry points, one in
-    every slot of the public table (cyad/_api.pxd), each a whole call (claim, checks,
+    every slot of the public table (cyad/_c_api.pxd), each a whole call (claim, checks,
     protect_inputs, the run, release) for a prep that answers that entry point; the
     prep installs in its handle those it answers (install_entry_points).
     """
@@ -382,24 +217,6 @@ cdef class Engine:
     def holds_gil(self):
         """Whether its calls evaluate a Python f, holding the GIL for each evaluation."""
         return self.is_python and not self.replays_tape
-
-
-# -- calls in parts (workers=) -------------------------------------------------------------
-
-ctypedef struct part_call:
-    prep_header* h
-    const void* x
-    const void* const* tangents
-    void* y
-    void* value
-    void* first
-    void** results
-    int status
-
-
-cdef void run_part(void* context, Py_ssize_t part) noexcept nogil:
-    cdef part_call* c = (<part_call*>context) + part
-    c.status = c.h.run(c.h, c.x, c.tangents, c.y, c.value, c.first, c.results)
 
 
 # -- the base of every prep ---------------------------------------------------------------
@@ -643,7 +460,7 @@ cdef class Prep:
             fp = NULL if first is None else _data(first)
             status = protect_inputs(self.handle, &xp, &tp, yp, vp, fp, self.outs)
             if status == 0 and self.part_preps is not None:
-                status = self.run_parts(x, xp, tp, yp, vp, fp)
+                status = run_parts(self, x, xp, tp, yp, vp, fp)
             elif status == 0 and self.without_gil:
                 with nogil:
                     status = self.handle.run(self.handle, xp, tp, yp, vp, fp, self.outs)
@@ -661,63 +478,6 @@ cdef class Prep:
             return (value, first, main)
         finally:
             self.end()
-
-    cdef int run_parts(self, object x_array, const void* x, const void* const* tangents,
-                       void* y, void* value, void* first) except? -1:
-        """The call in parts at once, each on its prep (part 0 on this one): the status
-        of the first part that failed, or 0 (the others' errors dropped). The caller
-        waits without the GIL; Ctrl-C stops every part at its next chunk and raises
-        KeyboardInterrupt. Allocates nothing once the parts have learnt f's output."""
-        cdef Py_ssize_t k, failed = -1, begun = 0, parts = len(self.part_preps) + 1
-        cdef part_call* calls = <part_call*>self.part_calls
-        cdef Prep part
-        cdef int cancel = 0
-        try:
-            for k in range(1, parts):
-                part = <Prep>self.part_preps[k - 1]
-                part.bind(self.engine_state.bound)
-                part.begin()
-                begun += 1
-                if part.out_shape is None:
-                    part.engine_state.discover(part, x_array)
-            if y != NULL and self.part_ys is None:
-                self.part_ys = [np.empty(self.out_shape, self.dtype) for _ in range(1, parts)]
-            for k in range(parts):
-                part = self if k == 0 else <Prep>self.part_preps[k - 1]
-                calls[k].h = part.handle
-                calls[k].x = x
-                calls[k].tangents = tangents
-                calls[k].results = self.outs
-                # f's value, y's final values and a first-order result from part 0; the
-                # others read y's incoming values from copies
-                calls[k].y = y if k == 0 or y == NULL else _data(self.part_ys[k - 1])
-                calls[k].value = value if k == 0 else NULL
-                calls[k].first = first if k == 0 else NULL
-                calls[k].status = 0
-                if k > 0 and y != NULL:
-                    memcpy(calls[k].y, y, self.handle.y_bytes)
-                part.handle.part = <int>k
-                part.handle.parts = <int>parts
-                part.handle.cancel = &cancel
-            run_watched(run_part, calls, parts, <int>parts, &cancel)
-            for k in range(parts):
-                if calls[k].status != 0:
-                    if failed < 0:
-                        failed = k
-                    elif k > 0:    # an error not reported: dropped
-                        (<Prep>self.part_preps[k - 1]).engine_state.python_error()
-            if failed > 0:   # its error is that part's prep's
-                (<Prep>self.part_preps[failed - 1]).raise_for(calls[failed].status)
-            return calls[0].status
-        finally:
-            self.handle.parts = 1
-            self.handle.cancel = NULL
-            for k in range(begun):
-                part = <Prep>self.part_preps[k]
-                part.handle.parts = 1
-                part.handle.cancel = NULL
-                part.engine_state.quiet()
-                part.end()
 
     def _set_workers(self, int workers, list parts):
         """Run calls in `workers` parts at once, parts 1 ... workers - 1 on `parts` (preps

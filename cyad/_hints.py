@@ -90,7 +90,7 @@ def conversion_refused(what, general):
     site, library = _refusal_site(sys._getframe(1))
     advice = _advice(site or "", library)
     if library.startswith("scipy"):
-        from cyad._scipy_dispatch import scipy_hint
+        from cyad._primitives.scipy_dispatch import scipy_hint
         advice = scipy_hint(2) or advice
     return TypeError(f"cyad: {what}: that would drop its derivative.{_site_text(site, library)} "
                      + (advice.strip() or general))

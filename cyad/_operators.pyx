@@ -8,7 +8,7 @@ it runs without a prep, but refuses one that another call is using, as every cal
 does. The operators are compiled so that a prepared call with `out=` creates no
 Python objects: keyword arguments are parsed without a dict, and the result is the
 caller's own buffer (or pair of buffers). The docstrings share their common blocks
-(cyad/_docs.py).
+(cyad/_docstrings.py).
 """
 import warnings
 
@@ -22,7 +22,7 @@ from cyad._families import PREP_TYPES as _PREP_TYPES
 from cyad._engines import engine_type
 from cyad._dual.array cimport differentiating
 from cyad._wrapper cimport is_python_function, FunctionWrapper
-from cyad import _docs, _engines, _nested
+from cyad import _docstrings, _engines, _nested
 from cyad._reporting import warnings as _warnings
 
 
@@ -1121,7 +1121,7 @@ cdef object _scalar_tuple(tuple r, object out):
     return tuple([_scalar_result(x, None) for x in r])
 
 
-# -- the docstrings' shared fragments (cyad/_docs.py) -------------------------------------
+# -- the docstrings' shared fragments (cyad/_docstrings.py) -------------------------------
 
 for _family, _prepare, _operator, _value_operator, _order, _what in [
         (PUSHFORWARD, prepare_pushforward, pushforward, value_and_pushforward, "first-order",
@@ -1136,8 +1136,9 @@ for _family, _prepare, _operator, _value_operator, _order, _what in [
         (HVP, prepare_hvp, hvp, gradient_and_hvp, "second-order", None),
         (HESSIAN, prepare_hessian, hessian, value_gradient_and_hessian, "second-order", None)]:
     _default = _engines.default_text(_FAMILY_NAMES[_family])
-    _docs.fill(_prepare, operator=_operator.__name__, value_operator=_value_operator.__name__,
-               order=_order, what=_what, default=_default)
-    _docs.fill(_operator, prepare=_prepare.__name__, what=_what, default=_default)
-    _docs.fill(_value_operator, prepare=_prepare.__name__, what=_what, default=_default)
+    _docstrings.fill(_prepare, operator=_operator.__name__,
+                     value_operator=_value_operator.__name__, order=_order, what=_what,
+                     default=_default)
+    _docstrings.fill(_operator, prepare=_prepare.__name__, what=_what, default=_default)
+    _docstrings.fill(_value_operator, prepare=_prepare.__name__, what=_what, default=_default)
 del _family, _prepare, _operator, _value_operator, _order, _what, _default

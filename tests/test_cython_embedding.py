@@ -239,7 +239,7 @@ def test_a_python_callable_through_the_nogil_entry_point(c_hooks):
 
     prep = cyad.prepare_jacobian(fails, x, y=y)
     status = c_hooks.jacobian_without_gil(prep, x, y, jacobian)
-    assert status == cyad._api.PYTHON_ERROR
+    assert status == cyad._c_api.PYTHON_ERROR
     with pytest.raises(LookupError, match="inside f"):
         prep.raise_for_status(status)
 
@@ -247,7 +247,7 @@ def test_a_python_callable_through_the_nogil_entry_point(c_hooks):
 def test_an_entry_point_of_another_dtype_is_refused(c_hooks, example):
     prep = cyad.prepare_gradient(example.rosenbrock_function(), np.ones(3))
     status = c_hooks.gradient_without_gil_float32(prep, np.ones(3, np.float32))
-    assert status == cyad._api.WRONG_CALL
+    assert status == cyad._c_api.WRONG_CALL
     with pytest.raises(ValueError, match="another dtype or operator"):
         prep.raise_for_status(status)
 
@@ -314,15 +314,15 @@ def test_hessians_in_a_nogil_loop(example, chunk):
 def test_the_example_compiles_against_no_cyad_type_or_struct(example):
     # cimport cyad declares no cdef class and no prep's or engine's state: the example's C
     # knows the handle's public table of entry points and calls through it, and imports
-    # three functions of cyad._api; no layout inside cyad reaches it. (The rule code it
+    # three functions of cyad._c_api; no layout inside cyad reaches it. (The rule code it
     # inlines calls SciPy's kernels through the C functions of cyad._rules.special_kernels,
     # which holds no type either.)
     source = next(pathlib.Path(example.__file__).parent.glob("*.p/*.c")).read_text()
     types = re.findall(r'__Pyx_ImportType\w*\(\w+, "(cyad[\w.]*)", "(\w+)"', source)
     assert types == []
     modules = set(re.findall(r'PyImport_ImportModule\("(cyad[\w.]*)"\)', source))
-    assert modules == {"cyad._api", "cyad._rules.special_kernels"}
-    imported = set(re.findall(r"\(void \(\*\*\)\(void\)\)&__pyx_f_4cyad_4_api_(\w+)", source))
+    assert modules == {"cyad._c_api", "cyad._rules.special_kernels"}
+    imported = set(re.findall(r"\(void \(\*\*\)\(void\)\)&__pyx_f_4cyad_6_c_api_(\w+)", source))
     assert imported == {"prep_handle", "raise_status", "wrap", "function_of",
                         "raise_function_status"}
     for entry_point in ["gradient_f64", "jacobian_f64", "hessian_f64", "pullback_f64"]:
@@ -353,7 +353,7 @@ def test_an_entry_point_of_another_family_is_refused(c_hooks, example):
         c_hooks.pushforward_without_gil(two_tangents, x, v, np.zeros(1)),
         c_hooks.gradient_without_gil(vector, x, np.zeros(3), np.zeros(3)),
     ]
-    assert refused == [cyad._api.WRONG_CALL] * len(refused)
+    assert refused == [cyad._c_api.WRONG_CALL] * len(refused)
     # and each answers its own
     out, h = np.zeros(3), np.zeros((3, 3))
     assert c_hooks.hvp_without_gil(hvp, x, v, out) == 0
@@ -484,7 +484,7 @@ def test_every_slot_of_the_table_answers_or_refuses(c_hooks, make, prep_dtype):
                 # buffers ample for any prep here, of the entry point's arity
                 arrays = [np.full(64, np.nan, dtype) for _ in range(5)]
                 status = c_hooks.entry_point_without_gil(entry, prep, dtype, *arrays)
-                assert status == cyad._api.WRONG_CALL, (entry, dtype)
+                assert status == cyad._c_api.WRONG_CALL, (entry, dtype)
                 assert all(np.isnan(a).all() for a in arrays)
 
 

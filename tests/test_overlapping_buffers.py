@@ -586,7 +586,7 @@ def test_nogil_outputs_that_overlap_are_refused(c_hooks):
     prep = cyad.prepare_jacobian(C.F_in_place, x0, y=np.zeros(N))
     out = np.zeros((N, N))
     status = c_hooks.jacobian_without_gil(prep, x0, out[1], out)
-    assert status == cyad._api.OVERLAPPING_OUTPUTS
+    assert status == cyad._c_api.OVERLAPPING_OUTPUTS
     with pytest.raises(ValueError, match="y and the Jacobian output share memory"):
         prep.raise_for_status(status)
     assert not out.any()       # refused before anything was written
@@ -596,7 +596,7 @@ def test_nogil_gradient_into_x_and_its_value_in_x(c_hooks):
     x0, _, _ = points(np.float64)
     prep = cyad.prepare_gradient(C.g, x0, chunk=2)
     x = np.array(x0)
-    assert c_hooks.gradient_without_gil(prep, x, x[2:3], x) == cyad._api.OVERLAPPING_OUTPUTS
+    assert c_hooks.gradient_without_gil(prep, x, x[2:3], x) == cyad._c_api.OVERLAPPING_OUTPUTS
     assert_array_equal(x, x0)      # refused before anything was written
     value = np.zeros(1)
     assert c_hooks.gradient_without_gil(prep, x, value, x) == 0
@@ -735,7 +735,7 @@ def test_random_layouts_in_one_buffer(c_hooks, layout, nogil, dtype, chunk):
         if nogil:
             status = c_hooks.entry_point_without_gil(layout.entry, prep, dtype, *inputs, y,
                                                      *outputs)
-            assert status == (cyad._api.OVERLAPPING_OUTPUTS if meet else 0)
+            assert status == (cyad._c_api.OVERLAPPING_OUTPUTS if meet else 0)
         elif meet:
             with pytest.raises(ValueError, match="share memory"):
                 layout.operator(layout.f, *inputs, y=y, prep=prep, out=tuple(outputs))

@@ -9,7 +9,7 @@ from numpy.testing import assert_allclose
 
 import cyad
 import cyad.scipy
-from cyad import _docs, _engines, _families
+from cyad import _docstrings, _engines, _families
 
 X = np.array([0.3, -1.2, 0.7, 2.0])
 V = np.array([1.0, 0.5, -2.0, 0.25])
@@ -213,7 +213,7 @@ def test_fill_substitutes_fragments_at_their_indentation():
         %(y)s
         %(prep)s
         """
-    _docs.fill(f, prepare="prepare_thing")
+    _docstrings.fill(f, prepare="prepare_thing")
     lines = f.__doc__.split("\n")
     assert lines[4:9] == [
         "        y : ndarray, optional",
@@ -227,7 +227,7 @@ def test_fill_refuses_an_unknown_fragment():
     def f():
         """%(no_such_fragment)s"""
     with pytest.raises(KeyError):
-        _docs.fill(f)
+        _docstrings.fill(f)
 
 
 OPERATORS = [getattr(cyad, name) for name in cyad.__all__

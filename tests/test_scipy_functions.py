@@ -1,5 +1,5 @@
 """SciPy's functions outside NumPy's dispatch (cyad/_primitives/scipy_functions.py and
-cyad/_scipy_dispatch.py): how calls reach them, what they read, their errors.
+cyad/_primitives/scipy_dispatch.py): how calls reach them, what they read, their errors.
 
 Their derivatives at every order against jax.scipy are scenarios of
 tests/test_primitives.py (tests/scipy_programs.py). Here the reference is SciPy itself:

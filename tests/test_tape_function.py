@@ -299,9 +299,9 @@ def test_the_record_limit_through_the_c_function(c_hooks):
         if statuses[-1] == 0:
             assert_allclose(dy, branching_jacobian(x * (-1) ** (k + 1)), rtol=1e-14)
     # the last record still answers its own branch
-    assert statuses == [0] * (RECORD_LIMIT - 1) + [cyad._api.PYTHON_ERROR, 0]
+    assert statuses == [0] * (RECORD_LIMIT - 1) + [cyad._c_api.PYTHON_ERROR, 0]
     statuses.append(c_hooks.call_function(w, x, dx, np.zeros(3), np.zeros((3, 3))))
-    assert statuses[-1] == cyad._api.PYTHON_ERROR
+    assert statuses[-1] == cyad._c_api.PYTHON_ERROR
     with pytest.raises(TapeLimit, match="a guard failed again"):
         c_hooks.raise_function_status(w, statuses[-1])
     # nothing kept once raised; another status is the function's own

@@ -333,7 +333,7 @@ def test_an_entry_point_called_from_inside_f_on_its_prep_reports_busy(c_hooks):
 
     prep = cyad.prepare_jacobian(f, x, y=y)
     assert_array_equal(cyad.jacobian(f, x, y=y, prep=prep), np.diag(2.0 * x))
-    assert statuses == [cyad._api.PREP_BUSY]
+    assert statuses == [cyad._c_api.PREP_BUSY]
     with pytest.raises(RuntimeError, match=BUSY):
         prep.raise_for_status(statuses[0])
 
@@ -355,7 +355,7 @@ def test_an_entry_point_on_a_prep_another_thread_runs_without_the_gil(c_hooks):
             time.sleep(0.001)
         assert flags[0] == 1
         other = (np.ones(4), np.zeros(4), np.zeros((4, 4)))
-        assert c_hooks.jacobian_without_gil(prep, *other) == cyad._api.PREP_BUSY
+        assert c_hooks.jacobian_without_gil(prep, *other) == cyad._c_api.PREP_BUSY
         with pytest.raises(RuntimeError, match=BUSY):
             cyad.jacobian(f, other[0], y=other[1], prep=prep)
         assert not other[1].any() and not other[2].any()

@@ -1,4 +1,5 @@
-"""SciPy's functions that cyad puts dispatching wrappers on (cyad/_scipy_dispatch.py).
+"""SciPy's functions that cyad puts dispatching wrappers on
+(cyad/_primitives/scipy_dispatch.py).
 
 - time_plain_*: a plain call through the wrapper beside the same call of SciPy's own
   function (``__wrapped__``), the baseline: the wrapper's cost on code that never meets cyad;

@@ -17,7 +17,7 @@ Where no copy is needed it passes the caller's buffers straight to the function 
 always; one tangent, its output and a two-argument y when a single evaluation does
 the whole call). The buffers it is given overlap nothing they must not: its callers
 (Prep.call and the entry points) make sure of that first (protect_inputs,
-cyad/_core.pxd).
+cyad/_overlap.pxd).
 
 derivative is the pushforward of a scalar with tangent 1; gradient is the Jacobian
 of a scalar-valued function. A pullback (cotangent @ J) is forward mode too: a chunk
@@ -47,10 +47,11 @@ from cyad._dual.layout cimport (lane_count, second_order_width, outer_lane, inne
                                 cross_lane, clear_lanes, put_lane, get_lane, put_basis,
                                 get_columns)
 from cyad._dual.array cimport new_dual, nested_tag, enter, leave
-from cyad._api cimport cyad_prep, cyad_entry_points
-from cyad._core cimport (Prep, run_call, enter_nogil, release, part_chunks, cancelled,
-                         CANCELLED, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
+from cyad._c_api cimport cyad_prep, cyad_entry_points
+from cyad._core cimport (Prep, run_call, release, part_chunks, cancelled, CANCELLED,
+                         PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK)
+from cyad._overlap cimport enter_nogil
 from cyad._wrapper cimport python_f64, python_f32, python2_f64, python2_f32, is_python_function
 from cyad._reporting import warnings as _warnings
 from cyad._core import _FAMILY_NAMES
@@ -565,7 +566,7 @@ RUNS_F64[<int>HESSIAN], RUNS_F32[<int>HESSIAN] = hessian_f64, hessian_f32
 RUNS_F64[<int>PULLBACK], RUNS_F32[<int>PULLBACK] = pullback_f64, pullback_f32
 
 
-# -- the engine's nogil entry points (the handle's table, cyad/_api.pxd) ------------------
+# -- the engine's nogil entry points (the handle's table, cyad/_c_api.pxd) ----------------
 #
 # One function per entry point and dtype, each the whole call inlined: the claim, the
 # inputs' protection (enter_nogil) and the family's run, so that a downstream call

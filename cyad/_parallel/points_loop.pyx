@@ -1,6 +1,6 @@
 """The compiled loop behind cyad.at_points: a prep per block of points, no GIL.
 
-`run_rows` calls a prep's nogil entry point (cyad/_api.pxd) on every row of a block of
+`run_rows` calls a prep's nogil entry point (cyad/_c_api.pxd) on every row of a block of
 points, writing each row's results into rows of the stacked outputs, with the GIL
 released for the whole block. `run_blocks` runs several blocks at once, each on a prep of
 its own, on cyad's threads (cyad/_parallel/threads.pyx): they run in parallel where the preps'
@@ -19,8 +19,8 @@ start (`Engine.hold_state`, cyad/_tape/engine.pyx), not at every row with the GI
 cimport numpy as cnp
 from libc.string cimport memcpy
 
-from cyad._api cimport (cyad_prep, prep_handle, raise_status, gradient_nogil, jacobian_nogil,
-                        hessian_nogil, hvp_nogil)
+from cyad._c_api cimport (cyad_prep, prep_handle, raise_status, gradient_nogil,
+                          jacobian_nogil, hessian_nogil, hvp_nogil)
 from cyad._fused cimport real
 from cyad._core cimport Prep
 from cyad._parallel.threads cimport run_watched

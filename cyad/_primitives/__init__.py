@@ -12,8 +12,9 @@ three operands, in ``NAMED``); `ufunc_methods` gives the ufuncs' reduce, accumul
 and at on an engine's arrays.
 An engine interprets the table (the dual arrays: `cyad._dual.functions`); adding
 a NumPy function is adding its entry here. SciPy's functions outside NumPy's dispatch
-are in `scipy_functions`, as compositions and custom functions (`cyad._custom`, whose
-entries an engine finds with `_table.entry_of`); it is imported when SciPy is.
+are in `scipy_functions` (imported when SciPy is), as compositions and custom functions
+(`custom`, whose entries an engine finds with `_table.entry_of`); `scipy_dispatch` puts
+them in SciPy's modules.
 """
 from cyad._primitives import (  # noqa: F401
     compositions,

@@ -25,8 +25,8 @@ An entry describes one NumPy function for every engine. It is one of
   function of several outputs takes and returns tuples of them.
 
 Engines walk ``TABLE`` (NumPy function -> entry); ``entry.kind`` names the kind. A
-custom function (`cyad._custom`) carries a primitive entry of its own, outside the
-table: an engine finds an entry with `entry_of`.
+custom function (`cyad._primitives.custom`) carries a primitive entry of its own,
+outside the table: an engine finds an entry with `entry_of`.
 ``NAMED`` holds the entries of other modules' ufuncs by their public names
 ("scipy.special.betainc"): cyad does not import SciPy, so an engine looks such a ufunc
 up by name (`cyad._rules.table.ufunc_name`) when one reaches it.

@@ -3,8 +3,8 @@
 SciPy's Python functions (scipy.linalg.expm, scipy.special.logsumexp, ...) call
 np.asarray on their arguments, so an engine's array never reaches a NumPy function cyad
 knows. `SCIPY_FUNCTIONS` maps each supported one, by module and name, to a function of
-SciPy's signature that computes the same on engine arrays; `cyad._scipy_dispatch` puts
-them in SciPy's modules. They are of two kinds:
+SciPy's signature that computes the same on engine arrays;
+`cyad._primitives.scipy_dispatch` puts them in SciPy's modules. They are of two kinds:
 
 - compositions of table operations, where SciPy's function is one (logsumexp, softmax,
   log_softmax, polygamma; solve, inv, det, cholesky and cho_factor through NumPy's
@@ -31,7 +31,7 @@ SciPy is imported when a function first runs, so cyad imports without it.
 """
 import numpy as np
 
-from cyad._custom import custom_derivative, value_only
+from cyad._primitives.custom import custom_derivative, value_only
 from cyad._primitives._table import matrix_transpose
 
 

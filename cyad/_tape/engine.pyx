@@ -87,11 +87,12 @@ from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from cyad._api cimport cyad_prep, cyad_entry_points, PYTHON_ERROR
+from cyad._c_api cimport cyad_prep, cyad_entry_points, PYTHON_ERROR
 from cyad._fused cimport real
-from cyad._core cimport (Prep, Engine, prep_header, enter_nogil, release, part_chunks,
-                         cancelled, CANCELLED, PUSHFORWARD, GRADIENT, JACOBIAN, HVP,
+from cyad._core cimport (Prep, Engine, prep_header, release, part_chunks, cancelled,
+                         CANCELLED, PUSHFORWARD, GRADIENT, JACOBIAN, HVP,
                          HESSIAN, PULLBACK)
+from cyad._overlap cimport enter_nogil
 from cyad._fp_flags cimport clear_fp_flags, raised_fp_flags, non_finite_fp_flags
 from cyad._tape.replay cimport replay_run
 from cyad._tape.lowering cimport Replay
@@ -503,7 +504,7 @@ cdef int run_any(prep_header* h, const void* x, const void* const* tangents, voi
     return run_tape(h, x, tangents, y, value, first, results)
 
 
-# -- the nogil entry points (the handle's table, cyad/_api.pxd) -----------------------------
+# -- the nogil entry points (the handle's table, cyad/_c_api.pxd) ---------------------------
 
 cdef inline int run_entry(cyad_prep* handle, const void* x, const void* tangent, void* y,
                           void* value, void* first, void* result) noexcept nogil:

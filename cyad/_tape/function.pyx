@@ -48,7 +48,7 @@ cimport numpy as cnp
 from libc.stdlib cimport free
 from libc.string cimport memcmp, memcpy
 
-from cyad._api cimport PYTHON_ERROR
+from cyad._c_api cimport PYTHON_ERROR
 from cyad._fused cimport real
 from cyad._dual.layout cimport second_order_width
 from cyad._core cimport claim, release

@@ -1,0 +1,1 @@
+# Type stubs of cyad/_overlap.pyx: nothing Python-visible (its functions are C).
