@@ -465,6 +465,11 @@ cdef class PythonFunction:
 
 def constant_result(r):
     """A constant returned by f as an ndarray (zero derivative), or TypeError."""
+    if isinstance(r, complex) or getattr(type(r), "__cyad_complex__", False) or (
+            isinstance(r, (np.ndarray, np.generic)) and r.dtype.kind == "c"):
+        raise TypeError("cyad: f returned complex values; cyad differentiates real-valued "
+                        "f (complex intermediates included): return np.real, np.imag or "
+                        "np.abs of them, or both parts stacked")
     if isinstance(r, (float, int, np.ndarray, np.generic)) and not isinstance(r, (bool, complex)):
         c = np.asarray(r)
         if c.dtype.kind in "biuf":

@@ -476,3 +476,56 @@ for program in (scipy_programs.expm, scipy_programs.solve_triangular, scipy_prog
                 scipy_programs.logsumexp, scipy_programs.softmax, scipy_programs.polygamma):
     case(f"scipy-{program.__name__}", "program", [(12,)], lambda x, p=program: p(np, x),
          x=0.3 + 0.1 * np.arange(12.0))
+
+
+# -- numpy.fft and the complex functions of real arrays: complex results by their parts ---------
+
+def _parts(z):
+    return np.concatenate([np.ravel(np.real(z)), np.ravel(np.imag(z))])
+
+
+for function in (np.fft.fft, np.fft.ifft):
+    for layout in "csr":
+        for n, norm in ((None, None), (3, "ortho"), (7, "forward")):
+            case(function, f"{layout}-n={n}-norm={norm}", [(5,), (5,)],
+                 lambda a, b, f=function, n=n, norm=norm: _parts(f(a + 1j * b, n, norm=norm)),
+                 layouts=layout * 2)
+    case(function, "real-axis0", [(3, 4)], lambda a, f=function: _parts(f(a, axis=0)),
+         layouts="t")
+for function in (np.fft.fftn, np.fft.ifftn, np.fft.fft2, np.fft.ifft2):
+    case(function, "complex", [(3, 4), (3, 4)], lambda a, b, f=function: _parts(f(a - 2j * b)),
+         layouts="rs")
+    case(function, "s-axes-norm", [(2, 3, 4)],
+         lambda a, f=function: _parts(f(a, s=(4, 2), axes=(2, 0), norm="ortho")))
+for function in (np.fft.rfft, np.fft.ihfft):
+    for n in (None, 4, 9):
+        case(function, f"n={n}", [(6,)], lambda a, f=function, n=n: _parts(f(a, n)),
+             layouts="s")
+    case(function, "axis0-forward", [(5, 3)],
+         lambda a, f=function: _parts(f(a, axis=0, norm="forward")), layouts="t")
+for function in (np.fft.irfft, np.fft.hfft):
+    for n in (None, 5, 8):
+        case(function, f"n={n}", [(4,), (4,)], lambda a, b, f=function, n=n: f(a + 1j * b, n),
+             layouts="cr")
+    case(function, "real-axis0-ortho", [(3, 4)],
+         lambda a, f=function: f(a, axis=0, norm="ortho"))
+for function in (np.fft.rfftn, np.fft.rfft2):
+    case(function, "default", [(3, 4)], lambda a, f=function: _parts(f(a)), layouts="t")
+    case(function, "s-axes", [(2, 3, 4)], lambda a, f=function: _parts(f(a, s=(5, 3), axes=(1, 2))))
+for function in (np.fft.irfftn, np.fft.irfft2):
+    case(function, "complex", [(3, 3), (3, 3)], lambda a, b, f=function: f(a + 1j * b),
+         layouts="cs")
+    case(function, "s-axes-norm", [(2, 3, 4)],
+         lambda a, f=function: f(a, s=(4, 5), axes=(0, 2), norm="forward"))
+for function in (np.fft.fftshift, np.fft.ifftshift):
+    for axes in (None, 0, (1, 0)):
+        case(function, f"axes={axes}", [(3, 4), (3, 4)],
+             lambda a, b, f=function, axes=axes: _parts(f(a * (1 + 1j) + b, axes)), layouts="cr")
+case(np.real, "real", [(3, 4)], lambda a: np.real(a) * 2.0, layouts="s")
+case(np.imag, "real", [(3, 4)], lambda a: np.imag(a) + a, layouts="r")
+case(np.real_if_close, "real", [(5,)], lambda a: np.real_if_close(a))
+for function in (np.real, np.imag):
+    case(function, "complex", [(5,), (5,)],
+         lambda a, b, f=function: f(np.exp(1j * a) * b) * 1.0)
+case(np.real_if_close, "complex-of-zero-imaginary-part", [(5,), (5,)],
+     lambda a, b: np.real_if_close(np.exp(a) + 1j * (b - b)))

@@ -858,6 +858,20 @@ CANNOT_ALIAS.update({f: "returns a new array (no out=)" for f in (
     np.split, np.hsplit, np.vsplit, np.dsplit, np.column_stack, np.dstack, np.block, np.meshgrid,
     np.broadcast_arrays, np.select, np.piecewise, np.partition)})
 
+# numpy.fft's functions: a complex result, which out= (refused: a TypeError) could not hold in
+# a real engine array
+FOURIER = (np.fft.fft, np.fft.ifft, np.fft.fftn, np.fft.ifftn, np.fft.fft2, np.fft.ifft2,
+           np.fft.rfft, np.fft.rfftn, np.fft.rfft2, np.fft.irfft, np.fft.irfftn, np.fft.irfft2,
+           np.fft.hfft, np.fft.ihfft)
+CANNOT_ALIAS.update({f: "returns a new array; out= is refused" for f in FOURIER})
+CANNOT_ALIAS.update({f: "returns a new array (no out=)" for f in (
+    np.fft.fftshift, np.fft.ifftshift, np.imag)})
+CANNOT_ALIAS.update({np.real: "returns its real operand itself (in NumPy, a view)",
+                     np.real_if_close: "returns its real operand itself",
+                     np.angle: "returns a new array read off the values (no out=)",
+                     np.iscomplex: "returns bools", np.isreal: "returns bools",
+                     np.iscomplexobj: "returns a bool", np.isrealobj: "returns a bool"})
+
 CASES = RULE_CASES + FUNCTION_CASES
 
 
@@ -874,7 +888,7 @@ def test_every_numpy_function_with_out_is_tested_with_out_aliasing_an_input():
     # (the value-only entries - argmax, any, ... - take no out=: their results carry no
     # derivative)
     with_out = [f for f in HANDLED_FUNCTIONS if "out" in inspect.signature(f).parameters
-                and not (f in TABLE and TABLE[f].kind == "constant")]
+                and not (f in TABLE and TABLE[f].kind == "constant") and f not in FOURIER]
     assert with_out
     assert [f.__name__ for f in with_out if f not in COVERED_BY_OUT] == []
 

@@ -674,12 +674,41 @@ SCENARIOS = [
              lambda xp, x: xp.interp(c(xp, x, [-1.5, -0.3, 0.2, 1.1]),
                                      xp.cumsum(xp.exp(x[:6])) - 3.0, x[6:12] ** 2)
              + xp.interp(x[:4] * 0.5, c(xp, x, XP) + x[4:10] * 0.01, c(xp, x, XP) ** 2)),
+    Scenario("complex-parts-of-real", [np.real, np.imag, np.angle, np.real_if_close,
+                                       np.iscomplex, np.isreal, np.iscomplexobj, np.isrealobj], 12,
+             lambda xp, x: flat(xp, xp.real(x) * x, xp.imag(x) + x ** 2, xp.angle(x) * x,
+                                   (xp.real_if_close(x) if xp is np else x) ** 3,
+                                   xp.where(xp.iscomplex(x), 0.0, x),
+                                   xp.where(xp.isreal(x), x, 0.0),
+                                   x * (2.0 if xp.isrealobj(x) and not xp.iscomplexobj(x) else 0))),
+    Scenario("fft", [np.fft.fft, np.fft.ifft, np.fft.fftn, np.fft.ifftn, np.fft.fft2,
+                     np.fft.ifft2, np.fft.rfft, np.fft.irfft, np.fft.rfftn, np.fft.irfftn,
+                     np.fft.rfft2, np.fft.irfft2, np.fft.hfft, np.fft.ihfft, np.fft.fftshift,
+                     np.fft.ifftshift], 12,
+             lambda xp, x: flat(xp, *_fourier_parts(xp, x))),
     Scenario("sinc-nan-to-num", [np.sinc, np.nan_to_num], 12,
              lambda xp, x: flat(xp, xp.sinc(x), xp.sinc(x * 0.01), xp.sinc(x * 5.0),
                                    xp.nan_to_num(xp.where(xp.abs(x) < 0.4, xp.nan, x ** 2)),
                                    xp.nan_to_num(_not_finite(xp, x), nan=-1.0, posinf=3.0,
                                                  neginf=x[0]))),
 ]
+
+
+def _fourier_parts(xp, x):
+    """numpy.fft's transforms of x (real: each function reaches the engine) and of complex
+    arrays made of it (cyad._complex), by parts."""
+    z = x[:6] ** 2 + 1j * x[6:]
+    m = x.reshape(3, 4)
+    transforms = [xp.fft.fft(x), xp.fft.fft(z), xp.fft.ifft(x[:5], n=7, norm="ortho"),
+                  xp.fft.ifft(x[:5] * z[:5]), xp.fft.fftn(m), xp.fft.fftn(m * z[0]),
+                  xp.fft.ifftn(m ** 2, axes=(0,)), xp.fft.fft2(m, s=(2, 5), axes=(0, 1)),
+                  xp.fft.ifft2(m ** 2), xp.fft.ifft2(m * 1j + m),
+                  xp.fft.rfft(x ** 3, norm="forward"), xp.fft.irfft(x[:7]), xp.fft.irfft(z, n=9),
+                  xp.fft.rfftn(m), xp.fft.irfftn(m), xp.fft.irfftn(xp.fft.rfftn(m ** 2) * 1j),
+                  xp.fft.rfft2(m, axes=(1, 0)), xp.fft.irfft2(m ** 3, s=(2, 5), axes=(0, 1)),
+                  xp.fft.hfft(x[:5], norm="ortho"), xp.fft.hfft(z), xp.fft.ihfft(x ** 2),
+                  xp.fft.fftshift(m), xp.fft.fftshift(m * z[1]), xp.fft.ifftshift(x ** 2, axes=0)]
+    return [part for t in transforms for part in (xp.real(t), xp.imag(t))]
 
 
 @functools.cache

@@ -32,6 +32,7 @@ import numpy as np
 cimport numpy as cnp
 from cpython.float cimport PyFloat_CheckExact
 from cpython.long cimport PyLong_CheckExact
+from cpython.complex cimport PyComplex_Check
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.math cimport isinf
 from libc.string cimport memcpy, memmove
@@ -533,12 +534,54 @@ cdef inline bint _foreign(object x):
             and getattr(type(x), "__cyad_value__", None) is not None)
 
 
+cdef inline bint _complex(object x):
+    # a complex operand (a Python complex, a complex ndarray or scalar, a complex array of
+    # cyad._complex): the operation is cyad._complex's, on the real and imaginary parts
+    if PyComplex_Check(x):
+        return True
+    if cnp.PyArray_Check(x):
+        return cnp.PyArray_ISCOMPLEX(<cnp.ndarray>x)
+    return isinstance(x, np.complexfloating) or getattr(type(x), "__cyad_complex__", False)
+
+
+cdef bint _complex_among(object values):
+    # (a list or tuple operand's items too: np.concatenate's)
+    for x in values:
+        if type(x) is list or type(x) is tuple:
+            for y in x:
+                if _complex(y):
+                    return True
+        elif _complex(x):
+            return True
+    return False
+
+
+_COMPLEX = None
+
+
+def _complex_module():
+    global _COMPLEX
+    if _COMPLEX is None:
+        import cyad._complex
+        _COMPLEX = cyad._complex
+    return _COMPLEX
+
+
+cdef object _complex_binary(int op, object a, object b, object out):
+    ufunc = np.power if op in (BinaryOp.POWER, BinaryOp.POWER_CONST_EXPONENT,
+                               BinaryOp.POWER_CONST_BASE) else _UFUNC_OF_BINARY[op]
+    return _complex_module().ufunc_call(ufunc, "__call__", (a, b),
+                                        {} if out is None else {"out": out})
+
+
 cdef object binary(int op, object a, object b, object out=None):
     cdef object result = _binary_fast(op, a, b, out)
     if result is not None:
         return result
     if _foreign(a) or _foreign(b):
         return NotImplemented
+    if _complex(a) or _complex(b) or (out is not None and _complex(out)):
+        return _complex_binary(op, a, b, out)
     if isinstance(a, Dual) and isinstance(b, Dual) and (<Dual>a).tag is not (<Dual>b).tag:
         raise TypeError(_MIXED)
     cdef Dual like = _common_dual(a, b)
@@ -640,6 +683,8 @@ cdef object matmul(object a, object b):
             return _matrix_times_dual(<cnp.ndarray>a, d)
     if _foreign(a) or _foreign(b):
         return NotImplemented
+    if _complex(a) or _complex(b):
+        return _complex_module().function_call(np.matmul, (a, b), {})
     return _handled_functions()[np.matmul](a, b)
 
 
@@ -909,6 +954,8 @@ cdef class Dual(ArrayMethods):
                 out = _as_dual_out(kwargs["out"])
                 if _foreign(out):
                     return NotImplemented
+                if _complex(out):
+                    return _complex_module().ufunc_call(ufunc, method, inputs, kwargs)
             op = _UNARY_UFUNCS.get(ufunc)
             if op is not None and isinstance(inputs[0], Dual):
                 return unary(op, <Dual>inputs[0], out)
@@ -919,6 +966,8 @@ cdef class Dual(ArrayMethods):
                 return matmul(inputs[0], inputs[1])
         if any([_foreign(x) for x in inputs]) or _foreign(_as_dual_out(kwargs.get("out"))):
             return NotImplemented
+        if _complex_among(inputs) or _complex_among(kwargs.values()):
+            return _complex_module().ufunc_call(ufunc, method, inputs, kwargs)
         if _refresh_ufuncs():
             return self.__array_ufunc__(ufunc, method, *inputs, **kwargs)
         if method != "__call__":   # reduce, accumulate, outer, at: in the primitive table's terms
@@ -961,6 +1010,8 @@ cdef class Dual(ArrayMethods):
         for t in types:
             if t is not Dual and getattr(t, "__cyad_value__", None) is not None:
                 return NotImplemented   # (a tracer's engine records it: `_foreign`)
+        if _complex_among(args) or _complex_among(kwargs.values()):
+            return _complex_module().function_call(func, args, kwargs)
         impl = _handled_functions().get(func)
         if impl is None:
             impl = _custom_function(func)
@@ -1041,6 +1092,9 @@ cdef class Dual(ArrayMethods):
             raise TypeError("cyad: a function differentiated inside another cannot write into "
                             "an array of the differentiation around it; return the value "
                             "instead")
+        elif _complex(value):
+            raise TypeError("cyad: a complex value cannot be written into a real array (NumPy "
+                            "would drop its imaginary part); write np.real of it")
         else:
             self.values[vkey] = value
             self.partials[pkey] = 0
@@ -1157,6 +1211,8 @@ cdef class Dual(ArrayMethods):
         dtype = np.dtype(dtype)
         if dtype.kind in "biu":
             return self.values.astype(dtype, order, casting)
+        if dtype.kind == "c":
+            return _complex_module().cast(self, dtype)
         if dtype not in (np.float32, np.float64):
             raise TypeError(f"cyad: dual arrays hold float64 or float32, not {dtype}")
         if dtype == self.values.dtype and not copy:

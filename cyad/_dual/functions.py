@@ -34,6 +34,7 @@ import sys
 
 import numpy as np
 
+from cyad import _complex
 from cyad._hints import function_name
 from cyad._dual.array import (Dual, Tag, float_dtype, make_dual, mixed_differentiations, primal,
                         tagged_dual)
@@ -369,6 +370,10 @@ def _like_result(values, a, fill=None):
     the plain array for bool or integer (which carry no derivative)."""
     if values.dtype.kind in "biu" and not isinstance(fill, Dual):
         return values
+    if values.dtype.kind == "c":   # a complex array (cyad._complex): a dual fill its real part
+        if isinstance(fill, Dual):
+            return _complex.cast(fill + np.zeros(values.shape, values.real.dtype), values.dtype)
+        return _complex.from_values(values)
     if values.dtype not in (np.float32, np.float64):
         raise TypeError(f"cyad: dual arrays hold float64 or float32, not {values.dtype}")
     if not isinstance(fill, Dual):

@@ -6,7 +6,9 @@ and VJP). The entries live by responsibility: `structural` (linear and structura
 functions, shape queries), `shapes` (padding, tiling, splitting, joining, selecting by
 conditions), `elementwise` (NumPy's elementwise functions that are not ufuncs),
 `reductions`, `products`, `linalg`, `decompositions`, `linalg_compositions`,
-`compositions`, `statistics` (nan*, order statistics, cumulative products, cov), `stencils`
+`compositions`, `fourier` (numpy.fft, on the parts of complex arrays: cyad._complex),
+`complex_parts` (np.real, np.imag, np.angle ... of real arrays), `statistics` (nan*, order
+statistics, cumulative products, cov), `stencils`
 (convolutions, np.gradient, np.trapezoid, np.polyval), `special` (scipy.special's ufuncs of
 three operands, in ``NAMED``); `ufunc_methods` gives the ufuncs' reduce, accumulate, outer
 and at on an engine's arrays.
@@ -17,9 +19,11 @@ are in `scipy_functions` (imported when SciPy is), as compositions and custom fu
 them in SciPy's modules.
 """
 from cyad._primitives import (  # noqa: F401
+    complex_parts,
     compositions,
     decompositions,
     elementwise,
+    fourier,
     linalg,
     linalg_compositions,
     products,

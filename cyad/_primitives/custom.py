@@ -43,6 +43,7 @@ C functions. A C function callable from Python (ctypes, cffi) gets its rules the
 way: wrap the call and its derivative calls in Python functions, f and the rules, with
 ``order=1`` unless the derivative C functions have rules too.
 """
+import copy
 import functools
 import inspect
 import types
@@ -116,6 +117,30 @@ class ValueOnlyFunction:
 
     def __repr__(self):
         return f"<cyad value-only function {self.__cyad_entry__.name}>"
+
+
+class EntryFunction:
+    """A function of cyad's own that a table entry describes, called with the operands and
+    parameters as its ``bind`` gives them: the Fourier transforms' cores, and the linear
+    and product entries run on the parts of complex arrays (cyad._complex.functions). On
+    plain arrays it is the entry's impl; on an engine's arrays, the engine runs the entry."""
+
+    def __init__(self, entry, bind=None):
+        self.fun = entry.impl
+        own = copy.copy(entry)
+        own.engine_handlers = {}
+        if bind is not None:
+            own.bind = bind
+        self.__cyad_entry__ = own
+        self.__name__ = self.__qualname__ = entry.name
+        # the names an engine checks a call's arguments by: bind's
+        self.__signature__ = inspect.signature(own.bind)
+
+    def __call__(self, *args, **kwargs):
+        return _call(self, args, kwargs)
+
+    def __repr__(self):
+        return f"<cyad function {self.__name__}>"
 
 
 def value_only(fun):

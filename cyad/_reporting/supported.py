@@ -12,6 +12,8 @@ implementation module.
 import importlib
 from typing import NamedTuple
 
+import numpy as np
+
 from cyad._rules import table as _rule_table
 
 # where a user reaches the functions, searched in this order
@@ -32,6 +34,7 @@ class Row(NamedTuple):
     kind: str        # how cyad describes it
     orders: str      # the orders it is differentiated at
     note: str        # a restriction, or ""
+    complex: str     # "yes" where it takes complex arrays too (cyad._complex), else ""
 
 
 def public_name(function):
@@ -61,8 +64,15 @@ def _rule_rows(rules, arity):
                 # a private ufunc (scipy.special._ufuncs._zeta) that the public function of
                 # its name (scipy.special.zeta) calls
                 module, attribute = module.removesuffix("._ufuncs"), attribute.lstrip("_")
-            rows.append(Row(module, attribute, f"elementwise, {arity}", ALL_ORDERS, note))
+            function = getattr(np, attribute, None) if module == "numpy" else None
+            rows.append(Row(module, attribute, f"elementwise, {arity}", ALL_ORDERS, note,
+                            _complex(function)))
     return rows
+
+
+def _complex(function):
+    from cyad._complex.functions import supports
+    return "yes" if function is not None and supports(function) else ""
 
 
 def supported_functions():
@@ -78,18 +88,20 @@ def supported_functions():
         module, name = public_name(function)
         constant = entry.kind == "constant"
         rows.append(Row(module, name, _KINDS[entry.kind], "" if constant else ALL_ORDERS,
-                        "its result carries no derivative" if constant else entry.note))
+                        "its result carries no derivative" if constant else entry.note,
+                        _complex(function)))
     for public, entry in NAMED.items():    # other modules' ufuncs, by name
         module, name = _rule_table.module_and_name(public)
-        rows.append(Row(module, name, _KINDS[entry.kind], ALL_ORDERS, entry.note))
+        rows.append(Row(module, name, _KINDS[entry.kind], ALL_ORDERS, entry.note, ""))
     for module, functions in SCIPY_FUNCTIONS.items():
         for name in functions:
             rows.append(Row(module, name, "outside NumPy's dispatch: cyad's wrapper in SciPy's "
-                            "module", ALL_ORDERS, ""))
+                            "module", ALL_ORDERS, "", ""))
     for function in HANDLED_FUNCTIONS:
         if function not in TABLE:
             module, name = public_name(function)
-            rows.append(Row(module, name, "array creation and copying", ALL_ORDERS, ""))
+            rows.append(Row(module, name, "array creation and copying", ALL_ORDERS, "",
+                            _complex(function)))
     unique = {(row.module, row.name): row for row in rows}
     return sorted(unique.values(), key=lambda row: (MODULES.index(row.module)
                                                    if row.module in MODULES else len(MODULES),

@@ -664,7 +664,9 @@ class Python(Rules):
         return [(position, "all") for position in range(len(instr.args))]
 
     def second_order(self, analysis, instr, reached, pairs, pair_bands):
-        if instr.params["entry"].kind == "primitive":
+        entry = instr.params["entry"]
+        # (a primitive that is linear, as the Fourier transforms' cores, pairs nothing)
+        if entry.kind == "primitive" and not getattr(entry, "linear", False):
             union = analysis.all_rows([analysis.sets.get(var) for var in instr.args], 1,
                                       analysis.n)
             if union is not None:

@@ -95,6 +95,8 @@ class Tape:
     def const(self, value, dtype=None):
         dtype = self.dtype if dtype is None else dtype
         array = np.asarray(value)
+        if array.dtype.kind == "c":   # (a cast would drop the imaginary part: cyad._complex)
+            raise TypeError("cyad: a complex constant reached a real operation of the tape")
         overflows = False
         if array.dtype != dtype:
             try:

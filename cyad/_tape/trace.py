@@ -68,6 +68,7 @@ import numpy as np
 from cyad import _hints
 from cyad._rules import table as _rule_table
 from cyad._array_methods import ArrayMethods
+from cyad import _complex
 from cyad._dual.array import Dual, enter, leave
 from cyad._primitives import NAMED, TABLE, ufunc_methods
 from cyad._primitives._table import entry_of
@@ -555,6 +556,8 @@ class Tracer(ArrayMethods):
 
     # -- NumPy protocols --------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if _complex.is_complex_among(inputs, kwargs):   # (in the parts: cyad._complex)
+            return _complex.ufunc_call(ufunc, method, inputs, kwargs)
         if method != "__call__":   # reduce, accumulate, outer, at: in the primitive table's terms
             return ufunc_methods.call(ufunc, method, inputs, kwargs)
         out = kwargs.pop("out", None)
@@ -567,6 +570,8 @@ class Tracer(ArrayMethods):
         return result if out is None else _into(rec, out, result, _rule_table.ufunc_name(ufunc))
 
     def __array_function__(self, func, types, args, kwargs):
+        if _complex.is_complex_among(args, kwargs):
+            return _complex.function_call(func, args, kwargs)
         rec = latest(self.recording, args, kwargs.values())
         if kwargs.get("out") is None:
             return function_call(rec, func, args, kwargs)
@@ -652,6 +657,8 @@ class Tracer(ArrayMethods):
             whole = self if self.dtype == bool else np.trunc(self)
             return whole.__cyad_value__("astype() of a traced value to an integer "
                                         "type").astype(dtype)
+        if dtype.kind == "c":
+            return _complex.cast(self, dtype)
         if dtype not in (np.float32, np.float64):
             raise TypeError(f"cyad: traced arrays hold float64 or float32, not {dtype}")
         return np.copy(self) if copy else self
@@ -889,6 +896,8 @@ def _like(rec, make):
         result = make(value, *args, dtype=dtype, shape=shape, **kwargs)
         if result.dtype.kind in "biu":
             return result
+        if result.dtype.kind == "c":
+            return _complex.from_values(result)
         return Tracer(rec, rec.const(result))
     return like
 
@@ -897,7 +906,11 @@ def _full_like(rec, a, fill_value, dtype=None, *, shape=None):
     value = a.value if isinstance(a, Tracer) else a
     template = np.zeros_like(value, dtype, shape=shape)
     if isinstance(fill_value, Tracer):
-        return rec.broadcast(rec.var_of(fill_value), template.shape)
+        filled = rec.broadcast(rec.var_of(fill_value), template.shape)
+        # (of a complex dtype: a complex array, cyad._complex, the fill its real part)
+        return _complex.cast(filled, template.dtype) if template.dtype.kind == "c" else filled
+    if template.dtype.kind == "c":
+        return _complex.from_values(np.full_like(template, fill_value))
     return Tracer(rec, rec.const(np.full_like(template, fill_value)))
 
 

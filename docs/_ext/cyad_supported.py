@@ -5,7 +5,7 @@ import itertools
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-COLUMNS = (("function", 3), ("kind", 3), ("orders", 2), ("note", 3))
+COLUMNS = (("function", 3), ("kind", 3), ("orders", 2), ("complex", 1), ("note", 3))
 
 
 def _table(rows):
@@ -25,7 +25,8 @@ def _table(rows):
     head += line([name for name, _ in COLUMNS], False)
     body = nodes.tbody()
     for row in rows:
-        body += line([f"{row.module}.{row.name}", row.kind, row.orders or "—", row.note], True)
+        body += line([f"{row.module}.{row.name}", row.kind, row.orders or "—",
+                      row.complex or "—", row.note], True)
     group += head
     group += body
     table = nodes.table()

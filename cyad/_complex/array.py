@@ -1,0 +1,334 @@
+"""`ComplexArray`: a complex array of f's computation as its real and imaginary parts.
+
+A part is a real array of an engine (a dual array, a tracer), a plain ndarray (a constant), or
+None for a part that is zero (``1j * theta`` has no real part): the rules skip what a zero
+part would contribute, so that an engine records no operation on it. Parts have the array's
+whole shape (a smaller constant is broadcast when the array is made).
+
+Writing into a complex array (``z[k] = v``, ``z *= w``, ``out=``) writes into its parts, so
+that a view (``z[1:]``) writes through to the array it views, as the engines' views do.
+"""
+import numpy as np
+
+from cyad import _hints
+from cyad._primitives._table import is_engine_array, shape_of
+
+
+def is_complex(x):
+    """Whether x is complex: a ComplexArray, a complex ndarray or NumPy scalar, or a Python
+    complex number."""
+    return (isinstance(x, (ComplexArray, complex))
+            or (isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind == "c"))
+
+
+def is_complex_among(args, kwargs=None):
+    """Whether a NumPy function's arguments hold a complex operand (also inside a list or
+    tuple argument, as np.concatenate's)."""
+    for values in (args, () if kwargs is None else kwargs.values()):
+        for x in values:
+            if type(x) in (list, tuple):
+                if any(is_complex(y) for y in x):
+                    return True
+            elif is_complex(x):
+                return True
+    return False
+
+
+def parts(x):
+    """(real part, imaginary part) of an operand, None for a part that is zero."""
+    if isinstance(x, ComplexArray):
+        return x.re, x.im
+    if isinstance(x, complex):
+        return (x.real if x.real else None), (x.imag if x.imag else None)
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind == "c":
+        return ((x.real if np.any(x.real) else None), (x.imag if np.any(x.imag) else None))
+    return x, None
+
+
+def real_dtype(*operands):
+    """The real dtype of the parts of a result of `operands`, float64 or float32, by NumPy's
+    promotion (Python numbers are weak: they take the arrays' precision)."""
+    dtypes = []
+    for x in operands:
+        if isinstance(x, ComplexArray):
+            dtypes.append(x.real_dtype)
+        elif hasattr(x, "dtype") and not isinstance(x, (int, float, complex)):
+            dtype = np.dtype(x.dtype)
+            dtypes.append(np.finfo(dtype).dtype if dtype.kind == "c" else dtype)
+    dtype = np.result_type(np.float32, *dtypes) if dtypes else np.dtype(np.float64)
+    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+
+
+def broadcast_shape(*operands):
+    return np.broadcast_shapes(*[shape_of(x) for x in operands])
+
+
+def from_values(values):
+    """A complex ndarray made by an engine's np.zeros_like & co, as a complex array of constant
+    parts (None where zero): writing an engine's values into it makes the part the engine's."""
+    re, im = parts(values)
+    return ComplexArray(re, im, values.shape, np.finfo(values.dtype).dtype)
+
+
+def cast(x, dtype):
+    """x.astype(dtype) of a real engine array x to a complex dtype: its real part."""
+    part = np.finfo(dtype).dtype
+    return ComplexArray(x.astype(part), None, shape_of(x), part)
+
+
+def _constant_part(p, shape, dtype):
+    p = np.asarray(p, dtype)
+    return p if p.shape == shape else np.broadcast_to(p, shape)
+
+
+class ComplexArray:
+    """A complex array whose real and imaginary parts are real arrays of an engine."""
+
+    __slots__ = ("re", "im", "shape", "real_dtype")
+    __array_priority__ = 2000    # above the engines' arrays: the complex operation is ours
+    __cyad_complex__ = True      # (what an engine asks of an operand's type)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, re, im, shape, dtype):
+        shape, dtype = tuple(shape), np.dtype(dtype)
+        self.shape, self.real_dtype = shape, dtype
+        self.re = self._part(re)
+        self.im = self._part(im)
+
+    def _part(self, p):
+        if p is None:
+            return None
+        if not is_engine_array(p):
+            return _constant_part(p, self.shape, self.real_dtype)
+        if p.shape != self.shape:
+            p = np.broadcast_to(p, self.shape)
+        if p.dtype != self.real_dtype:
+            p = p.astype(self.real_dtype)
+        return p
+
+    # -- attributes ----------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        return np.dtype(np.complex64 if self.real_dtype == np.float32 else np.complex128)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def _zeros(self):
+        return np.zeros(self.shape, self.real_dtype)
+
+    @property
+    def real(self):
+        return self._zeros() if self.re is None else self.re
+
+    @real.setter
+    def real(self, value):
+        self._write("re", Ellipsis, value)
+
+    @property
+    def imag(self):
+        return self._zeros() if self.im is None else self.im
+
+    @imag.setter
+    def imag(self, value):
+        self._write("im", Ellipsis, value)
+
+    @property
+    def T(self):
+        return np.transpose(self)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self):
+        return f"<cyad complex array of shape {self.shape}, {self.dtype}>"
+
+    # -- indexing ------------------------------------------------------------------------------
+    def __getitem__(self, key):
+        re = None if self.re is None else self.re[key]
+        im = None if self.im is None else self.im[key]
+        if re is None and im is None:
+            shape = np.empty(self.shape, bool)[key].shape
+        else:
+            shape = shape_of(re if re is not None else im)
+        return ComplexArray(re, im, shape, self.real_dtype)
+
+    def __setitem__(self, key, value):
+        re, im = parts(value)
+        self._write("re", key, re)
+        self._write("im", key, im)
+
+    def _write(self, name, key, value):
+        """part[key] = value, the part made first where it is zero or a constant that cannot
+        hold an engine's value."""
+        part = getattr(self, name)
+        if part is None:
+            if value is None:
+                return
+            part = (np.zeros_like(value, self.real_dtype, shape=self.shape)
+                    if is_engine_array(value) else self._zeros())
+        elif not is_engine_array(part) and is_engine_array(value):
+            made = np.zeros_like(value, self.real_dtype, shape=self.shape)
+            made[...] = part
+            part = made
+        elif not is_engine_array(part) and not part.flags.writeable:
+            part = part.copy()
+        part[key] = 0.0 if value is None else value
+        object.__setattr__(self, name, part)
+
+    # -- conversions ---------------------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        raise _hints.conversion_refused(
+            "a complex array of a differentiation cannot become a plain ndarray",
+            _hints.conversion_hint("complex arrays"))
+
+    def __complex__(self):
+        return complex(float(self.real), float(self.imag))
+
+    def __float__(self):
+        raise TypeError("cyad: float() of a complex number; take np.real or np.abs of it")
+
+    def __bool__(self):
+        return bool(np.any(np.not_equal(self, 0)))
+
+    def astype(self, dtype, copy=True):
+        dtype = np.dtype(dtype)
+        if dtype.kind != "c":
+            raise TypeError(f"cyad: a complex array cast to {dtype} would discard its "
+                            "imaginary part; take np.real of it")
+        part = np.finfo(dtype).dtype
+        return ComplexArray(None if self.re is None else self.re.astype(part),
+                            None if self.im is None else self.im.astype(part),
+                            self.shape, part)
+
+    def copy(self):
+        return np.copy(self)
+
+    # -- methods: the NumPy functions of the same names ----------------------------------------
+    def conj(self):
+        return np.conjugate(self)
+
+    conjugate = conj
+
+    def reshape(self, *shape, order="C"):
+        return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+
+    def ravel(self):
+        return np.ravel(self)
+
+    def flatten(self):
+        return np.reshape(self, -1)
+
+    def transpose(self, *axes):
+        return np.transpose(self, (axes[0] if len(axes) == 1 else axes) or None)
+
+    def swapaxes(self, axis1, axis2):
+        return np.swapaxes(self, axis1, axis2)
+
+    def squeeze(self, axis=None):
+        return np.squeeze(self, axis)
+
+    def sum(self, axis=None, keepdims=False):
+        return np.sum(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return np.mean(self, axis=axis, keepdims=keepdims)
+
+    def cumsum(self, axis=None):
+        return np.cumsum(self, axis=axis)
+
+    def dot(self, other):
+        return np.dot(self, other)
+
+    def trace(self, offset=0, axis1=0, axis2=1):
+        return np.trace(self, offset, axis1, axis2)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return np.diagonal(self, offset, axis1, axis2)
+
+    # -- operators: the ufuncs -----------------------------------------------------------------
+    def __add__(self, other):
+        return np.add(self, other)
+
+    def __radd__(self, other):
+        return np.add(other, self)
+
+    def __iadd__(self, other):
+        return np.add(self, other, out=self)
+
+    def __sub__(self, other):
+        return np.subtract(self, other)
+
+    def __rsub__(self, other):
+        return np.subtract(other, self)
+
+    def __isub__(self, other):
+        return np.subtract(self, other, out=self)
+
+    def __mul__(self, other):
+        return np.multiply(self, other)
+
+    def __rmul__(self, other):
+        return np.multiply(other, self)
+
+    def __imul__(self, other):
+        return np.multiply(self, other, out=self)
+
+    def __truediv__(self, other):
+        return np.divide(self, other)
+
+    def __rtruediv__(self, other):
+        return np.divide(other, self)
+
+    def __itruediv__(self, other):
+        return np.divide(self, other, out=self)
+
+    def __pow__(self, other):
+        return np.power(self, other)
+
+    def __rpow__(self, other):
+        return np.power(other, self)
+
+    def __matmul__(self, other):
+        return np.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return np.matmul(other, self)
+
+    def __neg__(self):
+        return np.negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return np.absolute(self)
+
+    def __eq__(self, other):
+        return np.equal(self, other)
+
+    def __ne__(self, other):
+        return np.not_equal(self, other)
+
+    # -- the NumPy protocols -------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return ufunc_call(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return function_call(func, args, kwargs)
+
+
+# (below the class: these modules build ComplexArrays)
+from cyad._complex.functions import function_call  # noqa: E402
+from cyad._complex.ufuncs import ufunc_call  # noqa: E402
