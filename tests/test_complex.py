@@ -307,6 +307,35 @@ def test_add_reduce_and_accumulate_are_sum_and_cumsum(engine):
                    cyad.jacobian(by_functions, x, engine=engine), rtol=0, atol=0)
 
 
+def _aliased(x):
+    z = x + 1j                       # (its real part is x's values: a write must not reach x)
+    z[0] = 5.0
+    v = np.zeros_like(x, dtype=complex)
+    w = v[1:]                        # a view of parts not made yet: its write reaches v
+    w[0] = x[1] * 1j
+    u = v[::2]
+    u *= 2.0
+    return np.concatenate([x, z.real, v.imag, w.imag])
+
+
+def _aliased_functionally(x):
+    import jax.numpy as jnp
+    z = (jnp.asarray(x) + 1j).at[0].set(5.0)
+    v = jnp.zeros(3, complex).at[1].set(x[1] * 1j)
+    v = v.at[::2].multiply(2.0)
+    return jnp.concatenate([x, z.real, v.imag, v[1:].imag])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_writes_reach_views_and_never_operands(engine):
+    jax = pytest.importorskip("jax")
+    x = POINT[:3]
+    expected = np.asarray(jax.jacfwd(_aliased_functionally)(x))
+    assert_matches(cyad.jacobian(_aliased, x, engine=engine), expected, rtol=0, atol=0)
+    assert_matches(cyad.value_and_jacobian(_aliased, x, engine=engine)[0],
+                   np.asarray(_aliased_functionally(x)), rtol=0, atol=0)
+
+
 # -- the complex functions on real arrays ------------------------------------------------------
 
 @pytest.mark.parametrize("engine", ENGINES)

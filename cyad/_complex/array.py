@@ -5,8 +5,11 @@ None for a part that is zero (``1j * theta`` has no real part): the rules skip w
 part would contribute, so that an engine records no operation on it. Parts have the array's
 whole shape (a smaller constant is broadcast when the array is made).
 
-Writing into a complex array (``z[k] = v``, ``z *= w``, ``out=``) writes into its parts, so
-that a view (``z[1:]``) writes through to the array it views, as the engines' views do.
+Writing into a complex array (``z[k] = v``, ``z *= w``, ``out=``) writes into its parts, after
+making each its own (a part another array holds, such as x in ``x + 1j``, is copied first, as
+NumPy's results are new arrays). A view (``z[1:]``, a basic index) reads its parts off the
+array it views whenever it reads them, so that its writes reach that array, also where the
+write made one of its parts.
 """
 import numpy as np
 
@@ -76,6 +79,13 @@ def cast(x, dtype):
     return ComplexArray(x.astype(part), None, shape_of(x), part)
 
 
+def _basic(key):
+    """Whether NumPy gives a view for this index (ints, slices, Ellipsis, None)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or isinstance(k, slice) or (
+        isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))) for k in keys)
+
+
 def _constant_part(p, shape, dtype):
     p = np.asarray(p, dtype)
     return p if p.shape == shape else np.broadcast_to(p, shape)
@@ -84,7 +94,7 @@ def _constant_part(p, shape, dtype):
 class ComplexArray:
     """A complex array whose real and imaginary parts are real arrays of an engine."""
 
-    __slots__ = ("re", "im", "shape", "real_dtype")
+    __slots__ = ("_re", "_im", "shape", "real_dtype", "_base", "_key", "_owned")
     __array_priority__ = 2000    # above the engines' arrays: the complex operation is ours
     __cyad_complex__ = True      # (what an engine asks of an operand's type)
     __hash__ = None  # type: ignore[assignment]
@@ -92,8 +102,12 @@ class ComplexArray:
     def __init__(self, re, im, shape, dtype):
         shape, dtype = tuple(shape), np.dtype(dtype)
         self.shape, self.real_dtype = shape, dtype
-        self.re = self._part(re)
-        self.im = self._part(im)
+        self._re = self._part(re)
+        self._im = self._part(im)
+        self._base = self._key = None
+        # the parts this array made itself: any other (an operand's part, a broadcast, a
+        # caller's constant) is copied before its first write, as NumPy's results are new
+        self._owned = set()
 
     def _part(self, p):
         if p is None:
@@ -105,6 +119,30 @@ class ComplexArray:
         if p.dtype != self.real_dtype:
             p = p.astype(self.real_dtype)
         return p
+
+    @classmethod
+    def _view(cls, base, key, shape):
+        """base[key] of a basic index: its parts are base's, indexed when read, so that it
+        reads and writes what base holds, also after a write makes one of base's parts."""
+        view = cls.__new__(cls)
+        view.shape, view.real_dtype = shape, base.real_dtype
+        view._re = view._im = None
+        view._base, view._key, view._owned = base, key, set()
+        return view
+
+    @property
+    def re(self):
+        return self._read("re")
+
+    @property
+    def im(self):
+        return self._read("im")
+
+    def _read(self, name):
+        if self._base is None:
+            return getattr(self, "_" + name)
+        part = self._base._read(name)
+        return None if part is None else part[self._key]
 
     # -- attributes ----------------------------------------------------------------------------
     @property
@@ -156,13 +194,12 @@ class ComplexArray:
 
     # -- indexing ------------------------------------------------------------------------------
     def __getitem__(self, key):
-        re = None if self.re is None else self.re[key]
-        im = None if self.im is None else self.im[key]
-        if re is None and im is None:
-            shape = np.empty(self.shape, bool)[key].shape
-        else:
-            shape = shape_of(re if re is not None else im)
-        return ComplexArray(re, im, shape, self.real_dtype)
+        shape = np.empty(self.shape, bool)[key].shape
+        if _basic(key):
+            return ComplexArray._view(self, key, shape)
+        re, im = self.re, self.im
+        return ComplexArray(None if re is None else re[key], None if im is None else im[key],
+                            shape, self.real_dtype)
 
     def __setitem__(self, key, value):
         re, im = parts(value)
@@ -170,22 +207,33 @@ class ComplexArray:
         self._write("im", key, im)
 
     def _write(self, name, key, value):
-        """part[key] = value, the part made first where it is zero or a constant that cannot
-        hold an engine's value."""
-        part = getattr(self, name)
+        """part[key] = value (None: 0), the part made writable first (`_writable`)."""
+        if value is None and self._read(name) is None:
+            return
+        self._writable(name, value)
+        self._read(name)[key] = 0.0 if value is None else value
+
+    def _writable(self, name, value):
+        """Make the part of `name` (of the array a view views) this array's own, able to hold
+        `value`: made where it is zero, an engine's where value is and the part is a constant,
+        a copy where another array holds it."""
+        if self._base is not None:
+            self._base._writable(name, value)
+            return
+        part = getattr(self, "_" + name)
         if part is None:
-            if value is None:
-                return
             part = (np.zeros_like(value, self.real_dtype, shape=self.shape)
                     if is_engine_array(value) else self._zeros())
         elif not is_engine_array(part) and is_engine_array(value):
             made = np.zeros_like(value, self.real_dtype, shape=self.shape)
             made[...] = part
             part = made
-        elif not is_engine_array(part) and not part.flags.writeable:
-            part = part.copy()
-        part[key] = 0.0 if value is None else value
-        object.__setattr__(self, name, part)
+        elif name not in self._owned:
+            part = np.copy(part)
+        else:
+            return
+        setattr(self, "_" + name, part)
+        self._owned.add(name)
 
     # -- conversions ---------------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
