@@ -14,6 +14,7 @@ write made one of its parts.
 import numpy as np
 
 from cyad import _hints
+from cyad._array_methods import ArrayMethods
 from cyad._primitives._table import is_engine_array, shape_of
 
 
@@ -91,8 +92,11 @@ def _constant_part(p, shape, dtype):
     return p if p.shape == shape else np.broadcast_to(p, shape)
 
 
-class ComplexArray:
-    """A complex array whose real and imaginary parts are real arrays of an engine."""
+class ComplexArray(ArrayMethods):
+    """A complex array whose real and imaginary parts are real arrays of an engine (its
+    operators and ndarray methods: ArrayMethods, as the engines' arrays have them)."""
+
+    described_as = "complex arrays"
 
     __slots__ = ("_re", "_im", "shape", "real_dtype", "_base", "_key", "_owned")
     __array_priority__ = 2000    # above the engines' arrays: the complex operation is ours
@@ -176,19 +180,6 @@ class ComplexArray:
     def imag(self, value):
         self._write("im", Ellipsis, value)
 
-    @property
-    def T(self):
-        return np.transpose(self)
-
-    def __len__(self):
-        if not self.shape:
-            raise TypeError("len() of unsized object")
-        return self.shape[0]
-
-    def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
-
     def __repr__(self):
         return f"<cyad complex array of shape {self.shape}, {self.dtype}>"
 
@@ -260,108 +251,10 @@ class ComplexArray:
                             None if self.im is None else self.im.astype(part),
                             self.shape, part)
 
-    def copy(self):
-        return np.copy(self)
-
-    # -- methods: the NumPy functions of the same names ----------------------------------------
     def conj(self):
         return np.conjugate(self)
 
     conjugate = conj
-
-    def reshape(self, *shape, order="C"):
-        return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
-
-    def ravel(self):
-        return np.ravel(self)
-
-    def flatten(self):
-        return np.reshape(self, -1)
-
-    def transpose(self, *axes):
-        return np.transpose(self, (axes[0] if len(axes) == 1 else axes) or None)
-
-    def swapaxes(self, axis1, axis2):
-        return np.swapaxes(self, axis1, axis2)
-
-    def squeeze(self, axis=None):
-        return np.squeeze(self, axis)
-
-    def sum(self, axis=None, keepdims=False):
-        return np.sum(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        return np.mean(self, axis=axis, keepdims=keepdims)
-
-    def cumsum(self, axis=None):
-        return np.cumsum(self, axis=axis)
-
-    def dot(self, other):
-        return np.dot(self, other)
-
-    def trace(self, offset=0, axis1=0, axis2=1):
-        return np.trace(self, offset, axis1, axis2)
-
-    def diagonal(self, offset=0, axis1=0, axis2=1):
-        return np.diagonal(self, offset, axis1, axis2)
-
-    # -- operators: the ufuncs -----------------------------------------------------------------
-    def __add__(self, other):
-        return np.add(self, other)
-
-    def __radd__(self, other):
-        return np.add(other, self)
-
-    def __iadd__(self, other):
-        return np.add(self, other, out=self)
-
-    def __sub__(self, other):
-        return np.subtract(self, other)
-
-    def __rsub__(self, other):
-        return np.subtract(other, self)
-
-    def __isub__(self, other):
-        return np.subtract(self, other, out=self)
-
-    def __mul__(self, other):
-        return np.multiply(self, other)
-
-    def __rmul__(self, other):
-        return np.multiply(other, self)
-
-    def __imul__(self, other):
-        return np.multiply(self, other, out=self)
-
-    def __truediv__(self, other):
-        return np.divide(self, other)
-
-    def __rtruediv__(self, other):
-        return np.divide(other, self)
-
-    def __itruediv__(self, other):
-        return np.divide(self, other, out=self)
-
-    def __pow__(self, other):
-        return np.power(self, other)
-
-    def __rpow__(self, other):
-        return np.power(other, self)
-
-    def __matmul__(self, other):
-        return np.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return np.matmul(other, self)
-
-    def __neg__(self):
-        return np.negative(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return np.absolute(self)
 
     def __eq__(self, other):
         return np.equal(self, other)

@@ -49,6 +49,12 @@ def _or_zero(x, like):
     return np.zeros(like.shape, like.real_dtype) if x is None else x
 
 
+def _full_parts(z):
+    """z's parts, zeros for a zero part (for the rules that need both)."""
+    a, b = parts(z)
+    return _or_zero(a, z), _or_zero(b, z)
+
+
 def _complex(re, im, like):
     return ComplexArray(re, im, like.shape, like.real_dtype)
 
@@ -283,44 +289,38 @@ def _integer_power(z, p):
 
 @_rule(np.sin)
 def _sin(z):
-    a, b = parts(z)
-    a, b = _or_zero(a, z), _or_zero(b, z)
+    a, b = _full_parts(z)
     return _complex(np.sin(a) * np.cosh(b), np.cos(a) * np.sinh(b), z)
 
 
 @_rule(np.cos)
 def _cos(z):
-    a, b = parts(z)
-    a, b = _or_zero(a, z), _or_zero(b, z)
+    a, b = _full_parts(z)
     return _complex(np.cos(a) * np.cosh(b), -(np.sin(a) * np.sinh(b)), z)
 
 
 @_rule(np.tan)
 def _tan(z):
-    a, b = parts(z)
-    a, b = _or_zero(a, z), _or_zero(b, z)
+    a, b = _full_parts(z)
     den = np.cos(2.0 * a) + np.cosh(2.0 * b)
     return _complex(np.sin(2.0 * a) / den, np.sinh(2.0 * b) / den, z)
 
 
 @_rule(np.sinh)
 def _sinh(z):
-    a, b = parts(z)
-    a, b = _or_zero(a, z), _or_zero(b, z)
+    a, b = _full_parts(z)
     return _complex(np.sinh(a) * np.cos(b), np.cosh(a) * np.sin(b), z)
 
 
 @_rule(np.cosh)
 def _cosh(z):
-    a, b = parts(z)
-    a, b = _or_zero(a, z), _or_zero(b, z)
+    a, b = _full_parts(z)
     return _complex(np.cosh(a) * np.cos(b), np.sinh(a) * np.sin(b), z)
 
 
 @_rule(np.tanh)
 def _tanh(z):
-    a, b = parts(z)
-    a, b = _or_zero(a, z), _or_zero(b, z)
+    a, b = _full_parts(z)
     den = np.cosh(2.0 * a) + np.cos(2.0 * b)
     return _complex(np.sinh(2.0 * a) / den, np.sin(2.0 * b) / den, z)
 
@@ -368,8 +368,7 @@ def _arctan(z):
 # -- values: comparisons and classification -----------------------------------------------------
 
 def _both(test, z):
-    a, b = parts(z)
-    a, b = _or_zero(a, z), _or_zero(b, z)
+    a, b = _full_parts(z)
     return test(a), test(b)
 
 

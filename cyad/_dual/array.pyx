@@ -537,6 +537,8 @@ cdef inline bint _foreign(object x):
 cdef inline bint _complex(object x):
     # a complex operand (a Python complex, a complex ndarray or scalar, a complex array of
     # cyad._complex): the operation is cyad._complex's, on the real and imaginary parts
+    if type(x) is Dual or PyFloat_CheckExact(x):
+        return False
     if PyComplex_Check(x):
         return True
     if cnp.PyArray_Check(x):
@@ -966,7 +968,7 @@ cdef class Dual(ArrayMethods):
                 return matmul(inputs[0], inputs[1])
         if any([_foreign(x) for x in inputs]) or _foreign(_as_dual_out(kwargs.get("out"))):
             return NotImplemented
-        if _complex_among(inputs) or _complex_among(kwargs.values()):
+        if _complex_among(inputs) or (kwargs and _complex_among(kwargs.values())):
             return _complex_module().ufunc_call(ufunc, method, inputs, kwargs)
         if _refresh_ufuncs():
             return self.__array_ufunc__(ufunc, method, *inputs, **kwargs)
@@ -1010,7 +1012,7 @@ cdef class Dual(ArrayMethods):
         for t in types:
             if t is not Dual and getattr(t, "__cyad_value__", None) is not None:
                 return NotImplemented   # (a tracer's engine records it: `_foreign`)
-        if _complex_among(args) or _complex_among(kwargs.values()):
+        if _complex_among(args) or (kwargs and _complex_among(kwargs.values())):
             return _complex_module().function_call(func, args, kwargs)
         impl = _handled_functions().get(func)
         if impl is None:
