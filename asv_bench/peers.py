@@ -16,6 +16,10 @@ Problems (x random, float64 everywhere):
       cyad's derivative of a function calling second_derivative, n = 10, 100, 1000
   P9  gradient of w . (H(x) @ v) of Rosenbrock's function: cyad's gradient of a function
       calling hvp, n = 10, 100, 1000
+  P10 gradient and JVP through a spectral step u -> irfft(k * rfft(u)) - 0.1 dt u**3 (k a
+      fixed real filter), chained 10 times: the gradient of sum(u**2) after the steps, the
+      JVP of u after them, n = 2**10, 2**16
+  P11 JVP of exp(z)*sin(z) + z*z of complex z (complex128), n = 10, 1000
 
 Every cell is the median time per call over repeats, and the ratio of that time to the time
 of the cyad row named in the last column (peer / cyad: above 1, cyad is faster). cyad is
@@ -28,8 +32,10 @@ second-order function); CasADi's buffer call (Function.buffer(): arguments and r
 once to NumPy arrays) is their counterpart. Every result is checked before it is timed (a
 wrong one is reported, not timed) against the analytic derivative, for P7 against JAX's
 gradient (or, without JAX, the backpropagation written by hand in NumPy, which is also P7's
-"by hand" row). A call whose first run takes longer than TOO_SLOW seconds (TOO_SLOW_QUICK
-with --quick) is not timed: its cell says "too slow". The "targets" section at the end
+"by hand" row), for P10 against its adjoint and tangent sweeps written by hand with np.fft
+(a problem of two derivatives: a row's own `exact` overrides the problem's). A call whose
+first run takes longer than TOO_SLOW seconds (TOO_SLOW_QUICK with --quick) is not timed: its
+cell says "too slow". The "targets" section at the end
 compares the ratios of interest with their goals, for the best engine and for each engine.
 
 Peers, each optional ("not installed" in the tables otherwise):
@@ -153,6 +159,7 @@ class Row:
     ref: str = cyad_key("cyad")          # key of the cyad row this row's ratio is taken against
     max_n: float = math.inf              # larger sizes are skipped (too slow or too large)
     tol: float = EXACT_TOL
+    exact: Callable[[dict], np.ndarray] | None = None   # the row's reference, if not the problem's
 
 
 @dataclass
@@ -919,15 +926,124 @@ def p9_gradient_of_hvp(peers, example):
                    notes=("cyad: prepared; the outer engine as labelled, the inner hvp nested.",))
 
 
+SPECTRAL_STEPS = 10
+SPECTRAL_DT = 0.01
+
+
+def spectral_data(n):
+    """u and a tangent, and the filter k of an implicit heat step on n points of [0, 2 pi)."""
+    d = random_data(n)
+    wave = np.arange(n // 2 + 1)
+    return {"x": d["x"], "dx": d["dx"], "k": 1.0 / (1.0 + SPECTRAL_DT * 1e-3 * wave**2)}
+
+
+def spectral_steps(xp, x, k):
+    u = x
+    for _ in range(SPECTRAL_STEPS):
+        u = xp.fft.irfft(k * xp.fft.rfft(u), u.shape[-1]) - 0.1 * SPECTRAL_DT * u**3
+    return u
+
+
+def spectral_loss(xp, x, k):
+    return xp.sum(spectral_steps(xp, x, k) ** 2)
+
+
+def spectral_states(d):
+    """u before each step; the filter L: u -> irfft(k rfft(u)) is symmetric (a real even
+    convolution), so that it is its own transpose."""
+    states, u = [], d["x"]
+    for _ in range(SPECTRAL_STEPS):
+        states.append(u)
+        u = np.fft.irfft(d["k"] * np.fft.rfft(u), u.size) - 0.1 * SPECTRAL_DT * u**3
+    return states, u
+
+
+def spectral_gradient(d):
+    """The adjoint sweep: g -> L g - 0.3 dt u**2 g, from 2 u at the end."""
+    states, u = spectral_states(d)
+    g = 2 * u
+    for u in reversed(states):
+        g = np.fft.irfft(d["k"] * np.fft.rfft(g), g.size) - 0.3 * SPECTRAL_DT * u**2 * g
+    return g
+
+
+def spectral_jvp(d):
+    """The tangent sweep: t -> L t - 0.3 dt u**2 t."""
+    states, _ = spectral_states(d)
+    t = d["dx"]
+    for u in states:
+        t = np.fft.irfft(d["k"] * np.fft.rfft(t), t.size) - 0.3 * SPECTRAL_DT * u**2 * t
+    return t
+
+
+def p10_spectral(peers, example):
+    rows = cyad_rows("cyad", "cyad gradient", "gradient", functools.partial(spectral_loss, np))
+    rows[0].max_n = 2**10      # the dual engine's gradient: n directions in forward mode
+    rows += cyad_rows("cyad-jvp", "cyad pushforward", "pushforward",
+                      functools.partial(spectral_steps, np), tangent=True, ref="cyad-jvp")
+    for row in rows[len(CYAD_ENGINES):]:
+        row.exact = spectral_jvp
+    for key, peer, label, bench in (("jax-grad", "jax", "jax.jit(jax.grad)", jax_bench),
+                                    ("torch-grad", "torch", "torch.func.grad", torch_bench)):
+        rows.append(Row(key, label, note=f"{peer}: not installed") if peers.get(peer) is None
+                    else Row(key, label, functools.partial(bench, peers[peer], "grad",
+                                                           spectral_loss)))
+    for key, peer, label, bench in (("jax", "jax", "jax.jit(jax.jvp)", jax_bench),
+                                    ("torch", "torch", "torch.func.jvp", torch_bench)):
+        options = {"ref": cyad_key("cyad-jvp"), "exact": spectral_jvp}
+        rows.append(Row(key, label, note=f"{peer}: not installed", **options)
+                    if peers.get(peer) is None
+                    else Row(key, label, functools.partial(bench, peers[peer], "jvp",
+                                                           spectral_steps), **options))
+    return Problem("P10", f"gradient and JVP through a spectral step, chained "
+                   f"{SPECTRAL_STEPS} times", (2**10, 2**16), spectral_data, spectral_gradient,
+                   rows, notes=("u -> irfft(k * rfft(u)) - 0.1 dt u**3; gradient of sum(u**2) "
+                                "after the steps, JVP of u after them; checked against the "
+                                "adjoint and tangent sweeps written with np.fft.",
+                                "cyad's dual engine: gradient up to n = 2**10 (forward mode, "
+                                "n directions)."))
+
+
+def complex_data(n):
+    """z and a tangent dz, complex128."""
+    d, rng = random_data(n), np.random.default_rng(n + 1)
+    return {"x": d["x"] + 1j * rng.uniform(-1.0, 1.0, n),
+            "dx": d["dx"] + 1j * rng.standard_normal(n)}
+
+
+def p11_f(xp, z):
+    return xp.exp(z) * xp.sin(z) + z * z
+
+
+def p11_exact(d):
+    z = d["x"]
+    return (np.exp(z) * (np.sin(z) + np.cos(z)) + 2 * z) * d["dx"]
+
+
+def p11_complex_jvp(peers, example):
+    rows = cyad_rows("cyad", "cyad pushforward", "pushforward", functools.partial(p11_f, np),
+                     tangent=True)
+    for key, peer, label, bench in (("jax", "jax", "jax.jit(jax.jvp)", jax_bench),
+                                    ("torch", "torch", "torch.func.jvp", torch_bench)):
+        rows.append(Row(key, label, note=f"{peer}: not installed") if peers.get(peer) is None
+                    else Row(key, label, functools.partial(bench, peers[peer], "jvp", p11_f)))
+    return Problem("P11", "JVP of exp(z)*sin(z) + z*z of complex z", (10, 1000), complex_data,
+                   p11_exact, rows, notes=("complex128 z and tangent; checked against "
+                                           "f'(z) dz.",))
+
+
 PROBLEMS = {"P1": p1_copy, "P2": p2_jvp, "P3": p3_jacobian, "P4": p4_gradient, "P5": p5_hessian,
-            "P6": p6_hvp, "P7": p7_mlp, "P8": p8_third, "P9": p9_gradient_of_hvp}
+            "P6": p6_hvp, "P7": p7_mlp, "P8": p8_third, "P9": p9_gradient_of_hvp,
+            "P10": p10_spectral, "P11": p11_complex_jvp}
 
 
 # -- running ------------------------------------------------------------------------------------
 
 def check(row, result, exact):
     """None when the result is right, else what is wrong."""
-    result = np.asarray(result, dtype=float)
+    result = np.asarray(result)
+    if result.dtype.kind not in "fc":
+        result = result.astype(float)
     if result.shape != exact.shape:
         return f"wrong shape {result.shape}"
     error = float(np.max(np.abs(result - exact)))
@@ -965,10 +1081,12 @@ def run_problem(problem, timing, cap):
     cells = {row.key: {} for row in problem.rows}
     for n in problem.sizes:
         d = problem.data(n)
-        exact = problem.exact(d)
+        exact = {None: problem.exact(d)}
         for row in problem.rows:
+            if row.exact not in exact:
+                exact[row.exact] = row.exact(d)
             start = time.perf_counter()
-            cells[row.key][n] = run_cell(row, d, exact, n, timing, cap)
+            cells[row.key][n] = run_cell(row, d, exact[row.exact], n, timing, cap)
             if row.build is not None and n <= row.max_n:
                 seconds = time.perf_counter() - start
                 print(f"  {problem.key} n={n:<7} {row.label:50s} {seconds:6.1f} s",
@@ -1056,6 +1174,11 @@ TARGETS = [
            "third derivative no slower than jax.jit of nested grads"),
     Target("P9", (10, 100, 1000), "cyad", "jax", 1.0,
            "gradient of an hvp no slower than jax.jit(grad of jvp of grad)"),
+    Target("P10", (2**16,), "cyad", "jax-grad", 1.0,
+           "gradient through spectral steps no slower than jax.jit(jax.grad)"),
+    Target("P10", (2**16,), "cyad-jvp", "jax", 1.0,
+           "JVP through spectral steps no slower than jax.jit(jax.jvp)"),
+    Target("P11", (10,), "cyad", "jax", 5.0, "complex JVP >= 5x faster than jax.jit(jvp)"),
 ]
 
 

@@ -209,6 +209,9 @@ cdef class Prep:
     cdef readonly int workers          # workers=k: the parts a call runs in at once, or 1
     cdef readonly object workers_map   # workers=map: a map-like running parts as tasks
     cdef readonly object map_options   # and the chunk and engine given with it
+    # once f's values proved complex: the complex prep answering its calls
+    # (cyad/_complex/operators.py)
+    cdef object complex_prep
     cdef list part_preps               # the preps of parts 1 ... k - 1 (workers=k), or None
     cdef list part_ys                  # their copies of y's incoming values (f(y, x))
     cdef void* part_calls              # a part_call per part (cyad/_parallel/parts.pxd)

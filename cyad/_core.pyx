@@ -940,7 +940,8 @@ def input_dtype(x):
     if dtype.kind in "biu":
         return np.dtype(np.float64)
     if dtype.kind == "c":
-        raise TypeError("cyad: complex inputs are not supported (differentiate the real and "
+        raise TypeError("cyad: complex inputs are taken by the operators (cyad.gradient & co.), "
+                        "not here (differentiate the real and "
                         "imaginary parts as separate real inputs)")
     raise TypeError(f"cyad: cannot differentiate with respect to an input of dtype {dtype}; "
                     "use float64 or float32")

@@ -26,8 +26,8 @@ x : float or 0-d ndarray
     A scalar input of the dtype the prepared calls take.""",
     "x_at": """\
 x : array_like
-    Where to differentiate. float64 and float32 are kept; integers and bools become
-    float64.""",
+    Where to differentiate. float64 and float32 are kept, complex128 and complex64 too
+    (JAX's conventions: docs guide/complex); integers and bools become float64.""",
     "y": """\
 y : ndarray, optional
     The output buffer of a two-argument f; afterwards it holds f's value.""",
@@ -79,6 +79,11 @@ engine : str, optional
     The engine the prep runs on: ``"dual"`` or ``"tape"``; another name raises
     ValueError (``prep.why_engine`` says which runs and why). None (default):
     {default}.""",
+    "holomorphic": """\
+holomorphic : bool, optional
+    For a holomorphic f of complex x with complex values: the complex derivatives
+    (f'(z), df_i/dz_j, f''(z)), as JAX's ``holomorphic=True``. Default False: a real f
+    of complex x is differentiated by JAX's conventions (docs: guide/complex).""",
     # -- results
     "returns_prep": """\
 Prep
@@ -90,12 +95,13 @@ ValueError
     does not fit the call (the message says what differs).""",
     "raises_type": """\
 TypeError
-    If x is not real, f is neither a callable nor a C function of cyad's signature, or
-    f drops a derivative (turns a `Dual` into a float or a plain ndarray, or calls a
-    NumPy function cyad has no rule for).""",
+    If f is neither a callable nor a C function of cyad's signature, f drops a
+    derivative (turns a `Dual` into a float or a plain ndarray, or calls a NumPy
+    function cyad has no rule for), or JAX refuses the call too (complex values of f
+    where a real f is taken, complex x and values without ``holomorphic=True``).""",
     "raises_prepare_type": """\
 TypeError
-    If x is not real, or f is neither a callable nor a C function of cyad's
+    If x is neither real nor complex, or f is neither a callable nor a C function of cyad's
     signature (with the {order} function x's dtype needs).""",
     "raises_call": """\
 RuntimeError

@@ -1,8 +1,10 @@
 # Type stubs of cyad/_operators.pyx: the public operators and their prepare_* functions.
 #
 # Results are float64 or float32 arrays (x's dtype), and Python floats where a result is
-# 0-d and no out= was given. A tuple of tangents (pushforward, hvp) or cotangents (pullback)
-# is a batch, answered by a tuple. With out=, the operators return out itself. Called inside
+# 0-d and no out= was given. (Complex x, or an f of complex values, gives complex results
+# and a prep of its own kind, cyad/_complex/operators.py: the stubs type the real calls.)
+# A tuple of tangents (pushforward, hvp) or cotangents (pullback) is a batch, answered by
+# a tuple. With out=, the operators return out itself. Called inside
 # a function cyad is differentiating (nested differentiation), the first-order operators
 # return Dual arrays.
 from collections.abc import Callable, Iterable
@@ -117,26 +119,31 @@ def value_and_pullback(
 def prepare_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None,
     engine: _Engine = None,
+    holomorphic: bool = False,
 ) -> Prep: ...
 @overload
 def derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None,
+    holomorphic: bool = False,
 ) -> _Result: ...
 @overload
 def derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Out,
     chunk: _Chunk = None, engine: _Engine = None,
+    holomorphic: bool = False,
 ) -> _Out: ...
 @overload
 def value_and_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None,
+    holomorphic: bool = False,
 ) -> tuple[_Result, _Result]: ...
 @overload
 def value_and_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
     chunk: _Chunk = None, engine: _Engine = None,
+    holomorphic: bool = False,
 ) -> _Outs: ...
 
 # -- gradient (scalar-valued f)
@@ -144,21 +151,25 @@ def value_and_derivative(
 def prepare_gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> Prep: ...
 def gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> _Array: ...
 @overload
 def value_and_gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> tuple[float, _Array]: ...
 @overload
 def value_and_gradient(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> _Outs: ...
 
 # -- jacobian
@@ -166,21 +177,25 @@ def value_and_gradient(
 def prepare_jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> Prep: ...
 def jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> _Array: ...
 @overload
 def value_and_jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> tuple[_Result, _Array]: ...
 @overload
 def value_and_jacobian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> _Outs: ...
 
 # -- second derivative (scalar x)
@@ -188,26 +203,31 @@ def value_and_jacobian(
 def prepare_second_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None,
     engine: _Engine = None,
+    holomorphic: bool = False,
 ) -> Prep: ...
 @overload
 def second_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None,
+    holomorphic: bool = False,
 ) -> _Result: ...
 @overload
 def second_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Out,
     chunk: _Chunk = None, engine: _Engine = None,
+    holomorphic: bool = False,
 ) -> _Out: ...
 @overload
 def value_derivative_and_second_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None,
+    holomorphic: bool = False,
 ) -> tuple[_Result, _Result, _Result]: ...
 @overload
 def value_derivative_and_second_derivative(
     f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
     chunk: _Chunk = None, engine: _Engine = None,
+    holomorphic: bool = False,
 ) -> _Outs: ...
 
 # -- Hessian-vector product (scalar-valued f)
@@ -215,30 +235,35 @@ def value_derivative_and_second_derivative(
 def prepare_hvp(
     f: _Function, x: npt.ArrayLike, v: npt.ArrayLike | _Batch, *, y: _Y = None,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> Prep: ...
 @overload
 def hvp(
     f: _Function, x: npt.ArrayLike, v: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> tuple[_Array, ...]: ...
 @overload
 def hvp(
     f: _Function, x: npt.ArrayLike, v: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> _Array: ...
 @overload
 def gradient_and_hvp(
     f: _Function, x: npt.ArrayLike, v: _Batch, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], tuple[npt.NDArray[Any], ...]] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> tuple[_Array, tuple[_Array, ...]]: ...
 @overload
 def gradient_and_hvp(
     f: _Function, x: npt.ArrayLike, v: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> tuple[_Array, _Array]: ...
 
 # -- Hessian (scalar-valued f)
@@ -246,19 +271,23 @@ def gradient_and_hvp(
 def prepare_hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> Prep: ...
 def hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> _Array: ...
 @overload
 def value_gradient_and_hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> tuple[float, _Array, _Array]: ...
 @overload
 def value_gradient_and_hessian(
     f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
+    holomorphic: bool = False,
 ) -> _Outs: ...

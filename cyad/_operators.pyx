@@ -14,6 +14,11 @@ import warnings
 
 import numpy as np
 
+cimport numpy as cnp
+from cpython.complex cimport PyComplex_Check
+
+cnp.import_array()
+
 from cyad._core cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK, WITH_VALUE, WITH_FIRST,
                          refuse_busy)
@@ -22,6 +27,7 @@ from cyad._families import PREP_TYPES as _PREP_TYPES
 from cyad._engines import engine_type
 from cyad._dual.array cimport differentiating
 from cyad._wrapper cimport is_python_function, FunctionWrapper
+from cyad._wrapper import ComplexValues
 from cyad import _docstrings, _engines, _nested
 from cyad._reporting import warnings as _warnings
 
@@ -103,6 +109,108 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
     return p
 
 
+cdef object _complex_operators = None
+
+
+cdef object _complex():
+    # cyad/_complex/operators.py, imported at the first complex call
+    global _complex_operators
+    if _complex_operators is None:
+        from cyad._complex import operators
+        _complex_operators = operators
+    return _complex_operators
+
+
+cdef bint _is_complex(object x) except -1:
+    # whether x is complex: a number, an ndarray, a list of them, a complex array of
+    # cyad._complex (inside another differentiation)
+    if cnp.PyArray_Check(x):
+        return cnp.PyArray_ISCOMPLEX(<cnp.ndarray>x)
+    if PyComplex_Check(x) or isinstance(x, np.complexfloating):
+        return True
+    if type(x) is list or type(x) is tuple:
+        return np.asarray(x).dtype.kind == "c"
+    return getattr(type(x), "__cyad_complex__", False)
+
+
+cdef object _complex_prep(object prep):
+    # the prep a complex call takes: a complex prep, the one a real prep made when f's
+    # values proved complex, or None; False when the call is real
+    if prep is None:
+        return False
+    if isinstance(prep, Prep):
+        return False if (<Prep>prep).complex_prep is None else (<Prep>prep).complex_prep
+    return prep if isinstance(prep, _complex().ComplexPrep) else False
+
+
+cdef object _operate(Family family, int wanted, object f, object x, object v, object y,
+                     object prep, object out, object chunk, object engine, object workers,
+                     bint holomorphic):
+    # an operator's call: on complex x or complex values of f, cyad/_complex/operators.py's;
+    # inside a running differentiation, a nested one; else the prep's
+    cdef Prep p
+    cdef object complex_prep = _complex_prep(prep)
+    if complex_prep is not False:
+        return complex_prep.call(_FAMILY_NAMES[family], holomorphic, wanted, f, x, v, y, out,
+                                 chunk, engine, workers)
+    if holomorphic or (prep is None and _is_complex(x)):
+        return _complex().call(_FAMILY_NAMES[family], wanted, f, x, v, y, out, chunk, engine,
+                               workers, holomorphic)
+    try:
+        if _nests(f, prep, engine):
+            return _nested_call(family, wanted, f, x, v, y, out)
+        p = _prep(family, f, x, v, y, prep, chunk, engine, workers)
+        r = p.call(f, x, 1.0 if family == DERIVATIVE else v, y, out, wanted)
+    except ComplexValues:
+        # f's values are complex: the call, and the prep's later ones, are complex calls
+        if prep is None:
+            return _complex().call(_FAMILY_NAMES[family], wanted, f, x, v, y, out, chunk,
+                                   engine, workers, False)
+        p = <Prep>prep
+        p.complex_prep = _complex().prepare(_FAMILY_NAMES[family], f, x, v, y, p.chunk,
+                                            p.engine_made, workers, False)
+        return p.complex_prep.call(_FAMILY_NAMES[family], False, wanted, f, x, v, y, out,
+                                   chunk, engine, workers)
+    if not wanted:
+        if family == PUSHFORWARD or family == PULLBACK or family == DERIVATIVE or \
+                family == SECOND_DERIVATIVE:
+            return _scalar_result(r, out)
+        return r
+    return r if family == HVP else _scalar_tuple(r, out)
+
+
+cdef object _nested_call(Family family, int wanted, object f, object x, object v, object y,
+                         object out):
+    # an operator's call nested in a running differentiation (cyad/_nested.py)
+    cdef bint with_value = wanted != 0
+    if family == PUSHFORWARD:
+        return _nested.pushforward(f, x, v, y, out, with_value)
+    if family == DERIVATIVE:
+        return _nested.pushforward(f, x, 1.0, y, out, with_value, True)
+    if family == PULLBACK:
+        return _nested.pullback(f, x, v, y, out, with_value)
+    if family == GRADIENT or family == JACOBIAN:
+        return _nested.jacobian(f, x, y, out, with_value, family == GRADIENT)
+    if family == SECOND_DERIVATIVE:
+        return _nested.second_derivative(f, x, y, out, with_value)
+    if family == HVP:
+        return _nested.hvp(f, x, v, y, out, with_value)
+    return _nested.hessian(f, x, y, out, with_value)
+
+
+cdef object _prepare_call(Family family, object f, object x, object v, object y,
+                          object chunk, object engine, object workers, bint holomorphic):
+    # a prepare_* function's prep: a complex one for complex x or complex values of f
+    if holomorphic or _is_complex(x):
+        return _complex().prepare(_FAMILY_NAMES[family], f, x, v, y, chunk, engine, workers,
+                                  holomorphic)
+    try:
+        return _new_prep(family, f, x, v, y, chunk, engine, False, workers)
+    except ComplexValues:
+        return _complex().prepare(_FAMILY_NAMES[family], f, x, v, y, chunk, engine, workers,
+                                  False)
+
+
 # -- pushforward ---------------------------------------------------------------------
 
 def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None, workers=None):
@@ -141,7 +249,7 @@ def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None, workers=No
     >>> out
     array([2., 4.])
     """
-    return _new_prep(PUSHFORWARD, f, x, dx, y, chunk, engine, False, workers)
+    return _prepare_call(PUSHFORWARD, f, x, dx, y, chunk, engine, workers, False)
 
 
 def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
@@ -151,8 +259,8 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=Non
     ----------
     %(f)s
     x : array_like or float
-        Where to differentiate. float64 and float32 are kept; integers and bools become
-        float64.
+        Where to differentiate. float64 and float32 are kept, complex128 and complex64 too
+        (JAX's conventions: docs guide/complex); integers and bools become float64.
     dx : array_like, float or tuple of them
         A tangent shaped like x, or a tuple of tangents (a batch, answered by a tuple).
     %(y)s
@@ -193,10 +301,7 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=Non
     >>> cyad.pushforward(lambda x: x ** 2, x, (np.array([1.0, 0.0]), np.array([0.0, 1.0])))
     (array([2., 0.]), array([0., 4.]))
     """
-    if _nests(f, prep, engine):
-        return _nested.pushforward(f, x, dx, y, out, False)
-    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine, workers)
-    return _scalar_result(p.call(f, x, dx, y, out, 0), out)
+    return _operate(PUSHFORWARD, 0, f, x, dx, y, prep, out, chunk, engine, workers, False)
 
 
 def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None,
@@ -232,10 +337,7 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, 
     >>> cyad.value_and_pushforward(lambda x: x ** 3, 2.0, 1.0)
     (8.0, 12.0)
     """
-    if _nests(f, prep, engine):
-        return _nested.pushforward(f, x, dx, y, out, True)
-    cdef Prep p = _prep(PUSHFORWARD, f, x, dx, y, prep, chunk, engine, workers)
-    return _scalar_tuple(p.call(f, x, dx, y, out, WITH_VALUE), out)
+    return _operate(PUSHFORWARD, WITH_VALUE, f, x, dx, y, prep, out, chunk, engine, workers, False)
 
 
 # -- pullback ----------------------------------------------------------------------------
@@ -276,7 +378,7 @@ def prepare_pullback(f, x, dy, *, y=None, chunk=None, engine=None, workers=None)
     >>> out
     array([2., 4.])
     """
-    return _new_prep(PULLBACK, f, x, dy, y, chunk, engine, False, workers)
+    return _prepare_call(PULLBACK, f, x, dy, y, chunk, engine, workers, False)
 
 
 def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
@@ -291,8 +393,8 @@ def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None, 
     ----------
     %(f)s
     x : array_like or float
-        Where to differentiate. float64 and float32 are kept; integers and bools become
-        float64.
+        Where to differentiate. float64 and float32 are kept, complex128 and complex64 too
+        (JAX's conventions: docs guide/complex); integers and bools become float64.
     dy : array_like, float or tuple of them
         A cotangent shaped like f(x), in x's dtype, or a tuple of cotangents (a batch,
         answered by a tuple).
@@ -336,10 +438,7 @@ def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None, 
     ...               engine="tape")
     (array([2., 0.]), array([0., 4.]))
     """
-    if _nests(f, prep, engine):
-        return _nested.pullback(f, x, dy, y, out, False)
-    cdef Prep p = _prep(PULLBACK, f, x, dy, y, prep, chunk, engine, workers)
-    return _scalar_result(p.call(f, x, dy, y, out, 0), out)
+    return _operate(PULLBACK, 0, f, x, dy, y, prep, out, chunk, engine, workers, False)
 
 
 def value_and_pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None,
@@ -375,15 +474,12 @@ def value_and_pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, eng
     >>> cyad.value_and_pullback(lambda x: x ** 3, 2.0, 1.0, engine="tape")
     (8.0, 12.0)
     """
-    if _nests(f, prep, engine):
-        return _nested.pullback(f, x, dy, y, out, True)
-    cdef Prep p = _prep(PULLBACK, f, x, dy, y, prep, chunk, engine, workers)
-    return _scalar_tuple(p.call(f, x, dy, y, out, WITH_VALUE), out)
+    return _operate(PULLBACK, WITH_VALUE, f, x, dy, y, prep, out, chunk, engine, workers, False)
 
 
 # -- derivative ------------------------------------------------------------------------
 
-def prepare_derivative(f, x, *, y=None, chunk=None, engine=None):
+def prepare_derivative(f, x, *, y=None, chunk=None, engine=None, holomorphic=False):
     """Prepare `derivative` and `value_and_derivative` of f at a scalar x.
 
     Parameters
@@ -393,6 +489,7 @@ def prepare_derivative(f, x, *, y=None, chunk=None, engine=None):
     %(y)s
     %(chunk_one)s
     %(engine_prepare)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -416,10 +513,10 @@ def prepare_derivative(f, x, *, y=None, chunk=None, engine=None):
     >>> y
     array([4., 6.])
     """
-    return _new_prep(DERIVATIVE, f, x, None, y, chunk, engine, False)
+    return _prepare_call(DERIVATIVE, f, x, None, y, chunk, engine, None, holomorphic)
 
 
-def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, holomorphic=False):
     """The derivative df/dx at a scalar x, shaped like f(x).
 
     Parameters
@@ -432,6 +529,7 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     %(out_result)s
     %(chunk_one)s
     %(engine)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -456,18 +554,16 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
     >>> cyad.derivative(lambda t: t * np.arange(3.0), 1.0)
     array([0., 1., 2.])
     """
-    if _nests(f, prep, engine):
-        return _nested.pushforward(f, x, 1.0, y, out, False, True)
-    cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk, engine)
-    return _scalar_result(p.call(f, x, 1.0, y, out, 0), out)
+    return _operate(DERIVATIVE, 0, f, x, None, y, prep, out, chunk, engine, None, holomorphic)
 
 
-def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None,
+                         holomorphic=False):
     """f(x) and the derivative df/dx at a scalar x.
 
     Parameters
     ----------
-    f, x, y, prep, chunk, engine
+    f, x, y, prep, chunk, engine, holomorphic
         As for `derivative`.
     out : tuple, optional
         A pair ``(value_out, derivative_out)``, written in place and returned.
@@ -493,15 +589,13 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engin
     >>> cyad.value_and_derivative(np.exp, 0.0)
     (1.0, 1.0)
     """
-    if _nests(f, prep, engine):
-        return _nested.pushforward(f, x, 1.0, y, out, True, True)
-    cdef Prep p = _prep(DERIVATIVE, f, x, None, y, prep, chunk, engine)
-    return _scalar_tuple(p.call(f, x, 1.0, y, out, WITH_VALUE), out)
+    return _operate(DERIVATIVE, WITH_VALUE, f, x, None, y,
+                    prep, out, chunk, engine, None, holomorphic)
 
 
 # -- gradient --------------------------------------------------------------------------
 
-def prepare_gradient(f, x, *, y=None, chunk=None, engine=None, workers=None):
+def prepare_gradient(f, x, *, y=None, chunk=None, engine=None, workers=None, holomorphic=False):
     """Prepare `gradient` and `value_and_gradient` of a scalar-valued f at inputs shaped like x.
 
     Parameters
@@ -512,6 +606,7 @@ def prepare_gradient(f, x, *, y=None, chunk=None, engine=None, workers=None):
     %(chunk_inputs)s
     %(engine_prepare)s
     %(workers)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -533,10 +628,11 @@ def prepare_gradient(f, x, *, y=None, chunk=None, engine=None, workers=None):
     >>> cyad.gradient(f, np.array([1.0, 2.0, 3.0]), prep=prep, out=out)
     array([2., 4., 6.])
     """
-    return _new_prep(GRADIENT, f, x, None, y, chunk, engine, False, workers)
+    return _prepare_call(GRADIENT, f, x, None, y, chunk, engine, workers, holomorphic)
 
 
-def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
+def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
+             holomorphic=False):
     """The gradient of a scalar-valued f, shaped like x.
 
     Parameters
@@ -550,6 +646,7 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, work
     %(chunk_inputs)s
     %(engine)s
     %(workers)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -572,18 +669,16 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, work
     >>> cyad.gradient(lambda x: np.sum(x ** 2), np.array([1.0, 2.0, 3.0]))
     array([2., 4., 6.])
     """
-    if _nests(f, prep, engine):
-        return _nested.jacobian(f, x, y, out, False, True)
-    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine, workers)
-    return p.call(f, x, None, y, out, 0)
+    return _operate(GRADIENT, 0, f, x, None, y, prep, out, chunk, engine, workers, holomorphic)
 
 
-def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
+def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
+                       holomorphic=False):
     """f(x) as a float, and the gradient of the scalar-valued f.
 
     Parameters
     ----------
-    f, x, y, prep, chunk, engine, workers
+    f, x, y, prep, chunk, engine, workers, holomorphic
         As for `gradient`.
     out : tuple, optional
         A pair ``(value_out, gradient_out)`` with ``value_out`` a 0-d array, written in
@@ -610,15 +705,13 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
     >>> cyad.value_and_gradient(lambda x: x @ x, np.array([1.0, 2.0]))
     (5.0, array([2., 4.]))
     """
-    if _nests(f, prep, engine):
-        return _nested.jacobian(f, x, y, out, True, True)
-    cdef Prep p = _prep(GRADIENT, f, x, None, y, prep, chunk, engine, workers)
-    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE), out)
+    return _operate(GRADIENT, WITH_VALUE, f, x, None, y,
+                    prep, out, chunk, engine, workers, holomorphic)
 
 
 # -- jacobian --------------------------------------------------------------------------
 
-def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None, workers=None):
+def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None, workers=None, holomorphic=False):
     """Prepare `jacobian` and `value_and_jacobian` of f at inputs shaped like x.
 
     Parameters
@@ -629,6 +722,7 @@ def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None, workers=None):
     %(chunk_inputs)s
     %(engine_prepare)s
     %(workers)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -649,10 +743,11 @@ def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None, workers=None):
     array([[3., 0.],
            [0., 3.]])
     """
-    return _new_prep(JACOBIAN, f, x, None, y, chunk, engine, False, workers)
+    return _prepare_call(JACOBIAN, f, x, None, y, chunk, engine, workers, holomorphic)
 
 
-def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
+def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
+             holomorphic=False):
     """The Jacobian of f at x, of shape ``f(x).shape + x.shape``.
 
     Parameters
@@ -666,6 +761,7 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, work
     %(chunk_inputs)s
     %(engine)s
     %(workers)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -688,18 +784,16 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, work
     array([[2., 0.],
            [0., 4.]])
     """
-    if _nests(f, prep, engine):
-        return _nested.jacobian(f, x, y, out, False, False)
-    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine, workers)
-    return p.call(f, x, None, y, out, 0)
+    return _operate(JACOBIAN, 0, f, x, None, y, prep, out, chunk, engine, workers, holomorphic)
 
 
-def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
+def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
+                       holomorphic=False):
     """f(x) and the Jacobian of f at x.
 
     Parameters
     ----------
-    f, x, y, prep, chunk, engine, workers
+    f, x, y, prep, chunk, engine, workers, holomorphic
         As for `jacobian`.
     out : tuple, optional
         A pair ``(value_out, jacobian_out)``, written in place and returned.
@@ -728,15 +822,13 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
     >>> np.allclose(J, 2.0 * np.eye(2))
     True
     """
-    if _nests(f, prep, engine):
-        return _nested.jacobian(f, x, y, out, True, False)
-    cdef Prep p = _prep(JACOBIAN, f, x, None, y, prep, chunk, engine, workers)
-    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE), out)
+    return _operate(JACOBIAN, WITH_VALUE, f, x, None, y,
+                    prep, out, chunk, engine, workers, holomorphic)
 
 
 # -- second order ------------------------------------------------------------------------
 
-def prepare_second_derivative(f, x, *, y=None, chunk=None, engine=None):
+def prepare_second_derivative(f, x, *, y=None, chunk=None, engine=None, holomorphic=False):
     """Prepare `second_derivative` and `value_derivative_and_second_derivative` of f at a
     scalar x.
 
@@ -747,6 +839,7 @@ def prepare_second_derivative(f, x, *, y=None, chunk=None, engine=None):
     %(y)s
     %(chunk_one)s
     %(engine_prepare)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -766,10 +859,11 @@ def prepare_second_derivative(f, x, *, y=None, chunk=None, engine=None):
     >>> cyad.second_derivative(f, 2.0, prep=prep)
     12.0
     """
-    return _new_prep(SECOND_DERIVATIVE, f, x, None, y, chunk, engine, False)
+    return _prepare_call(SECOND_DERIVATIVE, f, x, None, y, chunk, engine, None, holomorphic)
 
 
-def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None):
+def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None,
+                      holomorphic=False):
     """The second derivative d2f/dx2 at a scalar x, shaped like f(x).
 
     Parameters
@@ -784,6 +878,7 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=N
     %(out_result)s
     %(chunk_one)s
     %(engine)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -806,19 +901,17 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=N
     >>> cyad.second_derivative(lambda x: x ** 3, 2.0)
     12.0
     """
-    if _nests(f, prep, engine):
-        return _nested.second_derivative(f, x, y, out, False)
-    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk, engine)
-    return _scalar_result(p.call(f, x, None, y, out, 0), out)
+    return _operate(SECOND_DERIVATIVE, 0, f, x, None, y,
+                    prep, out, chunk, engine, None, holomorphic)
 
 
 def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None,
-                                           engine=None):
+                                           engine=None, holomorphic=False):
     """f(x), df/dx and d2f/dx2 at a scalar x.
 
     Parameters
     ----------
-    f, x, y, prep, chunk, engine
+    f, x, y, prep, chunk, engine, holomorphic
         As for `second_derivative`.
     out : tuple, optional
         A triple ``(value_out, derivative_out, second_derivative_out)``, written in place
@@ -847,13 +940,11 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
     >>> cyad.value_derivative_and_second_derivative(lambda x: x ** 3, 2.0)
     (8.0, 12.0, 12.0)
     """
-    if _nests(f, prep, engine):
-        return _nested.second_derivative(f, x, y, out, True)
-    cdef Prep p = _prep(SECOND_DERIVATIVE, f, x, None, y, prep, chunk, engine)
-    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE | WITH_FIRST), out)
+    return _operate(SECOND_DERIVATIVE, WITH_VALUE | WITH_FIRST, f, x, None, y,
+                    prep, out, chunk, engine, None, holomorphic)
 
 
-def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None, workers=None):
+def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None, workers=None, holomorphic=False):
     """Prepare `hvp` and `gradient_and_hvp` of a scalar-valued f at inputs shaped like x.
 
     Parameters
@@ -866,6 +957,7 @@ def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None, workers=None):
     %(chunk_hvp)s
     %(engine_prepare)s
     %(workers)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -887,10 +979,11 @@ def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None, workers=None):
     >>> cyad.hvp(f, x, v, prep=prep)
     array([ 6., 12.])
     """
-    return _new_prep(HVP, f, x, v, y, chunk, engine, False, workers)
+    return _prepare_call(HVP, f, x, v, y, chunk, engine, workers, holomorphic)
 
 
-def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
+def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
+        holomorphic=False):
     """The Hessian-vector product H(x) @ v of a scalar-valued f, shaped like x.
 
     Parameters
@@ -909,6 +1002,7 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None, worker
     %(chunk_hvp)s
     %(engine)s
     %(workers)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -932,19 +1026,16 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None, worker
     >>> cyad.hvp(f, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     array([ 6., 12.])
     """
-    if _nests(f, prep, engine):
-        return _nested.hvp(f, x, v, y, out, False)
-    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine, workers)
-    return p.call(f, x, v, y, out, 0)
+    return _operate(HVP, 0, f, x, v, y, prep, out, chunk, engine, workers, holomorphic)
 
 
 def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None,
-                     workers=None):
+                     workers=None, holomorphic=False):
     """The gradient of a scalar-valued f and the Hessian-vector product H(x) @ v.
 
     Parameters
     ----------
-    f, x, v, y, prep, chunk, engine, workers
+    f, x, v, y, prep, chunk, engine, workers, holomorphic
         As for `hvp`.
     out : tuple, optional
         A pair ``(gradient_out, hvp_out)`` (``hvp_out`` a tuple for a batch), written in
@@ -972,13 +1063,10 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine
     >>> cyad.gradient_and_hvp(f, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     (array([ 3., 12.]), array([ 6., 12.]))
     """
-    if _nests(f, prep, engine):
-        return _nested.hvp(f, x, v, y, out, True)
-    cdef Prep p = _prep(HVP, f, x, v, y, prep, chunk, engine, workers)
-    return p.call(f, x, v, y, out, WITH_FIRST)
+    return _operate(HVP, WITH_FIRST, f, x, v, y, prep, out, chunk, engine, workers, holomorphic)
 
 
-def prepare_hessian(f, x, *, y=None, chunk=None, engine=None, workers=None):
+def prepare_hessian(f, x, *, y=None, chunk=None, engine=None, workers=None, holomorphic=False):
     """Prepare `hessian` and `value_gradient_and_hessian` of a scalar-valued f at inputs
     shaped like x.
 
@@ -990,6 +1078,7 @@ def prepare_hessian(f, x, *, y=None, chunk=None, engine=None, workers=None):
     %(chunk_hessian)s
     %(engine_prepare)s
     %(workers)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -1013,10 +1102,11 @@ def prepare_hessian(f, x, *, y=None, chunk=None, engine=None, workers=None):
     array([[4., 2.],
            [2., 0.]])
     """
-    return _new_prep(HESSIAN, f, x, None, y, chunk, engine, False, workers)
+    return _prepare_call(HESSIAN, f, x, None, y, chunk, engine, workers, holomorphic)
 
 
-def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
+def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
+            holomorphic=False):
     """The Hessian of a scalar-valued f, of shape ``x.shape + x.shape``.
 
     Parameters
@@ -1032,6 +1122,7 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, worke
     %(chunk_hessian)s
     %(engine)s
     %(workers)s
+    %(holomorphic)s
 
     Returns
     -------
@@ -1055,19 +1146,16 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, worke
     array([[4., 2.],
            [2., 0.]])
     """
-    if _nests(f, prep, engine):
-        return _nested.hessian(f, x, y, out, False)
-    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine, workers)
-    return p.call(f, x, None, y, out, 0)
+    return _operate(HESSIAN, 0, f, x, None, y, prep, out, chunk, engine, workers, holomorphic)
 
 
 def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None,
-                               workers=None):
+                               workers=None, holomorphic=False):
     """f(x) as a float, the gradient and the Hessian of a scalar-valued f.
 
     Parameters
     ----------
-    f, x, y, prep, chunk, engine, workers
+    f, x, y, prep, chunk, engine, workers, holomorphic
         As for `hessian`.
     out : tuple, optional
         A triple ``(value_out, gradient_out, hessian_out)`` with ``value_out`` a 0-d array,
@@ -1101,10 +1189,8 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None,
     array([[4., 2.],
            [2., 0.]])
     """
-    if _nests(f, prep, engine):
-        return _nested.hessian(f, x, y, out, True)
-    cdef Prep p = _prep(HESSIAN, f, x, None, y, prep, chunk, engine, workers)
-    return _scalar_tuple(p.call(f, x, None, y, out, WITH_VALUE | WITH_FIRST), out)
+    return _operate(HESSIAN, WITH_VALUE | WITH_FIRST, f, x, None, y,
+                    prep, out, chunk, engine, workers, holomorphic)
 
 
 # -- 0-d results are returned as floats when the caller gave no buffer ------------------

@@ -463,13 +463,18 @@ cdef class PythonFunction:
         memset(cnp.PyArray_DATA(yd.partials), 0, cnp.PyArray_NBYTES(yd.partials))
 
 
+class ComplexValues(TypeError):
+    """f returned complex values where a real call expected real ones: the operators answer
+    the call as a complex one (cyad/_complex/operators.py)."""
+
+
 def constant_result(r):
-    """A constant returned by f as an ndarray (zero derivative), or TypeError."""
+    """A constant returned by f as an ndarray (zero derivative), or TypeError
+    (ComplexValues for complex values)."""
     if isinstance(r, complex) or getattr(type(r), "__cyad_complex__", False) or (
             isinstance(r, (np.ndarray, np.generic)) and r.dtype.kind == "c"):
-        raise TypeError("cyad: f returned complex values; cyad differentiates real-valued "
-                        "f (complex intermediates included): return np.real, np.imag or "
-                        "np.abs of them, or both parts stacked")
+        raise ComplexValues("cyad: f returned complex values where real ones were expected "
+                            "(into a real y, or from a C function)")
     if isinstance(r, (float, int, np.ndarray, np.generic)) and not isinstance(r, (bool, complex)):
         c = np.asarray(r)
         if c.dtype.kind in "biuf":

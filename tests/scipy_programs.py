@@ -2,7 +2,9 @@
 scipy_functions.py), written once for SciPy and for JAX's jax.scipy: program(xp, x) with
 xp NumPy or jax.numpy, as the scenarios of tests/test_primitives.py take them."""
 import numpy as np
+import scipy.fft
 import scipy.linalg
+import scipy.signal
 import scipy.special
 
 try:
@@ -107,3 +109,71 @@ def polygamma(xp, x):
     _, special = scipy_of(xp)
     y = xp.exp(0.5 * x) + 0.5
     return special.polygamma(0, y) + special.polygamma(1, y) * special.polygamma(3, y[::-1])
+
+
+def _dst_of(xp, fft):
+    """scipy.fft's DST-II and its inverse (and their n-dimensional forms) for JAX, which has
+    the DCT-II alone: DST-II(x) is DCT-II((-1)^n x) reversed (the orthogonalized ends
+    included, DCT-II's first bin being DST-II's last)."""
+    def alternating(x, axes):
+        for axis in axes:
+            n = x.shape[axis]
+            x = x * xp.reshape((-1.0) ** xp.arange(n), (n,) + (1,) * (x.ndim - 1 - axis))
+        return x
+
+    def dstn(x, type=2, axes=None, norm=None):
+        axes = tuple(range(x.ndim)) if axes is None else axes
+        return xp.flip(fft.dctn(alternating(x, axes), axes=axes, norm=norm), axis=axes)
+
+    def idstn(x, type=2, axes=None, norm=None):
+        axes = tuple(range(x.ndim)) if axes is None else axes
+        return alternating(fft.idctn(xp.flip(x, axis=axes), axes=axes, norm=norm), axes)
+
+    return (lambda x, type=2, axis=-1, norm=None: dstn(x, type, (axis % x.ndim,), norm),
+            lambda x, type=2, axis=-1, norm=None: idstn(x, type, (axis % x.ndim,), norm),
+            dstn, idstn)
+
+
+def fourier_of(xp):
+    """(scipy.fft, scipy.signal) for NumPy; for jax.numpy the same functions from
+    jax.numpy.fft, jax.scipy.fft (the DSTs by `_dst_of`) and jax.scipy.signal (oaconvolve
+    is fftconvolve: the same convolution)."""
+    if xp is np:
+        return scipy.fft, scipy.signal
+    import types
+
+    import jax.numpy as jnp
+    import jax.scipy.fft
+    import jax.scipy.signal
+    dst, idst, dstn, idstn = _dst_of(jnp, jax.scipy.fft)
+    fft = types.SimpleNamespace(**{name: getattr(jnp.fft, name) for name in (
+        "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "fftn", "ifftn",
+        "rfft2", "irfft2", "rfftn", "irfftn", "fftshift", "ifftshift", "fftfreq", "rfftfreq")},
+        dct=jax.scipy.fft.dct, idct=jax.scipy.fft.idct, dctn=jax.scipy.fft.dctn,
+        idctn=jax.scipy.fft.idctn, dst=dst, idst=idst, dstn=dstn, idstn=idstn)
+    signal = types.SimpleNamespace(
+        fftconvolve=jax.scipy.signal.fftconvolve, oaconvolve=jax.scipy.signal.fftconvolve,
+        convolve=jax.scipy.signal.convolve, correlate=jax.scipy.signal.correlate)
+    return fft, signal
+
+
+def fourier(xp, x):
+    """Every function of scipy.fft and scipy.signal's FFT convolutions that cyad takes."""
+    fft, signal = fourier_of(xp)
+    m = x.reshape(3, 4)
+    z = fft.fft(x[:6] * x[6:])
+    transforms = [
+        z, fft.ifft(x[:7], n=8, norm="ortho"), fft.rfft(x ** 2), fft.irfft(z[:4] * x[:4], n=7),
+        fft.hfft(z[:4]), fft.ihfft(x[3:9], norm="forward"), fft.fft2(m), fft.ifft2(m * m),
+        fft.fftn(m, axes=(0,)), fft.ifftn(m, s=(4, 3)), fft.rfft2(m), fft.irfft2(fft.rfft2(m ** 3)),
+        fft.rfftn(m, s=(2, 5)), fft.irfftn(m, axes=(0,)), fft.fftshift(m), fft.ifftshift(x ** 2),
+        fft.fftfreq(5, x[0] ** 2 + 1.0) * x[:5], fft.rfftfreq(6, x[1] ** 2 + 0.5) * x[:4],
+        fft.dct(x, norm="ortho"), fft.idct(x ** 2, axis=0), fft.dst(m, norm="ortho"),
+        fft.idst(m ** 2, axis=0), fft.dctn(m), fft.idctn(m, norm="ortho"),
+        fft.dstn(m * m, axes=(1,)), fft.idstn(m, norm="ortho"),
+        signal.fftconvolve(x[:7], x[7:] ** 2), signal.oaconvolve(m, m[1:, 1:], mode="same"),
+        signal.convolve(x[:5], x[4:], mode="valid"),
+        signal.correlate(x[:6], x[6:9] * x[:3], mode="same")]
+    flat = [xp.ravel(t) for t in transforms]
+    return xp.concatenate([part for t in flat for part in (
+        (xp.real(t), xp.imag(t)) if xp.iscomplexobj(t) else (t,))])

@@ -473,7 +473,8 @@ for name, function in (("scipy.special.betainc", scipy.special.betainc),
          x=np.array([0.2, 0.7]))
 for program in (scipy_programs.expm, scipy_programs.solve_triangular, scipy_programs.lu,
                 scipy_programs.cho, scipy_programs.solve, scipy_programs.inv_det_cholesky,
-                scipy_programs.logsumexp, scipy_programs.softmax, scipy_programs.polygamma):
+                scipy_programs.logsumexp, scipy_programs.softmax, scipy_programs.polygamma,
+                scipy_programs.fourier):
     case(f"scipy-{program.__name__}", "program", [(12,)], lambda x, p=program: p(np, x),
          x=0.3 + 0.1 * np.arange(12.0))
 

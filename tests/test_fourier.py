@@ -193,3 +193,32 @@ def test_spectral_step_chain_gradient_and_hvp_against_jax():
     for point in (u, u[::-1].copy()):
         cyad.gradient(step(np), point, prep=prep, out=out)
         assert_matches(out, np.asarray(jax.grad(step(jnp))(point)), rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_cores_compute_alike_with_numpys_transforms(dtype, monkeypatch):
+    # the replay runs the cores into its buffers with SciPy's pocketfft where SciPy is
+    # installed; NumPy's transforms (without SciPy) give the same derivatives, batched too
+    rng = seeded("numpy's transforms")
+    x = rng.standard_normal(10).astype(dtype)
+    w = rng.standard_normal(9).astype(dtype)
+
+    def f(x):
+        z = np.fft.fft(np.fft.rfft(x) * (1 + 0.5j), 7)
+        return np.fft.irfft(np.fft.ifft(z * z), 9) * np.sum(np.fft.rfft(x, norm="ortho").imag)
+
+    def loss(x):
+        return np.sum(f(x) * w)
+
+    results = []
+    for pocketfft in (fourier._pocketfft, lambda: None):
+        monkeypatch.setattr(fourier, "_pocketfft", pocketfft)
+        gradient = cyad.prepare_gradient(loss, x, engine="tape")
+        jacobian = cyad.prepare_jacobian(f, x, engine="tape")     # forward lanes: batched
+        results.append([cyad.gradient(loss, x, prep=gradient) for _ in range(2)]
+                       + [cyad.jacobian(f, x, prep=jacobian) for _ in range(2)])
+    tolerance = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12,
+                                                                                atol=1e-13)
+    for with_scipy, with_numpy in zip(*results):
+        assert with_numpy.dtype == dtype
+        assert_matches(with_numpy, with_scipy, **tolerance)

@@ -124,16 +124,25 @@ def test_eig_at_repeated_eigenvalues_raises(function):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("function", [lambda a: np.linalg.eigvals(a),
                                       lambda a: np.linalg.eig(a)[0]])
-def test_eig_with_complex_eigenvalues_is_refused(function, engine):
+def test_eig_with_complex_eigenvalues_gives_complex_values(function, engine):
+    # complex eigenvalues are complex values, as NumPy's (cyad._complex.linalg; tested
+    # further in tests/test_complex_linalg.py), also for a prep (a tape) made where the
+    # eigenvalues are real
+    def f(x):
+        w = function(x.reshape(2, 2))
+        return np.concatenate([np.real(w), np.imag(w)])
+
+    def central(x):
+        h = 1e-6
+        return np.stack([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(4)], -1)
+
     rotation = np.array([1.0, -2.0, 2.0, 1.0])   # eigenvalues 1 +- 2i
-    with pytest.raises(TypeError, match="eig.* of a matrix with complex eigenvalues"):
-        cyad.jacobian(lambda x: function(x.reshape(2, 2)), rotation, engine=engine)
-    # a prep (a tape) made where the eigenvalues are real refuses complex ones later
-    real = np.array([1.0, 2.0, 0.5, 1.0])
-    prep = cyad.prepare_jacobian(lambda x: function(x.reshape(2, 2)), real, engine=engine)
-    cyad.jacobian(lambda x: function(x.reshape(2, 2)), real, prep=prep)
-    with pytest.raises(TypeError, match="complex eigenvalues"):
-        cyad.jacobian(lambda x: function(x.reshape(2, 2)), rotation, prep=prep)
+    real = np.array([1.0, 2.0, 0.5, 1.5])   # eigenvalues 1.25 +- sqrt(1.0625)
+    prep = cyad.prepare_jacobian(f, real, engine=engine)
+    for x in (rotation, real, rotation):
+        value, jacobian = cyad.value_and_jacobian(f, x, prep=prep)
+        np.testing.assert_allclose(value, f(x), rtol=1e-14)
+        np.testing.assert_allclose(jacobian, central(x), rtol=1e-7, atol=1e-8)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -337,9 +337,12 @@ def test_integer_and_bool_inputs_become_float64():
     assert cyad.jacobian(lambda x: 2 * x, np.array([True, False])).dtype == np.float64
 
 
-def test_complex_input_is_rejected():
-    with pytest.raises(TypeError, match="complex"):
+def test_a_jacobian_of_complex_values_of_complex_x_needs_holomorphic():
+    # (as jax.jacfwd's; tests/test_complex_operators.py holds the complex calls)
+    with pytest.raises(TypeError, match="holomorphic=True"):
         cyad.jacobian(lambda x: x, np.ones(3, dtype=complex))
+    np.testing.assert_array_equal(
+        cyad.jacobian(lambda x: x, np.ones(3, dtype=complex), holomorphic=True), np.eye(3))
 
 
 def test_list_input():

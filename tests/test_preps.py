@@ -241,9 +241,13 @@ def test_every_operator_docstring_is_filled_and_documents_engine(operator):
     # no fragment left unfilled: %(name)s, or a {key} field (a numpydoc choice set such as
     # {"csr", "csc"} is not one)
     assert "%(" not in doc and not re.search(r"\{\w+\}", doc.split("Examples")[0])
-    assert "\nengine : str, optional\n" in doc or re.search(r", engine(, workers)?\n", doc)
-    if "workers" in inspect.signature(operator).parameters:
-        assert "\nworkers : int or map-like, optional\n" in doc or ", engine, workers\n" in doc
+    listed = re.search(r", engine(, workers)?(, holomorphic)?\n", doc)
+    assert "\nengine : str, optional\n" in doc or listed
+    parameters = inspect.signature(operator).parameters
+    if "workers" in parameters:
+        assert "\nworkers : int or map-like, optional\n" in doc or ", engine, workers" in doc
+    if "holomorphic" in parameters:
+        assert "\nholomorphic : bool, optional\n" in doc or ", holomorphic\n" in doc
 
 
 def test_a_nested_call_refuses_an_unknown_engine():

@@ -463,6 +463,7 @@ SCENARIOS = [
     Scenario("scipy-logsumexp", [], 12, scipy_programs.logsumexp),
     Scenario("scipy-softmax-log_softmax", [], 12, scipy_programs.softmax),
     Scenario("scipy-polygamma", [], 4, scipy_programs.polygamma),
+    Scenario("scipy-fft-signal", [], 12, scipy_programs.fourier),
     # statistics, ufunc methods and stencils
     Scenario("ptp-average", [np.ptp, np.average], 12,
              lambda xp, x: flat(xp, xp.ptp(x.reshape(3, 4) ** 3, axis=1),

@@ -526,7 +526,8 @@ def test_a_prepared_call_allocates_its_result_and_what_f_allocates(allocations_p
 
 @pytest.mark.parametrize("script", ["rosenbrock_minimize.py", "stiff_kinetics.py",
                                     "least_squares_fit.py", "brusselator.py",
-                                    "sparse_least_squares.py"])
+                                    "sparse_least_squares.py", "impedance_fit.py",
+                                    "spectral_solver_gradient.py"])
 def test_example_runs(script):
     done = subprocess.run([sys.executable, str(EXAMPLES / script), "--quick"],
                           capture_output=True, text=True, timeout=120)

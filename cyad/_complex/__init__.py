@@ -17,7 +17,11 @@ batched transform per call, not its real arithmetic.
 - `ufuncs`: NumPy's complex ufuncs in real operations on the parts;
 - `functions`: NumPy's functions of complex arrays: the linear entries of the primitive table
   on each part, the products by their bilinear expansion, and the functions that treat the
-  parts apart (np.real, np.imag, np.angle, np.vdot's conjugation, ...).
+  parts apart (np.real, np.imag, np.angle, np.vdot's conjugation, ...);
+- `linalg`: numpy.linalg's solvers and decompositions of complex matrices (and
+  scipy.linalg.expm), primitives on the parts with JAX's rules.
+- `operators`: the operators on complex x or on an f of complex values, by JAX's
+  conventions: the same operators on the realified problem.
 
 A real engine array that meets a complex operand (`x * 1j`, `np.exp(1j * theta)`,
 `np.fft.rfft(x)`) hands the operation here (`ufunc_call`, `function_call`).

@@ -166,7 +166,7 @@ class ComplexArray(ArrayMethods):
 
     @property
     def real(self):
-        return self._zeros() if self.re is None else self.re
+        return self._own("re")
 
     @real.setter
     def real(self, value):
@@ -174,7 +174,7 @@ class ComplexArray(ArrayMethods):
 
     @property
     def imag(self):
-        return self._zeros() if self.im is None else self.im
+        return self._own("im")
 
     @imag.setter
     def imag(self, value):
@@ -203,6 +203,19 @@ class ComplexArray(ArrayMethods):
             return
         self._writable(name, value)
         self._read(name)[key] = 0.0 if value is None else value
+
+    def _own(self, name):
+        """The part of `name` as NumPy's z.real and z.imag give it, a view of this array: made
+        this array's own first (made where it is zero), so that a write into it (z.imag[1:] =
+        v) reaches this array and no other."""
+        if self._base is not None:
+            self._base._own(name)
+            return self._read(name)
+        if getattr(self, "_" + name) is None or name not in self._owned:
+            # (an engine's array where the other part is one, to take the engine's writes)
+            other = getattr(self, "_im" if name == "re" else "_re")
+            self._writable(name, other if is_engine_array(other) else None)
+        return getattr(self, "_" + name)
 
     def _writable(self, name, value):
         """Make the part of `name` (of the array a view views) this array's own, able to hold

@@ -94,7 +94,8 @@ def function_call(func, args, kwargs):
         return entry.impl(*args, **kwargs)
     raise TypeError(f"cyad: {function_name(func)} of complex arrays is not supported (cyad "
                     "differentiates complex code through NumPy's arithmetic, elementwise "
-                    "functions, products, linear and structural functions and numpy.fft)")
+                    "functions, products, linear and structural functions, numpy.fft and "
+                    "numpy.linalg's solvers and decompositions)")
 
 
 def _linear(entry, args, kwargs):
@@ -291,3 +292,6 @@ def _correlate(a, v, mode="valid"):
     """Σ_n a[n + k] conj(v[n]), NumPy's correlation of complex sequences."""
     return TABLE[np.correlate].impl(a, np.conjugate(v), mode)
 
+
+# numpy.linalg of complex matrices: its functions register in SPECIAL
+from cyad._complex import linalg  # noqa: E402, F401

@@ -18,8 +18,11 @@ number:
   singular values not differentiable), within the floating-point resolution of the
   largest one; full_matrices=True of a non-square matrix is refused (the extra
   singular vectors are not unique).
-- eig, eigvals: at repeated eigenvalues; complex ones (a dual array holds real numbers)
-  raise TypeError. The eigenvectors' derivatives keep their unit norm, as NumPy's.
+- eig, eigvals: at repeated eigenvalues. The eigenvectors' derivatives keep their unit
+  norm, as NumPy's. A real matrix whose eigenvalues are complex has complex eigenvalues
+  and eigenvectors, as in NumPy: np.linalg.eig and eigvals are compositions that hand it
+  to cyad._complex.linalg (whether the eigenvalues are complex is a value-only test, which
+  an engine that records f repeats on every replay), and the real ones to the primitives.
 - pinv, lstsq: of a rank-deficient matrix (at the cutoff that NumPy's own call uses),
   where the pseudo-inverse jumps. lstsq's rank is a constant; its singular values
   carry NaN derivatives where they repeat (the solution is differentiable there, the
@@ -32,12 +35,15 @@ import inspect
 import numpy as np
 
 from cyad._primitives._table import (
+    Primitive,
+    composition,
     constant,
     matrix_transpose,
     numpy_function,
     primitive,
     shape_of,
 )
+from cyad._primitives.custom import EntryFunction, value_only
 from cyad._primitives.linalg import _solve_lanes, _symmetrised, _symmetrised_adjoint
 
 _QR = type(np.linalg.qr(np.eye(1)))
@@ -302,8 +308,7 @@ def _eig_cotangent(a, wb, vb, name):
     return np.linalg.solve(matrix_transpose(v), np.matmul(g, matrix_transpose(v)))
 
 
-@primitive(np.linalg.eig)
-class _eig:
+class _RealEig:
     """Real eigenvalues only (complex ones are refused), distinct (repeated ones raise
     LinAlgError); the eigenvectors of unit norm, as NumPy's."""
 
@@ -322,8 +327,7 @@ class _eig:
         return (_eig_cotangent(primals[0], wb, vb, "eig"),)
 
 
-@primitive(np.linalg.eigvals)
-class _eigvals:
+class _RealEigvals:
     def bind(a):
         return (a,), {}
 
@@ -336,6 +340,33 @@ class _eigvals:
 
     def vjp(primals, ct):
         return (_eig_cotangent(primals[0], ct, None, "eigvals"),)
+
+
+_eig_core = EntryFunction(Primitive("eig", vars(_RealEig)))
+_eigvals_core = EntryFunction(Primitive("eigvals", vars(_RealEigvals)))
+
+
+def _has_complex_eigenvalues(a):
+    return np.asarray(np.iscomplexobj(np.linalg.eigvals(a)))
+
+
+_complex_eigenvalues = value_only(_has_complex_eigenvalues)
+
+
+@composition(np.linalg.eig)
+def _eig(a):
+    if _complex_eigenvalues(a):
+        from cyad._complex.linalg import eig_of_real
+        return eig_of_real(a, vectors=True)
+    return _eig_core(a)
+
+
+@composition(np.linalg.eigvals)
+def _eigvals(a):
+    if _complex_eigenvalues(a):
+        from cyad._complex.linalg import eig_of_real
+        return eig_of_real(a, vectors=False)
+    return _eigvals_core(a)
 
 
 # -- pseudo-inverse and least squares ------------------------------------------------------------

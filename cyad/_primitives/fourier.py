@@ -16,10 +16,19 @@ values and tangents). Each core is linear, with the transpose of another:
   `n` points (the imaginary parts of bin 0 and the Nyquist bin dropped, as NumPy does). Its
   transpose is r2c with 2 interior.
 
+Each core's ``into(operands, results, **params)`` makes a call of no arguments that computes
+into given result arrays, with the complex buffers it needs made once: a recorded tape's
+replay runs it on its own buffers (cyad/_tape/lowering.pyx), and ``impl`` is into on new
+arrays, so that a record and a replay compute alike. The transforms are SciPy's pocketfft
+where SciPy is installed (plans kept between calls, a batch of transforms shared among the
+cores), else numpy.fft.
+
 NumPy's functions (fft ... irfftn, hfft, ihfft, fftshift, ifftshift) are compositions of
 the cores, with NumPy's lengths `n`/`s` (the input cropped or zero-padded), axes and norms.
 """
+import functools
 import math
+import os
 
 import numpy as np
 
@@ -45,17 +54,108 @@ def _dtype(*parts):
     return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
 
 
-def _complex(re, im):
-    z = np.empty(re.shape, np.complex64 if _dtype(re, im) == np.float32 else np.complex128)
-    z.real = re
-    z.imag = im
-    return z
+def _complex_dtype(dtype):
+    return np.complex64 if dtype == np.float32 else np.complex128
 
 
-def _parts(z, dtype, scale):
-    if scale != 1.0:
-        z *= scale
-    return z.real.astype(dtype), z.imag.astype(dtype)
+_POCKETFFT = []      # SciPy's pocketfft module or None, once looked for
+
+
+def _pocketfft():
+    """SciPy's pocketfft module (where SciPy is installed), whose transforms write into out=
+    and keep their plans between calls (numpy.fft makes its plan anew at every call: a
+    quarter of a transform's time at 2**16 points); None without it."""
+    if not _POCKETFFT:
+        try:
+            from scipy.fft._pocketfft import pypocketfft
+            pypocketfft.c2r(np.zeros(2, complex), (0,), 2, False, 0, np.empty(2), 1)
+        except Exception:  # (a private module: any failure means NumPy's transforms)
+            pypocketfft = None
+        _POCKETFFT.append(pypocketfft)
+    return _POCKETFFT[0]
+
+
+# numpy.fft writes into out= from NumPy 2.0 (in the precision of its operand: complex64 stays
+# single); before, its result is copied there
+_FFT_OUT = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+
+
+def _numpy_into(transform, a, out, **options):
+    if _FFT_OUT:
+        return functools.partial(transform, a, out=out, **options)
+    return lambda: np.copyto(out, transform(a, **options))
+
+
+def _threads(shape, axes):
+    # pocketfft shares a batch of transforms among threads (one transform is never split)
+    batch = math.prod(shape) // max(math.prod(shape[ax] for ax in axes), 1)
+    return max(1, min(batch, os.cpu_count() or 1))
+
+
+def _c2c_into(z, w, axes, inverse):
+    """A call that writes into w the unnormalised DFT of z over axes (inverse: without
+    1/N)."""
+    pocketfft = _pocketfft()
+    if pocketfft is not None:
+        return functools.partial(pocketfft.c2c, z, axes, not inverse, 0, w,
+                                 _threads(z.shape, axes))
+    return _numpy_into(np.fft.ifftn if inverse else np.fft.fftn, z, w, axes=axes,
+                       norm="forward" if inverse else "backward")
+
+
+def _r2c_into(x, z, axis):
+    """A call that writes into z the rfft of x along axis."""
+    pocketfft = _pocketfft()
+    if pocketfft is not None:
+        return functools.partial(pocketfft.r2c, x, (axis,), True, 0, z,
+                                 _threads(x.shape, (axis,)))
+    return _numpy_into(np.fft.rfft, x, z, axis=axis)
+
+
+def _c2r_into(z, x, n, axis):
+    """A call that writes into x the unnormalised irfft of z to n points along axis."""
+    pocketfft = _pocketfft()
+    if pocketfft is not None:
+        return functools.partial(pocketfft.c2r, z, (axis,), n, False, 0, x,
+                                 _threads(x.shape, (axis,)))
+    return _numpy_into(np.fft.irfft, z, x, n=n, axis=axis, norm="forward")
+
+
+def _bins(shape, axis, n, scale, interior):
+    """The parts of an rfft's bins (`shape`, bins along `axis` of a transform of n points)
+    with their factors: scale on bin 0 and the Nyquist bin, scale times interior on the
+    others; one region of all bins when interior is 1."""
+    if interior == 1.0:
+        return [((Ellipsis,), scale)]
+    inner = _interior(n)
+    after = (slice(None),) * (-1 - axis)
+    return [((Ellipsis, slice(0, inner.start)) + after, scale),
+            ((Ellipsis, inner) + after, scale * interior),
+            ((Ellipsis, slice(inner.stop, shape[axis])) + after, scale)]
+
+
+def _scaled_copies(sources, targets, regions):
+    """The calls target = factor * source, region by region, with the views and factors (0-d
+    arrays of the targets' dtype) made once, so that a call converts and allocates nothing."""
+    return [functools.partial(np.multiply, source[index], np.array(factor, target.dtype),
+                              target[index])
+            for index, factor in regions for source, target in zip(sources, targets)]
+
+
+def _copy_scaled(copies):
+    for copy in copies:
+        copy()
+
+
+def _run(into, operands, shapes):
+    """A core's impl: its `into` on the operands as arrays of one real dtype, into new
+    results of `shapes`, so that a record and a replay compute alike."""
+    operands = [np.asarray(a) for a in operands]
+    dtype = _dtype(*operands)
+    operands = [a.astype(dtype, copy=False) for a in operands]
+    outs = tuple(np.empty(shape, dtype) for shape in shapes)
+    into(operands, outs)()
+    return outs
 
 
 def _tangents(tangents):
@@ -78,10 +178,24 @@ class _C2C:
         return (re, im), {"axes": axes, "inverse": inverse, "scale": scale}
 
     def impl(re, im, *, axes, inverse, scale):
-        re, im = np.asarray(re), np.asarray(im)
-        z = _complex(re, im)
-        z = np.fft.ifftn(z, axes=axes, norm="forward") if inverse else np.fft.fftn(z, axes=axes)
-        return _parts(z, _dtype(re, im), scale)
+        shape = np.broadcast_shapes(np.shape(re), np.shape(im))
+        return _run(lambda args, outs: _C2C.into(args, outs, axes=axes, inverse=inverse,
+                                                 scale=scale),
+                    [np.broadcast_to(re, shape), np.broadcast_to(im, shape)], [shape, shape])
+
+    def into(args, outs, *, axes, inverse, scale):
+        re, im = args
+        z = np.empty(outs[0].shape, _complex_dtype(outs[0].dtype))
+        w = np.empty_like(z)
+        transform = _c2c_into(z, w, axes, inverse)
+        parts = _scaled_copies((w.real, w.imag), outs, [((Ellipsis,), scale)])
+
+        def run():
+            np.copyto(z.real, re)
+            np.copyto(z.imag, im)
+            transform()
+            _copy_scaled(parts)
+        return run
 
     def jvp(primals, tangents, *, axes, inverse, scale):
         out = c2c(*primals, axes=axes, inverse=inverse, scale=scale)
@@ -98,11 +212,22 @@ class _R2C:
         return (x,), {"axis": axis, "scale": scale, "interior": interior}
 
     def impl(x, *, axis, scale, interior):
-        x = np.asarray(x)
-        z = np.fft.rfft(x, axis=axis)
-        if interior != 1.0:
-            z[(Ellipsis, _interior(x.shape[axis])) + (slice(None),) * (-1 - axis)] *= interior
-        return _parts(z, _dtype(x), scale)
+        shape = list(np.shape(x))
+        shape[axis] = shape[axis] // 2 + 1
+        return _run(lambda args, outs: _R2C.into(args, outs, axis=axis, scale=scale,
+                                                 interior=interior), [x], [shape, shape])
+
+    def into(args, outs, *, axis, scale, interior):
+        (x,) = args
+        z = np.empty(outs[0].shape, _complex_dtype(outs[0].dtype))
+        transform = _r2c_into(x, z, axis)
+        parts = _scaled_copies((z.real, z.imag), outs,
+                               _bins(z.shape, axis, x.shape[axis], scale, interior))
+
+        def run():
+            transform()
+            _copy_scaled(parts)
+        return run
 
     def jvp(primals, tangents, *, axis, scale, interior):
         out = r2c(primals[0], axis=axis, scale=scale, interior=interior)
@@ -120,13 +245,25 @@ class _C2R:
         return (re, im), {"n": n, "axis": axis, "scale": scale, "interior": interior}
 
     def impl(re, im, *, n, axis, scale, interior):
-        z = _complex(np.asarray(re), np.asarray(im))
-        if interior != 1.0:
-            z[(Ellipsis, _interior(n)) + (slice(None),) * (-1 - axis)] *= interior
-        x = np.fft.irfft(z, n, axis=axis, norm="forward")
-        if scale != 1.0:
-            x *= scale
-        return x.astype(_dtype(re, im), copy=False)
+        shape = np.broadcast_shapes(np.shape(re), np.shape(im))
+        out = list(shape)
+        out[axis] = n
+        return _run(lambda args, outs: _C2R.into(args, outs, n=n, axis=axis, scale=scale,
+                                                 interior=interior),
+                    [np.broadcast_to(re, shape), np.broadcast_to(im, shape)], [out])[0]
+
+    def into(args, outs, *, n, axis, scale, interior):
+        # scale is applied to the bins, before the (linear) transform
+        (x,) = outs
+        z = np.empty(args[0].shape, _complex_dtype(x.dtype))
+        transform = _c2r_into(z, x, n, axis)
+        parts = _scaled_copies(args, (z.real, z.imag),
+                               _bins(z.shape, axis, n, scale, interior))
+
+        def run():
+            _copy_scaled(parts)
+            transform()
+        return run
 
     def jvp(primals, tangents, *, n, axis, scale, interior):
         out = c2r(*primals, n=n, axis=axis, scale=scale, interior=interior)
@@ -141,6 +278,9 @@ class _C2R:
 def _core(name, definition):
     entry = Primitive(name, vars(definition))
     entry.linear = True   # (no second-order terms: the tape's Hessian sparsity skips it)
+    # into(operands, results, **params) -> a callable of no arguments that computes into the
+    # results: the tape's replay runs the core on its own buffers (cyad/_tape/lowering.pyx)
+    entry.into = definition.into
     return EntryFunction(entry)
 
 

@@ -65,7 +65,7 @@ def dispatching(original, module, name):
 
 
 def install(module):
-    """Put the dispatching wrappers into `module` (scipy.linalg or scipy.special)."""
+    """Put the dispatching wrappers into `module` (one of `MODULES`)."""
     from cyad._primitives.scipy_functions import SCIPY_FUNCTIONS
     for name in SCIPY_FUNCTIONS.get(module.__name__, {}):
         original = getattr(module, name, None)
@@ -74,7 +74,7 @@ def install(module):
         setattr(module, name, dispatching(original, module.__name__, name))
 
 
-MODULES = ("scipy.linalg", "scipy.special")
+MODULES = ("scipy.linalg", "scipy.special", "scipy.fft", "scipy.signal")
 
 
 class _Loader(importlib.abc.Loader):
@@ -96,7 +96,7 @@ class _Loader(importlib.abc.Loader):
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    """Finds scipy.linalg and scipy.special through the other finders, with `_Loader`."""
+    """Finds the modules of `MODULES` through the other finders, with `_Loader`."""
 
     def find_spec(self, name, path, target=None):
         if name not in MODULES:

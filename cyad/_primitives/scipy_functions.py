@@ -27,12 +27,16 @@ them there; their derivative is the input's); cho_solve and lu_solve read only t
 factor's triangles. solve_triangular, lu_factor, lu_solve and cho_solve take one square
 matrix (2-D) here.
 
+scipy.fft and scipy.signal's FFT convolutions are in `scipy_fourier`, whose functions
+this table takes in.
+
 SciPy is imported when a function first runs, so cyad imports without it.
 """
 import numpy as np
 
 from cyad._primitives.custom import custom_derivative, value_only
 from cyad._primitives._table import matrix_transpose
+from cyad._primitives.scipy_fourier import SCIPY_FOURIER
 
 
 def _linalg():
@@ -234,8 +238,17 @@ def _scipy_lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True
 
 # -- Cholesky and symmetric solves ---------------------------------------------------------------
 
-def _symmetric(a, lower):
-    """The symmetric matrix of the triangle of a that SciPy reads."""
+def _is_complex(a):
+    from cyad._complex.array import is_complex
+    return is_complex(a)
+
+
+def _symmetric(a, lower, hermitian=False):
+    """The symmetric matrix of the triangle of a that SciPy reads (for a complex a and
+    `hermitian`, the Hermitian one, of the diagonal's real part, as LAPACK reads it)."""
+    if hermitian and _is_complex(a):
+        from cyad._complex.linalg import hermitian_of
+        return hermitian_of(a, lower)
     n = a.shape[-1]
     read = np.tri(n, dtype=a.dtype) if lower else np.tri(n, dtype=a.dtype).T
     strict = read - np.eye(n, dtype=a.dtype)
@@ -243,12 +256,14 @@ def _symmetric(a, lower):
 
 
 def _lower_factor(a, lower):
-    return np.linalg.cholesky(_symmetric(a, lower))
+    return np.linalg.cholesky(_symmetric(a, lower, hermitian=True))
 
 
 def _scipy_cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     low = _lower_factor(a, lower)
-    return low if lower else matrix_transpose(low)
+    if lower:
+        return low
+    return np.conjugate(matrix_transpose(low)) if _is_complex(low) else matrix_transpose(low)
 
 
 def _scipy_cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
@@ -284,7 +299,7 @@ def _scipy_solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, ove
 def _scipy_solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
                  assume_a=None, transposed=False):
     if assume_a in ("sym", "her", "pos", "symmetric", "hermitian", "positive definite"):
-        a = _symmetric(a, lower)
+        a = _symmetric(a, lower, hermitian=assume_a not in ("sym", "symmetric"))
     elif assume_a not in (None, "gen", "general"):
         raise ValueError(f"cyad: scipy.linalg.solve with assume_a={assume_a!r} is not "
                          "supported on cyad's arrays (use 'gen', 'sym', 'her' or 'pos')")
@@ -366,5 +381,11 @@ SCIPY_FUNCTIONS = {
         "log_softmax": _scipy_log_softmax,
         "polygamma": _scipy_polygamma,
     },
+    **SCIPY_FOURIER,
 }
+
+# scipy.linalg's functions of complex matrices too (cyad/_complex/linalg.py; the supported
+# functions' complex column), as scipy.fft's mark theirs
+for _name in ("expm", "cholesky", "solve", "inv", "det"):
+    SCIPY_FUNCTIONS["scipy.linalg"][_name].takes_complex = True
 

@@ -94,9 +94,10 @@ def supported_functions():
         module, name = _rule_table.module_and_name(public)
         rows.append(Row(module, name, _KINDS[entry.kind], ALL_ORDERS, entry.note, ""))
     for module, functions in SCIPY_FUNCTIONS.items():
-        for name in functions:
+        for name, function in functions.items():
             rows.append(Row(module, name, "outside NumPy's dispatch: cyad's wrapper in SciPy's "
-                            "module", ALL_ORDERS, "", ""))
+                            "module", ALL_ORDERS, "",
+                            "yes" if getattr(function, "takes_complex", False) else ""))
     for function in HANDLED_FUNCTIONS:
         if function not in TABLE:
             module, name = public_name(function)

@@ -22,7 +22,10 @@
   cyad/_tape/instructions.py);
 - one int64 array of the indices of all gathers and scatters;
 - a list of callbacks, one per python instruction: closures over views of the arena
-  made here, so that a run makes no view.
+  made here, so that a run makes no view. An entry with ``into(operands, results,
+  **params)`` (the Fourier transforms' cores) makes its own, which computes into the
+  output slots (with scratch buffers it allocates here) rather than returning arrays
+  that are copied there.
 
 `Replay.run` runs instructions [start, stop) through `replay_run`, whose status
 cyad/_tape/replay.pyx describes.
@@ -532,6 +535,13 @@ cdef class Replay:
             if not callable(function):
                 raise fail("its function is not callable")
             row[P0] = len(self._callbacks)
+            into = getattr(params.get("entry"), "into", None)
+            if into is not None and not any(a.dtype == bool for a in args):
+                # the entry computes into the output slots itself
+                self._callbacks.append(into([self._readonly_view(a) for a in args],
+                                            [self._view(o) for o in outs],
+                                            **params["params"]))
+                return None
             self._callbacks.append(_python_callback(
                 function, [(self._readonly_view(a), a) for a in args],
                 [(self._view(o), o) for o in outs], params.get("where") or repr(function)))
