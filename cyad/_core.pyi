@@ -91,3 +91,4 @@ class Prep:
     def raise_for_status(self, status: int) -> None: ...
 
 _FAMILY_NAMES: Final[dict[Family, str]]
+_BUSY: Final[str]

@@ -146,14 +146,15 @@ cdef object _complex_prep(object prep):
 cdef object _operate(Family family, int wanted, object f, object x, object v, object y,
                      object prep, object out, object chunk, object engine, object workers,
                      bint holomorphic):
-    # an operator's call: on complex x or complex values of f, cyad/_complex/operators.py's;
+    # an operator's call: on complex x or complex values of f (a complex y among them),
+    # cyad/_complex/operators.py's;
     # inside a running differentiation, a nested one; else the prep's
     cdef Prep p
     cdef object complex_prep = _complex_prep(prep)
     if complex_prep is not False:
         return complex_prep.call(_FAMILY_NAMES[family], holomorphic, wanted, f, x, v, y, out,
                                  chunk, engine, workers)
-    if holomorphic or (prep is None and _is_complex(x)):
+    if holomorphic or (prep is None and (_is_complex(x) or (y is not None and _is_complex(y)))):
         return _complex().call(_FAMILY_NAMES[family], wanted, f, x, v, y, out, chunk, engine,
                                workers, holomorphic)
     try:
@@ -201,7 +202,7 @@ cdef object _nested_call(Family family, int wanted, object f, object x, object v
 cdef object _prepare_call(Family family, object f, object x, object v, object y,
                           object chunk, object engine, object workers, bint holomorphic):
     # a prepare_* function's prep: a complex one for complex x or complex values of f
-    if holomorphic or _is_complex(x):
+    if holomorphic or _is_complex(x) or (y is not None and _is_complex(y)):
         return _complex().prepare(_FAMILY_NAMES[family], f, x, v, y, chunk, engine, workers,
                                   holomorphic)
     try:

@@ -341,6 +341,50 @@ def test_two_argument_f_of_complex_x(engine):
     _close(cyad.jacobian(f, z, y=y, engine=engine), jax.jacrev(jf)(z))
 
 
+def _written_into_y(y, z):
+    y[...] = np.exp(z) * z[::-1]
+    y[0] += 1j * z[1]
+    y[2] = y[2] * y[1]          # reads what it wrote
+
+
+def _written_into_y_functionally(z):
+    y = jnp.exp(z) * z[::-1]
+    y = y.at[0].add(1j * z[1])
+    return y.at[2].set(y[2] * y[1])
+
+
+def _phases_into_y(y, x):
+    y[...] = np.exp(1j * x) * x
+    y[1:] *= 2 - 1j
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_two_argument_f_with_complex_y(engine):
+    z, dz, y = _complex_point("cy-z"), _complex_point("cy-dz"), np.empty(N, complex)
+    jf = _written_into_y_functionally
+    value, tangent = cyad.value_and_pushforward(_written_into_y, z, dz, y=y, engine=engine)
+    expected_value, expected_tangent = jax.jvp(jf, (z,), (dz,))
+    assert value is y
+    _close(y, expected_value)
+    _close(tangent, expected_tangent)
+    ct = _complex_point("cy-ct")
+    _close(cyad.pullback(_written_into_y, z, ct, y=y, engine=engine), jax.vjp(jf, z)[1](ct)[0])
+    prep = cyad.prepare_pushforward(_written_into_y, z, dz, y=y, engine=engine)
+    out = np.empty(N, complex)
+    for k in range(2):
+        point = z + 0.25 * k
+        assert cyad.pushforward(_written_into_y, point, dz, y=y, prep=prep, out=out) is out
+        _close(out, jax.jvp(jf, (point,), (dz,))[1])
+        _close(y, jf(point))
+    # a real x
+    x = np.linspace(0.2, 1.2, N)
+    jh = lambda x: (jnp.exp(1j * x) * x).at[1:].multiply(2 - 1j)  # noqa: E731
+    _close(cyad.jacobian(_phases_into_y, x, y=y, engine=engine), jax.jacfwd(jh)(x))
+    _close(y, jh(x))
+    with pytest.raises(ValueError, match="dtype complex128"):
+        cyad.pushforward(_written_into_y, z, dz, y=np.empty(N, np.complex64), prep=prep)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_nested_in_a_real_differentiation(engine):
     # d/dx of a real readout of a JVP taken at a complex point made of x
@@ -378,7 +422,7 @@ REFUSED = [
     (lambda e: cyad.gradient(_loss, _complex_point("r"), engine=e, holomorphic=True),
      "takes an f of complex values"),
     (lambda e: cyad.jacobian(lambda y, z: None, _complex_point("r"), y=np.zeros(N, complex),
-                             engine=e), "y= takes a real array"),
+                             engine=e), "holomorphic=True"),
 ]
 
 
@@ -415,3 +459,16 @@ def test_lists_and_scalars_of_complex_numbers():
     tangent = cyad.pushforward(np.sin, 1 + 1j, 1.0)
     assert isinstance(tangent, complex)
     np.testing.assert_allclose(tangent, np.cos(1 + 1j))
+
+
+def test_a_prep_serves_one_call_at_a_time():
+    z = _complex_point("busy")
+    prep = cyad.prepare_gradient(_loss, z)
+
+    def inner(w):          # a call of the same prep from inside f
+        cyad.gradient(_loss, z, prep=prep)
+        return _loss(w)
+
+    with pytest.raises(RuntimeError, match="in use by another call"):
+        cyad.gradient(inner, z, prep=prep)
+    _close(cyad.gradient(_loss, z, prep=prep), jax.grad(_jloss)(z))

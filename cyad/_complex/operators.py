@@ -24,10 +24,13 @@ operators differentiate Re f alone (`_Realified`'s "real part" form).
 A prep of such a call (`ComplexPrep`) holds the prep of the realified problem; f is evaluated
 once on plain values when it is made, to tell its values' kind and shape.
 """
+import threading
+
 import numpy as np
 
 from cyad import _operators as _ops
 from cyad._complex.array import ComplexArray, is_complex, parts
+from cyad._core import _BUSY
 from cyad._primitives._table import is_engine_array
 
 WITH_VALUE, WITH_FIRST = 1, 2      # as cyad/_core.pxd's
@@ -129,8 +132,12 @@ class _Realified:
         return complexified(np.array(xr))
 
     def __call__(self, *args):
-        if len(args) == 2:          # f(y, x): y real (its values are real)
-            return self.f(args[0], self._input(args[1]))
+        if len(args) == 2:          # f(y, x): y's parts along a last axis if complex
+            y = args[0]
+            if self.values is not None:
+                y = ComplexArray(y[..., 0], y[..., 1], np.shape(y)[:-1], self.dtype)
+                y._owned.update(("re", "im"))     # written in place: they are y's
+            return self.f(y, self._input(args[1]))
         r = self.f(self._input(args[0]))
         if is_complex(r):
             if self.values is None:
@@ -157,7 +164,7 @@ class ComplexPrep:
 
     __slots__ = ("family", "holomorphic", "x_complex", "values_complex", "x_shape", "dtype",
                  "out_shape", "two_argument", "inner_family", "function", "inner", "seed",
-                 "direct", "_views", "_kept")
+                 "direct", "_views", "_kept", "_busy")
 
     def __init__(self, family, f, x, v, y, chunk, engine, workers, holomorphic, one_shot=False):
         self.family, self.holomorphic = family, bool(holomorphic)
@@ -167,10 +174,7 @@ class ComplexPrep:
         self.x_shape = np.shape(x)
         self.two_argument = y is not None
         if self.two_argument:
-            if is_complex(y):
-                raise TypeError("cyad: y= takes a real array; a function of complex values "
-                                "returns them (f(x) rather than f(y, x))")
-            self.values_complex, self.out_shape = False, np.shape(y)
+            self.values_complex, self.out_shape = is_complex(y), np.shape(y)
         else:
             probe = f(x if self.x_complex or is_engine_array(x) else np.asarray(x, self.dtype))
             self.values_complex, self.out_shape = is_complex(probe), np.shape(probe)
@@ -179,12 +183,13 @@ class ComplexPrep:
         self.direct = self._direct_result()
         self._views = {}
         self._kept = None
+        self._busy = threading.Lock()
         if one_shot:
             self.inner = None
             return
         xr = self.realified_x(x)
         self.inner = _PREPARE[self.inner_family](
-            self.function, xr, *self._seeds(v, xr), y=y, chunk=chunk, engine=engine,
+            self.function, xr, *self._seeds(v, xr), y=self._y(y), chunk=chunk, engine=engine,
             **({} if self.inner_family in _SCALAR_X else {"workers": workers}))
 
     def _plan(self):
@@ -252,6 +257,19 @@ class ComplexPrep:
             self._views[role] = (a, r)
         return r
 
+    def _y(self, y):
+        # the inner problem's y: a complex y's parts (a view of its storage, which gets f's
+        # values)
+        if y is None or not self.values_complex:
+            if y is not None and is_complex(y):
+                raise ValueError("cyad: the prep was made for a real y, and y is complex")
+            return y
+        if not (isinstance(y, np.ndarray) and is_complex(y) and y.flags.c_contiguous
+                and y.dtype == _COMPLEX[self.dtype]):
+            raise ValueError(f"cyad: y must be a C-contiguous ndarray of dtype "
+                             f"{_COMPLEX[self.dtype]}")
+        return self._view("y", y)
+
     def realified_x(self, x):
         if self.x_complex:
             if not is_complex(x):
@@ -303,6 +321,14 @@ class ComplexPrep:
         if holomorphic != self.holomorphic:
             raise ValueError(f"cyad: holomorphic={bool(holomorphic)} differs from the prep's "
                              f"{self.holomorphic}")
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError(_BUSY)
+        try:
+            return self._call(wanted, f, x, v, y, out, chunk, engine, workers)
+        finally:
+            self._busy.release()
+
+    def _call(self, wanted, f, x, v, y, out, chunk, engine, workers):
         kept = self._kept
         if kept is not None and x is kept[0] and v is kept[1] and out is kept[2] and \
                 not wanted and y is None:
@@ -313,9 +339,6 @@ class ComplexPrep:
             if kept[5] is not None:
                 np.negative(kept[5], out=kept[5])
             return out
-        if y is not None and is_complex(y):
-            raise TypeError("cyad: y= takes a real array; a function of complex values "
-                            "returns them (f(x) rather than f(y, x))")
         x = _array_if_listed(x)
         if (y is not None) != self.two_argument:
             raise ValueError("cyad: the prep was made for another form of f (f(x) or f(y, x))")
@@ -331,7 +354,7 @@ class ComplexPrep:
         elif self.inner_family == "hessian" and self.family == "second_derivative":
             inner_wanted = WITH_VALUE | WITH_FIRST if wanted else 0
         operator = _OPERATORS[self.inner_family][inner_wanted]
-        keywords = {"y": y, "prep": self.inner}
+        keywords = {"y": self._y(y), "prep": self.inner}
         if self.inner is None:
             keywords.update(chunk=chunk, engine=engine)
             if self.inner_family not in _SCALAR_X:
@@ -347,7 +370,7 @@ class ComplexPrep:
             if self.inner is not None and self._views_of(x, xr, v, seeds):
                 self._kept = (x, v, out, (xr, *seeds), outr, imaginary)
             return out
-        return self._results(wanted, operator(self.function, xr, *seeds, **keywords), x, out)
+        return self._results(wanted, operator(self.function, xr, *seeds, **keywords), x, y, out)
 
     def _views_of(self, x, xr, v, seeds):
         # whether the realified x and seeds are x, v, views of them or fixed: what a call
@@ -365,14 +388,17 @@ class ComplexPrep:
         dtype = self.dtype if self.direct == "same" else _COMPLEX[self.dtype]
         return out.shape == shape and out.dtype == dtype
 
-    def _results(self, wanted, r, x, out):
+    def _results(self, wanted, r, x, y, out):
         # the inner results read back as the family's, written into out= if given
         if not wanted:
             return _returned(self._main(r), out)
         results = list(r)
         names = [n for n, bit in (("value", WITH_VALUE), ("first", WITH_FIRST)) if wanted & bit]
         for i, name in enumerate(names):
-            results[i] = self._value(r[i], x) if name == "value" else self._first(r[i])
+            if name == "value":      # (in the form f(y, x), y itself)
+                results[i] = y if y is not None else self._value(r[i], x)
+            else:
+                results[i] = self._first(r[i])
         results[-1] = self._main(r[-1])
         if out is None:
             return tuple(_returned(a, None) for a in results)
