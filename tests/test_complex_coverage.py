@@ -18,6 +18,7 @@ import cyad
 pytestmark = pytest.mark.xdist_group("test_complex_coverage")
 
 scipy = pytest.importorskip("scipy")
+from scipy.fft import dct  # noqa: E402
 from scipy.optimize import least_squares, minimize  # noqa: E402
 
 import cyad.scipy as cs  # noqa: E402
@@ -165,12 +166,8 @@ def test_sparsity_through_complex_constants():
                                    rtol=1e-15, atol=1e-15)
 
 
-# An FFT along one axis of a batch couples only the elements of one transform. The
-# transforms' cores are primitives of the tape's "python" instructions, whose dependencies
-# are "all" (cyad/_tape/instructions.py, Python.dependencies): the pattern comes out dense,
-# correct but with a color per column instead of one per element of a transform.
-@pytest.mark.xfail(strict=True, reason="numpy.fft's cores declare every output dependent on "
-                   "every input: a batched transform's pattern is dense, not block-diagonal")
+# An FFT along one axis of a batch couples only the elements of one transform: a block per
+# transform
 def test_batched_transforms_give_block_diagonal_patterns():
     def f(x):
         u = x.reshape(4, 8)
@@ -432,3 +429,39 @@ def test_a_write_through_a_part_never_reaches_an_operand(engine):
     expected = np.diag(np.where(np.arange(N) > 0, 2 * x, 0.0) + 1.0)
     expected[np.arange(N), np.arange(N)[::-1]] += 2 * x[::-1]
     np.testing.assert_allclose(jacobian, expected, rtol=1e-14)
+
+
+def _blocks_along(shape, axis):
+    # True where two elements of an array of `shape` share their place off `axis`
+    index = np.indices(shape).reshape(len(shape), -1)
+    place = np.delete(index, axis % len(shape), axis=0)
+    return (place[:, :, None] == place[:, None, :]).all(axis=0)
+
+
+BATCHED = {
+    "fft-axis0": ((4, 3), 0, lambda u: np.abs(np.fft.fft(u, axis=0)) ** 2),
+    "ifft-axis1-3d": ((2, 3, 4), 1, lambda u: np.real(np.fft.ifft(u * (1 + 0.5j), axis=1)) * u),
+    "rfft-irfft": ((3, 6), -1, lambda u: np.fft.irfft(np.fft.rfft(u) ** 2, n=6) * u),
+    "dct-axis0": ((5, 2), 0, lambda u: dct(u, type=2, axis=0) ** 2),
+}
+
+
+@pytest.mark.parametrize("name", BATCHED)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_batched_transforms_sparsity_and_values(name, engine):
+    shape, axis, g = BATCHED[name]
+    f = lambda x: g(x.reshape(shape)).ravel()  # noqa: E731
+    x = seeded("batched-" + name).uniform(0.2, 1.2, int(np.prod(shape)))
+    blocks = _blocks_along(shape, axis)
+    pattern = cyad.jacobian_sparsity(f, x).toarray()
+    dense = cyad.jacobian(f, x, engine=engine)
+    assert np.array_equal(pattern, blocks)
+    assert not np.any(dense[~blocks])                  # the pattern holds every nonzero
+    prep = cyad.prepare_sparse_jacobian(f, x, engine=engine)
+    assert prep.n_colors == shape[axis % len(shape)]
+    assert_matches(cyad.sparse_jacobian(f, x, prep=prep).toarray(), dense, rtol=1e-13,
+                   atol=1e-13)
+    s = lambda x: np.sum(f(x) ** 2)  # noqa: E731
+    hessian = cyad.hessian(s, x, engine=engine)
+    assert np.array_equal(cyad.hessian_sparsity(s, x).toarray(), blocks)
+    assert not np.any(hessian[~blocks])

@@ -177,6 +177,9 @@ class _C2C:
     def bind(re, im, *, axes, inverse, scale):
         return (re, im), {"axes": axes, "inverse": inverse, "scale": scale}
 
+    def coupled_axes(*, axes, inverse, scale):
+        return tuple(axes)
+
     def impl(re, im, *, axes, inverse, scale):
         shape = np.broadcast_shapes(np.shape(re), np.shape(im))
         return _run(lambda args, outs: _C2C.into(args, outs, axes=axes, inverse=inverse,
@@ -211,6 +214,9 @@ class _R2C:
     def bind(x, *, axis, scale, interior):
         return (x,), {"axis": axis, "scale": scale, "interior": interior}
 
+    def coupled_axes(*, axis, scale, interior):
+        return (axis,)
+
     def impl(x, *, axis, scale, interior):
         shape = list(np.shape(x))
         shape[axis] = shape[axis] // 2 + 1
@@ -243,6 +249,9 @@ class _R2C:
 class _C2R:
     def bind(re, im, *, n, axis, scale, interior):
         return (re, im), {"n": n, "axis": axis, "scale": scale, "interior": interior}
+
+    def coupled_axes(*, n, axis, scale, interior):
+        return (axis,)
 
     def impl(re, im, *, n, axis, scale, interior):
         shape = np.broadcast_shapes(np.shape(re), np.shape(im))
@@ -281,6 +290,9 @@ def _core(name, definition):
     # into(operands, results, **params) -> a callable of no arguments that computes into the
     # results: the tape's replay runs the core on its own buffers (cyad/_tape/lowering.pyx)
     entry.into = definition.into
+    # coupled_axes(**params): the axes it transforms along, each output depending on its own
+    # transform's operand elements only (a batch's sparsity: cyad/_sparse/sparsity.py)
+    entry.coupled_axes = definition.coupled_axes
     return EntryFunction(entry)
 
 

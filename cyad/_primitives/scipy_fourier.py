@@ -91,6 +91,9 @@ class _R2R:
         return (x,), {"kind": kind, "type": type, "axes": axes, "norm": norm,
                       "orthogonalize": orthogonalize, "transposed": transposed}
 
+    def coupled_axes(*, axes, **params):
+        return tuple(axes)
+
     def impl(x, *, kind, type, axes, norm, orthogonalize, transposed):
         x = np.asarray(x)
         dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)
@@ -129,6 +132,7 @@ class _R2R:
 
 _entry = Primitive("r2r", vars(_R2R))
 _entry.linear = True   # (no second-order terms: the tape's Hessian sparsity skips it)
+_entry.coupled_axes = _R2R.coupled_axes   # (a batch's sparsity, as numpy.fft's cores)
 r2r = EntryFunction(_entry)
 
 

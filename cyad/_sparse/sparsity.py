@@ -50,6 +50,7 @@ picks the other side, and matmul uses every operand's zeros at x. Sums are not l
 into (a sum that cancels at x keeps its entries). Hessian patterns are global only.
 """
 import functools
+import math
 
 import numpy as np
 
@@ -75,6 +76,40 @@ def _scipy_sparse():
 def _selection(sparse, rows, columns, shape):
     """The boolean (shape) matrix with True at (rows, columns)."""
     return sparse.csr_array((np.ones(len(rows), bool), (rows, columns)), shape=shape)
+
+
+# the most entries a batched dependency is made of (beyond, "all": a coarser pattern)
+_BATCHED_ENTRIES = 10**7
+
+
+def _batched(sparse, instr, axes):
+    """The dependency of every output of an instruction that maps its operands along `axes`
+    (negative) separately at each place along the other axes (a batch of transforms): each
+    output element on the operands' elements at its own place; None (every element on
+    every one) for a single transform, or where the operands' shapes do not say so."""
+    out_shape = instr.outs[0].shape
+    ndim = len(out_shape)
+    axes = {axis % ndim for axis in axes} if ndim else set()
+    others = [d for d in range(ndim) if d not in axes]
+    shape = instr.args[0].shape
+    batch = tuple(out_shape[d] for d in others)
+    if (any(var.shape != shape for var in instr.args)
+            or any(var.shape != out_shape for var in instr.outs) or len(shape) != ndim
+            or any(shape[d] != out_shape[d] for d in others) or math.prod(batch) <= 1):
+        return None
+    per_output = instr.args[0].size // math.prod(batch)
+    if instr.outs[0].size * per_output > _BATCHED_ENTRIES:
+        return None
+
+    def places(of):     # each element's place in the batch
+        index = np.indices(of).reshape(ndim, -1)
+        return np.ravel_multi_index(tuple(index[d] for d in others), batch)
+
+    # the operand's elements grouped by place, a row of `per_output` per place
+    grouped = np.argsort(places(shape), kind="stable").reshape(-1, per_output)
+    columns = grouped[places(out_shape)].ravel()
+    rows = np.repeat(np.arange(instr.outs[0].size), per_output)
+    return _selection(sparse, rows, columns, (instr.outs[0].size, instr.args[0].size))
 
 
 def _modular(size, operand):
@@ -189,6 +224,12 @@ def _mask(reached, size):
     return np.ones(size, bool) if reached is _EVERY else reached
 
 
+def _sharing(instr):
+    """The outputs an instruction's dependencies are of: a primitive's all (their shapes
+    alike), another kind's first."""
+    return instr.outs if instr.kind == "python" else instr.outs[:1]
+
+
 class _Propagation:
     """A recorded tape, each instruction's dependencies, and the index sets propagated
     through them (each Var's sets dropped after the last instruction that reads them,
@@ -246,7 +287,10 @@ class _Propagation:
                 for var in instr.outs:
                     self.sets[var] = _all_rows(operands, var.size, self.n)
             elif instr.outs:
-                self.sets[instr.outs[0]] = self._forward(instr, deps)
+                # (every output of a primitive has its dependencies, `_batched`)
+                sets = self._forward(instr, deps)
+                for var in _sharing(instr):
+                    self.sets[var] = sets
             if reach is not None:
                 reached = [reach.get(var) for var in instr.outs]
                 if any(r is not None and r.any() for r in reached):
@@ -351,7 +395,10 @@ class _Propagation:
     def _reach_back(self, instr, deps, reached, reach):
         """Mark the operands' elements that the reached output elements depend on (a
         mask, or _EVERY); constants have no sets to reach."""
-        reached = reached[0]
+        size = instr.outs[0].size
+        masks = [r for r in reached[:len(_sharing(instr))] if r is not None]
+        reached = _EVERY if any(r is _EVERY for r in masks) else \
+            np.logical_or.reduce([np.zeros(size, bool)] + masks)
         for position, dependency in deps:
             operand = instr.args[position]
             if operand in self.tape.consts:
@@ -377,6 +424,9 @@ class _Propagation:
     elementwise = staticmethod(_elementwise)
     local = staticmethod(_local_dependencies)
     sums = _Sums
+
+    def batched(self, instr, axes):
+        return _batched(self.sparse, instr, axes)
     explicit = staticmethod(_explicit)
     of_matrix = staticmethod(_of_matrix)
     all_rows = staticmethod(_all_rows)

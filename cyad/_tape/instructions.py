@@ -659,9 +659,16 @@ class Python(Rules):
         return [None if r is None else tr.rec.var_of(r) for r in result]
 
     def dependencies(self, deps, instr, values):
-        if instr.params["entry"].kind == "constant":
+        entry = instr.params["entry"]
+        if entry.kind == "constant":
             return []
-        return [(position, "all") for position in range(len(instr.args))]
+        # (an entry that maps along some axes, a batch of transforms along the others, as
+        # the Fourier transforms' cores: every output on its own transform's elements)
+        coupled = getattr(entry, "coupled_axes", None)
+        batched = None if coupled is None else deps.batched(instr, coupled(
+            **instr.params["params"]))
+        return [(position, "all" if batched is None else batched)
+                for position in range(len(instr.args))]
 
     def second_order(self, analysis, instr, reached, pairs, pair_bands):
         entry = instr.params["entry"]
