@@ -22,7 +22,7 @@ cnp.import_array()
 from cyad._core cimport (Prep, Family, PUSHFORWARD, DERIVATIVE, GRADIENT, JACOBIAN,
                          SECOND_DERIVATIVE, HVP, HESSIAN, PULLBACK, WITH_VALUE, WITH_FIRST,
                          refuse_busy)
-from cyad._core import _FAMILY_NAMES
+from cyad._core import _BUSY, _FAMILY_NAMES
 from cyad._families import PREP_TYPES as _PREP_TYPES
 from cyad._engines import engine_type
 from cyad._dual.array cimport differentiating
@@ -152,6 +152,9 @@ cdef object _operate(Family family, int wanted, object f, object x, object v, ob
     cdef Prep p
     cdef object complex_prep = _complex_prep(prep)
     if complex_prep is not False:
+        if not wanted and y is None and _repeated(complex_prep, family, f, x, v, out,
+                                                  holomorphic):
+            return out
         return complex_prep.call(_FAMILY_NAMES[family], holomorphic, wanted, f, x, v, y, out,
                                  chunk, engine, workers)
     if holomorphic or (prep is None and (_is_complex(x) or (y is not None and _is_complex(y)))):
@@ -178,6 +181,34 @@ cdef object _operate(Family family, int wanted, object f, object x, object v, ob
             return _scalar_result(r, out)
         return r
     return r if family == HVP else _scalar_tuple(r, out)
+
+
+cdef bint _repeated(object complex_prep, Family family, object f, object x, object v,
+                    object out, bint holomorphic) except -1:
+    # a complex prep's call with the arrays of its last in-place call, made again without
+    # its Python layer: the real prep's call on the same views of them (their new values);
+    # False where the call is another
+    cdef object kept = complex_prep._kept
+    cdef tuple t
+    cdef Prep p
+    if kept is None:
+        return False
+    t = <tuple>kept
+    if (x is not t[0] or v is not t[1] or out is not t[2] or f is not t[3]
+            or t[4] != _FAMILY_NAMES[family] or t[5] != holomorphic):
+        return False
+    lock = complex_prep._busy
+    if not lock.acquire(False):
+        raise RuntimeError(_BUSY)
+    try:
+        p = <Prep>t[6]
+        p.call(complex_prep.function, t[7], 1.0 if p.family == DERIVATIVE else t[8], None,
+               t[9], 0)
+        if t[10] is not None:       # jax.vjp's conjugate
+            np.negative(t[10], out=t[10])
+    finally:
+        lock.release()
+    return True
 
 
 cdef object _nested_call(Family family, int wanted, object f, object x, object v, object y,

@@ -472,3 +472,25 @@ def test_a_prep_serves_one_call_at_a_time():
     with pytest.raises(RuntimeError, match="in use by another call"):
         cyad.gradient(inner, z, prep=prep)
     _close(cyad.gradient(_loss, z, prep=prep), jax.grad(_jloss)(z))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_repeated_calls_with_the_same_arrays_read_their_new_values(engine):
+    # (a call with the arrays of the last one reuses their views: cyad/_operators.pyx)
+    z, dz, ct = _complex_point("again-z"), _complex_point("again-dz"), _complex_point("ag-ct")
+    cases = [("pushforward", _f, z, dz, lambda z, t: jax.jvp(_jf, (z,), (t,))[1]),
+             ("pullback", _f, z, ct, lambda z, t: jax.vjp(_jf, z)[1](t)[0]),
+             ("gradient", _loss, z, None, lambda z, t: jax.grad(_jloss)(z)),
+             ("hvp", _loss, z, dz, lambda z, t: jax.jvp(jax.grad(_jloss), (z,), (t,))[1]),
+             ("derivative", lambda t: np.exp(1j * t) * t, np.array(0.4), None,
+              lambda t, _: jax.jacfwd(lambda t: jnp.exp(1j * t) * t)(t))]
+    for name, f, point, tangent, expected in cases:
+        args = (point,) if tangent is None else (point, tangent)
+        prep = getattr(cyad, "prepare_" + name)(f, *args, engine=engine)
+        out = np.empty(np.shape(expected(point, tangent)), complex)
+        for _ in range(3):
+            assert getattr(cyad, name)(f, *args, prep=prep, out=out) is out
+            _close(out, expected(point, tangent))
+            point += 0.125 * (1 + 1j) if point.dtype.kind == "c" else 0.125   # in place
+            if tangent is not None:
+                tangent *= 1 - 0.5j

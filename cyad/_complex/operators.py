@@ -329,16 +329,7 @@ class ComplexPrep:
             self._busy.release()
 
     def _call(self, wanted, f, x, v, y, out, chunk, engine, workers):
-        kept = self._kept
-        if kept is not None and x is kept[0] and v is kept[1] and out is kept[2] and \
-                not wanted and y is None:
-            # the arrays of the last call again: their realified views are the same
-            self.function.f = f
-            _OPERATORS[self.inner_family][0](self.function, *kept[3], prep=self.inner,
-                                             out=kept[4])
-            if kept[5] is not None:
-                np.negative(kept[5], out=kept[5])
-            return out
+        self._kept = None
         x = _array_if_listed(x)
         if (y is not None) != self.two_argument:
             raise ValueError("cyad: the prep was made for another form of f (f(x) or f(y, x))")
@@ -367,8 +358,10 @@ class ComplexPrep:
             imaginary = outr[..., 1] if self.direct == "conjugate" else None
             if imaginary is not None:
                 np.negative(imaginary, out=imaginary)
-            if self.inner is not None and self._views_of(x, xr, v, seeds):
-                self._kept = (x, v, out, (xr, *seeds), outr, imaginary)
+            if self.inner is not None and y is None and self._views_of(x, xr, v, seeds):
+                # what a call with the same arrays repeats (cyad/_operators.pyx, _repeated)
+                self._kept = (x, v, out, f, self.family, self.holomorphic, self.inner, xr,
+                              seeds[0] if seeds else None, outr, imaginary)
             return out
         return self._results(wanted, operator(self.function, xr, *seeds, **keywords), x, y, out)
 
