@@ -17,13 +17,13 @@ charge-transfer resistance R_ct and a Warburg diffusion element of coefficient s
 written in NumPy as it reads, with ``1j``, a complex power whose exponent is a parameter,
 and complex division. The synthetic spectrum: (R_s, R_ct, Q, alpha, sigma) =
 (20 Ohm, 100 Ohm, 2e-5 F s^(alpha-1), 0.85, 50 Ohm s^-1/2) at --frequencies frequencies
-from 10 mHz to 100 kHz, each part of Z with 0.5 % of |Z| of Gaussian noise (seed 0).
+from 10 mHz to 100 kHz, each part of Z with 0.5 % of abs(Z) of Gaussian noise (seed 0).
 
 The fit is in log parameters (all five are positive and span nine orders of magnitude), from
 a start a factor of 2 to 5 off, the residuals being the real and imaginary parts stacked,
-each weighted by 1 / |Z| of the data (modulus weighting, usual in impedance fitting):
+each weighted by 1 / abs(Z) of the data (modulus weighting, usual in impedance fitting):
 
-    residuals(p) = np.concatenate([Z.real, Z.imag]) / |Z_data| - data / |Z_data|.
+    residuals(p) = np.concatenate([Z.real, Z.imag]) / abs(Z_data) - data / abs(Z_data).
 
 Each way runs least_squares' trf method (tolerances 1e-12):
 
@@ -52,7 +52,7 @@ only as far as that lets them.
 
 The figure (drawn when matplotlib is installed; --show opens it in a window): the Nyquist
 plot (-Im Z against Re Z: the depressed semicircle of R_ct and the CPE, then the 45 degree
-Warburg line) and |Z| against frequency, for the data, the start and the fit.
+Warburg line) and abs(Z) against frequency, for the data, the start and the fit.
 """
 import argparse
 import os

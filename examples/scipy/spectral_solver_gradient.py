@@ -17,9 +17,9 @@ from a random initial field: the Fourier modes 1 to n / 128 with random phases a
 amplitudes falling as k^-1, scaled to an rms of 1 (a "Burgers turbulence" start, seed 0).
 The solver holds the state as its rfft and takes --steps steps of the integrating-factor
 Heun method (the diffusion exactly, as the factor exp(-nu k^2 dt), the advection
-explicitly), the nonlinear term dealiased by the 2/3 rule; dt = 0.4 dx / max |u0| (a
+explicitly), the nonlinear term dealiased by the 2/3 rule; dt = 0.4 dx / max abs(u0) (a
 Courant number of 0.4). The steps cover a short stretch of the flow (the field moves by
-about 0.4 --steps grid points): its steepest fronts steepen (max |u_x| grows, printed)
+about 0.4 --steps grid points): its steepest fronts steepen (max abs(u_x) grows, printed)
 while the viscosity damps the highest modes.
 
 The loss is a data assimilation's: the mean squared mismatch of the final state with the
