@@ -192,6 +192,31 @@ def references(programs):
     return by_jax(programs)
 
 
+def as_real_program(function):
+    """A program of function(xp, x)'s values, flat, as real numbers: complex ones as their
+    real parts then their imaginary parts (the real-linear maps JAX's conventions take)."""
+    def program(xp, x):
+        y = xp.reshape(function(xp, x), (-1,))
+        if xp.iscomplexobj(y):
+            return [xp.concatenate([xp.real(y), xp.imag(y)])]
+        return [y * 1.0]
+    return program
+
+
+def named_references(functions, x):
+    """name -> the Derivatives at x of as_real_program(functions[name]), all found together
+    at the first call (one JAX run)."""
+    found = {}
+
+    def reference(name):
+        if not found:
+            programs = [(as_real_program(f), x) for f in functions.values()]
+            found.update((n, d) for n, (d,) in zip(functions, references(programs),
+                                                   strict=True))
+        return found[name]
+    return reference
+
+
 def assert_matches(actual, expected, rtol, atol, what=""):
     """actual is expected within rtol of each entry plus atol of the largest entry (or of 1,
     where all are smaller: a derivative that is 0 comes as rounding noise from JAX)."""

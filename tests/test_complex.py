@@ -4,7 +4,13 @@ complex array's methods, indexing and in-place writes against JAX, the complex f
 real arrays, and the errors where NumPy's meaning would be lost."""
 import numpy as np
 import pytest
-from derivative_references import assert_matches, loosest, references, seeded
+from derivative_references import (
+    as_real_program,
+    assert_matches,
+    loosest,
+    named_references,
+    seeded,
+)
 from scenarios import ENGINES
 
 import cyad
@@ -195,35 +201,15 @@ def _real_pair(y):
         and getattr(y, "dtype", np.dtype(float)).kind != "c" else None
 
 
-def _program(name):
-    function = FUNCTIONS[name]
-
-    def program(xp, x):
-        y = xp.reshape(function(xp, x), (-1,))
-        if xp is np and (isinstance(y, ComplexArray) or y.dtype.kind == "c"):
-            return [xp.concatenate([xp.real(y), xp.imag(y)])]
-        if xp is not np and xp.iscomplexobj(y):
-            return [xp.concatenate([xp.real(y), xp.imag(y)])]
-        return [y * 1.0]
-    return program
-
-
 POINT = seeded("complex-functions").uniform(-1.0, 1.0, N)
-_REFERENCES = {}
-
-
-def reference(name):
-    if not _REFERENCES:
-        found = references([(_program(n), POINT) for n in FUNCTIONS])
-        _REFERENCES.update((n, d) for n, (d,) in zip(FUNCTIONS, found, strict=True))
-    return _REFERENCES[name]
+reference = named_references(FUNCTIONS, POINT)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", list(FUNCTIONS))
 def test_functions_against_jax(name, engine):
     exact = reference(name)
-    f = lambda x: _program(name)(np, x)[0]  # noqa: E731
+    f = lambda x: as_real_program(FUNCTIONS[name])(np, x)[0]  # noqa: E731
     value, jacobian = cyad.value_and_jacobian(f, POINT, engine=engine)
     tolerance = loosest(exact.tolerance, dict(rtol=1e-11, atol=1e-12))
     assert_matches(value, exact.value, **tolerance, what="value")
