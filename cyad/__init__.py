@@ -4,6 +4,7 @@ The examples in the docstrings assume ``import numpy as np`` and ``import cyad``
 """
 from cyad._primitives import scipy_dispatch as _scipy_dispatch
 from cyad._primitives.custom import CustomFunction, custom_derivative
+from cyad._conversions import through_asarray
 from cyad._dual.array import Dual
 from cyad._dual.engine import default_chunk
 from cyad._reporting.explain import explain
@@ -146,6 +147,7 @@ __all__ = [
     "record",
     "second_derivative",
     "set_threads",
+    "through_asarray",
     "sparse_hessian",
     "sparse_jacobian",
     "value_and_derivative",

@@ -151,4 +151,8 @@ def _advice(site, library):
     if "float64(" in site or "float32(" in site or "float(" in site:
         return ("A Python or NumPy scalar type makes a plain number: index the array instead "
                 "(x[0] is a number of cyad's, with its derivative).")
+    if any(f"{name}(" in site for name in ("asarray", "asanyarray", "array")):
+        return ("Where a library converts its arguments with np.asarray or np.array, run the "
+                "call inside `with cyad.through_asarray():`, which passes cyad's arrays through "
+                "those conversions.")
     return ""
