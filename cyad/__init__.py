@@ -2,6 +2,8 @@
 
 The examples in the docstrings assume ``import numpy as np`` and ``import cyad``.
 """
+import os as _os
+
 from cyad._primitives import scipy_dispatch as _scipy_dispatch
 from cyad._primitives.custom import CustomFunction, custom_derivative
 from cyad._conversions import through_asarray
@@ -53,8 +55,11 @@ from cyad._reporting.warnings import CyadWarning
 from cyad._wrapper import FunctionError, FunctionWrapper
 from cyad._reporting.profiling import Profile, allocations_per_call, profile
 
-# SciPy's functions that cyad differentiates reach it through SciPy's modules
-_scipy_dispatch.install_everywhere()
+# SciPy's functions that cyad differentiates reach it through SciPy's modules (unless the
+# environment says not to: cyad.scipy_wrappers)
+if _os.environ.get(_scipy_dispatch.OPT_OUT, "") not in ("1", "true", "yes"):
+    _scipy_dispatch.install_everywhere()
+scipy_wrappers = _scipy_dispatch.scipy_wrappers
 
 # A prep serves its whole operator family, so value_and_* share their prepare function.
 prepare_value_and_pushforward = prepare_pushforward
@@ -146,6 +151,7 @@ __all__ = [
     "pushforward",
     "record",
     "second_derivative",
+    "scipy_wrappers",
     "set_threads",
     "through_asarray",
     "sparse_hessian",

@@ -1,2 +1,5 @@
 cdef class ArrayMethods:
     pass
+
+
+cdef bint defers_to(object other)

@@ -17,6 +17,20 @@ import numpy as np
 from cyad import _hints
 
 
+cdef bint defers_to(object other):
+    """Whether an operator leaves `other` its reflected method, as ndarray's operators do: an
+    operand whose type sets ``__array_ufunc__ = None``, or has none and a positive
+    ``__array_priority__``, as scipy.sparse's matrices, whose ``x @ A`` (and, for their
+    matrix API, ``x * A``) is their own product."""
+    if type(other) is float or type(other) is int or isinstance(other, (np.ndarray, np.generic)):
+        return False
+    cls = type(other)
+    if hasattr(cls, "__array_ufunc__"):
+        return cls.__array_ufunc__ is None
+    priority = getattr(other, "__array_priority__", 0.0)
+    return isinstance(priority, (int, float)) and priority > 0.0
+
+
 cdef class ArrayMethods:
     # how the errors of the derived type name its arrays ("dual arrays")
     described_as = "arrays"
@@ -32,8 +46,10 @@ cdef class ArrayMethods:
         return shape[0]
 
     def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
+        # iter() of a 0-d array raises at once, as ndarray's does (np.iterable asks iter())
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
 
     def __reversed__(self):
         for i in range(len(self) - 1, -1, -1):
@@ -59,6 +75,8 @@ cdef class ArrayMethods:
         return np.subtract(self, other, out=self)
 
     def __mul__(self, other):
+        if defers_to(other):
+            return NotImplemented
         return np.multiply(self, other)
 
     def __rmul__(self, other):
@@ -88,6 +106,8 @@ cdef class ArrayMethods:
         return np.power(self, other, out=self)
 
     def __matmul__(self, other):
+        if defers_to(other):
+            return NotImplemented
         return np.matmul(self, other)
 
     def __rmatmul__(self, other):

@@ -92,8 +92,15 @@ def conversion_refused(what, general):
     if library.startswith("scipy"):
         from cyad._primitives.scipy_dispatch import scipy_hint
         advice = scipy_hint(2) or advice
+    if any(f"{name}(" in (site or "") for name in ("asarray", "asanyarray", "array")):
+        advice = (advice.strip() or general) + _THROUGH_ASARRAY
     return TypeError(f"cyad: {what}: that would drop its derivative.{_site_text(site, library)} "
                      + (advice.strip() or general))
+
+
+_THROUGH_ASARRAY = (" Where a library converts its arguments with np.asarray or np.array, run the "
+                    "call inside `with cyad.through_asarray():`, which passes cyad's arrays "
+                    "through those conversions.")
 
 
 def users_line():
@@ -151,8 +158,4 @@ def _advice(site, library):
     if "float64(" in site or "float32(" in site or "float(" in site:
         return ("A Python or NumPy scalar type makes a plain number: index the array instead "
                 "(x[0] is a number of cyad's, with its derivative).")
-    if any(f"{name}(" in site for name in ("asarray", "asanyarray", "array")):
-        return ("Where a library converts its arguments with np.asarray or np.array, run the "
-                "call inside `with cyad.through_asarray():`, which passes cyad's arrays through "
-                "those conversions.")
     return ""

@@ -96,6 +96,126 @@ def _log_beta(a, b):
     return gammaln(a) + gammaln(b) - gammaln(a + b)
 
 
+def _gauss(n, low, high):
+    nodes, weights = np.polynomial.legendre.leggauss(n)
+    return 0.5 * (high - low) * nodes + 0.5 * (high + low), 0.5 * (high - low) * weights
+
+
+# Gauss-Legendre nodes over (0, pi), and over (0, 12), where the integrands over (0, oo) of
+# _bessel have decayed for x >= 0.1 (the rules' test domains)
+_OVER_PI = _gauss(64, 0.0, np.pi)
+_OVER_HALF_LINE = _gauss(160, 0.0, 12.0)
+
+
+def _quadrature(nodes, integrand):
+    t, w = nodes
+    return jnp.sum(w * integrand(t), axis=-1)
+
+
+def _bessel(kind, v, x):
+    # the Bessel function J, Y, I or K of real order v at x > 0 by Schlafli's integrals
+    # (DLMF 10.9.6, 10.9.7, 10.32.4, 10.32.9): good to about 1e-14 for |v| < 3, x in (0.1, 5)
+    v, x = jnp.expand_dims(jnp.asarray(v, float), -1), jnp.expand_dims(jnp.asarray(x, float), -1)
+    s, c = jnp.sin(jnp.pi * v), jnp.cos(jnp.pi * v)
+    if kind == "k":
+        return _quadrature(_OVER_HALF_LINE, lambda t: jnp.exp(-x * jnp.cosh(t)) * jnp.cosh(v * t))
+    if kind == "j":
+        return (_quadrature(_OVER_PI, lambda t: jnp.cos(v * t - x * jnp.sin(t)))
+                - _quadrature(_OVER_HALF_LINE, lambda t: s * jnp.exp(-x * jnp.sinh(t) - v * t))
+                ) / jnp.pi
+    if kind == "y":
+        return (_quadrature(_OVER_PI, lambda t: jnp.sin(x * jnp.sin(t) - v * t))
+                - _quadrature(_OVER_HALF_LINE, lambda t: (jnp.exp(v * t) + c * jnp.exp(-v * t))
+                              * jnp.exp(-x * jnp.sinh(t)))) / jnp.pi
+    return (_quadrature(_OVER_PI, lambda t: jnp.exp(x * jnp.cos(t)) * jnp.cos(v * t))
+            - _quadrature(_OVER_HALF_LINE, lambda t: s * jnp.exp(-x * jnp.cosh(t) - v * t))
+            ) / jnp.pi
+
+
+def _rgamma(x):
+    return jax.scipy.special.gammasgn(x) * jnp.exp(-jax.scipy.special.gammaln(x))
+
+
+def _struve(sign):
+    # H_v (sign -1) and L_v (sign 1) by their power series, the sum over k of
+    # sign**k (x/2)**(2k + v + 1) / (Gamma(k + 3/2) Gamma(k + v + 3/2)): 40 terms for x <= 5
+    k = np.arange(40.0)
+
+    def struve(v, x):
+        v, half = jnp.expand_dims(v, -1), jnp.expand_dims(0.5 * x, -1)
+        return jnp.sum(sign ** k * half ** (2.0 * k + v + 1.0) * _rgamma(k + 1.5)
+                       * _rgamma(k + v + 1.5), axis=-1)
+    return struve
+
+
+def _expn(n, x):
+    # E_0 = e**-x / x, E_1 = -Ei(-x), and E_n+1 = (e**-x - x E_n) / n, for n in 0, 1, 2, 3
+    e = jnp.exp(-x)
+    e1 = -jax.scipy.special.expi(-x)
+    e2 = e - x * e1
+    e3 = 0.5 * (e - x * e2)
+    return jnp.where(n == 0, e / x, jnp.where(n == 1, e1, jnp.where(n == 2, e2, e3)))
+
+
+def _complete_elliptic(m):
+    # K(m) and E(m) by the arithmetic-geometric mean: K = pi / (2 agm(1, sqrt(1 - m))),
+    # E = K (1 - sum over n of 2**(n-1) c_n**2), c_0**2 = m, c_n+1 = (a_n - b_n) / 2
+    a, b = jnp.ones_like(m), jnp.sqrt(1.0 - m)
+    total = 0.5 * m
+    for n in range(1, 10):
+        c = 0.5 * (a - b)
+        a, b = 0.5 * (a + b), jnp.sqrt(a * b)
+        total = total + 2.0 ** (n - 1) * c * c
+    k = jnp.pi / (2.0 * a)
+    return k, k * (1.0 - total)
+
+
+def _carlson(x, y, z):
+    # Carlson's R_F(x, y, z) and R_D(x, y, z) by 16 duplication steps (the arguments then
+    # agree to 4**-16 relative; the means below err by its square)
+    rd, scale = 0.0, 1.0
+    for _ in range(16):
+        sx, sy, sz = jnp.sqrt(x), jnp.sqrt(y), jnp.sqrt(z)
+        lam = sx * sy + sy * sz + sz * sx
+        rd = rd + 3.0 * scale / (sz * (z + lam))
+        scale = scale / 4.0
+        x, y, z = 0.25 * (x + lam), 0.25 * (y + lam), 0.25 * (z + lam)
+    return ((x + y + z) / 3.0) ** -0.5, rd + scale * ((x + y + 3.0 * z) / 5.0) ** -1.5
+
+
+def _incomplete_elliptic(second):
+    # F(phi|m) = s R_F(c**2, 1 - m s**2, 1), E(phi|m) = F - (m/3) s**3 R_D(c**2, 1 - m s**2, 1)
+    # on |phi| <= pi/2, and 2 K(m) (2 E(m)) more per period pi
+    def integral(phi, m):
+        k = jnp.round(phi / jnp.pi)
+        r = phi - k * jnp.pi
+        s, c = jnp.sin(r), jnp.cos(r)
+        rf, rd = _carlson(c * c, 1.0 - m * s * s, jnp.ones_like(s))
+        # (the complete integrals where phi has whole periods: m > 1 has none)
+        complete = _complete_elliptic(jnp.where(k == 0.0, 0.0, m))[1 if second else 0]
+        periods = jnp.where(k == 0.0, 0.0, 2.0 * k * complete)
+        if second:
+            return s * rf - m / 3.0 * s ** 3 * rd + periods
+        return s * rf + periods
+    return integral
+
+
+def _spence_of():
+    # JAX's spence, with its derivative log(x) / (1 - x) (-1 at x = 1): JAX's own gives NaN
+    # beyond x = 1
+    @jax.custom_jvp
+    def spence(x):
+        return jax.scipy.special.spence(x)
+
+    @spence.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        one = x == 1.0
+        safe = jnp.where(one, 2.0, x)
+        return spence(x), t * jnp.where(one, -1.0, jnp.log(safe) / (1.0 - safe))
+    return spence
+
+
 # scipy.special's ufuncs that jax.scipy.special names otherwise or lacks, or whose
 # derivatives there are no reference
 JAX_SPECIAL = {} if jax is None else {
@@ -110,6 +230,35 @@ JAX_SPECIAL = {} if jax is None else {
     # (a series for large arguments) takes seconds to compile per program at second order
     "betaln": _log_beta,
     "beta": lambda a, b: jnp.exp(_log_beta(a, b)),
+    # JAX has no Bessel function of real order, nor K or Y of any: by their integrals
+    "jv": lambda v, x: _bessel("j", v, x),
+    "jve": lambda v, x: _bessel("j", v, x),
+    "yv": lambda v, x: _bessel("y", v, x),
+    "yve": lambda v, x: _bessel("y", v, x),
+    "yn": lambda n, x: _bessel("y", n, x),
+    "iv": lambda v, x: _bessel("i", v, x),
+    "ive": lambda v, x: _bessel("i", v, x) * jnp.exp(-jnp.abs(x)),
+    "kv": lambda v, x: _bessel("k", v, x),
+    "kn": lambda n, x: _bessel("k", n, x),
+    "kve": lambda v, x: _bessel("k", v, x) * jnp.exp(x),
+    "k0": lambda x: _bessel("k", 0.0, x),
+    "k1": lambda x: _bessel("k", 1.0, x),
+    "k0e": lambda x: _bessel("k", 0.0, x) * jnp.exp(x),
+    "k1e": lambda x: _bessel("k", 1.0, x) * jnp.exp(x),
+    "y0": lambda x: _bessel("y", 0.0, x),
+    "y1": lambda x: _bessel("y", 1.0, x),
+    "struve": _struve(-1.0),
+    "modstruve": _struve(1.0),
+    "rgamma": _rgamma,
+    "erfcinv": _inverse_of(jax.scipy.special.erfc, lambda y: jax.scipy.special.erfinv(1.0 - y)),
+    # JAX's exp1 and expn fail in forward mode
+    "exp1": lambda x: -jax.scipy.special.expi(-x),
+    "expn": _expn,
+    "spence": _spence_of(),
+    "ellipk": lambda m: _complete_elliptic(m)[0],
+    "ellipe": lambda m: _complete_elliptic(m)[1],
+    "ellipkinc": _incomplete_elliptic(False),
+    "ellipeinc": _incomplete_elliptic(True),
 }
 
 

@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from cyad._rules import table
-from cyad._rules.table import APART, BETWEEN_STEPS, DIVISOR, INTEGER, NONZERO
+from cyad._rules.table import APART, BETWEEN_STEPS, DIVISOR, INTEGER, NATURAL, NONZERO
 
 # Every ufunc of the rule table (np.power and np.float_power among the binary ones), with
 # the test domain of its rule: one for a unary rule, (of a, of b) for a binary one
@@ -36,6 +36,8 @@ def points(domain, rng, n):
         return rng.choice([-1.0, 1.0], n) * rng.uniform(0.2, 3.0, n)
     if domain == INTEGER:
         return rng.integers(-3, 4, n).astype(float)
+    if domain == NATURAL:
+        return rng.integers(0, 4, n).astype(float)
     if domain == BETWEEN_STEPS:
         return rng.integers(-3, 3, n) + rng.uniform(0.1, 0.4, n)
     return rng.uniform(*domain, n)
@@ -68,6 +70,8 @@ def _inside(domain, values):
         return (fraction >= 0.1) & (fraction <= 0.4)
     if domain == INTEGER:
         return values == np.round(values)
+    if domain == NATURAL:
+        return (values == np.round(values)) & (values >= 0.0) & (values <= 3.0)
     low, high = domain
     return (values > low) & (values < high)
 
@@ -89,7 +93,11 @@ def same_operand_points(a_domain, b_domain, rng, n):
 
 
 def interval(domain, rng):
-    """An interval of a one-operand domain, well inside it and away from its jumps."""
+    """An interval of a one-operand domain, well inside it and away from its jumps; of
+    NATURAL (the constant integer order of a rule), one of its integers (k, k)."""
+    if domain == NATURAL:
+        k = float(rng.integers(0, 4))
+        return k, k
     if domain == NONZERO:
         return (0.3, 2.8) if rng.uniform() < 0.5 else (-2.8, -0.3)
     if domain == BETWEEN_STEPS:

@@ -111,6 +111,12 @@ def polygamma(xp, x):
     return special.polygamma(0, y) + special.polygamma(1, y) * special.polygamma(3, y[::-1])
 
 
+def multigammaln(xp, x):
+    _, special = scipy_of(xp)
+    y = xp.exp(0.5 * x) + 1.5     # above (d - 1) / 2 = 1
+    return special.multigammaln(y, 3) * xp.sin(x)
+
+
 def _dst_of(xp, fft):
     """scipy.fft's DST-II and its inverse (and their n-dimensional forms) for JAX, which has
     the DCT-II alone: DST-II(x) is DCT-II((-1)^n x) reversed (the orthogonalized ends
@@ -177,3 +183,37 @@ def fourier(xp, x):
     flat = [xp.ravel(t) for t in transforms]
     return xp.concatenate([part for t in flat for part in (
         (xp.real(t), xp.imag(t)) if xp.iscomplexobj(t) else (t,))])
+
+
+SOS = scipy.signal.butter(4, 0.3, output="sos")
+
+
+def signal(xp, x):
+    """scipy.signal's direct convolutions, filters and smoothing that cyad takes (NumPy only:
+    jax.scipy.signal has no lfilter and its kin; tests/test_scipy_signal.py holds them to
+    JAX where it has them)."""
+    m = xp.reshape(x, (3, 4))
+    b, a = 0.5 * x[2:5], xp.concatenate([_c(xp, x, [1.0]), -0.3 * x[:2]])
+    zeros = xp.zeros(5, dtype=x.dtype)
+    sos = _c(xp, x, SOS) + 0.1 * xp.reshape(xp.concatenate([x[:1], zeros, x[1:2], zeros]),
+                                            (2, 6))
+    signal = scipy.signal
+    y = [signal.convolve2d(m, m[:2, :2], boundary="symm"),
+         signal.correlate2d(m, m[1:, 1:] ** 2, "same", boundary="wrap"),
+         signal.convolve(x, x[:3], method="direct"),
+         signal.correlate(m, m[:2, :2], "valid", method="direct"),
+         signal.lfilter(b, a, x), signal.lfilter_zi(b, a), signal.filtfilt(b, a, x, padlen=3),
+         signal.sosfilt(sos, x), signal.sosfilt_zi(sos), signal.sosfiltfilt(sos, x, padlen=3),
+         signal.savgol_filter(x ** 2, 5, 2), signal.detrend(x ** 2, bp=[5])]
+    return xp.concatenate([xp.ravel(t) for t in y])
+
+
+def stats(xp, x):
+    """scipy.stats' zscore and entropy (NumPy only: jax.scipy.stats has neither;
+    tests/test_scipy_stats.py holds them to central differences, and the distributions to
+    JAX)."""
+    import scipy.stats
+    m = xp.reshape(x, (3, 4))
+    return xp.concatenate([scipy.stats.zscore(x), xp.ravel(scipy.stats.zscore(m, axis=1, ddof=1)),
+                           xp.reshape(scipy.stats.entropy(x + 1.0), (1,)),
+                           scipy.stats.entropy(m + 1.0, m[::-1] + 2.0, axis=1, base=2.0)])

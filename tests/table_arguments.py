@@ -471,10 +471,23 @@ for name, function in (("scipy.special.betainc", scipy.special.betainc),
     case(name, "x", [(5,)], lambda x, f=function: f(1.5, 2.5, x), x=np.linspace(0.1, 0.9, 5))
     case(name, "broadcast", [(2, 1)], lambda x, f=function: f(np.array([0.5, 2.0, 3.0]), 1.5, x),
          x=np.array([0.2, 0.7]))
+# differentiable in z only: a, b and c constants
+case("scipy.special.hyp2f1", "z", [(5,)], lambda z: scipy.special.hyp2f1(0.5, 1.5, 2.5, z),
+     x=np.linspace(-0.8, 0.8, 5))
+case("scipy.special.hyp2f1", "broadcast", [(2, 1)],
+     lambda z: scipy.special.hyp2f1(np.array([0.5, -1.5, 3.0]), 1.5, 2.5, z),
+     x=np.array([-0.3, 0.6]))
+# differentiable in x only: a and b constants
+case("scipy.special.log_wright_bessel", "x", [(5,)],
+     lambda x: scipy.special.log_wright_bessel(0.5, 1.5, x), x=np.linspace(0.2, 3.0, 5))
+for name, function in (("scipy.special.airy", scipy.special.airy),
+                       ("scipy.special.airye", scipy.special.airye)):
+    # four results (x > 0 for airye's scaled Ai)
+    case(name, "x", [(4,)], lambda x, f=function: f(x), x=np.array([0.3, 0.9, 1.6, 2.4]))
 for program in (scipy_programs.expm, scipy_programs.solve_triangular, scipy_programs.lu,
                 scipy_programs.cho, scipy_programs.solve, scipy_programs.inv_det_cholesky,
                 scipy_programs.logsumexp, scipy_programs.softmax, scipy_programs.polygamma,
-                scipy_programs.fourier):
+                scipy_programs.multigammaln, scipy_programs.fourier, scipy_programs.signal):
     case(f"scipy-{program.__name__}", "program", [(12,)], lambda x, p=program: p(np, x),
          x=0.3 + 0.1 * np.arange(12.0))
 
@@ -530,3 +543,59 @@ for function in (np.real, np.imag):
          lambda a, b, f=function: f(np.exp(1j * a) * b) * 1.0)
 case(np.real_if_close, "complex-of-zero-imaginary-part", [(5,), (5,)],
      lambda a, b: np.real_if_close(np.exp(a) + 1j * (b - b)))
+
+
+# -- ranges, parts of floats, conditions, fits and conversions --------------------------------
+
+case(np.rollaxis, "axis-start", [(2, 3, 4)], lambda a: np.rollaxis(a, 2, 1), layouts="t")
+case(np.rollaxis, "negative", [(2, 3, 4)], lambda a: np.rollaxis(a, -1) * 1.0, layouts="r")
+case(np.atleast_3d, "shapes", [(), (4,), (3, 4)],
+     lambda a, b, c: [np.ravel(r) for r in np.atleast_3d(a, b, c)], layouts="csr")
+case(np.linspace, "scalars", [(), ()], lambda a, b: np.linspace(a, b * b, 5))
+case(np.linspace, "arrays-axis", [(2,), (3, 1)],
+     lambda a, b: np.linspace(a, b, 4, endpoint=False, axis=-1), layouts="sr")
+case(np.linspace, "retstep", [(), (3,)],
+     lambda a, b: np.linspace(a, b, 3, retstep=True))
+case(np.logspace, "scalars", [(), ()], lambda a, b: np.logspace(a, b, 4, base=2.0))
+case(np.logspace, "base-array", [(), (3,)],
+     lambda a, b: np.logspace(a * 0.5, 1.0, 3, base=b * b + 1.0))
+case(np.geomspace, "positive", [(2,), (2,)],
+     lambda a, b: np.geomspace(a * a + 0.5, b * b + 2.0, 4, axis=1), layouts="rs")
+case(np.geomspace, "negative", [(), ()],
+     lambda a, b: np.geomspace(-(a * a) - 0.1, -(b * b) - 1.0, 3))
+case(np.apply_along_axis, "vector", [(3, 4)],
+     lambda a: np.apply_along_axis(lambda r: r * np.sum(r * r), 0, a), layouts="t")
+case(np.apply_along_axis, "scalar-and-matrix", [(2, 3)],
+     lambda a: [np.ravel(np.apply_along_axis(np.prod, 1, a)),
+                np.ravel(np.apply_along_axis(lambda r: np.outer(r, r), -1, a))], layouts="s")
+case(np.modf, "parts", [(6,)], lambda a: np.concatenate(np.modf(a * 3.0)), layouts="r")
+case(np.frexp, "mantissa-times-exponent", [(6,)],
+     lambda a: np.frexp(a * 5.0)[0] * np.frexp(a * 5.0)[1], layouts="s")
+case(np.ldexp, "exponents", [(6,)], lambda a: np.ldexp(a, np.array([3, -1, 0, 7, -20, 2])))
+case(np.divmod, "two-operands", [(5,), (5,)],
+     lambda a, b: np.concatenate(np.divmod(a * 3.0, b * b + 0.5)), layouts="cr")
+case(np.divmod, "constant-divisor", [(5,)], lambda a: np.divmod(a, 0.7)[1])
+case(np.i0, "both-series", [(8,)], lambda a: np.i0(a * 5.0) * 1e-2)
+case(np.i0, "at-zero", [(3,)], lambda a: np.i0(a), x=np.array([0.0, 1.0, -8.0]))
+case(np.compress, "axis", [(3, 4)],
+     lambda a: np.compress([True, False, True], a, axis=0), layouts="t")
+case(np.compress, "flat-short-condition", [(3, 4)],
+     lambda a: np.compress([False, True, True, False, True], a))
+case(np.extract, "condition", [(3, 4)],
+     lambda a: np.extract(np.arange(12).reshape(3, 4) % 3 == 1, a), layouts="s")
+case(np.vander, "decreasing", [(4,)], lambda a: np.vander(a), layouts="r")
+case(np.vander, "increasing-N", [(3,)], lambda a: np.vander(a, 5, increasing=True))
+case(np.polyfit, "y", [(6,)], lambda y: np.polyfit(np.linspace(-1.0, 2.0, 6), y, 2))
+case(np.polyfit, "x-y-weights", [(6,), (6, 2), (6,)],
+     lambda x, y, w: np.polyfit(np.linspace(-1.0, 2.0, 6) + 0.05 * x, y, 1, w=w * w + 1.0))
+case(np.polyfit, "cov", [(6,)],
+     lambda y: [np.ravel(r) for r in np.polyfit(np.linspace(-1.0, 2.0, 6), y, 1, cov=True)])
+for p in (None, -2, 1, -np.inf, "fro", "nuc"):
+    case(np.linalg.cond, f"p={p}", [(3, 3)], lambda a, p=p: np.linalg.cond(a + EYE3, p))
+case(np.linalg.cond, "stacked", [(2, 2, 2)], lambda a: np.linalg.cond(a + 2.0 * np.eye(2)))
+case(np.min_scalar_type, "0-d", [(2,)],
+     lambda a: a * np.dtype(np.min_scalar_type(a[0] * 1e5)).itemsize)
+for function in (np.array, np.asarray, np.asanyarray):
+    case(function, "list-like", [(3,)],
+         lambda a, f=function: f([[a[0], 2.0], [a[1] * a[2], a[0]]], like=a) * 1.0)
+case(np.array, "ndmin", [(3,)], lambda a: np.array(a, ndmin=2, like=a), layouts="s")

@@ -635,9 +635,6 @@ def test_dual_as_index_raises_type_error():
 UNSUPPORTED = [
     pytest.param(lambda x: np.spacing(x), "spacing", id="spacing"),
     pytest.param(lambda x: np.nextafter(x, 0.0), "nextafter", id="nextafter"),
-    pytest.param(lambda x: np.ldexp(x, 2), "ldexp", id="ldexp"),
-    pytest.param(lambda x: np.frexp(x)[0], "frexp", id="frexp"),
-    pytest.param(lambda x: np.modf(x)[0], "modf", id="modf"),
     pytest.param(lambda x: np.add.reduceat(x, [0, 1]), "add.reduceat", id="add.reduceat"),
     pytest.param(lambda x: np.sin(x, where=MASK1), "sin", id="sin-where"),
     pytest.param(lambda x: np.add(x, 1.0, dtype=np.float32), "add", id="add-dtype"),

@@ -463,7 +463,7 @@ def test_full_like_with_a_dual_fill_and_integer_dtype_raises():
 
 # -- errors ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("func", [np.unwrap, np.histogram, np.linalg.cond])
+@pytest.mark.parametrize("func", [np.unwrap, np.histogram, np.spacing])
 def test_unsupported_function_raises_naming_it(func):
     with pytest.raises(TypeError, match=func.__name__):
         cyad.jacobian(lambda x: func(x), random(3, 3))

@@ -321,6 +321,75 @@ def _not_finite(xp, x):
     return xp.where(x < -0.5, -xp.inf, xp.where(xp.abs(x) < 0.2, xp.nan, y))
 
 
+# -- functions NumPy dispatches less often -------------------------------------------------------
+
+KEEP_ROWS = np.array([True, False, True])
+EVERY_THIRD = np.arange(12).reshape(3, 4) % 3 == 0
+
+
+def _compressed(xp, condition, a, axis=None):
+    # (JAX's compress reads the condition as a traced value under jit: np.take of its positions)
+    if xp is np:
+        return np.compress(condition, a, axis)
+    return xp.take(a, np.nonzero(condition)[0], axis)
+
+
+def _extracted(xp, condition, a):
+    if xp is np:
+        return np.extract(condition, a)
+    return xp.ravel(a)[np.nonzero(np.ravel(condition))[0]]
+
+
+def _logspace_of_bases(xp, start, stop, base):
+    # an array of bases takes an axis of its own (NumPy 2's rule; JAX's logspace differs)
+    if xp is np:
+        return np.logspace(start, stop, 3, base=base)
+    return base[None] ** xp.linspace(start, stop, 3)[:, None, None]
+
+
+def _ranges(xp, x):
+    return flat(xp, xp.linspace(x[0], x[1] ** 2, 5), xp.linspace(x[:2], x[2:4] * x[4], 4, axis=1),
+                xp.linspace(0.5, x[5], 3, endpoint=False),
+                xp.linspace(x[0], x[1], 4, retstep=True)[1],
+                xp.logspace(x[:2] * 0.3, x[2], 4), xp.logspace(x[3], x[4], 3, base=2.0),
+                _logspace_of_bases(xp, x[3], x[4], x[5:7, None] ** 2 + 1.0),
+                xp.geomspace(x[6] ** 2 + 0.5, x[7] ** 2 + 2.0, 4),
+                xp.geomspace(-(x[8] ** 2 + 1.0), -(x[9] ** 2 + 0.1), 3),
+                xp.geomspace(x[:2] ** 2 + 0.5, x[2:4] ** 2 + 2.0, 4, axis=1, endpoint=False))
+
+
+def _exponents_and_parts(xp, x):
+    mantissa, exponent = xp.frexp(x * 5.0)
+    return flat(xp, *xp.modf(x * 3.0), mantissa, exponent * x,
+                xp.ldexp(x ** 2, np.arange(12) - 6), xp.ldexp(x, 3),
+                *xp.divmod(x * 3.0, 0.7), *xp.divmod(2.5, x), *xp.divmod(x[:6], x[6:] ** 2 + 0.5))
+
+
+def _fits(xp, x):
+    knots = c(xp, x, XP)
+    fitted, covariance = xp.polyfit(knots, x[6:] * x[0], 2, cov=True)
+    full = xp.polyfit(knots, x.reshape(6, 2), 1, full=True)
+    return flat(xp, xp.vander(x[:4]), xp.vander(x[:3] * 2.0, 5, increasing=True),
+                xp.polyfit(knots + 0.1 * x[:6], x[6:], 2, w=x[:6] ** 2 + 1.0),
+                fitted, covariance, full[0], full[1], full[3])
+
+
+def _like(xp, x):
+    """like=x on NumPy's side: np.array hands a list to cyad only then (NEP 35)."""
+    return {"like": x} if xp is np else {}
+
+
+def _dtype_queries(xp, x):
+    if xp is np:
+        questions = (np.result_type(x, np.float64) == np.float64, np.result_type(x, 1.0) == x.dtype,
+                     np.can_cast(x, np.float64), np.can_cast(x, np.int32),
+                     np.dtype(np.min_scalar_type(x)) == x.dtype,
+                     np.dtype(np.min_scalar_type(x[0] * 0.0)) == np.float16)
+    else:
+        questions = (True, True, True, False, True, True)
+    return x * (1.0 + sum(2 ** i * bool(q) for i, q in enumerate(questions)))
+
+
 SCENARIOS = [
     # reductions
     Scenario("sum", [np.sum], 12, lambda xp, x: xp.sum(x.reshape(3, 4) ** 2 * c(xp, x, K34),
@@ -463,6 +532,7 @@ SCENARIOS = [
     Scenario("scipy-logsumexp", [], 12, scipy_programs.logsumexp),
     Scenario("scipy-softmax-log_softmax", [], 12, scipy_programs.softmax),
     Scenario("scipy-polygamma", [], 4, scipy_programs.polygamma),
+    Scenario("scipy-multigammaln", [], 4, scipy_programs.multigammaln),
     Scenario("scipy-fft-signal", [], 12, scipy_programs.fourier),
     # statistics, ufunc methods and stencils
     Scenario("ptp-average", [np.ptp, np.average], 12,
@@ -692,6 +762,46 @@ SCENARIOS = [
                                    xp.nan_to_num(xp.where(xp.abs(x) < 0.4, xp.nan, x ** 2)),
                                    xp.nan_to_num(_not_finite(xp, x), nan=-1.0, posinf=3.0,
                                                  neginf=x[0]))),
+    Scenario("rollaxis-atleast-3d", [np.rollaxis, np.atleast_3d], 12,
+             lambda xp, x: flat(xp, xp.rollaxis(x.reshape(2, 3, 2) ** 2, 2),
+                                xp.rollaxis(x.reshape(2, 3, 2), 0, 3) * x[0],
+                                xp.rollaxis(x.reshape(2, 3, 2), -1, 1),
+                                xp.atleast_3d(x[:4] ** 2), xp.atleast_3d(x.reshape(3, 4)),
+                                *xp.atleast_3d(x[0] * x[1], x[:2]))),
+    Scenario("linspace-logspace-geomspace", [np.linspace, np.logspace, np.geomspace], 12,
+             _ranges),
+    Scenario("i0", [np.i0], 12, lambda xp, x: flat(xp, xp.i0(x), xp.i0(x * 6.0) * 1e-3)),
+    Scenario("modf-frexp-ldexp-divmod", [np.modf, np.frexp, np.ldexp, np.divmod], 12,
+             _exponents_and_parts),
+    Scenario("compress-extract", [np.compress, np.extract], 12,
+             lambda xp, x: flat(xp, _compressed(xp, KEEP_ROWS, x.reshape(3, 4) ** 2, 0),
+                                _compressed(xp, EVERY_THIRD.ravel(), x * x[0]),
+                                _compressed(xp, np.array([False, True]), x.reshape(3, 4), 1),
+                                _extracted(xp, EVERY_THIRD, x.reshape(3, 4) ** 3))),
+    Scenario("apply-along-axis", [np.apply_along_axis], 12,
+             lambda xp, x: flat(xp, xp.apply_along_axis(lambda r: xp.sum(r ** 2) * r, 1,
+                                                        x.reshape(3, 4)),
+                                xp.apply_along_axis(lambda r: r[0] * r[1:], 0, x.reshape(3, 4)),
+                                xp.apply_along_axis(lambda r: xp.outer(r, r), 1,
+                                                    x.reshape(2, 3, 2)),
+                                xp.apply_along_axis(xp.sum, -1, x.reshape(2, 6) ** 3))),
+    Scenario("vander-polyfit", [np.vander, np.polyfit], 12, _fits),
+    Scenario("cond", [np.linalg.cond], 12,
+             lambda xp, x: flat(xp, xp.stack([xp.linalg.cond(m33(xp, x, 3.0), p)
+                                              for p in (None, 2, -2, 1, -1, np.inf, -np.inf,
+                                                        "fro", "nuc")]),
+                                xp.linalg.cond(x.reshape(3, 2, 2) + c(xp, x, 2.0 * np.eye(2))))),
+    Scenario("eigvals-symmetric", [np.linalg.eigvals], 9,
+             lambda xp, x: (xp.sort(xp.linalg.eigvals(spd(xp, x))) if xp is np
+                            else xp.linalg.eigvalsh(spd(xp, x))) ** 2),
+    Scenario("array-like", [np.array, np.asarray, np.asanyarray], 12,
+             lambda xp, x: flat(xp, xp.array([x[0], x[1] ** 2, 3.0], **_like(xp, x)),
+                                xp.asarray([[x[0], 1.0], [x[2], x[3] * x[4]]], **_like(xp, x)),
+                                (xp.asanyarray if xp is np else xp.asarray)(
+                                    (x[:2], x[2:4] ** 2), **_like(xp, x)),
+                                xp.array(x[4:8], ndmin=2, **_like(xp, x)) * 2.0)),
+    Scenario("dtype-queries", [np.result_type, np.can_cast, np.min_scalar_type], 12,
+             _dtype_queries),
 ]
 
 

@@ -17,7 +17,8 @@ from cyad._dual.functions import HANDLED_FUNCTIONS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "cyad"
-NAMED_DOMAINS = {table.NONZERO, table.INTEGER, table.BETWEEN_STEPS, table.APART}
+NAMED_DOMAINS = {table.NONZERO, table.INTEGER, table.NATURAL, table.BETWEEN_STEPS,
+                 table.APART}
 RULES = [(1, rule) for rule in table.UNARY_RULES] + [(2, rule) for rule in table.BINARY_RULES]
 
 

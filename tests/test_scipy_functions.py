@@ -53,7 +53,9 @@ def test_every_function_has_a_scenario(monkeypatch):
     programs = [scipy_programs.expm, scipy_programs.solve_triangular, scipy_programs.lu,
                 scipy_programs.cho, scipy_programs.solve, scipy_programs.inv_det_cholesky,
                 scipy_programs.logsumexp, scipy_programs.softmax, scipy_programs.polygamma,
-                scipy_programs.fourier]
+                scipy_programs.multigammaln,
+                scipy_programs.fourier, scipy_programs.signal,
+                scipy_programs.stats]
     for program in programs:
         cyad.jacobian(lambda x, program=program: program(np, x), 0.3 + 0.1 * np.arange(12.0))
     expected = {f"{m}.{name}" for m, functions in SCIPY_FUNCTIONS.items() for name in functions}

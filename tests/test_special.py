@@ -4,9 +4,11 @@ The table-driven tests (test_rules, test_rule_table, test_dual_elements, test_ta
 test_random_programs, test_aliasing) enumerate these rules with the others; here: values
 equal to SciPy's own, first and second derivatives and nested derivatives on both engines
 against JAX (jax.scipy.special, or the stand-ins of derivative_references where JAX lacks
-a function or its forward mode), the tails and boundaries where a textbook derivative
-cancels or is undefined against analytic formulas, the operands that are not
-differentiable, the errors that name the function, and models as users write them.
+a function or its forward mode: the Bessel functions by their integrals, ...), the tails
+and boundaries where a textbook derivative cancels or is undefined against analytic
+formulas, the operands that are not differentiable, the errors that name the function,
+scipy.special's functions of other arities (betainc, hyp2f1, airy, multigammaln), and
+models as users write them.
 """
 import functools
 import subprocess
@@ -14,7 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from derivative_references import function_of, jax, jnp
+from derivative_references import central_differences, function_of, jax, jnp
 from numpy.testing import assert_allclose, assert_array_equal
 from rule_domains import binary_points, points
 
@@ -350,11 +352,293 @@ def test_betainc_in_a_or_b_is_refused(name, engine):
                       engine=engine)
 
 
+# -- Bessel functions and their kin: orders, edges, tails -----------------------------------------
+
+def test_jn_is_jv():
+    # scipy.special.jn is jv's ufunc under another name: its rule
+    assert sc.jn is sc.jv
+    x = np.array([0.3, 1.7, 4.2])
+    assert_array_equal(np.diagonal(cyad.jacobian(lambda t: sc.jn(2, t), x)),
+                       0.5 * (sc.jv(1, x) - sc.jv(3, x)))
+
+
+@pytest.mark.filterwarnings("ignore:floating point number truncated:RuntimeWarning")
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("func", [sc.yn, sc.kn, sc.expn], ids=lambda f: f.__name__)
+def test_an_integer_order_is_truncated_as_scipy_does(func, engine):
+    # a float order is truncated toward zero: values and derivatives are the integer's
+    x = np.array([0.4, 1.1, 2.7])
+    for n, whole in [(2.7, 2), (0.5, 0), (-0.5, 0), (1.0, 1)]:
+        value, jacobian = cyad.value_and_jacobian(lambda t, n=n: func(n, t), x, engine=engine)
+        assert_array_equal(value, func(n, x))
+        assert_array_equal(jacobian, cyad.jacobian(lambda t, k=whole: func(k, t), x,
+                                                   engine=engine))
+        assert_array_equal(cyad.hessian(lambda t, n=n: np.sum(func(n, t)), x, engine=engine),
+                           cyad.hessian(lambda t, k=whole: np.sum(func(k, t)), x, engine=engine))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_expn_of_low_orders(engine):
+    # E_n' = -E_n-1, E_n'' = E_n-2, with E_0 = e**-x / x, E_-1 = e**-x (1 + x) / x**2 and
+    # E_-2 = e**-x (x**2 + 2x + 2) / x**3 where SciPy's expn has no negative order
+    x = np.array([0.2, 1.0, 3.5])
+    e = np.exp(-x)
+    lower = {0: e / x, -1: e * (1 + x) / x ** 2, -2: e * (x * x + 2 * x + 2) / x ** 3}
+    for n in range(4):
+        below = [lower[k] if k <= 0 else sc.expn(k, x) for k in (n - 1, n - 2)]
+        jacobian = cyad.jacobian(lambda t, n=n: sc.expn(n, t), x, engine=engine)
+        assert_allclose(np.diagonal(jacobian), -below[0], rtol=1e-14)
+        hessian = cyad.hessian(lambda t, n=n: np.sum(sc.expn(n, t)), x, engine=engine)
+        assert_allclose(np.diagonal(hessian), below[1], rtol=1e-14)
+    assert np.isnan(cyad.derivative(lambda t: sc.expn(-1, t), 1.0, engine=engine))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_rgamma_at_the_poles_of_gamma(engine):
+    # 1/Gamma is entire: at x = -n its derivative is (-1)**n n!, its second derivative
+    # -2 (-1)**n n! psi(n + 1) (1/Gamma(-n + e) = (-1)**n n! e (1 - e psi(n + 1) + ...))
+    n = np.arange(4.0)
+    sign, factorial = (-1.0) ** n, sc.factorial(n)
+    assert_allclose(np.diagonal(cyad.jacobian(sc.rgamma, -n, engine=engine)), sign * factorial,
+                    rtol=1e-14)
+    hessian = cyad.hessian(lambda t: np.sum(sc.rgamma(t)), -n, engine=engine)
+    assert_allclose(np.diagonal(hessian), -2 * sign * factorial * sc.psi(n + 1), rtol=1e-14)
+    # beside them, and above 1/2 (-psi / Gamma)
+    x = np.array([-2.0 + 1e-9, -1e-12, 0.7, 6.5])
+    assert_allclose(np.diagonal(cyad.jacobian(sc.rgamma, x, engine=engine)),
+                    np.where(x < 0.5, [2.0, 1.0, 0.0, 0.0], -sc.rgamma(x) * sc.psi(x)),
+                    rtol=1e-8)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_spence_at_and_near_one(engine):
+    # spence' = log(x) / (1 - x): -1 at x = 1; its derivative there 1/2, and near 1 the
+    # series 1/2 - 2t/3 + 3t**2/4 - ... of t = x - 1 (the closed form cancels)
+    assert cyad.derivative(sc.spence, 1.0, engine=engine) == -1.0
+    assert cyad.second_derivative(sc.spence, 1.0, engine=engine) == 0.5
+    x = np.array([1.0 - 1e-6, 1.0 + 1e-8, 1.003])
+    t = x - 1.0
+    series = sum((-1) ** (k + 1) * k * t ** (k - 1) / (k + 1) for k in range(1, 9))
+    hessian = cyad.hessian(lambda s: np.sum(sc.spence(s)), x, engine=engine)
+    assert_allclose(np.diagonal(hessian), series, rtol=1e-14)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_erfcx_and_dawsn_in_their_tails(engine):
+    # erfcx' = (2/sqrt(pi)) sum over n >= 1 of (-1)**n (2n-1)!! u**n and dawsn' = -sum of
+    # (2n-1)!! u**n, u = 1/(2 x**2) (asymptotic: six terms are exact at these x); the
+    # textbook forms 2 x erfcx - 2/sqrt(pi) and 1 - 2 x dawsn cancel there
+    x = np.array([50.0, 1e3, 1e5])
+    u = 0.5 / x ** 2
+    double = [1.0, 1.0, 3.0, 15.0, 105.0, 945.0, 10395.0]    # (2n-1)!!
+    erfcx_d = 2 / np.sqrt(np.pi) * sum((-u) ** n * double[n] for n in range(1, 7))
+    dawsn_d = -sum(u ** n * double[n] for n in range(1, 7))
+    erfcx_d2 = sum((-u) ** n * double[n] * (2 * n + 1) * (2 * n + 2) for n in range(6)) \
+        / (np.sqrt(np.pi) * x ** 3)
+    dawsn_d2 = sum(u ** n * double[n] * (2 * n + 1) * (2 * n + 2) for n in range(6)) \
+        / (2 * x ** 3)
+    for f, d, d2 in [(sc.erfcx, erfcx_d, erfcx_d2), (sc.dawsn, dawsn_d, dawsn_d2)]:
+        assert_allclose(np.diagonal(cyad.jacobian(f, x, engine=engine)), d, rtol=2e-15)
+        hessian = cyad.hessian(lambda t, f=f: np.sum(f(t)), x, engine=engine)
+        assert_allclose(np.diagonal(hessian), d2, rtol=2e-15)
+    # dawsn is odd; where the series takes over, the derivatives meet
+    assert_allclose(np.diagonal(cyad.jacobian(sc.dawsn, -x, engine=engine)), dawsn_d,
+                    rtol=2e-15)
+    for f in (sc.erfcx, sc.dawsn):
+        assert_allclose(cyad.derivative(f, 7.0, engine=engine),
+                        cyad.derivative(f, np.nextafter(7.0, 0.0), engine=engine), rtol=2e-14)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_complete_elliptic_integrals_at_zero(engine):
+    # K = (pi/2) (1 + m/4 + 9 m**2/64 + ...), E = (pi/2) (1 - m/4 - 3 m**2/64 - ...): exact
+    # at m = 0, where the forms in K and E (E - (1 - m) K) / (2 m (1 - m)) are 0/0
+    assert cyad.derivative(sc.ellipk, 0.0, engine=engine) == np.pi / 8
+    assert cyad.second_derivative(sc.ellipk, 0.0, engine=engine) == 9 * np.pi / 64
+    assert cyad.derivative(sc.ellipe, 0.0, engine=engine) == -np.pi / 8
+    assert cyad.second_derivative(sc.ellipe, 0.0, engine=engine) == -3 * np.pi / 64
+    # beyond m = 1, as K and E, NaN
+    assert np.isnan(cyad.derivative(sc.ellipk, 1.5, engine=engine))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_incomplete_elliptic_integrals_at_m_zero(engine):
+    # the partials in m at m = 0 are integrals of powers of sin: dF/dm = (1/2) int sin**2,
+    # d2F/dm2 = (3/4) int sin**4, dE/dm and d2E/dm2 = -(1/2) and -(1/4) of them, over (0, phi)
+    phi = np.array([0.3, 1.2, 2.5, -4.0])
+    sin2 = (phi - np.sin(phi) * np.cos(phi)) / 2
+    sin4 = 3 * phi / 8 - np.sin(2 * phi) / 4 + np.sin(4 * phi) / 32
+    for f, d, d2 in [(sc.ellipkinc, sin2 / 2, 0.75 * sin4), (sc.ellipeinc, -sin2 / 2, -sin4 / 4)]:
+        jacobian = cyad.jacobian(lambda m, f=f: f(phi, m), np.zeros(4), engine=engine)
+        assert_allclose(np.diagonal(jacobian), d, rtol=1e-14)
+        hessian = cyad.hessian(lambda m, f=f: np.sum(f(phi, m)), np.zeros(4), engine=engine)
+        assert_allclose(np.diagonal(hessian), d2, rtol=1e-13)
+
+
+@needs_jax
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", ["ellipkinc", "ellipeinc"])
+def test_incomplete_elliptic_integrals_in_m(name, engine):
+    # against JAX's (Carlson's duplication) near m = 0, on both sides of m sin(phi)**2 = 1/2
+    # (where the second partial in m changes method), beyond a period of phi, and m > 1
+    f, g = getattr(sc, name), function_of(jnp, getattr(sc, name))
+    phi = np.array([0.9, 1.4, 1.4, 2.0, -3.5, 0.4, 1.1])
+    m = np.array([1e-9, 0.5 / np.sin(1.4) ** 2 - 1e-9, 0.5 / np.sin(1.4) ** 2 + 1e-9, -1e-7,
+                  0.7, 1.8, -6.0])
+    dm, dmm = (np.asarray(r) for r in jax.jit(lambda p, q: (
+        jax.vmap(jax.grad(g, 1))(p, q), jax.vmap(jax.grad(jax.grad(g, 1), 1))(p, q)))(phi, m))
+    assert_allclose(np.diagonal(cyad.jacobian(lambda q: f(phi, q), m, engine=engine)), dm,
+                    rtol=1e-12)
+    hessian = cyad.hessian(lambda q: np.sum(f(phi, q)), m, engine=engine)
+    assert_allclose(np.diagonal(hessian), dmm, rtol=1e-11)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("f", [sc.ellipkinc, sc.ellipeinc], ids=lambda f: f.__name__)
+def test_nested_derivatives_of_the_incomplete_elliptic_integrals(f, engine):
+    # the partial in m composes (a custom function whose JVP is the next order's partial):
+    # nested derivatives are the second partials, at any order
+    for phi, m in [(0.7, 0.3), (2.3, -1.5), (1.2, 1e-9), (-4.0, 0.8)]:
+        in_m = cyad.derivative(lambda s, p=phi: cyad.derivative(lambda t: f(p, t), s), m,
+                               engine=engine)
+        assert_allclose(in_m, cyad.second_derivative(lambda t, p=phi: f(p, t), m), rtol=1e-14)
+        mixed = cyad.derivative(lambda s, q=m: cyad.derivative(lambda t: f(s, t), q), phi,
+                                engine=engine)
+        hessian = cyad.hessian(lambda v: f(v[0], v[1]), np.array([phi, m]))
+        assert_allclose(mixed, hessian[0, 1], rtol=1e-14)
+    # the third partial in m at m = 0: (1/2)_3 (F) or (-1/2)_3 (E) times the integral of
+    # sin**6 over (0, phi)
+    phi = 0.9
+    sin6 = 5 * phi / 16 - 15 * np.sin(2 * phi) / 64 + 3 * np.sin(4 * phi) / 64 \
+        - np.sin(6 * phi) / 192
+    third = cyad.derivative(lambda u: cyad.derivative(lambda s: cyad.derivative(
+        lambda t: f(phi, t), s), u), 0.0, engine=engine)
+    assert_allclose(third, (15 / 8 if f is sc.ellipkinc else -3 / 8) * sin6, rtol=1e-13)
+
+
+# -- hyp2f1: four operands, differentiable in z ----------------------------------------------------
+
+HYP_A = np.array([0.5, -1.5, 2.0, 0.3, 1.0])
+HYP_B = np.array([1.5, 0.7, 2.5, -0.4, 1.0])
+HYP_C = np.array([2.5, 1.2, 3.5, 1.7, 2.0])
+HYP_Z = np.array([-0.8, -0.3, 0.1, 0.5, 0.85])
+
+
+@needs_jax
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_hyp2f1_in_z(dtype, engine):
+    z = HYP_Z.astype(dtype)
+    f = functools.partial(sc.hyp2f1, HYP_A, HYP_B, HYP_C)
+    value, jacobian = cyad.value_and_jacobian(f, z, engine=engine)
+    assert_array_equal(value, f(z).astype(dtype))
+    g = jax.scipy.special.hyp2f1
+    d, d2 = (np.asarray(r) for r in jax.jit(lambda a, b, c, t: (
+        jax.vmap(jax.grad(g, 3))(a, b, c, t), jax.vmap(jax.grad(jax.grad(g, 3), 3))(a, b, c, t)
+    ))(HYP_A, HYP_B, HYP_C, z.astype(np.float64)))
+    assert_diagonal(jacobian, d, dtype)
+    assert_diagonal(cyad.hessian(lambda t: np.sum(f(t)), z, engine=engine), d2, dtype)
+    if engine == "dual":   # nested
+        nested = cyad.derivative(lambda s: cyad.derivative(
+            lambda t: np.sum(f(z + s + t)), dtype(0.0)), dtype(0.0))
+        assert_allclose(nested, np.sum(d2), **TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_hyp2f1_broadcasts_its_constant_parameters_and_refuses_dual_ones(engine):
+    a, z = np.array([[0.5], [-1.5], [3.0]]), np.array([-0.4, 0.2, 0.7])
+    jacobian = cyad.jacobian(lambda t: sc.hyp2f1(a, 1.5, 2.5, t), z, engine=engine)
+    expected = a * 1.5 / 2.5 * sc.hyp2f1(a + 1, 2.5, 3.5, z)
+    assert_allclose(jacobian, expected[:, :, None] * np.eye(3), rtol=1e-14)
+    with pytest.raises(TypeError, match=r"scipy\.special\.hyp2f1 is differentiable in z"):
+        cyad.derivative(lambda c: sc.hyp2f1(0.5, 1.5, c, 0.3), 2.5, engine=engine)
+
+
+# -- log_wright_bessel: three operands, differentiable in x ---------------------------------------
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_log_wright_bessel_in_x_against_its_series_and_differences(engine):
+    # Phi(a, b; x) = sum_k x**k / (k! Gamma(a k + b)), whose derivative is Phi(a, a + b; x)
+    a, b, x = 0.6, 1.3, np.array([0.05, 0.4, 1.7, 6.0, 30.0])
+
+    def phi(a, b, x, terms=400):
+        k = np.arange(terms)[:, None]
+        return np.sum(np.exp(sc.xlogy(k, x) - sc.gammaln(k + 1) - sc.gammaln(a * k + b)), 0)
+
+    f = functools.partial(sc.log_wright_bessel, a, b)
+    jacobian = cyad.jacobian(f, x, engine=engine)
+    assert_allclose(np.diag(jacobian), phi(a, a + b, x) / phi(a, b, x), rtol=1e-12)
+    hessian = cyad.hessian(lambda t: np.sum(f(t)), x, engine=engine)
+    second = phi(a, 2 * a + b, x) / phi(a, b, x) - (phi(a, a + b, x) / phi(a, b, x)) ** 2
+    assert_allclose(np.diag(hessian), second, rtol=1e-10)
+    with pytest.raises(TypeError, match=r"log_wright_bessel is differentiable in x"):
+        cyad.derivative(lambda s: sc.log_wright_bessel(s, b, 0.5), a, engine=engine)
+
+
+# -- airy and airye: four results ------------------------------------------------------------------
+
+AIRY_X = np.array([-2.5, -0.7, 0.0, 0.4, 1.9])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_airy_by_airys_equation(dtype, engine):
+    # (Ai, Ai', Bi, Bi')' = (Ai', x Ai, Bi', x Bi), and their second derivatives
+    # (x Ai, Ai + x Ai', x Bi, Bi + x Bi') (y'' = x y)
+    x = AIRY_X.astype(dtype)
+    x64 = x.astype(np.float64)
+    ai, aip, bi, bip = sc.airy(x64)
+    first = [aip, x64 * ai, bip, x64 * bi]
+    second = [x64 * ai, ai + x64 * aip, x64 * bi, bi + x64 * bip]
+    value, jacobian = cyad.value_and_jacobian(lambda t: np.stack(sc.airy(t)), x, engine=engine)
+    assert_array_equal(value, np.stack(sc.airy(x)))
+    for k in range(4):
+        assert_diagonal(jacobian[k], first[k], dtype)
+        hessian = cyad.hessian(lambda t, k=k: np.sum(sc.airy(t)[k]), x, engine=engine)
+        assert_diagonal(hessian, second[k], dtype)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_airye_against_differences_of_scipys(engine):
+    # scaled by e**(-+(2/3) x**(3/2)) for x > 0 (Bi's unscaled below 0, Ai's NaN there)
+    x = np.array([-2.1, -0.6, 0.6, 1.2, 3.5])
+    jacobian = cyad.jacobian(lambda t: np.stack(sc.airye(t)), x, engine=engine)
+    for k in range(4):
+        inside = x > 0 if k < 2 else np.ones(5, bool)
+        expected = np.diagonal(central_differences(lambda t, k=k: sc.airye(t)[k], x))
+        assert_allclose(np.diagonal(jacobian[k])[inside], expected[inside], rtol=1e-9)
+        assert np.all(np.isnan(np.diagonal(jacobian[k])[~inside]))
+        hessian = cyad.hessian(lambda t, k=k: np.sum(sc.airye(t)[k]), x[inside], engine=engine)
+        expected = np.diagonal(central_differences(
+            lambda t, k=k: np.diagonal(cyad.jacobian(lambda s: sc.airye(s)[k], t)), x[inside]))
+        assert_allclose(np.diagonal(hessian), expected, rtol=1e-8)
+
+
+# -- multigammaln: SciPy's Python function, through gammaln --------------------------------------
+
+@needs_jax
+@pytest.mark.parametrize("engine", ENGINES)
+def test_multigammaln(engine):
+    a = np.array([1.6, 2.3, 4.1, 7.5])
+    value, jacobian = cyad.value_and_jacobian(lambda t: sc.multigammaln(t, 3), a, engine=engine)
+    assert_array_equal(value, sc.multigammaln(a, 3))
+    g = functools.partial(jax.scipy.special.multigammaln, d=3)
+    d, d2 = (np.asarray(r) for r in jax.jit(lambda t: (
+        jax.vmap(jax.grad(g))(t), jax.vmap(jax.grad(jax.grad(g)))(t)))(a))
+    assert_diagonal(jacobian, d, np.float64)
+    assert_diagonal(cyad.hessian(lambda t: np.sum(sc.multigammaln(t, 3)), a, engine=engine), d2,
+                    np.float64)
+    with pytest.raises(ValueError, match="condition a"):
+        cyad.derivative(lambda t: sc.multigammaln(t, 3), 0.8, engine=engine)
+
+
 # -- operands that are not differentiable, functions without a rule ------------------------------
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("func", [sc.gammainc, sc.gammaincc, sc.zeta],
-                         ids=["gammainc", "gammaincc", "zeta"])
+@pytest.mark.parametrize("func", [sc.gammainc, sc.gammaincc, sc.zeta, sc.jv, sc.iv, sc.kve, sc.yn,
+                                  sc.expn, sc.struve],
+                         ids=["gammainc", "gammaincc", "zeta", "jv", "iv", "kve", "yn", "expn",
+                              "struve"])
 def test_a_variable_first_operand_is_refused(func, engine):
     name = "zeta" if func is sc.zeta else func.__name__
     with pytest.raises(TypeError, match=rf"scipy\.special\.(_ufuncs\._)?{name} is differentiable "
@@ -367,10 +651,17 @@ def test_a_variable_first_operand_is_refused(func, engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_function_without_a_rule_is_named_as_scipys(engine):
     # scipy.special.zeta(x) without q calls the Riemann zeta, a ufunc of its own
-    for f, name in [(lambda x: sc.struve(1.0, x), "struve"), (lambda x: sc.kv(1.0, x), "kv"),
+    for f, name in [(sc.ellipkm1, "ellipkm1"), (lambda x: sc.hyp1f1(0.5, 1.5, x), "hyp1f1"),
                     (sc.zeta, "_ufuncs._riemann_zeta")]:
         with pytest.raises(TypeError, match=rf"cyad: scipy\.special\.{name} is not supported"):
             cyad.derivative(f, 1.5, engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_spherical_bessel_functions_are_refused(engine):
+    # SciPy's spherical_jn, ... call np.asarray on z (their private ufuncs take a C long n)
+    with pytest.raises(TypeError, match="cannot become a plain ndarray"):
+        cyad.derivative(lambda x: sc.spherical_jn(1, x), 1.5, engine=engine)
 
 
 def test_cyad_works_without_scipy(tmp_path):
@@ -403,6 +694,16 @@ def logistic_loss(xp, special, w, features, labels):
 def poisson_loglik(xp, special, w, features, counts):
     eta = features @ w
     return xp.sum(special.xlogy(counts, xp.exp(eta)) - xp.exp(eta) - special.gammaln(counts + 1))
+
+
+def von_mises_loglik(xp, special, w, features, labels):
+    # angles of a von Mises distribution of mean w[0] and concentration e**w[1], its
+    # normalisation 2 pi I_0(kappa) through the scaled ive; a Matern-type term of kv
+    angles, kappa = features[:, 0], xp.exp(w[1])
+    loglik = xp.sum(kappa * (xp.cos(angles - w[0]) - 1.0)
+                    - xp.log(2.0 * xp.pi * special.ive(0.0, kappa)))
+    r = xp.abs(features[:, 1]) * xp.exp(w[2]) + 0.1
+    return loglik + xp.sum(labels * r ** 1.5 * special.kv(1.5, r)) + 0.5 * w[3] ** 2
 
 
 def probit_gaussian(xp, special, w, features, labels):
@@ -439,7 +740,8 @@ def _model_references(model):
 
 @needs_jax
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("model", [logistic_loss, poisson_loglik, probit_gaussian],
+@pytest.mark.parametrize("model", [logistic_loss, poisson_loglik, probit_gaussian,
+                                   von_mises_loglik],
                          ids=lambda m: m.__name__)
 def test_models_gradient_and_hessian(model, engine):
     f, g, w = _model(model, np, sc), _model(model, jnp, _JaxSpecial()), _W

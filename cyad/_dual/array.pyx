@@ -40,6 +40,7 @@ from libc.string cimport memcpy, memmove
 from cyad._fused cimport real
 from cyad._dual.kernels cimport unary_chunks, binary_chunks, unary_nested, binary_nested
 from cyad._dual.layout cimport second_order_width
+from cyad._array_methods cimport defers_to
 from cyad._rules.rules cimport UnaryOp, BinaryOp
 from cyad import _hints
 from cyad._rules import table as _rule_table
@@ -582,6 +583,8 @@ cdef object binary(int op, object a, object b, object out=None):
         return result
     if _foreign(a) or _foreign(b):
         return NotImplemented
+    if op == BinaryOp.MULTIPLY and (defers_to(a) or defers_to(b)):
+        return NotImplemented   # (x * A of scipy.sparse's matrix API: its product)
     if _complex(a) or _complex(b) or (out is not None and _complex(out)):
         return _complex_binary(op, a, b, out)
     if isinstance(a, Dual) and isinstance(b, Dual) and (<Dual>a).tag is not (<Dual>b).tag:
@@ -683,8 +686,8 @@ cdef object matmul(object a, object b):
                 and cnp.PyArray_TYPE(d.values) == cnp.PyArray_TYPE(<cnp.ndarray>a)
                 and cnp.PyArray_DIMS(<cnp.ndarray>a)[1] == cnp.PyArray_DIMS(d.values)[0]):
             return _matrix_times_dual(<cnp.ndarray>a, d)
-    if _foreign(a) or _foreign(b):
-        return NotImplemented
+    if _foreign(a) or _foreign(b) or defers_to(a) or defers_to(b):
+        return NotImplemented   # (defers_to: a scipy.sparse matrix's product is its own)
     if _complex(a) or _complex(b):
         return _complex_module().function_call(np.matmul, (a, b), {})
     return _handled_functions()[np.matmul](a, b)

@@ -30,12 +30,12 @@ def _angle(z, deg=False):
 
 @shape_query(np.iscomplex)
 def _iscomplex(x):
-    return np.zeros(shape_of(x), bool)
+    return np.zeros(shape_of(x), bool)[()]   # (of a 0-d array, a NumPy bool, as NumPy's)
 
 
 @shape_query(np.isreal)
 def _isreal(x):
-    return np.ones(shape_of(x), bool)
+    return np.ones(shape_of(x), bool)[()]
 
 
 @shape_query(np.iscomplexobj)

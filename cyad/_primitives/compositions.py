@@ -3,7 +3,13 @@
 Each one calls NumPy functions and ufuncs on its arguments, which dispatch back to
 the engine for its arrays; index computations that depend on values (sorting
 permutations, interpolation intervals) read the values (`primal`) and are constants.
+
+The ranges (np.linspace, np.logspace, np.geomspace) follow NumPy's steps and are
+differentiable in their ends (and logspace's base); np.apply_along_axis calls the
+function on every 1-D slice and stacks the results.
 """
+import operator
+
 import numpy as np
 
 from cyad._primitives._table import (
@@ -46,6 +52,23 @@ def _moveaxis(a, source, destination):
     return np.transpose(a, order)
 
 
+@composition(np.rollaxis)
+def _rollaxis(a, axis, start=0):
+    """NumPy's older np.moveaxis: axis rolled back until it lies before `start`."""
+    ndim = ndim_of(a)
+    axis = axis_of(axis, ndim)
+    if start < 0:
+        start += ndim
+    if not 0 <= start < ndim + 1:
+        raise getattr(np, "exceptions", np).AxisError(
+            f"'start' arg requires {-ndim} <= start < {ndim + 1}, but {start} was passed in")
+    if axis < start:
+        start -= 1
+    order = [i for i in range(ndim) if i != axis]
+    order.insert(start, axis)
+    return np.transpose(a, order)
+
+
 @composition(np.squeeze)
 def _squeeze(a, axis=None):
     shape = shape_of(a)
@@ -82,6 +105,20 @@ def _atleast_1d(*arys):
 @composition(np.atleast_2d)
 def _atleast_2d(*arys):
     results = [_at_least(x, 2, np.atleast_2d) for x in arys]
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+@composition(np.atleast_3d)
+def _atleast_3d(*arys):
+    """NumPy's shapes: () -> (1, 1, 1), (n,) -> (1, n, 1), (m, n) -> (m, n, 1)."""
+    results = []
+    for x in arys:
+        if not hasattr(x, "ndim") or type(x) is np.ndarray:
+            results.append(np.atleast_3d(x))
+            continue
+        shape = tuple(x.shape)
+        new = {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}.get(len(shape), shape)
+        results.append(x if new == shape else np.reshape(x, new))
     return results[0] if len(results) == 1 else tuple(results)
 
 
@@ -208,3 +245,134 @@ def _interp(x, xp, fp, left=None, right=None):
     above = fp[-1] if right is None else right
     return np.where(x < xp[0], below, np.where(x > xp[-1], above, inside))
 
+
+
+# -- ranges ------------------------------------------------------------------------------------
+
+def _endpoint(x):
+    """A start or stop of a range: an engine's array as it is, a Python number as it is (weak
+    in NumPy's promotion), anything else as an ndarray."""
+    return x if is_engine_array(x) or isinstance(x, (int, float)) else np.asarray(x)
+
+
+def _dtype_of(x):
+    return x.dtype if hasattr(x, "dtype") else x
+
+
+def _replace_ends(y, first, last):
+    """y (the range along its first axis) with its first row `first` and its last `last`
+    (None: kept), each broadcast to a row."""
+    shape = shape_of(y)[1:]
+    rows = [] if first is None else [np.reshape(np.broadcast_to(first, shape), (1,) + shape)]
+    stop = shape_of(y)[0] - (last is not None)
+    rows.append(y[(first is not None):stop])
+    if last is not None:
+        rows.append(np.reshape(np.broadcast_to(last, shape), (1,) + shape))
+    return np.concatenate(rows, 0)
+
+
+@composition(np.linspace)
+def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+              device=None):
+    """NumPy's steps, differentiable in start and stop: start + k * step, with the last
+    element stop itself where the range ends there."""
+    if device not in (None, "cpu"):
+        raise ValueError(f"Device not understood. Only \"cpu\" is allowed, but received: "
+                         f"{device}")
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = (num - 1) if endpoint else num
+    start, stop = _endpoint(start), _endpoint(stop)
+    dt = np.result_type(_dtype_of(start), _dtype_of(stop), 0.0)
+    delta = stop - start
+    y = np.arange(0, num, dtype=dt).reshape((-1,) + (1,) * ndim_of(delta))
+    if div > 0:
+        step = delta / div
+        if np.any(step == 0):   # (subnormal steps: NumPy's order of operations)
+            y = (y / div) * delta
+        else:
+            y = y * step
+    else:
+        step = np.nan
+        y = y * delta
+    y = y + start
+    if endpoint and num > 1:
+        y = _replace_ends(y, None, stop)
+    if axis != 0:
+        y = np.moveaxis(y, 0, axis)
+    if dtype is not None and np.issubdtype(dtype, np.integer):
+        y = np.floor(y)
+    if dtype is not None:
+        y = y.astype(dtype)
+    return (y, step) if retstep else y
+
+
+def _at_least_dims(x, ndim):
+    x = x if is_engine_array(x) else np.asarray(x)
+    return np.reshape(x, (1,) * (ndim - ndim_of(x)) + tuple(shape_of(x))) \
+        if ndim_of(x) < ndim else x
+
+
+@composition(np.logspace)
+def _logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """base ** np.linspace(start, stop): differentiable in start, stop and base."""
+    if not isinstance(base, (float, int)) and ndim_of(base):
+        # an array of bases broadcasts with the others before the range's axis is placed
+        ndim = len(np.broadcast_shapes(shape_of(start), shape_of(stop), shape_of(base)))
+        start, stop, base = (_at_least_dims(a, ndim) for a in (start, stop, base))
+        base = np.expand_dims(base, axis)
+    y = np.power(base, np.linspace(start, stop, num=num, endpoint=endpoint, axis=axis))
+    return y if dtype is None else y.astype(dtype)
+
+
+@composition(np.geomspace)
+class _geomspace:
+    """NumPy's: signs taken out of start (and stop), a logspace of the magnitudes, the ends
+    start and stop themselves. Differentiable in start and stop."""
+
+    note = "the result keeps start's and stop's float dtype (NumPy's: float64 at least)"
+
+    def impl(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+        start, stop = _endpoint(start), _endpoint(stop)
+        if np.any(start == 0) or np.any(stop == 0):
+            raise ValueError("Geometric sequence cannot include zero")
+        dt = np.result_type(_dtype_of(start), _dtype_of(stop), float(num))
+        if not is_engine_array(start):
+            start = np.asarray(start, dt)
+        if not is_engine_array(stop):
+            stop = np.asarray(stop, dt)
+        sign = np.sign(start)   # (a constant: sign's derivative is 0)
+        start, stop = start / sign, stop / sign
+        result = np.logspace(np.log10(start), np.log10(stop), num=num, endpoint=endpoint,
+                             base=10.0)
+        if num > 0:   # exactly start and stop at the ends (exp(log(x)) may not be x)
+            result = _replace_ends(result, start, stop if num > 1 and endpoint else None)
+        result = result * sign
+        if axis != 0:
+            result = np.moveaxis(result, 0, axis)
+        return result if dtype is None else result.astype(dtype)
+
+
+# -- a function along an axis -------------------------------------------------------------------
+
+@composition(np.apply_along_axis)
+def _apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """func1d called on every 1-D slice of arr along axis (NumPy's order), the results
+    stacked where that axis was: differentiable wherever func1d is."""
+    ndim = ndim_of(arr)
+    axis = axis_of(axis, ndim)
+    moved = np.moveaxis(arr, axis, -1)
+    outer = tuple(shape_of(moved)[:-1])
+    if 0 in outer:
+        raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
+    results = []
+    for index in np.ndindex(*outer):
+        r = func1d(moved[index], *args, **kwargs)
+        results.append(r if is_engine_array(r) else np.asarray(r))
+    inner = tuple(shape_of(results[0]))
+    stacked = np.reshape(np.stack(results), outer + inner)
+    k = len(inner)
+    order = (list(range(axis)) + list(range(len(outer), len(outer) + k))
+             + list(range(axis, len(outer))))
+    return np.transpose(stacked, order)

@@ -46,6 +46,7 @@ way: wrap the call and its derivative calls in Python functions, f and the rules
 import copy
 import functools
 import inspect
+import itertools
 import types
 
 import numpy as np
@@ -68,15 +69,23 @@ def _engine_array_in(values):
 
 
 def _call(function, args, kwargs):
-    """A custom or value-only function's call: handed to the engine of an engine array among
-    its arguments, as NumPy hands a NumPy function to ``__array_function__``; else
-    ``function.fun`` itself."""
-    x = _engine_array_in(args)
-    if x is None:
-        x = _engine_array_in(kwargs.values())
-    if x is None:
+    """A custom or value-only function's call: handed to the engines of the engine arrays
+    among its arguments, as NumPy hands a NumPy function to ``__array_function__`` (each
+    type in turn, with all of them: a dual array defers to a tracer of a nested
+    recording); else ``function.fun`` itself."""
+    first = {}
+    for v in itertools.chain(args, kwargs.values()):
+        if is_engine_array(v):
+            first.setdefault(type(v), v)
+    if not first:
         return function.fun(*args, **kwargs)
-    return type(x).__array_function__(x, function, (type(x),), args, kwargs)
+    types = tuple(first)
+    for kind, x in first.items():
+        result = kind.__array_function__(x, function, types, args, kwargs)
+        if result is not NotImplemented:
+            return result
+    raise TypeError(f"cyad: no engine takes {function!r} on arrays of types "
+                    f"{', '.join(t.__name__ for t in types)}")
 
 
 class CustomEntry(Primitive):

@@ -294,6 +294,37 @@ def _matrix_norm(x, ord, axes, keepdims):
     return result
 
 
+@composition(np.linalg.cond)
+class _cond:
+    """NumPy's: the ratio of the extreme singular values for p None, 2 and -2, else the norm
+    of x times the norm of its inverse; NaN (a singular matrix's 0 / 0) becomes inf unless
+    x holds a NaN. Differentiable where the singular values are (apart) or x is invertible."""
+
+    note = ("at a singular matrix, p other than None, 2 and -2 raises LinAlgError (NumPy's "
+            "value: inf)")
+
+    def impl(x, p=None):
+        shape = shape_of(x)
+        if len(shape) >= 2 and shape[-1] * shape[-2] == 0:
+            raise np.linalg.LinAlgError("cond is not defined on empty arrays")
+        if p is None or (not isinstance(p, str) and p in (2, -2)):
+            s = np.linalg.svd(x, compute_uv=False)
+            with np.errstate(all="ignore"):
+                r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+        else:
+            if len(shape) < 2:
+                raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array "
+                                            "must be at least two-dimensional")
+            if shape[-1] != shape[-2]:
+                raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+            r = (np.linalg.norm(x, p, axis=(-2, -1))
+                 * np.linalg.norm(np.linalg.inv(x), p, axis=(-2, -1)))
+        nan = np.isnan(r)
+        if np.any(nan):
+            r = np.where(nan & ~np.any(np.isnan(x), axis=(-2, -1)), np.inf, r)
+        return r
+
+
 # -- NumPy 2's ufuncs of vectors and matrices (real operands) ------------------------------------
 
 @composition(numpy_function("vecdot"))

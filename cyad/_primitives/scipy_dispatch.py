@@ -64,6 +64,26 @@ def dispatching(original, module, name):
     return wrapper
 
 
+# every replacement made in SciPy, in order: (module or class, name, SciPy's value there;
+# _ABSENT where a class inherited it), for `restore`
+_REPLACED = []
+_ABSENT = object()
+
+
+def replace(owner, name, wrapper):
+    """Put `wrapper` as owner.name (owner: a SciPy module or class), remembering SciPy's.
+    A function put into a module is named by that module and name, so that pickle finds
+    it there (and a process without cyad unpickles SciPy's own)."""
+    if isinstance(owner, type):
+        _REPLACED.append((owner, name, owner.__dict__.get(name, _ABSENT)))
+    else:
+        _REPLACED.append((owner, name, getattr(owner, name)))
+        if hasattr(wrapper, "__qualname__"):
+            wrapper.__module__ = owner.__name__
+            wrapper.__qualname__ = name
+    setattr(owner, name, wrapper)
+
+
 def install(module):
     """Put the dispatching wrappers into `module` (one of `MODULES`)."""
     from cyad._primitives.scipy_functions import SCIPY_FUNCTIONS
@@ -71,10 +91,23 @@ def install(module):
         original = getattr(module, name, None)
         if original is None or getattr(original, "__cyad_dispatching__", False):
             continue
-        setattr(module, name, dispatching(original, module.__name__, name))
+        replace(module, name, dispatching(original, module.__name__, name))
+    if module.__name__ in ("scipy.sparse", "scipy.sparse.linalg"):
+        # (products by scipy.sparse's matrices, sparse solves: methods and factorizations)
+        from cyad._primitives import scipy_sparse_matrices
+        scipy_sparse_matrices.install(module)
+    if module.__name__ == "scipy.stats":
+        # (the distributions' methods: cyad's formulas on engine arrays)
+        from cyad._primitives import scipy_stats
+        scipy_stats.install(module)
+    if module.__name__ == "scipy.interpolate":
+        # (the interpolators' methods and constructors, make_interp_spline, interpn, ...)
+        from cyad._primitives import scipy_interpolate
+        scipy_interpolate.install(module)
 
 
-MODULES = ("scipy.linalg", "scipy.special", "scipy.fft", "scipy.signal")
+MODULES = ("scipy.linalg", "scipy.special", "scipy.fft", "scipy.signal", "scipy.sparse",
+           "scipy.sparse.linalg", "scipy.stats", "scipy.interpolate")
 
 
 class _Loader(importlib.abc.Loader):
@@ -122,6 +155,60 @@ def install_everywhere():
         sys.meta_path.insert(0, _Finder())
 
 
+def restore():
+    """Put SciPy's own functions and methods back, and leave SciPy's modules imported
+    later as they are."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
+    while _REPLACED:
+        owner, name, original = _REPLACED.pop()
+        if original is _ABSENT:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, original)
+
+
+# the environment variable that keeps `import cyad` from wrapping SciPy's functions
+OPT_OUT = "CYAD_NO_SCIPY_WRAPPERS"
+
+
+def scipy_wrappers(enabled=True):
+    """Whether cyad's wrappers are in SciPy's modules: puts them in (``True``, as
+    ``import cyad`` does) or puts SciPy's own functions back (``False``).
+
+    ``import cyad`` wraps the SciPy functions that cyad differentiates (in scipy.linalg,
+    scipy.special, scipy.fft, scipy.signal, scipy.sparse, scipy.sparse.linalg, scipy.stats
+    and scipy.interpolate: functions, and methods of their classes), in the modules
+    imported so far and in those imported later, so that unmodified code calling them
+    on cyad's arrays is differentiated. On plain arrays a wrapper calls SciPy's function
+    and returns its result, at the cost of a look at the arguments' types; it keeps
+    SciPy's name, docstring and signature (SciPy's function is its ``__wrapped__``), and
+    pickles as SciPy's. ``scipy_wrappers(False)`` undoes all of it, and nothing is
+    wrapped when the environment variable ``CYAD_NO_SCIPY_WRAPPERS`` is set to ``1``
+    before cyad is imported; SciPy's functions then refuse cyad's arrays, naming the
+    function.
+
+    Parameters
+    ----------
+    enabled : bool, default True
+        Put the wrappers in (into the modules imported so far and those imported
+        later), or take them all out.
+
+    Examples
+    --------
+    >>> import scipy.linalg
+    >>> cyad.scipy_wrappers(False)
+    >>> hasattr(scipy.linalg.solve, "__wrapped__")
+    False
+    >>> cyad.scipy_wrappers(True)
+    >>> scipy.linalg.solve.__wrapped__.__name__
+    'solve'
+    """
+    if enabled:
+        install_everywhere()
+    else:
+        restore()
+
+
 def scipy_hint(depth=1):
     """A sentence naming the SciPy function on the stack that asked for an ndarray, and
     what to do; empty if there is none (`depth`: the frames above this one to start at)."""
@@ -136,6 +223,11 @@ def scipy_hint(depth=1):
         return ""
     module = caller.f_globals["__name__"]
     name = caller.f_code.co_name
+    if module.startswith("scipy.sparse"):
+        from cyad._primitives.scipy_sparse_matrices import sparse_hint
+        hint = sparse_hint(module, name)
+        if hint:
+            return hint
     from cyad._primitives.scipy_functions import SCIPY_FUNCTIONS
     public = next((m for m, functions in SCIPY_FUNCTIONS.items() if name in functions
                    and module.startswith(m)), None)

@@ -7,8 +7,8 @@ SciPy's signature that computes the same on engine arrays;
 `cyad._primitives.scipy_dispatch` puts them in SciPy's modules. They are of two kinds:
 
 - compositions of table operations, where SciPy's function is one (logsumexp, softmax,
-  log_softmax, polygamma; solve, inv, det, cholesky and cho_factor through NumPy's
-  linalg; cho_solve and lu_solve through triangular solves): their derivatives are the
+  log_softmax, polygamma, multigammaln; solve, inv, det, cholesky and cho_factor through
+  NumPy's linalg; cho_solve and lu_solve through triangular solves): their derivatives are the
   table's, at every order. Their values on engine arrays are NumPy's LAPACK calls rather
   than SciPy's (equal up to rounding);
 - custom functions (`cyad.custom_derivative`) whose rules are written in table
@@ -27,8 +27,10 @@ them there; their derivative is the input's); cho_solve and lu_solve read only t
 factor's triangles. solve_triangular, lu_factor, lu_solve and cho_solve take one square
 matrix (2-D) here.
 
-scipy.fft and scipy.signal's FFT convolutions are in `scipy_fourier`, whose functions
-this table takes in.
+scipy.fft and scipy.signal's FFT convolutions are in `scipy_fourier`, scipy.signal's direct
+convolutions, filters and smoothing in `scipy_signal` (whose convolve and correlate take the
+FFT ones' place, and call them where SciPy computes by FFT): this table takes them in.
+scipy.stats' zscore and entropy are in `scipy_stats`, with its distributions.
 
 SciPy is imported when a function first runs, so cyad imports without it.
 """
@@ -37,6 +39,8 @@ import numpy as np
 from cyad._primitives.custom import custom_derivative, value_only
 from cyad._primitives._table import matrix_transpose
 from cyad._primitives.scipy_fourier import SCIPY_FOURIER
+from cyad._primitives.scipy_signal import SCIPY_SIGNAL
+from cyad._primitives.scipy_stats import SCIPY_STATS
 
 
 def _linalg():
@@ -362,6 +366,20 @@ def _scipy_polygamma(n, x):
     return np.where(n == 0, special.psi(x), higher) if np.any(n == 0) else higher
 
 
+def _scipy_multigammaln(a, d):
+    # SciPy's sum: d (d - 1) / 4 log(pi) + the sum over j < d of gammaln(a - j / 2)
+    special = _special()
+    d = np.asarray(d)[()]
+    if not np.isscalar(d) or (np.floor(d) != d):
+        raise ValueError("d should be a positive integer (dimension)")
+    if np.any(a <= 0.5 * (d - 1)):
+        raise ValueError(f"condition a > 0.5 * (d-1) ({0.5 * (d - 1)}) not met")
+    total = special.gammaln(a)
+    for j in range(1, int(d)):
+        total = total + special.gammaln(a - 0.5 * j)
+    return (d * (d - 1) * 0.25) * np.log(np.pi) + total
+
+
 SCIPY_FUNCTIONS = {
     "scipy.linalg": {
         "expm": _scipy_expm,
@@ -380,9 +398,13 @@ SCIPY_FUNCTIONS = {
         "softmax": _scipy_softmax,
         "log_softmax": _scipy_log_softmax,
         "polygamma": _scipy_polygamma,
+        "multigammaln": _scipy_multigammaln,
     },
+    "scipy.stats": SCIPY_STATS,
     **SCIPY_FOURIER,
 }
+SCIPY_FUNCTIONS["scipy.signal"] = {**SCIPY_FOURIER["scipy.signal"],
+                                   **SCIPY_SIGNAL["scipy.signal"]}
 
 # scipy.linalg's functions of complex matrices too (cyad/_complex/linalg.py; the supported
 # functions' complex column), as scipy.fft's mark theirs

@@ -15,6 +15,11 @@ linear in their operands. They are compositions of a few table functions:
   replay), np.piecewise masked writes into np.zeros_like(x), as NumPy's (on the tape its
   masks are guards, checked on every replay).
 
+np.compress and np.extract are np.take of the positions their conditions select (the
+conditions read off the values). np.array, np.asarray and np.asanyarray reach an engine only
+when called with like= one of its arrays (NumPy's dispatch, NEP 35): a list holding its
+arrays is then joined by np.stack.
+
 np.take is the one new linear entry: positions along an axis, with its transpose.
 np.partition takes the elements in the order np.argpartition gives (a constant, as
 np.argsort): the kth element is exact, each element keeps its own derivative.
@@ -295,6 +300,65 @@ def _block(arrays):
     return join(arrays, 0)
 
 
+def _joined(obj):
+    """obj as one array: an engine's array as it is, a list or tuple that holds one (at any
+    depth) its elements joined by np.stack (a Python number among them takes the arrays'
+    float dtype, as in arithmetic), anything else NumPy's array of it."""
+    if is_engine_array(obj) or isinstance(obj, (int, float)):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        parts = [_joined(x) for x in obj]
+        if any(is_engine_array(x) for x in parts):
+            return np.stack(parts)
+    return np.asarray(obj)
+
+
+def _made(obj, dtype, copy, ndmin):
+    x = _joined(obj)
+    if not is_engine_array(x):
+        return np.array(x, dtype, copy=copy, ndmin=ndmin)
+    if dtype is not None and np.dtype(dtype) != x.dtype:
+        x = x.astype(dtype)
+    elif copy is True and x is obj:
+        x = np.copy(x)
+    if ndmin > ndim_of(x):
+        x = np.reshape(x, (1,) * (ndmin - ndim_of(x)) + tuple(shape_of(x)))
+    return x
+
+
+# NumPy hands these to an engine only when called with like= one of its arrays (NEP 35):
+# np.array([x[0], x[1] ** 2], like=x); without like=, NumPy converts the list itself, which
+# an engine's array refuses
+_LIKE = "with like= an array of cyad's (NumPy dispatches it only then)"
+
+
+@composition(np.array)
+class _array:
+    """An engine's array as a copy (as NumPy's); a list or tuple holding engine arrays
+    stacked into one."""
+
+    note = _LIKE
+
+    def impl(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0):
+        return _made(object, dtype, copy, ndmin)
+
+
+@composition(np.asarray)
+class _asarray:
+    note = _LIKE
+
+    def impl(a, dtype=None, order=None, *, device=None, copy=None):
+        return _made(a, dtype, copy, 0)
+
+
+@composition(np.asanyarray)
+class _asanyarray:
+    note = _LIKE
+
+    def impl(a, dtype=None, order=None, *, device=None, copy=None):
+        return _made(a, dtype, copy, 0)
+
+
 @composition(np.meshgrid)
 def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing not in ("xy", "ij"):
@@ -361,6 +425,29 @@ def _piecewise(x, condlist, funclist, *args, **kw):
         if selected.size > 0:
             y[condition] = function(selected, *args, **kw)
     return y
+
+
+def _condition(condition):
+    """A condition's values, as booleans (read off an engine's array)."""
+    return np.asarray(primal(condition), bool)
+
+
+@composition(np.compress)
+def _compress(condition, a, axis=None):
+    """The slices along axis (of the flattened array for None) where condition holds:
+    np.take of their positions (a condition shorter than the axis leaves out the rest).
+    (out= is the engines': the result written there.)"""
+    condition = _condition(condition)
+    if condition.ndim != 1:
+        raise ValueError("condition must be a 1-d array")
+    return np.take(a, np.nonzero(condition)[0], axis)
+
+
+@composition(np.extract)
+def _extract(condition, arr):
+    """The elements of arr where condition is true, both flattened (np.take of their
+    positions)."""
+    return np.take(np.reshape(arr, -1), np.nonzero(np.ravel(_condition(condition)))[0])
 
 
 # -- ordering ---------------------------------------------------------------------------------

@@ -12,7 +12,11 @@
   the result in that dtype too). Coordinates may be differentiated.
 - np.trapezoid sums the trapezoids; x and dx may be differentiated.
 - np.polyval is Horner's rule, in p and x.
+- np.vander multiplies its columns out as NumPy does; np.polyfit is NumPy's least-squares
+  fit through np.linalg.lstsq, differentiable in x, y and the weights.
 """
+import warnings
+
 import numpy as np
 
 from cyad._primitives._table import (
@@ -193,3 +197,85 @@ def _polyval(p, x):
     for i in range(shape_of(p)[0]):
         y = y * x + p[i]
     return y
+
+
+@composition(np.vander)
+class _vander:
+    """The columns x**k, each the one before times x (NumPy's order of products), highest
+    power first unless `increasing`. The result keeps x's float dtype (NumPy's is float64 at
+    least)."""
+
+    note = "the result keeps x's float dtype (NumPy's: float64 for float32 x)"
+
+    def impl(x, N=None, increasing=False):
+        if not is_engine_array(x):
+            x = np.asarray(x)
+        if ndim_of(x) != 1:
+            raise ValueError("x must be a one-dimensional array or sequence.")
+        n = shape_of(x)[0]
+        N = n if N is None else N
+        dtype = float_dtype_of(x)
+        if N <= 0:
+            return np.zeros((n, 0), dtype)
+        columns = [np.ones(n, dtype)]
+        for _ in range(1, N):
+            columns.append(x if len(columns) == 1 else columns[-1] * x)
+        return np.stack(columns if increasing else columns[::-1], 1)
+
+
+@composition(np.polyfit)
+class _polyfit:
+    """NumPy's least squares: the Vandermonde matrix of x (weighted by w), its columns scaled
+    to unit norm, np.linalg.lstsq, the coefficients scaled back. Differentiable in y, x and w
+    where the Vandermonde matrix has full rank; deg is a constant."""
+
+    note = "the result keeps the operands' float dtype; differentiable where the fit has full rank"
+
+    def impl(x, y, deg, rcond=None, full=False, w=None, cov=False):
+        order = int(deg) + 1
+        x = x if is_engine_array(x) else np.asarray(x) + 0.0
+        y = y if is_engine_array(y) else np.asarray(y) + 0.0
+        if deg < 0:
+            raise ValueError("expected deg >= 0")
+        if ndim_of(x) != 1:
+            raise TypeError("expected 1D vector for x")
+        if shape_of(x)[0] == 0:
+            raise TypeError("expected non-empty vector for x")
+        if ndim_of(y) < 1 or ndim_of(y) > 2:
+            raise TypeError("expected 1D or 2D array for y")
+        if shape_of(x)[0] != shape_of(y)[0]:
+            raise TypeError("expected x and y to have same length")
+        n = shape_of(x)[0]
+        if rcond is None:
+            rcond = n * np.finfo(x.dtype).eps
+        lhs, rhs = np.vander(x, order), y
+        if w is not None:
+            w = w if is_engine_array(w) else np.asarray(w) + 0.0
+            if ndim_of(w) != 1:
+                raise TypeError("expected a 1-d array for weights")
+            if shape_of(w)[0] != shape_of(y)[0]:
+                raise TypeError("expected w and y to have the same length")
+            lhs = lhs * np.reshape(w, (-1, 1))
+            rhs = rhs * (np.reshape(w, (-1, 1)) if ndim_of(rhs) == 2 else w)
+        scale = np.sqrt(np.sum(lhs * lhs, axis=0))
+        lhs = lhs / scale
+        c, resids, rank, s = np.linalg.lstsq(lhs, rhs, rcond)
+        c = np.transpose(np.transpose(c) / scale)
+        if rank != order and not full:
+            warnings.warn("Polyfit may be poorly conditioned",
+                          getattr(np, "exceptions", np).RankWarning, stacklevel=4)
+        if full:
+            return c, resids, rank, s, rcond
+        if not cov:
+            return c
+        base = np.linalg.inv(np.matmul(np.transpose(lhs), lhs)) / np.outer(scale, scale)
+        if cov == "unscaled":
+            factor = 1.0
+        else:
+            if n <= order:
+                raise ValueError("the number of data points must exceed order to scale the "
+                                 "covariance matrix")
+            factor = resids / (n - order)
+        if ndim_of(y) == 1:
+            return c, base * factor
+        return c, np.reshape(base, shape_of(base) + (1,)) * factor

@@ -5,7 +5,7 @@ a tangent), so the same call maps values and tangents; its parameters come from
 ``bind`` normalised against the values (non-negative axes, resolved shapes). An
 engine calls ``impl`` on plain ndarrays (values and tangents), so it may use their
 methods, which skip NumPy's dispatch.
-Shape queries and rounding, whose results carry no derivative, are here too.
+Shape and dtype queries and rounding, whose results carry no derivative, are here too.
 """
 import numpy as np
 
@@ -13,7 +13,9 @@ from cyad._dual.array import primal
 from cyad._primitives._table import (
     axes_of,
     axis_of,
+    composition,
     constant,
+    is_engine_array,
     linear,
     shape_query,
     ndim_of,
@@ -38,6 +40,40 @@ def _ndim(a):
 @shape_query(np.size)
 def _size(a, axis=None):
     return np.size(a, axis)
+
+
+# dtypes: NumPy 2 promotes arrays by their dtypes alone, 0-d ones too (NEP 50)
+
+
+@shape_query(np.result_type)
+def _result_type(*arrays_and_dtypes):
+    return np.result_type(*arrays_and_dtypes)
+
+
+@shape_query(np.can_cast)
+def _can_cast(from_, to, casting="safe"):
+    return np.can_cast(from_, to, casting)
+
+
+@composition(np.min_scalar_type)
+class _min_scalar_type:
+    """An array's dtype; of a 0-d array, the smallest float dtype its value fits in by
+    NumPy's bounds, read off the value (an engine that records f checks the comparisons on
+    every replay)."""
+
+    note = "value only: a dtype, read off the value of a 0-d array"
+
+    def impl(a, /):
+        if not is_engine_array(a):
+            return np.min_scalar_type(a)
+        dtype = np.dtype(a.dtype)
+        if ndim_of(a) > 0:
+            return dtype
+        if bool(((a > -65000.0) & (a < 65000.0)) | ~np.isfinite(a)):
+            return np.dtype(np.float16)
+        if dtype == np.float64 and bool((a > -3.4e38) & (a < 3.4e38)):
+            return np.dtype(np.float32)
+        return dtype
 
 
 @constant(np.round, np.around)

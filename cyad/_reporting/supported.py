@@ -4,7 +4,9 @@ supported-functions table.
 Nothing here is written by hand: the elementwise functions come from the rule table
 (`cyad._rules.table`), the other NumPy and SciPy functions from the primitive table
 (`cyad._primitives.TABLE`), SciPy's functions outside NumPy's dispatch from their registry
-(`cyad._primitives.scipy_functions`), and the array-making functions the engines implement
+(`cyad._primitives.scipy_functions`), SciPy's classes whose methods cyad's wrappers serve
+(scipy.stats' distributions, scipy.sparse's products and solves, scipy.interpolate's
+interpolators) from their modules, and the array-making functions the engines implement
 beside the tables from the dual engine's registry. A function is named by its public path (the first
 module of `MODULES` that holds it), so ``numpy.linalg.eigh`` rather than NumPy's
 implementation module.
@@ -98,6 +100,7 @@ def supported_functions():
             rows.append(Row(module, name, "outside NumPy's dispatch: cyad's wrapper in SciPy's "
                             "module", ALL_ORDERS, "",
                             "yes" if getattr(function, "takes_complex", False) else ""))
+    rows += _class_rows()
     for function in HANDLED_FUNCTIONS:
         if function not in TABLE:
             module, name = public_name(function)
@@ -107,3 +110,47 @@ def supported_functions():
     return sorted(unique.values(), key=lambda row: (MODULES.index(row.module)
                                                    if row.module in MODULES else len(MODULES),
                                                    row.module, row.name))
+
+
+def _class_rows():
+    """SciPy's classes whose methods cyad's wrappers serve (cyad._primitives.scipy_stats,
+    scipy_sparse_matrices, scipy_interpolate): a row per distribution, per product or solve
+    of a sparse matrix, per interpolator; none without SciPy."""
+    try:
+        import scipy.interpolate
+    except ImportError:
+        return []
+    from cyad._primitives import scipy_interpolate, scipy_stats
+    rows = []
+    for name, distribution in scipy_stats.DISTRIBUTIONS.items():
+        continuous = distribution.kind == "continuous"
+        methods = scipy_stats.CONTINUOUS_METHODS if continuous else scipy_stats.DISCRETE_METHODS
+        refused = {}
+        for method, parameters in distribution.fixed.items():
+            for parameter, why in parameters.items():
+                refused.setdefault((parameter, why.format(p=parameter)), []).append(method)
+        note = "; ".join(f"not in {p} in {', '.join(m)} ({why})"
+                         for (p, why), m in refused.items())
+        differentiable = ("in x, loc, scale and the shape parameters" if continuous else
+                          "in the continuous parameters (k and loc constant)")
+        rows.append(Row("scipy.stats", name, f"{distribution.kind} distribution: "
+                        f"{', '.join(methods)}, frozen too", ALL_ORDERS,
+                        "; ".join(filter(None, (differentiable, note))), ""))
+    for name in scipy_stats.MULTIVARIATE:
+        rows.append(Row("scipy.stats", name, "multivariate distribution: logpdf, pdf, frozen "
+                        "too", ALL_ORDERS, "", ""))
+    for name in (f"{form}_{api}" for form in ("bsr", "coo", "csc", "csr", "dia", "dok", "lil")
+                 for api in ("array", "matrix")):
+        rows.append(Row("scipy.sparse", name, "products A @ x, A.dot(x), x @ A (and A * x, "
+                        "x * A of the matrix API)", ALL_ORDERS, "A constant, x differentiable",
+                        ""))
+    for name in ("spsolve", "splu", "spilu", "factorized"):
+        rows.append(Row("scipy.sparse.linalg", name, "solve with a sparse matrix", ALL_ORDERS,
+                        "A constant, b differentiable", ""))
+    classes = {cls.__name__ for cls, _, _, _ in scipy_interpolate._methods(scipy.interpolate)
+               if not cls.__name__.startswith("_")}
+    for name in sorted(classes) + sorted(scipy_interpolate.FUNCTIONS):
+        rows.append(Row("scipy.interpolate", name, "interpolation: construction and evaluation",
+                        ALL_ORDERS, "in the data values and the evaluation points; knots "
+                        "and grids constant", ""))
+    return rows

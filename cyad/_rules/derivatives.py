@@ -12,8 +12,8 @@ compiled columns would stop at the second derivative (unary_d2 has no derivative
 
 Their numbers are the columns' (tests/test_rule_derivatives.py holds every rule to them,
 on its test domain and at special points); where a column calls a function that is no
-rule (scipy.special.iv(2, x) in i1's), the composition computes it from rules (a
-recurrence, and its power series near 0, where the recurrence would divide by 0).
+rule (the partials in m of ellipkinc and ellipeinc), the composition is a custom function
+with its own rules (cyad._primitives.special.elliptic_partial).
 `partials(kind, op)` gives a rule's compositions, one per operand.
 """
 import ast
@@ -98,42 +98,41 @@ def _boxcox_dl(log_x, lmbda):
     return log_x * log_x * np.where(far, closed, near)
 
 
-# Bessel functions of order 2, which i1's, i1e's and j1's derivatives read: by the
-# recurrences I2 = I0 - 2 I1 / x, J2 = 2 J1 / x - J0 away from 0, by their power series
-# (x/2)**2 sum of (+-x**2/4)**k / (k! (k + 2)!) near it (|x| < 2, 24 terms: exact there)
-_ORDER_TWO = [1.0 / (math.factorial(k) * math.factorial(k + 2)) for k in range(24)]
+# erfcx' and dawsn' for |x| >= 7 by their asymptotic series (cyad/_rules/helpers.pxd): 48
+# terms of a_n = (2n - 1)!! / (2 x^2)^n, alternating for erfcx
+_ASYMPTOTIC = [math.prod(range(1, 2 * n, 2)) / 2.0 ** n for n in range(1, 49)]
 
 
-def _order_two(x, recurrence, sign):
-    near = np.abs(x) < 2.0
-    safe = np.where(near, 2.0, x)
-    small = np.where(near, x, 0.0)
-    series = 0.25 * small * small * _series(sign * 0.25 * small * small, _ORDER_TWO)
-    return np.where(near, series, recurrence(safe))
+def _asymptotic(x, sign, far):
+    # the sum over n >= 1 of sign**n a_n where `far` (elsewhere that of x = 7)
+    u = 1.0 / np.where(far, x * x, 49.0)
+    return u * _series(sign * u, [sign * c for c in _ASYMPTOTIC])
 
 
-def _iv(order, x):
-    special = _special()
-    return _order_two(x, lambda x: special.i0(x) - 2.0 * special.i1(x) / x, 1.0)
+def _erfcx_d(x, v):
+    far = x >= 7.0
+    c = 2.0 / math.sqrt(math.pi)
+    return np.where(far, c * _asymptotic(x, -1.0, far), 2.0 * x * v - c)
 
 
-def _ive(order, x):
-    special = _special()
-    near = _order_two(x, lambda x: 0.0 * x, 1.0) * np.exp(-np.abs(x))
-    return np.where(np.abs(x) < 2.0, near,
-                    special.i0e(x) - 2.0 * special.i1e(x) / np.where(x == 0.0, 1.0, x))
+def _dawsn_d(x, v):
+    far = np.abs(x) >= 7.0
+    return np.where(far, -_asymptotic(x, 1.0, far), 1.0 - 2.0 * x * v)
 
 
-def _jv(order, x):
-    special = _special()
-    return _order_two(x, lambda x: 2.0 * special.j1(x) / x - special.j0(x), -1.0)
+def _elliptic_partial(kind):
+    def partial(phi, m):
+        from cyad._primitives.special import elliptic_partial
+        return elliptic_partial(phi, m, 1, kind)
+    return partial
 
 
 class _ScipySpecial:
-    """`sc.<name>` of a column: scipy.special's ufunc (a rule of the table); the functions
-    of order 2 that are none, composed; polygamma as the primitive table computes it."""
+    """`sc.<name>` of a column: scipy.special's ufunc (a rule of the table); the partials of
+    the incomplete elliptic integrals in m, composed; polygamma as the primitive table
+    computes it."""
 
-    _COMPOSED = {"iv": _iv, "ive": _ive, "jv": _jv}
+    _COMPOSED = {"ellipkinc_dm": _elliptic_partial(1), "ellipeinc_dm": _elliptic_partial(-1)}
 
     def __getattr__(self, name):
         if name in self._COMPOSED:
@@ -150,12 +149,14 @@ _NAMES = {
     "fabs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1,
     "log": np.log, "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "sinh": np.sinh,
     "cosh": np.cosh, "tanh": np.tanh, "hypot": np.hypot, "pow": np.power, "rint": np.rint,
+    "trunc": np.trunc,
     "copysign": np.copysign, "M_LN2": math.log(2.0), "M_LN10": math.log(10.0),
     "M_PI": math.pi, "M_2_SQRTPI": 2.0 / math.sqrt(math.pi), "M_SQRT1_2": math.sqrt(0.5),
     "NAN": math.nan, "INFINITY": math.inf,
     "_sign": _sign, "_pow_da": _pow_da, "_pow_db": _pow_db, "_max_share": _max_share,
     "_min_share": _min_share, "_fmax_share": _fmax_share, "_fmin_share": _fmin_share,
     "_log_ndtr_d": _log_ndtr_d, "_gammainc_dx": _gammainc_dx, "_boxcox_dl": _boxcox_dl,
+    "_erfcx_d": _erfcx_d, "_dawsn_d": _dawsn_d,
     "sc": _ScipySpecial(),
 }
 

@@ -8,7 +8,7 @@
 # keeps their divisions plain C divisions (IEEE inf and nan) whatever that module's.
 
 from libc.math cimport (exp, exp2, expm1, log, log1p, pow, fabs, isnan, INFINITY, M_LN2,
-                        M_SQRT1_2, M_2_SQRTPI, floor, fmod, copysign)
+                        M_SQRT1_2, M_2_SQRTPI, M_PI, floor, fmod, copysign, sin, cos)
 
 from cyad._rules cimport special_kernels as sc
 
@@ -162,3 +162,85 @@ cdef inline double _heaviside(double x, double h0) noexcept nogil:
     if isnan(x):
         return x
     return h0 if x == 0.0 else (0.0 if x < 0.0 else 1.0)
+
+
+cdef inline double _rgamma_d2(double x, double v) noexcept nogil:
+    # (1/Gamma)'' = v (psi^2 - psi') for x >= 1/2, v = 1/Gamma(x); below (where psi^2 and
+    # psi' cancel near the poles of Gamma) by the reflection 1/Gamma(x) = sin(pi x) g(x),
+    # g(x) = Gamma(1 - x) / pi: g (sin(pi x) (psi(1-x)^2 + psi'(1-x) - pi^2) - 2 pi cos(pi x)
+    # psi(1-x)), exact at the poles too (-2 (-1)^n n! psi(n + 1) at x = -n)
+    cdef double p, q
+    if x >= 0.5:
+        p = sc.psi(x)
+        return v * (p * p - sc.polygamma(1, x))
+    q = sc.psi(1.0 - x)
+    return sc.gamma(1.0 - x) / M_PI * (sin(M_PI * x) * (q * q + sc.polygamma(1, 1.0 - x)
+                                                        - M_PI * M_PI)
+                                       - 2.0 * M_PI * cos(M_PI * x) * q)
+
+cdef inline double _spence_d2(double x) noexcept nogil:
+    # d/dx of spence' = log(x) / (1 - x): ((1 - x) / x + log x) / (1 - x)^2, which cancels
+    # near x = 1; there by its series in t = x - 1, the sum over k >= 1 of
+    # (-1)^(k+1) k t^(k-1) / (k + 1) (1/2 at x = 1)
+    cdef double t = x - 1.0, total = 0.0, power = 1.0
+    cdef int k
+    if not fabs(t) < 0.25:
+        return (log(x) - t / x) / (t * t)
+    for k in range(1, 40):
+        total += (k if k % 2 else -k) * power / (k + 1.0)
+        power *= t
+    return total
+
+# erfcx(x) ~ sum over n of (-1)^n a_n / (x sqrt(pi)) and dawsn(x) ~ sum of a_n / (2 x), with
+# a_n = (2n - 1)!! / (2 x^2)^n, for large x: their derivatives 2 x erfcx(x) - 2 / sqrt(pi)
+# and 1 - 2 x dawsn(x) cancel there (relative error about 2 x^2 eps, x^4 eps at second
+# order), and for |x| >= 7 come from these series (48 terms: while they decrease, and to
+# rounding from x = 7 on)
+
+cdef inline double _erfcx_d(double x, double v) noexcept nogil:
+    # (2 / sqrt(pi)) sum over n >= 1 of (-1)^n a_n
+    cdef double u, a = 1.0, total = 0.0
+    cdef int n
+    if not x >= 7.0:
+        return 2.0 * x * v - M_2_SQRTPI
+    u = 0.5 / (x * x)
+    for n in range(1, 49):
+        a *= -(2 * n - 1) * u
+        total += a
+    return M_2_SQRTPI * total
+
+cdef inline double _erfcx_d2(double x, double v, double d) noexcept nogil:
+    # 2 erfcx + 2 x erfcx'; (1 / (sqrt(pi) x^3)) sum over n >= 0 of (-1)^n (2n+1)(2n+2) a_n
+    cdef double u, a = 1.0, total = 2.0
+    cdef int n
+    if not x >= 7.0:
+        return 2.0 * v + 2.0 * x * d
+    u = 0.5 / (x * x)
+    for n in range(1, 48):
+        a *= -(2 * n - 1) * u
+        total += (2 * n + 1) * (2 * n + 2) * a
+    return 0.5 * M_2_SQRTPI * total / (x * x * x)
+
+cdef inline double _dawsn_d(double x, double v) noexcept nogil:
+    # -(sum over n >= 1 of a_n)
+    cdef double u, a = 1.0, total = 0.0
+    cdef int n
+    if not fabs(x) >= 7.0:
+        return 1.0 - 2.0 * x * v
+    u = 0.5 / (x * x)
+    for n in range(1, 49):
+        a *= (2 * n - 1) * u
+        total += a
+    return -total
+
+cdef inline double _dawsn_d2(double x, double v, double d) noexcept nogil:
+    # -2 dawsn - 2 x dawsn'; (1 / (2 x^3)) sum over n >= 0 of (2n+1)(2n+2) a_n
+    cdef double u, a = 1.0, total = 2.0
+    cdef int n
+    if not fabs(x) >= 7.0:
+        return -2.0 * v - 2.0 * x * d
+    u = 0.5 / (x * x)
+    for n in range(1, 48):
+        a *= (2 * n - 1) * u
+        total += (2 * n + 1) * (2 * n + 2) * a
+    return 0.5 * total / (x * x * x)

@@ -10,30 +10,70 @@ double in, double out). They are looked up the first time a rule needs one (hold
 GIL for that moment), so that cyad imports and works without SciPy; without it, these
 rules give NaN - and cannot be reached from Python, where no scipy.special ufunc exists.
 
+The functions of an integer order n (yn, kn, expn: SciPy's kernels take a C long) take
+it as a double and truncate it toward zero, as their ufuncs do with a float order (without
+the ufuncs' warning); a NaN order gives NaN.
+
 Hurwitz's zeta(s, q), which cython_special does not export, is the algorithm of SciPy's
 (Cephes') `zeta`: Euler-Maclaurin summation; it gives the polygamma functions
 (psi^(n)(x) = (-1)^(n+1) n! zeta(n+1, x)) that the derivatives of gammaln, digamma and
 betaln need.
+
+The partials in m of the incomplete elliptic integrals F(phi|m) (ellipkinc) and E(phi|m)
+(ellipeinc) are Carlson's R_D: with s, c = sin(phi), cos(phi) and D = 1 - m s^2,
+
+    dF/dm = s^3 R_D(c^2, 1, D) / 6,      dE/dm = -s^3 R_D(c^2, D, 1) / 6
+
+on |phi| <= pi/2 (exact, also at m = 0), and each period pi of phi adds 2 K'(m) (2 E'(m)),
+the partial of the complete integral (phi = pi/2). Their partials in m,
+
+    d2F/dm2 = (F + 4 (2m - 1) dF/dm - s c / D^(3/2)) / (4 m (1 - m)),
+    d2E/dm2 = -(dF/dm + dE/dm) / (2 m),
+
+cancel where |m| s^2 is small (their numerators vanish with m s^2): there they are the
+integrals over (0, phi) of (3/4) sin^4 / D^(5/2) and -(1/4) sin^4 / D^(3/2), by 32-point
+Gauss-Legendre quadrature (exact to rounding while D >= 1/2 on the interval).
 """
-from libc.math cimport INFINITY, NAN, fabs, floor, pow, tgamma
+from libc.math cimport (INFINITY, M_PI, NAN, cos, fabs, floor, isnan, pow, rint, sin, sqrt,
+                        tgamma)
 
 from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 
 ctypedef double (*kernel1)(double, int) noexcept nogil
 ctypedef double (*kernel2)(double, double, int) noexcept nogil
+ctypedef double (*kernel_n)(long, double, int) noexcept nogil
+ctypedef double (*kernel3)(double, double, double, int) noexcept nogil
+ctypedef double (*kernel4)(double, double, double, double, int) noexcept nogil
 
 # the kernels by name, in the order of their slots below
 _UNARY = ("erf", "erfc", "erfinv", "erfcx", "ndtr", "log_ndtr", "ndtri", "expit", "logit",
           "log_expit", "gammaln", "gamma", "loggamma", "psi", "entr", "i0", "i0e", "i1", "i1e",
-          "j0", "j1")
+          "j0", "j1", "k0", "k1", "k0e", "k1e", "y0", "y1", "gammasgn", "rgamma", "erfcinv",
+          "dawsn", "exp1", "expi", "spence", "ellipk", "ellipe")
 _BINARY = ("betaln", "beta", "xlogy", "xlog1py", "rel_entr", "kl_div", "iv", "ive", "jv",
-           "gammainc", "gammaincc", "boxcox", "boxcox1p")
+           "gammainc", "gammaincc", "boxcox", "boxcox1p", "jve", "yv", "yve", "kv", "kve",
+           "ellipkinc", "ellipeinc", "struve", "modstruve")
+_INTEGER_ORDER = ("yn", "kn", "expn")
+_TERNARY = ("elliprd",)
+_QUATERNARY = ("hyp2f1",)
 _SIGNATURE1 = b"double (double, int __pyx_skip_dispatch)"
 _SIGNATURE2 = b"double (double, double, int __pyx_skip_dispatch)"
+_SIGNATURE_N = b"double (long, double, int __pyx_skip_dispatch)"
+_SIGNATURE3 = b"double (double, double, double, int __pyx_skip_dispatch)"
+_SIGNATURE4 = b"double (double, double, double, double, int __pyx_skip_dispatch)"
 
-cdef kernel1 _kernels1[21]
-cdef kernel2 _kernels2[13]
+cdef kernel1 _kernels1[36]
+cdef kernel2 _kernels2[22]
+cdef kernel_n _kernels_n[3]
+cdef kernel3 _kernels3[1]
+cdef kernel4 _kernels4[1]
 cdef bint _loaded = False
+assert (len(_UNARY), len(_BINARY), len(_INTEGER_ORDER), len(_TERNARY), len(_QUATERNARY)) == \
+    (36, 22, 3, 1, 1)
+
+# Gauss-Legendre nodes and weights on (-1, 1), 32 points (set with the kernels)
+cdef double _NODES[32]
+cdef double _WEIGHTS[32]
 
 
 cdef void* _pointer(dict capi, str name, bytes signature) except NULL:
@@ -50,17 +90,30 @@ cdef void _load() noexcept nogil:
     with gil:
         if _loaded:
             return
+        from numpy.polynomial.legendre import leggauss
+        nodes, weights = leggauss(32)
+        for i in range(32):
+            _NODES[i] = nodes[i]
+            _WEIGHTS[i] = weights[i]
         try:
             from scipy.special.cython_special import __pyx_capi__ as capi
             for i, name in enumerate(_UNARY):
                 _kernels1[i] = <kernel1>_pointer(capi, name, _SIGNATURE1)
             for i, name in enumerate(_BINARY):
                 _kernels2[i] = <kernel2>_pointer(capi, name, _SIGNATURE2)
+            for i, name in enumerate(_INTEGER_ORDER):
+                _kernels_n[i] = <kernel_n>_pointer(capi, name, _SIGNATURE_N)
+            _kernels3[0] = <kernel3>_pointer(capi, _TERNARY[0], _SIGNATURE3)
+            _kernels4[0] = <kernel4>_pointer(capi, _QUATERNARY[0], _SIGNATURE4)
         except ImportError:
             for i in range(len(_UNARY)):
                 _kernels1[i] = NULL
             for i in range(len(_BINARY)):
                 _kernels2[i] = NULL
+            for i in range(len(_INTEGER_ORDER)):
+                _kernels_n[i] = NULL
+            _kernels3[0] = NULL
+            _kernels4[0] = NULL
         _loaded = True
 
 
@@ -74,6 +127,16 @@ cdef inline double _call2(int k, double a, double b) noexcept nogil:
     if not _loaded:
         _load()
     return NAN if _kernels2[k] == NULL else _kernels2[k](a, b, 0)
+
+
+cdef inline double _call_n(int k, double n, double x) noexcept nogil:
+    # the order truncated toward zero, as the ufuncs' float loops do; NaN for a NaN order
+    if not _loaded:
+        _load()
+    if _kernels_n[k] == NULL or isnan(n):
+        return NAN
+    n = 4e18 if n > 4e18 else (-4e18 if n < -4e18 else n)
+    return _kernels_n[k](<long>n, x, 0)
 
 
 cdef double erf(double x) noexcept nogil: return _call1(0, x)
@@ -110,6 +173,114 @@ cdef double gammainc(double a, double x) noexcept nogil: return _call2(9, a, x)
 cdef double gammaincc(double a, double x) noexcept nogil: return _call2(10, a, x)
 cdef double boxcox(double x, double lmbda) noexcept nogil: return _call2(11, x, lmbda)
 cdef double boxcox1p(double x, double lmbda) noexcept nogil: return _call2(12, x, lmbda)
+cdef double k0(double x) noexcept nogil: return _call1(21, x)
+cdef double k1(double x) noexcept nogil: return _call1(22, x)
+cdef double k0e(double x) noexcept nogil: return _call1(23, x)
+cdef double k1e(double x) noexcept nogil: return _call1(24, x)
+cdef double y0(double x) noexcept nogil: return _call1(25, x)
+cdef double y1(double x) noexcept nogil: return _call1(26, x)
+cdef double gammasgn(double x) noexcept nogil: return _call1(27, x)
+cdef double rgamma(double x) noexcept nogil: return _call1(28, x)
+cdef double erfcinv(double x) noexcept nogil: return _call1(29, x)
+cdef double dawsn(double x) noexcept nogil: return _call1(30, x)
+cdef double exp1(double x) noexcept nogil: return _call1(31, x)
+cdef double expi(double x) noexcept nogil: return _call1(32, x)
+cdef double spence(double x) noexcept nogil: return _call1(33, x)
+cdef double ellipk(double m) noexcept nogil: return _call1(34, m)
+cdef double ellipe(double m) noexcept nogil: return _call1(35, m)
+cdef double jve(double v, double x) noexcept nogil: return _call2(13, v, x)
+cdef double yv(double v, double x) noexcept nogil: return _call2(14, v, x)
+cdef double yve(double v, double x) noexcept nogil: return _call2(15, v, x)
+cdef double kv(double v, double x) noexcept nogil: return _call2(16, v, x)
+cdef double kve(double v, double x) noexcept nogil: return _call2(17, v, x)
+cdef double ellipkinc(double phi, double m) noexcept nogil: return _call2(18, phi, m)
+cdef double ellipeinc(double phi, double m) noexcept nogil: return _call2(19, phi, m)
+cdef double struve(double v, double x) noexcept nogil: return _call2(20, v, x)
+cdef double modstruve(double v, double x) noexcept nogil: return _call2(21, v, x)
+cdef double yn(double n, double x) noexcept nogil: return _call_n(0, n, x)
+cdef double kn(double n, double x) noexcept nogil: return _call_n(1, n, x)
+cdef double expn(double n, double x) noexcept nogil: return _call_n(2, n, x)
+
+
+cdef double elliprd(double x, double y, double z) noexcept nogil:
+    if not _loaded:
+        _load()
+    return NAN if _kernels3[0] == NULL else _kernels3[0](x, y, z, 0)
+
+
+cdef double hyp2f1(double a, double b, double c, double z) noexcept nogil:
+    if not _loaded:
+        _load()
+    return NAN if _kernels4[0] == NULL else _kernels4[0](a, b, c, z, 0)
+
+
+# -- the partials in m of the incomplete elliptic integrals (the module's docstring) ------------
+
+cdef double ellipkinc_dm(double phi, double m) noexcept nogil:
+    """dF(phi|m)/dm."""
+    cdef double k = rint(phi / M_PI)
+    cdef double r = phi - k * M_PI
+    cdef double s = sin(r), c = cos(r)
+    cdef double partial = s * s * s * elliprd(c * c, 1.0, 1.0 - m * s * s) / 6.0
+    if k != 0.0:    # 2 K'(m) per period
+        partial += k * elliprd(0.0, 1.0, 1.0 - m) / 3.0
+    return partial
+
+
+cdef double ellipeinc_dm(double phi, double m) noexcept nogil:
+    """dE(phi|m)/dm."""
+    cdef double k = rint(phi / M_PI)
+    cdef double r = phi - k * M_PI
+    cdef double s = sin(r), c = cos(r)
+    cdef double partial = -s * s * s * elliprd(c * c, 1.0 - m * s * s, 1.0) / 6.0
+    if k != 0.0:    # 2 E'(m) per period
+        partial -= k * elliprd(0.0, 1.0 - m, 1.0) / 3.0
+    return partial
+
+
+cdef double _sin4_integral(double r, double m, double power) noexcept nogil:
+    # the integral over (0, r) of sin(t)^4 / (1 - m sin(t)^2)^power
+    cdef double total = 0.0, s2
+    cdef int i
+    for i in range(32):
+        s2 = sin(0.5 * r * (_NODES[i] + 1.0))
+        s2 *= s2
+        total += _WEIGHTS[i] * s2 * s2 / pow(1.0 - m * s2, power)
+    return 0.5 * r * total
+
+
+cdef double ellipkinc_dmm(double phi, double m) noexcept nogil:
+    """d2F(phi|m)/dm2."""
+    cdef double k = rint(phi / M_PI)
+    cdef double r = phi - k * M_PI
+    cdef double s = sin(r), c = cos(r)
+    cdef double d = 1.0 - m * s * s, partial
+    if not _loaded:
+        _load()
+    if fabs(m) * s * s < 0.5:
+        partial = 0.75 * _sin4_integral(r, m, 2.5)
+    else:
+        partial = (ellipkinc(r, m) + 4.0 * (2.0 * m - 1.0) * ellipkinc_dm(r, m)
+                   - s * c / (d * sqrt(d))) / (4.0 * m * (1.0 - m))
+    if k != 0.0:    # 2 K''(m) per period
+        partial += k * (9.0 * M_PI / 32.0) * hyp2f1(2.5, 2.5, 3.0, m)
+    return partial
+
+
+cdef double ellipeinc_dmm(double phi, double m) noexcept nogil:
+    """d2E(phi|m)/dm2."""
+    cdef double k = rint(phi / M_PI)
+    cdef double r = phi - k * M_PI
+    cdef double s = sin(r), partial
+    if not _loaded:
+        _load()
+    if fabs(m) * s * s < 0.5:
+        partial = -0.25 * _sin4_integral(r, m, 1.5)
+    else:
+        partial = -(ellipkinc_dm(r, m) + ellipeinc_dm(r, m)) / (2.0 * m)
+    if k != 0.0:    # 2 E''(m) per period
+        partial -= k * (3.0 * M_PI / 32.0) * hyp2f1(1.5, 2.5, 3.0, m)
+    return partial
 
 
 # Euler-Maclaurin's coefficients: (2k)! / B_2k

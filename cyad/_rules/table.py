@@ -37,8 +37,9 @@ that module is imported (cyad never imports SciPy; a SciPy ufunc reaching cyad m
 "scipy.special.psi").
 
 A binary rule differentiable in its second operand only (`differentiable="b"`: gammainc's
-a, zeta's s, which have no closed-form derivative) has NaN for the partials in a, and the
-engines refuse a variable a with an error naming the function.
+a, zeta's s, the order of a Bessel or Struve function, which have no closed-form
+derivative) has NaN for the partials in a, and the engines refuse a variable a with an
+error naming the function.
 
 The internal variants (POWER_CONST_EXPONENT, POWER_CONST_BASE) serve an operation whose
 other operand is a constant (`constant` names it): they compute only the partial that
@@ -86,13 +87,24 @@ Conventions where a function is not differentiable:
   i0e, i1e at 0           the kink of e**-|x|: its midpoint (sign(0) = 0), so i0e'(0) = 0.
   gammainc at x = 0       d/dx = x**(a-1) e**-x / Gamma(a) there: 1 (a = 1), 0 (a > 1),
                           +inf (a < 1).
+  ive at x = 0            the kink of e**-|x|: its midpoint, as i0e's.
+  Bessel orders           jv, yv, iv, kv (and their scaled forms), yn, kn, expn, struve
+                          and modstruve are differentiable in x only (the order a
+                          constant); yn, kn and expn truncate a float order toward zero,
+                          as SciPy does, and so do their derivatives.
+  gammasgn                derivative 0 everywhere (also at its jumps, the poles of Gamma).
+  rgamma at x = -n        1/Gamma is entire: (-1)**n n! there (by the reflection formula).
+  spence at x = 1         the limit -1 of log(x) / (1 - x).
+  expn(0, x)              E_0 = e**-x / x (and E_1's second derivative E_-1) in closed form.
 
 Derivatives keep full relative precision where the textbook form cancels:
 expm1' = exp (not expm1 + 1), tanh' = 1/cosh^2 (not 1 - tanh^2), and 1 - x^2 is
 computed as (1 - x)(1 + x) for arcsin, arccos and arctanh near |x| = 1; log_ndtr' = phi/Phi
 as sqrt(2/pi) / erfcx(-x/sqrt(2)) (no underflow in the lower tail); expit' = expit(x)
 expit(-x) (not v(1 - v)); the Bessel functions' derivatives through the recurrences
-(I1' = (I0 + I2)/2, not I0 - I1/x); boxcox's partials in lmbda by their series where
+(I1' = (I0 + I2)/2, not I0 - I1/x); erfcx' and dawsn' by their asymptotic series for
+|x| >= 7; ellipk', ellipe' in hypergeometric functions, ellipkinc's and ellipeinc's partials
+in m in Carlson's R_D (no 0/0 at m = 0); boxcox's partials in lmbda by their series where
 lmbda log(x) is small (exact at lmbda = 0, where the closed form is 0/0).
 
 Test domains: where the tests draw a rule's points, inside the function's real domain
@@ -116,8 +128,11 @@ BASE = (0.2, 3.0)                  # of a power with a real exponent
 EXPONENT = (-2.5, 2.5)
 PROBABILITY = (0.1, 0.9)
 ZETA_ORDER = (1.5, 5.0)
+ORDER = (-2.5, 2.5)                # the real order v of a Bessel or Struve function
+PARAMETER = (-2.0, 0.9)            # the parameter m < 1 of an elliptic integral
 NONZERO = "nonzero"                # +-(0.2, 3)
 INTEGER = "integer"                # integers in [-3, 3]
+NATURAL = "natural"                # integers in [0, 3]: an integer order (yn, kn, expn)
 # k + (0.1, 0.4) for integers k in [-3, 2]: at least 0.1 from every integer and every
 # half-integer (the jumps of floor, ceil and trunc, and of rint)
 BETWEEN_STEPS = "between-steps"
@@ -239,6 +254,55 @@ UNARY_RULES = (
           ANY),
     Unary("j1", ("scipy.special.j1",), "sc.j1(x)", "0.5 * (sc.j0(x) - sc.jv(2.0, x))",
           "0.25 * (sc.jv(3.0, x) - 3.0 * v)", ANY),
+    # K_n' = -(K_n-1 + K_n+1) / 2, Y_n' = (Y_n-1 - Y_n+1) / 2; the scaled e**x K_n(x): plus
+    # e**x K_n (see kve)
+    Unary("k0", ("scipy.special.k0",), "sc.k0(x)", "-sc.k1(x)", "0.5 * (v + sc.kv(2.0, x))",
+          POSITIVE),
+    Unary("k1", ("scipy.special.k1",), "sc.k1(x)", "-0.5 * (sc.k0(x) + sc.kv(2.0, x))",
+          "0.25 * (3.0 * v + sc.kv(3.0, x))", POSITIVE),
+    Unary("k0e", ("scipy.special.k0e",), "sc.k0e(x)", "v - sc.k1e(x)",
+          "d - sc.k1e(x) + 0.5 * (v + sc.kve(2.0, x))", POSITIVE),
+    Unary("k1e", ("scipy.special.k1e",), "sc.k1e(x)", "v - 0.5 * (sc.k0e(x) + sc.kve(2.0, x))",
+          "d - 0.5 * (sc.k0e(x) - v + sc.kve(2.0, x) - 0.5 * (v + sc.kve(3.0, x)))", POSITIVE),
+    Unary("y0", ("scipy.special.y0",), "sc.y0(x)", "-sc.y1(x)", "-0.5 * (v - sc.yv(2.0, x))",
+          POSITIVE),
+    Unary("y1", ("scipy.special.y1",), "sc.y1(x)", "0.5 * (sc.y0(x) - sc.yv(2.0, x))",
+          "0.25 * (sc.yv(3.0, x) - 3.0 * v)", POSITIVE),
+    Unary("gammasgn", ("scipy.special.gammasgn",), "sc.gammasgn(x)", "0.0", "0.0",
+          BETWEEN_STEPS),
+    # 1/Gamma: -psi(x) / Gamma(x) from x = 1/2 on, below by the reflection
+    # 1/Gamma(x) = sin(pi x) Gamma(1 - x) / pi (no 0 * inf at the poles of Gamma, where
+    # the derivative is (-1)**n n! at x = -n)
+    Unary("rgamma", ("scipy.special.rgamma",), "sc.rgamma(x)",
+          "-v * sc.psi(x) if x >= 0.5 else "
+          "sc.gamma(1.0 - x) * (cos(M_PI * x) - sin(M_PI * x) * sc.psi(1.0 - x) / M_PI)",
+          "_rgamma_d2(x, v)", ANY),
+    Unary("erfcinv", ("scipy.special.erfcinv",), "sc.erfcinv(x)", "-exp(v * v) / M_2_SQRTPI",
+          "2.0 * v * d * d", (0.1, 1.9)),
+    # erfcx' = 2 x erfcx(x) - 2/sqrt(pi), dawsn' = 1 - 2 x dawsn(x): by their asymptotic
+    # series for |x| >= 7, where these cancel (cyad/_rules/helpers.pxd)
+    Unary("erfcx", ("scipy.special.erfcx",), "sc.erfcx(x)", "_erfcx_d(x, v)",
+          "_erfcx_d2(x, v, d)", ANY),
+    Unary("dawsn", ("scipy.special.dawsn",), "sc.dawsn(x)", "_dawsn_d(x, v)",
+          "_dawsn_d2(x, v, d)", ANY),
+    Unary("exp1", ("scipy.special.exp1",), "sc.exp1(x)", "-exp(-x) / x", "-d * (1.0 + x) / x",
+          POSITIVE),
+    Unary("expi", ("scipy.special.expi",), "sc.expi(x)", "exp(x) / x", "d * (x - 1.0) / x",
+          NONZERO),
+    # spence(x) = integral from 1 to x of log(t) / (1 - t): its derivative -1 at x = 1 (the
+    # limit), its second by a series near 1
+    Unary("spence", ("scipy.special.spence",), "sc.spence(x)",
+          "-1.0 if x == 1.0 else log(x) / (1.0 - x)", "_spence_d2(x)", POSITIVE),
+    # K(m) = (pi/2) 2F1(1/2, 1/2; 1; m), E(m) = (pi/2) 2F1(-1/2, 1/2; 1; m): their
+    # derivatives by 2F1' = (a b / c) 2F1(a + 1, b + 1; c + 1), exact also at m = 0 (where
+    # the forms in K and E are 0/0); NaN for m > 1 (as K and E)
+    Unary("ellipk", ("scipy.special.ellipk",), "sc.ellipk(x)",
+          "(M_PI / 8.0) * sc.hyp2f1(1.5, 1.5, 2.0, x) if x <= 1.0 else NAN",
+          "(9.0 * M_PI / 64.0) * sc.hyp2f1(2.5, 2.5, 3.0, x) if x <= 1.0 else NAN", PARAMETER),
+    Unary("ellipe", ("scipy.special.ellipe",), "sc.ellipe(x)",
+          "(-M_PI / 8.0) * sc.hyp2f1(0.5, 1.5, 2.0, x) if x <= 1.0 else NAN",
+          "(-3.0 * M_PI / 64.0) * sc.hyp2f1(1.5, 2.5, 3.0, x) if x <= 1.0 else NAN",
+          PARAMETER),
 )
 
 BINARY_RULES = (
@@ -330,6 +394,88 @@ BINARY_RULES = (
     # heaviside(x, h0) is h0 where x == 0: its derivative in h0 is 1 there, 0 elsewhere
     Binary("heaviside", ("heaviside",), "_heaviside(a, b)", "0.0",
            "1.0 if a == 0.0 else 0.0", "0.0", "0.0", "0.0", (NONZERO, ANY)),
+    # Bessel functions of real order v (a constant) in x, by the recurrences
+    # J_v' = (J_v-1 - J_v+1) / 2 (Y likewise), I_v' = (I_v-1 + I_v+1) / 2,
+    # K_v' = -(K_v-1 + K_v+1) / 2, and twice for the second derivatives. jve and yve are
+    # jv and yv at real x; ive = e**-|x| I_v and kve = e**x K_v add the derivative of the
+    # scale (at x = 0 that of the kink's midpoint, as i0e)
+    Binary("jv", ("scipy.special.jv",), "sc.jv(a, b)", "NAN",
+           "0.5 * (sc.jv(a - 1.0, b) - sc.jv(a + 1.0, b))", "NAN", "NAN",
+           "0.25 * (sc.jv(a - 2.0, b) - 2.0 * v + sc.jv(a + 2.0, b))", (ORDER, POSITIVE),
+           differentiable="b"),
+    Binary("jve", ("scipy.special.jve",), "sc.jve(a, b)", "NAN",
+           "0.5 * (sc.jve(a - 1.0, b) - sc.jve(a + 1.0, b))", "NAN", "NAN",
+           "0.25 * (sc.jve(a - 2.0, b) - 2.0 * v + sc.jve(a + 2.0, b))", (ORDER, POSITIVE),
+           differentiable="b"),
+    Binary("yv", ("scipy.special.yv",), "sc.yv(a, b)", "NAN",
+           "0.5 * (sc.yv(a - 1.0, b) - sc.yv(a + 1.0, b))", "NAN", "NAN",
+           "0.25 * (sc.yv(a - 2.0, b) - 2.0 * v + sc.yv(a + 2.0, b))", (ORDER, POSITIVE),
+           differentiable="b"),
+    Binary("yve", ("scipy.special.yve",), "sc.yve(a, b)", "NAN",
+           "0.5 * (sc.yve(a - 1.0, b) - sc.yve(a + 1.0, b))", "NAN", "NAN",
+           "0.25 * (sc.yve(a - 2.0, b) - 2.0 * v + sc.yve(a + 2.0, b))", (ORDER, POSITIVE),
+           differentiable="b"),
+    Binary("iv", ("scipy.special.iv",), "sc.iv(a, b)", "NAN",
+           "0.5 * (sc.iv(a - 1.0, b) + sc.iv(a + 1.0, b))", "NAN", "NAN",
+           "0.25 * (sc.iv(a - 2.0, b) + 2.0 * v + sc.iv(a + 2.0, b))", (ORDER, POSITIVE),
+           differentiable="b"),
+    Binary("ive", ("scipy.special.ive",), "sc.ive(a, b)", "NAN",
+           "0.5 * (sc.ive(a - 1.0, b) + sc.ive(a + 1.0, b)) - _sign(b) * v", "NAN", "NAN",
+           "0.25 * (sc.ive(a - 2.0, b) + 2.0 * v + sc.ive(a + 2.0, b))"
+           " - _sign(b) * (2.0 * db + _sign(b) * v)", (ORDER, POSITIVE), differentiable="b"),
+    Binary("kv", ("scipy.special.kv",), "sc.kv(a, b)", "NAN",
+           "-0.5 * (sc.kv(a - 1.0, b) + sc.kv(a + 1.0, b))", "NAN", "NAN",
+           "0.25 * (sc.kv(a - 2.0, b) + 2.0 * v + sc.kv(a + 2.0, b))", (ORDER, POSITIVE),
+           differentiable="b"),
+    Binary("kve", ("scipy.special.kve",), "sc.kve(a, b)", "NAN",
+           "v - 0.5 * (sc.kve(a - 1.0, b) + sc.kve(a + 1.0, b))", "NAN", "NAN",
+           "0.25 * (sc.kve(a - 2.0, b) + 2.0 * v + sc.kve(a + 2.0, b)) + 2.0 * db - v",
+           (ORDER, POSITIVE), differentiable="b"),
+    # of an integer order n (a float order is truncated toward zero, as SciPy does)
+    Binary("yn", ("scipy.special.yn",), "sc.yn(a, b)", "NAN",
+           "0.5 * (sc.yn(trunc(a) - 1.0, b) - sc.yn(trunc(a) + 1.0, b))", "NAN", "NAN",
+           "0.25 * (sc.yn(trunc(a) - 2.0, b) - 2.0 * v + sc.yn(trunc(a) + 2.0, b))",
+           (NATURAL, POSITIVE), differentiable="b"),
+    Binary("kn", ("scipy.special.kn",), "sc.kn(a, b)", "NAN",
+           "-0.5 * (sc.kn(trunc(a) - 1.0, b) + sc.kn(trunc(a) + 1.0, b))", "NAN", "NAN",
+           "0.25 * (sc.kn(trunc(a) - 2.0, b) + 2.0 * v + sc.kn(trunc(a) + 2.0, b))",
+           (NATURAL, POSITIVE), differentiable="b"),
+    # E_n' = -E_n-1 and E_n'' = E_n-2, with E_-1(x) = e**-x (1 + x) / x**2 and
+    # E_-2(x) = e**-x (x**2 + 2 x + 2) / x**3 (SciPy's expn has no negative n: NaN)
+    Binary("expn", ("scipy.special.expn",), "sc.expn(a, b)", "NAN",
+           "-sc.expn(trunc(a) - 1.0, b) if a >= 1.0 else -v * (1.0 + b) / b", "NAN", "NAN",
+           "sc.expn(trunc(a) - 2.0, b) if a >= 2.0 else "
+           "(-db * (1.0 + b) / b if a >= 1.0 else v * (b * (b + 2.0) + 2.0) / (b * b))",
+           (NATURAL, POSITIVE), differentiable="b"),
+    # Struve functions: H_v' = (H_v-1 - H_v+1) / 2 + (x/2)**v / (2 sqrt(pi) Gamma(v + 3/2)),
+    # L_v' = (L_v-1 + L_v+1) / 2 + the same term
+    Binary("struve", ("scipy.special.struve",), "sc.struve(a, b)", "NAN",
+           "0.5 * (sc.struve(a - 1.0, b) - sc.struve(a + 1.0, b))"
+           " + 0.25 * M_2_SQRTPI * pow(0.5 * b, a) * sc.rgamma(a + 1.5)", "NAN", "NAN",
+           "0.25 * (sc.struve(a - 2.0, b) - 2.0 * v + sc.struve(a + 2.0, b))"
+           " + 0.125 * M_2_SQRTPI * ((2.0 * a + 0.5) * pow(0.5 * b, a - 1.0) * sc.rgamma(a + 1.5)"
+           " - pow(0.5 * b, a + 1.0) * sc.rgamma(a + 2.5))", (ORDER, POSITIVE),
+           differentiable="b"),
+    Binary("modstruve", ("scipy.special.modstruve",), "sc.modstruve(a, b)", "NAN",
+           "0.5 * (sc.modstruve(a - 1.0, b) + sc.modstruve(a + 1.0, b))"
+           " + 0.25 * M_2_SQRTPI * pow(0.5 * b, a) * sc.rgamma(a + 1.5)", "NAN", "NAN",
+           "0.25 * (sc.modstruve(a - 2.0, b) + 2.0 * v + sc.modstruve(a + 2.0, b))"
+           " + 0.125 * M_2_SQRTPI * ((2.0 * a + 0.5) * pow(0.5 * b, a - 1.0) * sc.rgamma(a + 1.5)"
+           " + pow(0.5 * b, a + 1.0) * sc.rgamma(a + 2.5))", (ORDER, POSITIVE),
+           differentiable="b"),
+    # the incomplete elliptic integrals F(phi|m) and E(phi|m): in phi the integrands
+    # 1/sqrt(1 - m sin**2 phi) and its reciprocal; in m Carlson's R_D, and at second order
+    # forms that cancel near m sin**2 phi = 0, where a quadrature takes over
+    # (cyad/_rules/special_kernels.pyx); composed, the partial in m is a custom function
+    # with rules of its own (cyad._primitives.special.elliptic_partial)
+    Binary("ellipkinc", ("scipy.special.ellipkinc",), "sc.ellipkinc(a, b)",
+           "1.0 / sqrt(1.0 - b * sin(a) * sin(a))", "sc.ellipkinc_dm(a, b)",
+           "b * sin(a) * cos(a) * da * da * da", "0.5 * sin(a) * sin(a) * da * da * da",
+           "sc.ellipkinc_dmm(a, b)", (ANY, PARAMETER)),
+    Binary("ellipeinc", ("scipy.special.ellipeinc",), "sc.ellipeinc(a, b)",
+           "sqrt(1.0 - b * sin(a) * sin(a))", "sc.ellipeinc_dm(a, b)",
+           "-b * sin(a) * cos(a) / da", "-0.5 * sin(a) * sin(a) / da",
+           "sc.ellipeinc_dmm(a, b)", (ANY, PARAMETER)),
 )
 
 

@@ -50,8 +50,9 @@ on every one):
     sum_inner, matmul  and only for the t where the other operand, a constant, is nonzero
     python             a table entry run by NumPy: all-to-all (every output element on
                        every element of every operand), but nothing for a constant
-                       entry (np.round, np.sign: derivative zero); the entries' own
-                       structure is not used
+                       entry (np.round, np.sign: derivative zero); an entry's own
+                       structure only where it declares it (`selections`: the products
+                       by scipy.sparse's matrices; `coupled_axes`: a batch of transforms)
     compare, zeros     nothing; guard: no output
 
 The derivative kinds (unary_d, binary_da, ...) depend on every operand. With the values
@@ -662,6 +663,14 @@ class Python(Rules):
         entry = instr.params["entry"]
         if entry.kind == "constant":
             return []
+        # (an entry that names the operand elements each output element reads, as a product
+        # by a constant scipy.sparse matrix: (rows, columns, shape) of a selection per operand)
+        selections = getattr(entry, "selections", None)
+        chosen = None if selections is None else selections(
+            [var.shape for var in instr.args], instr.outs[0].shape, **instr.params["params"])
+        if chosen is not None:
+            return [(position, deps.selection(*selection))
+                    for position, selection in enumerate(chosen)]
         # (an entry that maps along some axes, a batch of transforms along the others, as
         # the Fourier transforms' cores: every output on its own transform's elements)
         coupled = getattr(entry, "coupled_axes", None)

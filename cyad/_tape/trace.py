@@ -825,6 +825,9 @@ def _linear(rec, entry, operands, params):
     vars_ = [rec.var_of(x) for x in operands]
     if entry.name == "sum" and len(vars_) == 1:
         return rec.sum(vars_[0], params["axes"], params["keepdims"])
+    named = getattr(entry, "recorded_as", None)
+    if named is not None:   # (sums of products, scipy.sparse's: no selection looked for)
+        return rec.python(entry, operands, params, named)
     selection = _selection(entry, vars_, params)
     if selection is None:
         return rec.python(entry, operands, params, f"numpy.{entry.name}")
