@@ -46,7 +46,7 @@ def test_every_wrapper_keeps_scipys_name_docstring_and_signature():
         assert str(inspect.signature(wrapper)) == str(inspect.signature(original))  # (nan defaults)
 
 
-def test_every_wrapped_function_pickles_as_itself_and_as_scipys_without_wrappers():
+def test_every_wrapped_function_pickles_as_itself_and_as_scipys_without_wrappers(tmp_path):
     for module, name, wrapper in _wrapped_functions():
         assert pickle.loads(pickle.dumps(wrapper)) is wrapper, f"{module}.{name}"
     # a pickle made with the wrappers in loads SciPy's function where cyad is not imported
@@ -57,7 +57,7 @@ def test_every_wrapped_function_pickles_as_itself_and_as_scipys_without_wrappers
         assert f is scipy.linalg.solve and not hasattr(f, "__wrapped__")
         assert "cyad" not in sys.modules
     """)
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
 
 
 def _scipys_own():
@@ -92,7 +92,7 @@ def test_scipy_wrappers_false_puts_scipys_own_back_and_true_wraps_again():
     np.testing.assert_allclose(g, np.exp(x) / np.sum(np.exp(x)), rtol=1e-14)
 
 
-def test_the_environment_variable_keeps_scipy_unwrapped():
+def test_the_environment_variable_keeps_scipy_unwrapped(tmp_path):
     code = textwrap.dedent("""
         import numpy as np, scipy.linalg, scipy.special
         import cyad, scipy.stats
@@ -108,5 +108,6 @@ def test_the_environment_variable_keeps_scipy_unwrapped():
         cyad.scipy_wrappers(True)
         assert hasattr(scipy.linalg.solve, "__wrapped__")
     """)
-    subprocess.run([sys.executable, "-c", code], check=True,
+    # (in a folder of its own: the installed cyad, not the sources of the working directory)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path,
                    env={**os.environ, "CYAD_NO_SCIPY_WRAPPERS": "1"})
