@@ -32,11 +32,12 @@ from cyad._primitives._table import is_engine_array
 
 
 # the types of the usual arguments of a plain call, passed over without a closer look
-_PLAIN = frozenset({np.ndarray, float, int, bool, str, type(None), np.float64, np.float32})
+PLAIN = frozenset({np.ndarray, float, int, bool, str, type(None), np.float64, np.float32,
+                   np.int64})
 
 
 def _holds_engine_array(x):
-    """Whether x (not of a `_PLAIN` type) is an engine array or a tuple holding one."""
+    """Whether x (not of a `PLAIN` type) is an engine array or a tuple holding one."""
     if is_engine_array(x):
         return True
     return type(x) is tuple and any(is_engine_array(y) for y in x)
@@ -52,11 +53,11 @@ def dispatching(original, module, name):
     def wrapper(*args, **kwargs):
         # (the loops inline: this look costs every plain call of SciPy's function)
         for x in args:
-            if type(x) not in _PLAIN and _holds_engine_array(x):
+            if type(x) not in PLAIN and _holds_engine_array(x):
                 return versions[name](*args, **kwargs)
         if kwargs:
             for x in kwargs.values():
-                if type(x) not in _PLAIN and _holds_engine_array(x):
+                if type(x) not in PLAIN and _holds_engine_array(x):
                     return versions[name](*args, **kwargs)
         return original(*args, **kwargs)
 

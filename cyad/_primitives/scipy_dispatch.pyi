@@ -2,6 +2,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 MODULES: tuple[str, ...]
+PLAIN: frozenset[type]
 
 def dispatching(original: Callable[..., Any], module: str, name: str) -> Callable[..., Any]: ...
 def install(module: ModuleType) -> None: ...

@@ -82,8 +82,7 @@ from cyad._primitives.custom import EntryFunction, value_only
 # -- helpers ----------------------------------------------------------------------------------
 
 # the types of the usual arguments of a plain call, passed over without a closer look
-_PLAIN = frozenset({np.ndarray, float, int, bool, str, type(None), np.float64, np.float32,
-                    np.int64})
+_PLAIN = scipy_dispatch.PLAIN
 
 
 def _holds_engine_array(x):

@@ -302,6 +302,7 @@ class Continuous:
     name = None
     shapes = ()
     fixed = {}            # {method: {shape: why its derivative is refused}}
+    symmetric = False     # about 0: sf, logsf and isf are cdf, logcdf and ppf mirrored
     open_ends = ()        # "lo", "hi": ends outside logpdf's support (its limit there is -inf)
     interior = 0.0        # a point of the support (a function of the shapes where it varies)
 
@@ -339,6 +340,7 @@ def _norm_logpdf(z):
 @_distribution
 class norm(Continuous):
     name = "norm"
+    symmetric = True
 
     def logpdf(z):
         return _norm_logpdf(z)
@@ -355,17 +357,8 @@ class norm(Continuous):
     def logcdf(z):
         return sc.log_ndtr(z)
 
-    def sf(z):
-        return sc.ndtr(-z)
-
-    def logsf(z):
-        return sc.log_ndtr(-z)
-
     def ppf(q):
         return sc.ndtri(q)
-
-    def isf(q):
-        return -sc.ndtri(q)
 
 
 def _t_logpdf(z, df):
@@ -612,6 +605,7 @@ def _cauchy_ppf(q):
 @_distribution
 class cauchy(Continuous):
     name = "cauchy"
+    symmetric = True
     median = 0.0
 
     def logpdf(z):
@@ -621,19 +615,14 @@ class cauchy(Continuous):
     def cdf(z):
         return np.arctan2(1.0, -z) / np.pi
 
-    def sf(z):
-        return np.arctan2(1.0, z) / np.pi
-
     def ppf(q):
         return _cauchy_ppf(q)
-
-    def isf(q):
-        return -_cauchy_ppf(q)
 
 
 @_distribution
 class laplace(Continuous):
     name = "laplace"
+    symmetric = True
 
     def logpdf(z):
         return -_LOG_2 - np.abs(z)
@@ -646,26 +635,16 @@ class laplace(Continuous):
         e = 0.5 * np.exp(-np.abs(z))
         return _select(z > 0, np.log1p(-e), np.log(e))
 
-    def sf(z):
-        e = 0.5 * np.exp(-np.abs(z))
-        return _select(z < 0, 1.0 - e, e)
-
-    def logsf(z):
-        e = 0.5 * np.exp(-np.abs(z))
-        return _select(z < 0, np.log1p(-e), np.log(e))
-
     def ppf(q):
         upper = q > 0.5
         return _select(upper, -np.log(2.0 * (1.0 - _select(upper, q, 0.75))),
                        np.log(2.0 * _select(upper, 0.25, q)))
 
-    def isf(q):
-        return -laplace.ppf(q)
-
 
 @_distribution
 class logistic(Continuous):
     name = "logistic"
+    symmetric = True
 
     def logpdf(z):
         y = -np.abs(z)
@@ -677,17 +656,8 @@ class logistic(Continuous):
     def logcdf(z):
         return sc.log_expit(z)
 
-    def sf(z):
-        return sc.expit(-z)
-
-    def logsf(z):
-        return sc.log_expit(-z)
-
     def ppf(q):
         return sc.logit(q)
-
-    def isf(q):
-        return -sc.logit(q)
 
 
 @_distribution
@@ -1224,6 +1194,10 @@ DISCRETE_METHODS = ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf
 _ENDS = {"cdf": (0.0, 1.0), "logcdf": (-_INF, 0.0), "sf": (1.0, 0.0), "logsf": (0.0, -_INF)}
 
 
+# a symmetric distribution's methods from their mirror images
+_MIRRORED = {"sf": "cdf", "logsf": "logcdf", "isf": "ppf"}
+
+
 def _standard(spec, method):
     """The standardised method of a distribution, derived as SciPy derives it where the
     class does not define it."""
@@ -1237,6 +1211,11 @@ def _standard(spec, method):
             raise _no_formula(spec.name, method)
         return function
 
+    if spec.kind == "continuous" and spec.symmetric and method in _MIRRORED:
+        mirrored = base(_MIRRORED[method])
+        if method == "isf":
+            return lambda q, *s: -mirrored(q, *s)
+        return lambda z, *s: mirrored(-z, *s)
     if method == "pdf":
         return lambda z, *s: np.exp(base("logpdf")(z, *s))
     if method == "pmf":
@@ -1698,7 +1677,8 @@ SCIPY_STATS = {"zscore": _scipy_zscore, "entropy": _scipy_entropy}
 def _dispatching(original, route):
     """A method of SciPy's: `route(self, args, kwargs)` where an argument holds an engine
     array, SciPy's method otherwise."""
-    from cyad._primitives.scipy_dispatch import _PLAIN, _holds_engine_array
+    from cyad._primitives.scipy_dispatch import PLAIN as _PLAIN
+    from cyad._primitives.scipy_dispatch import _holds_engine_array
 
     @functools.wraps(original)
     def wrapper(self, *args, **kwargs):
