@@ -217,3 +217,38 @@ def stats(xp, x):
     return xp.concatenate([scipy.stats.zscore(x), xp.ravel(scipy.stats.zscore(m, axis=1, ddof=1)),
                            xp.reshape(scipy.stats.entropy(x + 1.0), (1,)),
                            scipy.stats.entropy(m + 1.0, m[::-1] + 2.0, axis=1, base=2.0)])
+
+
+def distributions(xp, x):
+    """scipy.stats' distributions through their wrapped methods (NumPy only; the
+    distributions are held to jax.scipy.stats in tests/test_scipy_stats.py)."""
+    import scipy.stats
+    q = 0.2 + 0.05 * x
+    return xp.concatenate([scipy.stats.norm.logpdf(x, x[0], 1.0 + x[1] ** 2),
+                           scipy.stats.logistic.sf(x, scale=2.0), scipy.stats.cauchy.isf(q),
+                           scipy.stats.gamma.logpdf(1.0 + x ** 2, 2.0 + x[2] ** 2),
+                           scipy.stats.poisson.logpmf(3, 1.0 + x ** 2)])
+
+
+def sparse_products(xp, x):
+    """Products and solves by a constant scipy.sparse matrix (NumPy only; held to JAX's
+    dense products in tests/test_sparse_matrices.py)."""
+    import scipy.sparse
+    import scipy.sparse.linalg
+    n = x.shape[0]
+    a = scipy.sparse.diags_array([np.ones(n - 1), -2.5 * np.ones(n), np.ones(n - 1)],
+                                 offsets=[-1, 0, 1], format="csr")
+    return xp.concatenate([a @ (x ** 2), x @ a.tocsc(), scipy.sparse.linalg.spsolve(a, xp.sin(x))])
+
+
+def interpolation(xp, x):
+    """scipy.interpolate's splines built from x and evaluated at points moved by x (NumPy
+    only; held to JAX and SciPy in tests/test_scipy_interpolate.py)."""
+    import scipy.interpolate
+    knots = np.linspace(0.0, 1.0, x.shape[0])
+    points = np.linspace(0.05, 0.95, 5) + 0.01 * x[:5]
+    spline = scipy.interpolate.CubicSpline(knots, xp.sin(x))
+    bspline = scipy.interpolate.make_interp_spline(knots, x ** 2, k=3)
+    return xp.concatenate([spline(points), bspline(points),
+                           scipy.interpolate.interp1d(knots, x)(points)])
+

@@ -487,7 +487,9 @@ for name, function in (("scipy.special.airy", scipy.special.airy),
 for program in (scipy_programs.expm, scipy_programs.solve_triangular, scipy_programs.lu,
                 scipy_programs.cho, scipy_programs.solve, scipy_programs.inv_det_cholesky,
                 scipy_programs.logsumexp, scipy_programs.softmax, scipy_programs.polygamma,
-                scipy_programs.multigammaln, scipy_programs.fourier, scipy_programs.signal):
+                scipy_programs.multigammaln, scipy_programs.fourier, scipy_programs.signal,
+                scipy_programs.distributions, scipy_programs.sparse_products,
+                scipy_programs.interpolation):
     case(f"scipy-{program.__name__}", "program", [(12,)], lambda x, p=program: p(np, x),
          x=0.3 + 0.1 * np.arange(12.0))
 
