@@ -6,7 +6,8 @@ ndarray, since that would drop its derivative, so such a function cannot be
 differentiated as it is. Inside ``with cyad.through_asarray():``, NumPy's conversions
 (`CONVERSIONS`) hand an engine's array back as it is (np.array: a copy, as NumPy's makes
 one), and a list or tuple holding one becomes one array by np.stack; every other
-argument goes to NumPy's own function. The computation then stays on the engine's
+argument goes to NumPy's own function. np.r_ and np.c_, whose module bound np.array at
+import, get the replacement there too. The computation then stays on the engine's
 arrays, where every operation goes through cyad's rules or is refused: no derivative
 is dropped on the way. What still fails, loudly: writing an engine's array into a plain
 ndarray (``plain[i] = x``), ndarray methods that take it as an operand
@@ -89,6 +90,9 @@ for _name, _replacement in CONVERSIONS.items():
     _replacement.__name__ = _replacement.__qualname__ = _name
     _replacement.__doc__ = _NUMPY[_name].__doc__
 
+# np.r_ and np.c_ convert their items with the `array` their module bound at import
+_CONCATENATORS = type(np.r_).__getitem__.__globals__
+
 _lock = threading.Lock()
 _scopes = [0]    # the scopes open now, in every thread
 
@@ -101,11 +105,12 @@ class through_asarray(contextlib.ContextDecorator):
     differentiated as it is: cyad's arrays refuse to become plain ndarrays, which
     would drop their derivatives. Inside the scope, these functions return cyad's
     arrays as they are (``np.array`` a copy, as NumPy's does), and a list or tuple
-    holding them (``np.array([x[0], x[1] ** 2])``) is stacked into one; any other
-    argument gets NumPy's own result. What still fails, with an error naming the
-    line: writing cyad's arrays into plain ndarrays (``plain[i] = x``), ndarray
-    methods given them as operands (``plain.dot(x)``), and compiled code that reads
-    their memory. No derivative is dropped silently.
+    holding them (``np.array([x[0], x[1] ** 2])``) is stacked into one, and
+    ``np.r_[...]`` and ``np.c_[...]`` join them; any other argument gets NumPy's own
+    result. What still fails, with an error naming the line: writing cyad's arrays
+    into plain ndarrays (``plain[i] = x``), ndarray methods given them as operands
+    (``plain.dot(x)``), and compiled code that reads their memory. No derivative is
+    dropped silently.
 
     The scope replaces the functions in the ``numpy`` module while it is open (in
     every thread; plain arguments pay a type check), so code that looks them up as
@@ -129,6 +134,7 @@ class through_asarray(contextlib.ContextDecorator):
             if _scopes[0] == 0:
                 for name, replacement in CONVERSIONS.items():
                     setattr(np, name, replacement)
+                _CONCATENATORS["array"] = _array
             _scopes[0] += 1
         return self
 
@@ -139,3 +145,5 @@ class through_asarray(contextlib.ContextDecorator):
                 for name, replacement in CONVERSIONS.items():
                     if getattr(np, name) is replacement:
                         setattr(np, name, _NUMPY[name])
+                if _CONCATENATORS["array"] is _array:
+                    _CONCATENATORS["array"] = _NUMPY["array"]

@@ -152,6 +152,10 @@ def _advice(site, library):
     if library == "numpy.vectorize":
         return ("np.vectorize calls its function on plain numbers: write it with NumPy "
                 "operations on whole arrays (np.where for a branch), which cyad differentiates.")
+    if library == "numpy.AxisConcatenator":
+        return ("np.r_ and np.c_ convert their items to plain ndarrays: write np.concatenate "
+                "(np.column_stack for np.c_), or run f inside `with cyad.through_asarray():`, "
+                "where they pass cyad's arrays through.")
     if "math." in site:
         return ("math's functions take Python floats: use NumPy's (np.exp, np.log, "
                 "np.sqrt, ...), which take cyad's arrays.")

@@ -60,6 +60,9 @@ def loosest(*tolerances):
 def function_of(xp, ufunc):
     """The ufunc itself for NumPy, its namesake in jax.numpy or jax.scipy.special for JAX."""
     if xp is np:
+        if _rule_table.long_order(ufunc):   # (a float order converted, as SciPy converts it)
+            return lambda a, b, **options: ufunc(*_rule_table.numpy_operands(ufunc, a, b),
+                                                 **options)
         return ufunc
     name = ufunc.__name__
     if _rule_table.ufunc_name(ufunc).startswith("scipy.special"):
@@ -216,6 +219,40 @@ def _spence_of():
     return spence
 
 
+def _spherical_bessel(kind):
+    # j_n, y_n, i_n and k_n of an integer order n in [0, 4]: j_n and i_n by their power series,
+    # x**n times the sum over k of (-+x**2 / 2)**k / (k! (2n + 2k + 1)!!) (30 terms: to
+    # rounding for x <= 5); y_n and k_n by their closed forms for n = 0, 1 and the upward
+    # recurrence, stable for them
+    def function(n, x):
+        n, x = jnp.asarray(n, float), jnp.asarray(x, float)
+        if kind in "ji":
+            odd_factorial = sum(jnp.where(n == k, float(np.prod(np.arange(1, 2 * k + 2, 2))), 0.0)
+                                for k in range(5))
+            term = x ** n / odd_factorial
+            total = term
+            for k in range(1, 30):
+                term = term * (-0.5 if kind == "j" else 0.5) * x * x / (k * (2 * n + 2 * k + 1))
+                total = total + term
+            return total
+        if kind == "y":
+            f = [-jnp.cos(x) / x, -jnp.cos(x) / x**2 - jnp.sin(x) / x]
+            for k in range(1, 4):   # y_k+1 = (2k + 1) / x y_k - y_k-1
+                f.append((2 * k + 1) / x * f[k] - f[k - 1])
+        else:
+            e = (np.pi / 2) * jnp.exp(-x)
+            f = [e / x, e * (1 / x + 1 / x**2)]
+            for k in range(1, 4):   # k_k+1 = (2k + 1) / x k_k + k_k-1
+                f.append((2 * k + 1) / x * f[k] + f[k - 1])
+        return sum(jnp.where(n == k, f[k], 0.0) for k in range(5))
+    return function
+
+
+def _derivative_of(function):
+    # d/dx of function(n, x), elementwise
+    return lambda n, x: jax.jvp(lambda t: function(n, t), (x,), (jnp.ones_like(x),))[1]
+
+
 # scipy.special's ufuncs that jax.scipy.special names otherwise or lacks, or whose
 # derivatives there are no reference
 JAX_SPECIAL = {} if jax is None else {
@@ -259,6 +296,8 @@ JAX_SPECIAL = {} if jax is None else {
     "ellipe": lambda m: _complete_elliptic(m)[1],
     "ellipkinc": _incomplete_elliptic(False),
     "ellipeinc": _incomplete_elliptic(True),
+    **{f"_spherical_{kind}n{suffix}": derivative(_spherical_bessel(kind))
+       for kind in "jyik" for suffix, derivative in (("", lambda f: f), ("_d", _derivative_of))},
 }
 
 

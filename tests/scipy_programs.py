@@ -7,6 +7,8 @@ import scipy.linalg
 import scipy.signal
 import scipy.special
 
+from derivative_references import JAX_SPECIAL
+
 try:
     import jax.scipy.linalg
     import jax.scipy.special
@@ -89,6 +91,30 @@ def inv_det_cholesky(xp, x):
             + linalg.cholesky(s, lower=True) * 0.5)
 
 
+def decompositions(xp, x):
+    """scipy.linalg's least squares, decompositions, norms, special matrices and banded solves
+    (NumPy only: tests/test_scipy_linalg.py holds them to JAX)."""
+    linalg = scipy.linalg
+    a, s = _matrix(xp, x), _spd(xp, x)
+    tall = xp.concatenate([a, xp.reshape(x[9:12], (1, 3))], axis=0)
+    b = x[8:12]
+    solution, residue, _, singular = linalg.lstsq(tall, b)
+    w, v = linalg.eigh(s, lower=False)
+    w2, v2 = linalg.eig(a)
+    u, s2, vh = linalg.svd(tall, full_matrices=False)
+    q, r = linalg.qr(tall, mode="economic")
+    band = xp.stack([x[:4], x[4:8] + 3.0, x[8:12]])
+    parts = [solution, residue, singular, linalg.pinv(tall), w, v * v,
+             linalg.eigvalsh(a + a.T, s, subset_by_index=[1, 2]), xp.real(w2), v2 * v2,
+             xp.real(linalg.eigvals(a)), u[:, :1] * vh[:1], s2, linalg.svdvals(a), q * r[0],
+             linalg.qr(a)[1] ** 2, linalg.qr(tall, mode="r")[0] ** 2, linalg.norm(a, 1),
+             linalg.norm(tall, axis=0), linalg.block_diag(x[0], x[1:3], a),
+             linalg.toeplitz(x[:3], x[3:7]), linalg.circulant(x[:4]),
+             linalg.hankel(x[:3], x[3:6]), linalg.solve_banded((1, 1), band, b),
+             linalg.solveh_banded(band[:2], b)]
+    return xp.concatenate([xp.ravel(p) for p in parts])
+
+
 def logsumexp(xp, x):
     _, special = scipy_of(xp)
     a = x.reshape(3, 4)
@@ -115,6 +141,19 @@ def multigammaln(xp, x):
     _, special = scipy_of(xp)
     y = xp.exp(0.5 * x) + 1.5     # above (d - 1) / 2 = 1
     return special.multigammaln(y, 3) * xp.sin(x)
+
+
+def spherical_bessel(xp, x):
+    """scipy.special's spherical Bessel functions, derivative=True too; for JAX, which has
+    none, the references of tests/derivative_references.py."""
+    def f(kind, n, z, derivative=False):
+        if xp is np:
+            return getattr(scipy.special, f"spherical_{kind}n")(n, z, derivative)
+        return JAX_SPECIAL[f"_spherical_{kind}n" + ("_d" if derivative else "")](n, z)
+    z = xp.exp(0.5 * x) + 0.2
+    n = np.arange(12) % 4
+    return (f("j", 2, z) ** 2 * f("k", 1, z) + f("y", n, z) * f("i", 0, z[::-1])
+            + f("j", n, z, True) + f("k", 0, z, True) * f("i", n, z, True) + f("y", 1, z, True))
 
 
 def _dst_of(xp, fft):

@@ -486,8 +486,10 @@ for name, function in (("scipy.special.airy", scipy.special.airy),
     case(name, "x", [(4,)], lambda x, f=function: f(x), x=np.array([0.3, 0.9, 1.6, 2.4]))
 for program in (scipy_programs.expm, scipy_programs.solve_triangular, scipy_programs.lu,
                 scipy_programs.cho, scipy_programs.solve, scipy_programs.inv_det_cholesky,
+                scipy_programs.decompositions,
                 scipy_programs.logsumexp, scipy_programs.softmax, scipy_programs.polygamma,
-                scipy_programs.multigammaln, scipy_programs.fourier, scipy_programs.signal,
+                scipy_programs.multigammaln, scipy_programs.spherical_bessel,
+                scipy_programs.fourier, scipy_programs.signal,
                 scipy_programs.distributions, scipy_programs.sparse_products,
                 scipy_programs.interpolation):
     case(f"scipy-{program.__name__}", "program", [(12,)], lambda x, p=program: p(np, x),

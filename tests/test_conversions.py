@@ -28,13 +28,19 @@ def _library_style(x):
     c = np.array([x[0], x[1] ** 2, 1.5])            # a list of engine scalars and a float
     d = np.array([[x[0], x[2]], [x[1], x[0] * x[1]]])
     e = np.array(x, ndmin=2)
-    return np.sum(_logistic(b) * c) + np.sum(d ** 3) + np.sum(np.sin(e))
+    joined = np.r_[x, 1.0, x[:2] ** 2] * np.r_["0,2", x, x[::-1]].sum(axis=0)[0]
+    columns = np.c_[x, 2.0 * x, np.ones(3)]
+    return (np.sum(_logistic(b) * c) + np.sum(d ** 3) + np.sum(np.sin(e))
+            + np.sum(joined ** 2) + np.sum(np.cos(columns)))
 
 
 def _library_style_jax(x):
     c = jnp.stack([x[0], x[1] ** 2, 1.5])
     d = jnp.stack([jnp.stack([x[0], x[2]]), jnp.stack([x[1], x[0] * x[1]])])
-    return jnp.sum(jax.nn.sigmoid(x) * c) + jnp.sum(d ** 3) + jnp.sum(jnp.sin(x))
+    joined = jnp.r_[x, 1.0, x[:2] ** 2] * (x[0] + x[2])
+    columns = jnp.c_[x, 2.0 * x, jnp.ones(3)]
+    return (jnp.sum(jax.nn.sigmoid(x) * c) + jnp.sum(d ** 3) + jnp.sum(jnp.sin(x))
+            + jnp.sum(joined ** 2) + jnp.sum(jnp.cos(columns)))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -92,11 +98,14 @@ def test_plain_arguments_get_numpys_results_and_the_scope_ends():
         assert copied is not plain and type(copied) is np.ndarray
         assert np.asarray([1, 2], dtype=np.float32).dtype == np.float32
         assert np.array([[1.0]], ndmin=3).shape == (1, 1, 1)
+        assert_allclose(np.r_[plain, 1:3, [7]], [0.0, 1.0, 2.0, 1.0, 2.0, 7.0], rtol=0)
+        assert np.c_[plain, plain].shape == (3, 2)
         with cyad.through_asarray():      # nested
             pass
         assert np.asarray is not originals["asarray"]
     for name, function in originals.items():
         assert getattr(np, name) is function
+    assert type(np.r_).__getitem__.__globals__["array"] is originals["array"]
 
 
 def test_overlapping_scopes_in_threads_restore_numpy_once_the_last_ends():
@@ -146,6 +155,8 @@ def test_writes_into_plain_arrays_stay_refused_inside_the_scope(engine):
 def test_outside_the_scope_the_refusal_names_the_scope(engine):
     with pytest.raises(TypeError, match=r"np\.asarray.*cyad\.through_asarray"):
         cyad.gradient(lambda x: np.sum(_logistic(x)), X, engine=engine)
+    with pytest.raises(TypeError, match=r"np\.r_ and np\.c_.*np\.concatenate.*through_asarray"):
+        cyad.gradient(lambda x: np.sum(np.r_[x, 1.0]), X, engine=engine)
 
 
 def test_the_scope_decorates_a_function():

@@ -11,7 +11,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from rule_domains import points as domain_points
 
-from cyad._rules.table import APART, BINARY_RULES, UNARY_RULES, resolve
+from cyad._rules.table import APART, BINARY_RULES, UNARY_RULES, numpy_operands, resolve
 
 
 def central_difference(f, x):
@@ -44,7 +44,8 @@ def reference(rule):
     """The NumPy function of a binary rule (of the rule it stands for, for a variant)."""
     if rule.variant_of is not None:
         rule = next(other for other in BINARY_RULES if other.name == rule.variant_of)
-    return resolve(rule.ufuncs[0])
+    ufunc = resolve(rule.ufuncs[0])
+    return lambda a, b: ufunc(*numpy_operands(ufunc, a, b))   # (an order as SciPy takes it)
 
 
 # Every rule of the table: name: (NumPy function, domain)

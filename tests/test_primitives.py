@@ -533,6 +533,7 @@ SCENARIOS = [
     Scenario("scipy-softmax-log_softmax", [], 12, scipy_programs.softmax),
     Scenario("scipy-polygamma", [], 4, scipy_programs.polygamma),
     Scenario("scipy-multigammaln", [], 4, scipy_programs.multigammaln),
+    Scenario("scipy-spherical-bessel", [], 12, scipy_programs.spherical_bessel),
     Scenario("scipy-fft-signal", [], 12, scipy_programs.fourier),
     # statistics, ufunc methods and stencils
     Scenario("ptp-average", [np.ptp, np.average], 12,

@@ -66,6 +66,7 @@ def _binary_cases():
             continue
         u, rng = _ufunc(rule), _seeded(rule.name)
         a, b = binary_points(*rule.domain, rng, 12)
+        a, b = _rule_table.numpy_operands(u, a, b)   # (the order as SciPy takes it)
         in_b = rule.differentiable == "b"   # the first operand a constant
         if in_b:
             def call(u, first, second):

@@ -46,7 +46,8 @@ def test_ufuncs_are_numpy_ufuncs_of_the_arity_on_doubles(arity, rule):
         ufunc = table.resolve(name)
         assert isinstance(ufunc, np.ufunc)
         assert ufunc.nin == arity and ufunc.nout == 1
-        assert signature in ufunc.types
+        # (or of an integer order in C longs: SciPy's private spherical Bessel ufuncs)
+        assert signature in ufunc.types or (rule.differentiable == "b" and "ld->d" in ufunc.types)
 
 
 def test_every_ufunc_belongs_to_one_rule():

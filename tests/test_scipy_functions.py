@@ -52,8 +52,9 @@ def test_every_function_has_a_scenario(monkeypatch):
             monkeypatch.setitem(functions, name, recording)
     programs = [scipy_programs.expm, scipy_programs.solve_triangular, scipy_programs.lu,
                 scipy_programs.cho, scipy_programs.solve, scipy_programs.inv_det_cholesky,
+                scipy_programs.decompositions,
                 scipy_programs.logsumexp, scipy_programs.softmax, scipy_programs.polygamma,
-                scipy_programs.multigammaln,
+                scipy_programs.multigammaln, scipy_programs.spherical_bessel,
                 scipy_programs.fourier, scipy_programs.signal,
                 scipy_programs.stats]
     for program in programs:

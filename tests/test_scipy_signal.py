@@ -384,6 +384,9 @@ def _filter_programs():
                                                    padlen=5),
         "filtfilt-none-2d": lambda x: ss.filtfilt(x[:3], one(x), x[:12].reshape(6, 2), axis=0,
                                                   padtype=None),
+        "filtfilt-gust": lambda x: ss.filtfilt(x[:3], one(x), x[5:], method="gust"),
+        "filtfilt-gust-irlen-2d": lambda x: ss.filtfilt(x[:3], one(x), x[:24].reshape(12, 2),
+                                                        axis=0, method="gust", irlen=4),
         "lfilter_zi": lambda x: ss.lfilter_zi(x[:3], one(x) * (1.0 + x[5])),
         "lfilter_zi-longer-b": lambda x: ss.lfilter_zi(x[:4], one(x)[:2]),
         "sosfilt": lambda x: ss.sosfilt(_sos_of(x), x[4:]),
@@ -407,6 +410,10 @@ def _linear_filter_programs():
         "filtfilt": lambda x: ss.filtfilt(B, A, x, padlen=5),
         "filtfilt-odd-default": lambda x: ss.filtfilt(B[:2], A[:2], x),
         "filtfilt-2d-axis0": lambda x: ss.filtfilt(B, A, x.reshape(12, 2), axis=0, padlen=4),
+        "filtfilt-gust": lambda x: ss.filtfilt(B, A, x, method="gust"),
+        "filtfilt-gust-irlen-axis0": lambda x: ss.filtfilt(B, A, x.reshape(12, 2), axis=0,
+                                                           method="gust", irlen=5),
+        "filtfilt-gust-order-0": lambda x: ss.filtfilt([0.5], [2.0], x, method="gust"),
         "sosfilt": lambda x: ss.sosfilt(SOS, x),
         "sosfilt-axis0": lambda x: ss.sosfilt(SOS, x.reshape(6, 4), axis=0),
         "sosfiltfilt": lambda x: ss.sosfiltfilt(SOS, x.reshape(2, 12), padlen=5),
@@ -570,8 +577,6 @@ def test_errors(engine):
 
     with pytest.raises(NotImplementedError, match="complex"):
         jac(lambda x: np.real(ss.convolve2d(x.reshape(3, 4), np.ones((2, 2)) * 1j)))
-    with pytest.raises(NotImplementedError, match="gust"):
-        jac(lambda x: ss.filtfilt(B, A, x, method="gust"))
     with pytest.raises(NotImplementedError, match="fillvalue"):
         jac(lambda x: ss.convolve2d(x.reshape(3, 4), np.ones((2, 2)), fillvalue=x[0]))
     with pytest.raises(NotImplementedError, match="delta"):

@@ -352,8 +352,9 @@ def test_matrices_carrying_derivatives_are_refused_naming_the_call(engine):
     x = np.linspace(0.1, 0.6, 6)
     a = sparse.csr_array(dense_matrix(6, 6, seed=11))
     cases = {
-        "scipy.sparse.diags_array": lambda z: np.sum(sparse.diags_array(z) @ z),
-        "scipy.sparse.kron": lambda z: np.sum(sparse.kron(sparse.eye_array(2), z.reshape(2, 3))),
+        "scipy.sparse.kronsum": lambda z: np.sum(sparse.kronsum(sparse.eye_array(2),
+                                                                z[:4].reshape(2, 2))),
+        "scipy.sparse.vstack": lambda z: np.sum(sparse.vstack([a, z.reshape(1, 6)]) @ z),
         "constructor": lambda z: np.sum(sparse.csr_array((z, a.indices[:6], np.arange(7))) @ z),
         "__mul__": lambda z: np.sum(a * z),
         "0-d array": lambda z: np.sum(sparse.csr_matrix(a) * z[0]),

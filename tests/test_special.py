@@ -11,6 +11,7 @@ scipy.special's functions of other arities (betainc, hyp2f1, airy, multigammaln)
 models as users write them.
 """
 import functools
+import math
 import subprocess
 import sys
 
@@ -83,10 +84,11 @@ def test_binary_values_are_scipys(rule, dtype, engine):
     a, b = binary_operands(rule, dtype)
     value, _ = cyad.value_and_jacobian(lambda t: f(a, t), b, engine=engine)
     assert value.dtype == dtype
+    plain = function_of(np, f)   # (the order as SciPy takes it)
     if dtype == np.float64:
-        assert_array_equal(value, f(a, b))
+        assert_array_equal(value, plain(a, b))
     else:
-        assert ulps(value, f(a.astype(np.float64), b.astype(np.float64))) <= 0.5
+        assert ulps(value, plain(a.astype(np.float64), b.astype(np.float64))) <= 0.5
 
 
 # -- derivatives against JAX ----------------------------------------------------------------------
@@ -632,6 +634,144 @@ def test_multigammaln(engine):
         cyad.derivative(lambda t: sc.multigammaln(t, 3), 0.8, engine=engine)
 
 
+# -- spherical_jn, yn, in and kn: SciPy's Python functions, through their private ufuncs ---------
+
+SPHERICAL = {"jn": 1.0, "yn": 1.0, "in": -1.0, "kn": -1.0}   # the sign s of their equation
+# 0, where j_n and i_n are analytic and y_n and k_n singular, and below it: SciPy's reflection
+# (k_n's through complex numbers)
+Z = np.array([0.0, 0.05, 0.4, 1.3, 3.7, 9.0, -0.6, -2.2])
+
+
+def spherical(name):
+    return getattr(sc, f"spherical_{name}")
+
+
+def spherical_second(name, n, z):
+    """f'' from SciPy's f and f' by the equation z^2 f'' + 2z f' + (s z^2 - n(n+1)) f = 0."""
+    f = spherical(name)
+    return (n * (n + 1) * f(n, z) / z - 2.0 * f(n, z, True)) / z - SPHERICAL[name] * f(n, z)
+
+
+def diagonal_of_differences(f, z):
+    return np.diagonal(central_differences(f, z))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", SPHERICAL)
+def test_spherical_bessel_functions_against_scipy(name, engine):
+    # values and first derivatives: SciPy's (derivative=True for the derivative), bit for bit;
+    # second derivatives: central differences of derivative=True, third ones (derivative=True's
+    # second) of f'' from SciPy's f and f'; no finite number where y_n and k_n are singular
+    f = spherical(name)
+    regular = name in ("jn", "in")
+    away = np.ones(len(Z), bool) if regular else Z != 0.0
+    inside = Z != 0.0
+    for n in range(5):
+        for derivative in (False, True):
+            value, jacobian = cyad.value_and_jacobian(lambda t, n=n, d=derivative: f(n, t, d),
+                                                      Z, engine=engine)
+            assert_array_equal(value, f(n, Z, derivative))
+            if not derivative:
+                assert_array_equal(np.diagonal(jacobian), f(n, Z, True))
+        second = np.diagonal(cyad.hessian(lambda t, n=n: np.sum(f(n, t)), Z, engine=engine))
+        assert_allclose(second[away],
+                        diagonal_of_differences(lambda t, n=n: f(n, t, True), Z)[away],
+                        rtol=1e-7, atol=1e-9)
+        third = np.diagonal(cyad.hessian(lambda t, n=n: np.sum(f(n, t, True)), Z,
+                                          engine=engine))
+        assert_allclose(third[inside],
+                        diagonal_of_differences(lambda t, n=n: spherical_second(name, n, t),
+                                                Z[inside]), rtol=1e-6, atol=1e-8)
+        if not regular:
+            assert not np.isfinite(second[0]) and not np.isfinite(third[0])
+
+
+def maclaurin(n, s, z, order):
+    """The derivative of that order at z of the Maclaurin series of j_n (s = 1) or i_n
+    (s = -1): the sum over k of (-s/2)^k z^(n + 2k) / (k! (2n + 2k + 1)!!)."""
+    total = 0.0
+    for k in range(4):
+        p = n + 2 * k
+        if p >= order:
+            total += ((-s / 2) ** k / (math.factorial(k) * math.prod(range(1, n + p + 2, 2)))
+                      * math.perm(p, order) * z ** (p - order))
+    return total
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_spherical_bessel_functions_at_zero_and_near_it(engine):
+    # second and third derivatives of j_n and i_n, analytic at 0, at 0 and near it (where the
+    # form of their equation is 0/0 or cancels): those of the series
+    at = np.array([0.0, 1e-9])
+    for name, s in (("jn", 1.0), ("in", -1.0)):
+        f = spherical(name)
+        for n in range(5):
+            second = cyad.hessian(lambda t, f=f, n=n: np.sum(f(n, t)), at, engine=engine)
+            third = cyad.hessian(lambda t, f=f, n=n: np.sum(f(n, t, True)), at,
+                                 engine=engine)
+            assert_allclose(np.diagonal(second), [maclaurin(n, s, z, 2) for z in at],
+                            rtol=1e-12, atol=0.0)
+            assert_allclose(np.diagonal(third), [maclaurin(n, s, z, 3) for z in at],
+                            rtol=1e-8, atol=0.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_spherical_bessel_functions_in_float32(engine):
+    z = np.array([0.05, 0.4, 1.3, 3.7, -0.6], np.float32)
+    z64 = z.astype(np.float64)
+    for name in SPHERICAL:
+        f = spherical(name)
+        for n in range(5):
+            value, jacobian = cyad.value_and_jacobian(lambda t, f=f, n=n: f(n, t), z,
+                                                      engine=engine)
+            assert value.dtype == jacobian.dtype == np.float32
+            assert ulps(value, f(n, z64)) <= 0.5
+            assert ulps(np.diagonal(jacobian), f(n, z64, True)) <= 0.5
+            second = cyad.hessian(lambda t, f=f, n=n: np.sum(f(n, t)), z, engine=engine)
+            assert second.dtype == np.float32
+            assert_allclose(np.diagonal(second), spherical_second(name, n, z64), rtol=2e-5)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_spherical_bessel_orders_as_scipy_takes_them(engine):
+    # an array of orders broadcast against z; a float order truncated (at z < 0 the
+    # reflection's sign taken from the order as given, as SciPy does); a negative one NaN
+    z = np.array([-1.5, 0.7, 2.0])
+    for name in SPHERICAL:
+        f = spherical(name)
+        for n in (np.arange(4)[:, None], 2.7, 0.5, -1, np.int32(3)):
+            for derivative in (False, True):
+                value, _ = cyad.value_and_jacobian(
+                    lambda t, f=f, n=n, d=derivative: f(n, t, d), z, engine=engine)
+                assert_array_equal(value, f(n, z, derivative))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_function_of_spherical_bessel_functions(engine):
+    # sum(j_2(x)^2 k_1(x)): its gradient from SciPy's derivatives, its Hessian by differences
+    # of that gradient; nested, the third derivative of y_1 by differences of its second
+    x = np.array([0.3, 0.9, 1.7, 2.6])
+
+    def f(t):
+        return np.sum(sc.spherical_jn(2, t) ** 2 * sc.spherical_kn(1, t))
+
+    def gradient(t):
+        j, k = sc.spherical_jn(2, t), sc.spherical_kn(1, t)
+        return 2.0 * j * sc.spherical_jn(2, t, True) * k + j * j * sc.spherical_kn(1, t, True)
+
+    assert_allclose(cyad.gradient(f, x, engine=engine), gradient(x), rtol=1e-13)
+    assert_allclose(cyad.hessian(f, x, engine=engine), central_differences(gradient, x),
+                    rtol=1e-7, atol=1e-10)
+    for t in x[:2]:
+        nested = cyad.derivative(lambda s: cyad.derivative(
+            lambda u: sc.spherical_yn(1, u, derivative=True), s, engine=engine), t,
+            engine=engine)
+        assert_allclose(nested, diagonal_of_differences(
+            lambda u: spherical_second("yn", 1, u), np.array([t]))[0], rtol=1e-7)
+
+
 # -- operands that are not differentiable, functions without a rule ------------------------------
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -658,10 +798,13 @@ def test_a_function_without_a_rule_is_named_as_scipys(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_the_spherical_bessel_functions_are_refused(engine):
-    # SciPy's spherical_jn, ... call np.asarray on z (their private ufuncs take a C long n)
-    with pytest.raises(TypeError, match="cannot become a plain ndarray"):
-        cyad.derivative(lambda x: sc.spherical_jn(1, x), 1.5, engine=engine)
+def test_a_variable_order_or_complex_z_of_a_spherical_bessel_function_is_refused(engine):
+    with pytest.raises(TypeError, match=r"scipy\.special\.spherical_jn is differentiable in "
+                                        "z only"):
+        cyad.derivative(lambda n: sc.spherical_jn(n, 1.5), 1.0, engine=engine)
+    with pytest.raises(TypeError, match=r"scipy\.special\.spherical_kn of a complex z"):
+        cyad.derivative(lambda x: np.real(sc.spherical_kn(1, x * (1.0 + 1.0j))), 1.5,
+                        engine=engine)
 
 
 def test_cyad_works_without_scipy(tmp_path):

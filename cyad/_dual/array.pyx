@@ -443,7 +443,8 @@ cdef object _kept_array(bytes kept, int typenum, object like):
 cdef int _numpy_warnings(int op, bint is_binary, object a_value, object b_value) except -1:
     # the values once more through NumPy, for its warnings alone
     if is_binary:
-        _UFUNC_OF_BINARY[op](a_value, b_value)
+        ufunc = _UFUNC_OF_BINARY[op]
+        ufunc(*_rule_table.numpy_operands(ufunc, a_value, b_value))
     else:
         _UFUNC_OF_UNARY[op](a_value)
     return 0

@@ -17,7 +17,8 @@ a NumPy function is adding its entry here. SciPy's functions outside NumPy's dis
 are in `scipy_functions` (imported when SciPy is), as compositions and custom functions
 (`custom`, whose entries an engine finds with `_table.entry_of`); `scipy_dispatch` puts
 them in SciPy's modules, and `scipy_sparse_matrices` the products and solves of a constant
-scipy.sparse matrix (a linear entry of its own) in scipy.sparse's classes.
+scipy.sparse matrix (a linear entry of its own) in scipy.sparse's classes;
+`scipy_sparse_varying` the sparse matrices whose entries carry derivatives (diags, kron).
 """
 from cyad._primitives import (  # noqa: F401
     complex_parts,

@@ -7,10 +7,11 @@ SciPy's signature that computes the same on engine arrays;
 `cyad._primitives.scipy_dispatch` puts them in SciPy's modules. They are of two kinds:
 
 - compositions of table operations, where SciPy's function is one (logsumexp, softmax,
-  log_softmax, polygamma, multigammaln; solve, inv, det, cholesky and cho_factor through
-  NumPy's linalg; cho_solve and lu_solve through triangular solves): their derivatives are the
-  table's, at every order. Their values on engine arrays are NumPy's LAPACK calls rather
-  than SciPy's (equal up to rounding);
+  log_softmax, polygamma, multigammaln; spherical_jn, spherical_yn, spherical_in and
+  spherical_kn through their private ufuncs, rules of the rule table; solve, inv, det,
+  cholesky and cho_factor through NumPy's linalg; cho_solve and lu_solve through triangular
+  solves): their derivatives are the table's, at every order. Their values on engine arrays
+  are NumPy's LAPACK calls rather than SciPy's (equal up to rounding);
 - custom functions (`cyad.custom_derivative`) whose rules are written in table
   operations and in the custom functions themselves, so they compose to every order:
   `expm` (the JVP is the corner block of the expm of [[A, E], [0, A]], the VJP the same
@@ -27,6 +28,9 @@ them there; their derivative is the input's); cho_solve and lu_solve read only t
 factor's triangles. solve_triangular, lu_factor, lu_solve and cho_solve take one square
 matrix (2-D) here.
 
+scipy.linalg's decompositions, least squares, norms, special matrices and banded solves
+(lstsq, pinv, eigh, eigvalsh, eig, eigvals, svd, svdvals, qr, norm, block_diag, toeplitz,
+circulant, hankel, solve_banded, solveh_banded) are compositions in `scipy_linalg`.
 scipy.fft and scipy.signal's FFT convolutions are in `scipy_fourier`, scipy.signal's direct
 convolutions, filters and smoothing in `scipy_signal` (whose convolve and correlate take the
 FFT ones' place, and call them where SciPy computes by FFT): this table takes them in.
@@ -37,8 +41,9 @@ SciPy is imported when a function first runs, so cyad imports without it.
 import numpy as np
 
 from cyad._primitives.custom import custom_derivative, value_only
-from cyad._primitives._table import matrix_transpose
+from cyad._primitives._table import is_engine_array, matrix_transpose
 from cyad._primitives.scipy_fourier import SCIPY_FOURIER
+from cyad._primitives.scipy_linalg import SCIPY_LINALG
 from cyad._primitives.scipy_signal import SCIPY_SIGNAL
 from cyad._primitives.scipy_stats import SCIPY_STATS
 
@@ -380,6 +385,33 @@ def _scipy_multigammaln(a, d):
     return (d * (d - 1) * 0.25) * np.log(np.pi) + total
 
 
+def _spherical_bessel(name):
+    """scipy.special.spherical_jn (yn, in, kn) in z: its private ufuncs, rules of the rule
+    table that compute it at every real z (SciPy's reflection below 0 included); the
+    derivative=True ones for derivative=True. Its order n is a constant."""
+    def spherical(n, z, derivative=False):
+        if is_engine_array(n):
+            raise TypeError(f"cyad: scipy.special.{name} is differentiable in z only; its "
+                            "order n must be a constant integer, not a dual or traced array")
+        if not is_engine_array(z):   # (a rule's composed partial of plain arrays)
+            return getattr(_special(), name)(n, z, derivative)
+        if _is_complex(z):
+            raise TypeError(f"cyad: scipy.special.{name} of a complex z is not supported on "
+                            "cyad's arrays (its rules are real)")
+        order = np.asarray(n)
+        np.asarray(order, dtype=np.dtype("long"))   # SciPy's conversion of n: its errors
+        # (n as given: the rule truncates it, and takes the reflection's sign from it, as SciPy)
+        ufunc = getattr(_special()._ufuncs, f"_{name}_d" if derivative else f"_{name}")
+        return ufunc(order, z)
+
+    spherical.__name__ = name
+    return spherical
+
+
+SPHERICAL_BESSEL = {name: _spherical_bessel(name)
+                    for name in ("spherical_jn", "spherical_yn", "spherical_in", "spherical_kn")}
+
+
 SCIPY_FUNCTIONS = {
     "scipy.linalg": {
         "expm": _scipy_expm,
@@ -392,6 +424,7 @@ SCIPY_FUNCTIONS = {
         "solve": _scipy_solve,
         "inv": _scipy_inv,
         "det": _scipy_det,
+        **SCIPY_LINALG,
     },
     "scipy.special": {
         "logsumexp": _scipy_logsumexp,
@@ -399,6 +432,7 @@ SCIPY_FUNCTIONS = {
         "log_softmax": _scipy_log_softmax,
         "polygamma": _scipy_polygamma,
         "multigammaln": _scipy_multigammaln,
+        **SPHERICAL_BESSEL,
     },
     "scipy.stats": SCIPY_STATS,
     **SCIPY_FOURIER,

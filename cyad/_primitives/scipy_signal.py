@@ -42,7 +42,8 @@ The functions (SciPy's signatures):
 - lfilter: ``filtered(b / a[0], a[1:] / a[0], x, zi)`` (zi as SciPy takes it, not
   scaled; zeros when None); b, a, x and zi may all be differentiated.
 - lfilter_zi (SciPy's linear system, through np.linalg.solve), filtfilt (method "pad":
-  SciPy's extensions, lfilter forwards then backwards from lfilter_zi's states),
+  SciPy's extensions, lfilter forwards then backwards from lfilter_zi's states; "gust":
+  Gustafsson's states, SciPy's least-squares fit through np.linalg.lstsq),
   sosfilt (a cascade of `filtered` sections; sos[:, 3] must be 1, as SciPy checks, and
   is not differentiated), sosfilt_zi, sosfiltfilt.
 - savgol_filter: linear in x. The coefficients are savgol_coeffs's; a mode other than
@@ -57,7 +58,7 @@ The functions (SciPy's signatures):
   constant of the piece's length, then the line: two products).
 
 Refused (NotImplementedError, naming the function): complex operands (but for convolve and
-correlate), filtfilt's method="gust", a differentiated fillvalue, cval or delta.
+correlate), a differentiated fillvalue, cval or delta.
 
 SciPy is imported when a function first runs, so cyad imports without it.
 """
@@ -569,10 +570,9 @@ def _filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=
     _real_operands("filtfilt", b, a, x)
     if method not in ("pad", "gust"):
         raise ValueError("method must be 'pad' or 'gust'.")
-    if method == "gust":
-        raise NotImplementedError("cyad: scipy.signal.filtfilt's method='gust' is not "
-                                  "supported on cyad's arrays; use method='pad'")
     axis = _signal_axis(x, axis)
+    if method == "gust":
+        return _gust(b, a, x, axis, irlen)
     edge, ext = _validate_pad(padtype, padlen, x, axis,
                               max(shape_of(a)[0], shape_of(b)[0]))
     zi = _lfilter_zi(b, a)
@@ -584,6 +584,52 @@ def _filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=
                     zi=zi * _axis_part(y, axis, -1, None))
     y = np.flip(y, axis=axis)
     return _axis_part(y, axis, edge, -edge) if edge > 0 else y
+
+
+def _gust(b, a, x, axis, irlen):
+    """filtfilt's method="gust": SciPy's _filtfilt_gust, whose initial states of the forward
+    and backward passes are the least-squares fit (np.linalg.lstsq, full rank) of the
+    difference between filtering forwards-backwards and backwards-forwards, in `_lfilter`
+    and the table's operations: linear in x, differentiable in b and a too."""
+    order = max(shape_of(a)[0], shape_of(b)[0]) - 1
+    if order == 0:
+        return (b[0] / a[0]) ** 2 * x
+    x = np.moveaxis(x, axis, -1)
+    n = shape_of(x)[-1]
+    m = n if irlen is None or n <= 2 * irlen else irlen
+    dtype = float_dtype_of(b, a, x)
+    # the response to a unit first state (column 0 of SciPy's Obs), delayed by k in column k
+    unit = np.zeros(order, dtype)
+    unit[0] = 1.0
+    response, _ = _lfilter(b, a, np.zeros(m, dtype), zi=unit)
+    obs = np.stack([np.concatenate([np.zeros(min(k, m), dtype), response[:max(m - k, 0)]])
+                    for k in range(order)], axis=1)
+    s = _lfilter(b, a, obs[::-1], axis=0)
+    # SciPy's M (the states' effect on the difference) and W (on the result): side by side
+    # where the fit spans x, else block-diagonal (the first and the last m samples)
+    lhs, weights = (s[::-1] - obs, obs[::-1] - s), (s[::-1], obs[::-1])
+    if m == n:
+        lhs, weights = (np.concatenate(pair, axis=1) for pair in (lhs, weights))
+    else:
+        zeros = np.zeros((m, order), dtype)
+        lhs, weights = (np.concatenate([np.concatenate([first, zeros], axis=1),
+                                        np.concatenate([zeros, second], axis=1)])
+                        for first, second in (lhs, weights))
+    y_fb = np.flip(_lfilter(b, a, np.flip(_lfilter(b, a, x), -1)), -1)
+    y_bf = _lfilter(b, a, np.flip(_lfilter(b, a, np.flip(x, -1)), -1))
+    delta = y_bf - y_fb
+    if m != n:
+        delta = np.concatenate([delta[..., :m], delta[..., -m:]], axis=-1)
+    batch = shape_of(delta)[:-1]
+    columns = np.reshape(delta, (-1, shape_of(delta)[-1])).T
+    states = np.linalg.lstsq(lhs, columns)[0].T
+    fit = np.reshape(np.matmul(states, weights.T), batch + (shape_of(weights)[0],))
+    if m == n:
+        y = y_fb + fit
+    else:
+        y = np.concatenate([y_fb[..., :m] + fit[..., :m], y_fb[..., m:n - m],
+                            y_fb[..., n - m:] + fit[..., m:]], axis=-1)
+    return np.moveaxis(y, -1, axis)
 
 
 def _sections(sos):

@@ -40,12 +40,17 @@ CSR copy at each product f makes (SciPy converts it at every product too), which
 holds instead (a change of the lil or dok matrix in place is not seen). spsolve factorizes A
 once per call of f on the dual engine, once per record on the tape.
 
+Matrices whose entries carry derivatives. scipy.sparse's functions that build a matrix
+(`_BUILDERS`) are served by cyad._primitives.scipy_sparse_varying.build: given an
+argument carrying derivatives, diags, diags_array, spdiags and kron make a sparse matrix of
+derivatives (its products, solves, transpose and sums are differentiated in its entries),
+the others are refused; spsolve, splu and factorized hand such a matrix to that module.
+
 Refused, with a TypeError naming the call: complex matrices, a sparse matrix times a 0-d
-array carrying derivatives (a sparse matrix of derivatives), COO arrays of more than two
-dimensions, and any matrix whose entries carry derivatives: scipy.sparse's functions that
-build one (diags, kron, bmat, ...: `install` wraps them to refuse such an array), its
-constructors and its elementwise operations (`sparse_hint` completes the message of the
-engine's refusal of np.asarray).
+array carrying derivatives (a constant matrix scaled by it), COO arrays of more than two
+dimensions, scipy.sparse's constructors given an array carrying derivatives and its
+elementwise operations with one (`sparse_hint` completes the message of the engine's
+refusal of np.asarray).
 """
 import functools
 import math
@@ -256,8 +261,9 @@ def _operator_of(matrix, what):
 def _refuse_scalar(matrix, x):
     if x.ndim == 0:
         raise TypeError(f"cyad: a {_name(matrix)} times a 0-d array carrying derivatives "
-                        "would be a sparse matrix of derivatives, which cyad does not make; "
-                        "multiply the vector instead (A @ (s * x))")
+                        "is not supported (cyad makes sparse matrices of derivatives by "
+                        "diags, diags_array, spdiags and kron); multiply the vector instead "
+                        "(A @ (s * x))")
 
 
 def matmul(matrix, x):
@@ -321,10 +327,14 @@ def _splu():
 
 def _spsolve(original):
     import scipy.sparse as sparse
+
+    from cyad._primitives import scipy_sparse_varying as varying
     splu = _splu()
 
     @functools.wraps(original)
     def spsolve(A, b, permc_spec=None, use_umfpack=True):
+        if isinstance(A, varying.VaryingSparseMatrix):
+            return varying.spsolve(A, b, permc_spec)
         if _cyads(A):
             raise TypeError("cyad: scipy.sparse.linalg.spsolve(A, b) with A an array carrying "
                             "derivatives is not supported: a sparse matrix holds plain numbers "
@@ -388,19 +398,30 @@ class SuperLU:
 
 
 def _factorizing(original):
+    from cyad._primitives import scipy_sparse_varying as varying
+
     @functools.wraps(original)
-    def factorize(*args, **kwargs):
-        return SuperLU(original(*args, **kwargs))
+    def factorize(A, *args, **kwargs):
+        if isinstance(A, varying.VaryingSparseMatrix):
+            if original.__name__ != "splu":
+                raise TypeError(f"cyad: scipy.sparse.linalg.{original.__name__} of a sparse "
+                                "matrix carrying derivatives is not supported: its solve is "
+                                "not the matrix's inverse (splu's is)")
+            return varying.splu(A, *args, **kwargs)
+        return SuperLU(original(A, *args, **kwargs))
 
     factorize.__cyad_dispatching__ = True
     return factorize
 
 
 def _factorized(original):
+    from cyad._primitives import scipy_sparse_varying as varying
     splu = _splu()
 
     @functools.wraps(original)
     def factorized(A):
+        if isinstance(A, varying.VaryingSparseMatrix):
+            return varying.splu(A).solve
         solve = original(A)
         factor = getattr(solve, "__self__", None)   # splu(A).solve, without UMFPACK
         made = []
@@ -440,28 +461,19 @@ def _engine_rmatmul(self, other):
 
 _METHODS = {"_matmul_dispatch": matmul, "_rmatmul_dispatch": _engine_rmatmul, "dot": matmul}
 
-# scipy.sparse's functions that build a matrix from arrays: refused on engine arrays
+# scipy.sparse's functions that build a matrix from arrays (cyad._primitives.
+# scipy_sparse_varying.build: a sparse matrix of derivatives, or a refusal)
 _BUILDERS = ("diags", "diags_array", "spdiags", "kron", "kronsum", "block_diag", "bmat",
              "block_array", "hstack", "vstack", "tril", "triu")
 
 
-def _holds_engine_array(value, depth=0):
-    if _cyads(value):
-        return True
-    return depth < 2 and isinstance(value, (list, tuple)) and any(
-        _holds_engine_array(v, depth + 1) for v in value)
-
-
-def _refusing(original, name):
-    """scipy.sparse's builder `name`, refusing an argument that carries derivatives."""
+def _building(original, name):
+    """scipy.sparse's builder `name`, served by scipy_sparse_varying.build (imported at the
+    call: its import of scipy.sparse may be what is installing this)."""
     @functools.wraps(original)
     def builder(*args, **kwargs):
-        for value in (*args, *kwargs.values()):
-            if type(value) is not np.ndarray and _holds_engine_array(value):
-                raise TypeError(f"cyad: scipy.sparse.{name} of an array carrying derivatives "
-                                "is not supported: a scipy.sparse matrix holds plain numbers. "
-                                + _INSTEAD)
-        return original(*args, **kwargs)
+        from cyad._primitives import scipy_sparse_varying
+        return scipy_sparse_varying.build(original, name, args, kwargs)
 
     builder.__cyad_dispatching__ = True
     return builder
@@ -494,7 +506,7 @@ def install(module):
         for name in _BUILDERS:
             original = getattr(module, name, None)
             if original is not None and not getattr(original, "__cyad_dispatching__", False):
-                scipy_dispatch.replace(module, name, _refusing(original, name))
+                scipy_dispatch.replace(module, name, _building(original, name))
     elif module.__name__ == "scipy.sparse.linalg":
         for name, make in _LINALG.items():
             original = getattr(module, name, None)
@@ -518,8 +530,10 @@ def sparse_hint(module, name):
 
 
 _INSTEAD = ("cyad differentiates the products and solves of a constant sparse matrix A "
-            "(A @ x, x @ A, spsolve(A, b), splu(A).solve(b)) in x and b, but neither a "
-            "matrix built from an array carrying derivatives (diags(v), kron, csr_array(("
-            "data, indices, indptr)), ...) nor an elementwise operation of a sparse matrix "
-            "with one; write those with the arrays (diags(v) @ x is v * x).")
-
+            "(A @ x, x @ A, spsolve(A, b), splu(A).solve(b)) in x and b, and makes a sparse "
+            "matrix of derivatives M from diags, diags_array, spdiags and kron (M @ x, x @ M, "
+            "M.T, M.toarray(), M + N, s * M, spsolve(M, b), splu(M).solve(b)); but neither "
+            "another builder (kronsum, block_diag, bmat, block_array, hstack, vstack, tril, "
+            "triu) nor a constructor (csr_array((data, indices, indptr))) of an array "
+            "carrying derivatives, nor an elementwise operation of a sparse matrix with one; "
+            "write those with the arrays (diags(v) @ x is v * x).")

@@ -52,6 +52,18 @@ def public_name(function):
     return getattr(function, "__module__", None) or "numpy", name
 
 
+def rule_ufunc_path(name):
+    """(module, name) of the function a user calls for a rule's ufunc (named as in the rule
+    table): a private ufunc (scipy.special._ufuncs._zeta) by the public function of its name
+    (scipy.special.zeta) that calls it, _spherical_jn_d by spherical_jn (derivative=True)."""
+    module, attribute = _rule_table.module_and_name(name)
+    if attribute.startswith("_"):
+        module, attribute = module.removesuffix("._ufuncs"), attribute.lstrip("_")
+        if attribute.startswith("spherical_"):
+            attribute = attribute.removesuffix("_d")
+    return module, attribute
+
+
 def _rule_rows(rules, arity):
     rows = []
     for rule in rules:
@@ -61,11 +73,7 @@ def _rule_rows(rules, arity):
         if getattr(rule, "differentiable", "ab") == "b":
             note = "differentiable in its second argument only (the first is a constant)"
         for name in rule.ufuncs:
-            module, attribute = _rule_table.module_and_name(name)
-            if attribute.startswith("_"):
-                # a private ufunc (scipy.special._ufuncs._zeta) that the public function of
-                # its name (scipy.special.zeta) calls
-                module, attribute = module.removesuffix("._ufuncs"), attribute.lstrip("_")
+            module, attribute = rule_ufunc_path(name)
             function = getattr(np, attribute, None) if module == "numpy" else None
             rows.append(Row(module, attribute, f"elementwise, {arity}", ALL_ORDERS, note,
                             _complex(function)))
@@ -95,8 +103,11 @@ def supported_functions():
     for public, entry in NAMED.items():    # other modules' ufuncs, by name
         module, name = _rule_table.module_and_name(public)
         rows.append(Row(module, name, _KINDS[entry.kind], ALL_ORDERS, entry.note, ""))
+    elementwise = {(row.module, row.name) for row in rows}
     for module, functions in SCIPY_FUNCTIONS.items():
         for name, function in functions.items():
+            if (module, name) in elementwise:   # (spherical_jn, ...: its rules' rows)
+                continue
             rows.append(Row(module, name, "outside NumPy's dispatch: cyad's wrapper in SciPy's "
                             "module", ALL_ORDERS, "",
                             "yes" if getattr(function, "takes_complex", False) else ""))
@@ -114,13 +125,14 @@ def supported_functions():
 
 def _class_rows():
     """SciPy's classes whose methods cyad's wrappers serve (cyad._primitives.scipy_stats,
-    scipy_sparse_matrices, scipy_interpolate): a row per distribution, per product or solve
-    of a sparse matrix, per interpolator; none without SciPy."""
+    scipy_sparse_matrices, scipy_sparse_varying, scipy_interpolate): a row per distribution,
+    per product or solve of a sparse matrix, per builder of a sparse matrix of derivatives,
+    per interpolator; none without SciPy."""
     try:
         import scipy.interpolate
     except ImportError:
         return []
-    from cyad._primitives import scipy_interpolate, scipy_stats
+    from cyad._primitives import scipy_interpolate, scipy_sparse_varying, scipy_stats
     rows = []
     for name, distribution in scipy_stats.DISTRIBUTIONS.items():
         continuous = distribution.kind == "continuous"
@@ -144,9 +156,15 @@ def _class_rows():
         rows.append(Row("scipy.sparse", name, "products A @ x, A.dot(x), x @ A (and A * x, "
                         "x * A of the matrix API)", ALL_ORDERS, "A constant, x differentiable",
                         ""))
+    for name in sorted(scipy_sparse_varying.BUILDING):
+        rows.append(Row("scipy.sparse", name, "a sparse matrix of derivatives: its products, "
+                        "solves, transpose, toarray, diagonal, scaling and sums", ALL_ORDERS,
+                        "of real values; the pattern constant", ""))
     for name in ("spsolve", "splu", "spilu", "factorized"):
+        note = ("A constant, b differentiable" if name == "spilu" else
+                "b and a matrix of diags, kron, ... differentiable")
         rows.append(Row("scipy.sparse.linalg", name, "solve with a sparse matrix", ALL_ORDERS,
-                        "A constant, b differentiable", ""))
+                        note, ""))
     classes = {cls.__name__ for cls, _, _, _ in scipy_interpolate._methods(scipy.interpolate)
                if not cls.__name__.startswith("_")}
     for name in sorted(classes) + sorted(scipy_interpolate.FUNCTIONS):

@@ -120,6 +120,14 @@ def _dawsn_d(x, v):
     return np.where(far, -_asymptotic(x, 1.0, far), 1.0 - 2.0 * x * v)
 
 
+def _spherical_d2(n, s, below, at, above):
+    # (cyad/_rules/helpers.pxd)
+    n = np.trunc(n)
+    return (n * (n - 1.0) / (2.0 * n - 1.0) * below
+            - s * (n * n / (2.0 * n - 1.0) + (n + 1.0) * (n + 1.0) / (2.0 * n + 3.0)) * at
+            + (n + 1.0) * (n + 2.0) / (2.0 * n + 3.0) * above) / (2.0 * n + 1.0)
+
+
 def _elliptic_partial(kind):
     def partial(phi, m):
         from cyad._primitives.special import elliptic_partial
@@ -130,7 +138,7 @@ def _elliptic_partial(kind):
 class _ScipySpecial:
     """`sc.<name>` of a column: scipy.special's ufunc (a rule of the table); the partials of
     the incomplete elliptic integrals in m, composed; polygamma as the primitive table
-    computes it."""
+    computes it; spherical_jn, ... as cyad computes them (through their rules)."""
 
     _COMPOSED = {"ellipkinc_dm": _elliptic_partial(1), "ellipeinc_dm": _elliptic_partial(-1)}
 
@@ -142,6 +150,9 @@ class _ScipySpecial:
             return _scipy_polygamma
         if name == "zeta":     # the rule: Hurwitz's zeta(s, q)
             return _special()._ufuncs._zeta
+        if name.startswith("spherical_"):   # (whether or not SciPy's module is wrapped)
+            from cyad._primitives.scipy_functions import SPHERICAL_BESSEL
+            return SPHERICAL_BESSEL[name]
         return getattr(_special(), name)
 
 
@@ -156,7 +167,7 @@ _NAMES = {
     "_sign": _sign, "_pow_da": _pow_da, "_pow_db": _pow_db, "_max_share": _max_share,
     "_min_share": _min_share, "_fmax_share": _fmax_share, "_fmin_share": _fmin_share,
     "_log_ndtr_d": _log_ndtr_d, "_gammainc_dx": _gammainc_dx, "_boxcox_dl": _boxcox_dl,
-    "_erfcx_d": _erfcx_d, "_dawsn_d": _dawsn_d,
+    "_erfcx_d": _erfcx_d, "_dawsn_d": _dawsn_d, "_spherical_d2": _spherical_d2,
     "sc": _ScipySpecial(),
 }
 

@@ -8,7 +8,7 @@
 # keeps their divisions plain C divisions (IEEE inf and nan) whatever that module's.
 
 from libc.math cimport (exp, exp2, expm1, log, log1p, pow, fabs, isnan, INFINITY, M_LN2,
-                        M_SQRT1_2, M_2_SQRTPI, M_PI, floor, fmod, copysign, sin, cos)
+                        M_SQRT1_2, M_2_SQRTPI, M_PI, floor, fmod, copysign, sin, cos, trunc)
 
 from cyad._rules cimport special_kernels as sc
 
@@ -244,3 +244,16 @@ cdef inline double _dawsn_d2(double x, double v, double d) noexcept nogil:
         a *= (2 * n - 1) * u
         total += (2 * n + 1) * (2 * n + 2) * a
     return 0.5 * total / (x * x * x)
+
+cdef inline double _spherical_d2(double n, double s, double below, double at,
+                                 double above) noexcept nogil:
+    # f_n'' of a spherical Bessel function of order n from f_n-2, f_n and f_n+2 (below, at,
+    # above; f_n''' from their derivatives): the recurrence (2n + 1) f_n' = n f_n-1 - (n + 1) f_n+1
+    # of j_n and y_n applied twice (s = 1), or that of i_n and k_n (n f_n-1 + (n + 1) f_n+1 and
+    # its negative: s = -1). Unlike their equation x^2 f'' + 2x f' + (s x^2 - n(n+1)) f = 0 it
+    # neither cancels near x = 0 nor is 0/0 there. For n < 2 the caller passes 0 for f_n-2,
+    # whose coefficient is 0 (SciPy's NaN of a negative order would make the sum NaN).
+    n = trunc(n)
+    return (n * (n - 1.0) / (2.0 * n - 1.0) * below
+            - s * (n * n / (2.0 * n - 1.0) + (n + 1.0) * (n + 1.0) / (2.0 * n + 3.0)) * at
+            + (n + 1.0) * (n + 2.0) / (2.0 * n + 3.0) * above) / (2.0 * n + 1.0)

@@ -67,6 +67,12 @@ cdef double elliprd(double x, double y, double z) noexcept nogil
 cdef double hyp2f1(double a, double b, double c, double z) noexcept nogil
 cdef double zeta(double s, double q) noexcept nogil
 cdef double polygamma(int n, double x) noexcept nogil
+# the spherical Bessel functions j_n, y_n, i_n and k_n of an integer order n (truncated toward
+# zero) at a real x, or their derivatives, as scipy.special.spherical_jn, ... compute them
+cdef double spherical_jn(double n, double x, bint derivative=*) noexcept nogil
+cdef double spherical_yn(double n, double x, bint derivative=*) noexcept nogil
+cdef double spherical_in(double n, double x, bint derivative=*) noexcept nogil
+cdef double spherical_kn(double n, double x, bint derivative=*) noexcept nogil
 # the partials in m of ellipkinc's F(phi|m) and ellipeinc's E(phi|m), first and second
 cdef double ellipkinc_dm(double phi, double m) noexcept nogil
 cdef double ellipeinc_dm(double phi, double m) noexcept nogil

@@ -14,6 +14,14 @@ The functions of an integer order n (yn, kn, expn: SciPy's kernels take a C long
 it as a double and truncate it toward zero, as their ufuncs do with a float order (without
 the ufuncs' warning); a NaN order gives NaN.
 
+The spherical Bessel functions j_n, y_n, i_n and k_n (spherical_jn, ...) are the kernels of
+cython_special's spherical_jn, ... of a double z, whose optional argument `derivative`
+(Cython's struct of the optional arguments given) selects the derivative; their order is
+truncated toward zero as the other integer orders. At a real x they give what SciPy's
+Python functions (scipy/special/_spherical_bessel.py) give: the kernel for x >= 0, below
+it the reflection j_n(-x) = (-1)^n j_n(x) (i_n likewise, y_n with the opposite sign; a
+derivative's sign flips once more), and k_n as the real part of its kernel of a complex z.
+
 Hurwitz's zeta(s, q), which cython_special does not export, is the algorithm of SciPy's
 (Cephes') `zeta`: Euler-Maclaurin summation; it gives the polygamma functions
 (psi^(n)(x) = (-1)^(n+1) n! zeta(n+1, x)) that the derivatives of gammaln, digamma and
@@ -34,8 +42,8 @@ cancel where |m| s^2 is small (their numerators vanish with m s^2): there they a
 integrals over (0, phi) of (3/4) sin^4 / D^(5/2) and -(1/4) sin^4 / D^(3/2), by 32-point
 Gauss-Legendre quadrature (exact to rounding while D >= 1/2 on the interval).
 """
-from libc.math cimport (INFINITY, M_PI, NAN, cos, fabs, floor, isnan, pow, rint, sin, sqrt,
-                        tgamma)
+from libc.math cimport (INFINITY, M_PI, NAN, cos, fabs, floor, fmod, isnan, pow, rint, sin,
+                        sqrt, tgamma)
 
 from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 
@@ -44,6 +52,18 @@ ctypedef double (*kernel2)(double, double, int) noexcept nogil
 ctypedef double (*kernel_n)(long, double, int) noexcept nogil
 ctypedef double (*kernel3)(double, double, double, int) noexcept nogil
 ctypedef double (*kernel4)(double, double, double, double, int) noexcept nogil
+
+
+ctypedef struct _optional_derivative:
+    # Cython's optional arguments of a cpdef function: how many are given, and `derivative`
+    int given
+    int derivative
+
+
+ctypedef double (*kernel_spherical)(Py_ssize_t, double, int,
+                                    _optional_derivative*) noexcept nogil
+ctypedef double complex (*kernel_spherical_complex)(Py_ssize_t, double complex, int,
+                                                    _optional_derivative*) noexcept nogil
 
 # the kernels by name, in the order of their slots below
 _UNARY = ("erf", "erfc", "erfinv", "erfcx", "ndtr", "log_ndtr", "ndtri", "expit", "logit",
@@ -56,6 +76,7 @@ _BINARY = ("betaln", "beta", "xlogy", "xlog1py", "rel_entr", "kl_div", "iv", "iv
 _INTEGER_ORDER = ("yn", "kn", "expn")
 _TERNARY = ("elliprd",)
 _QUATERNARY = ("hyp2f1",)
+_SPHERICAL = ("spherical_jn", "spherical_yn", "spherical_in", "spherical_kn")
 _SIGNATURE1 = b"double (double, int __pyx_skip_dispatch)"
 _SIGNATURE2 = b"double (double, double, int __pyx_skip_dispatch)"
 _SIGNATURE_N = b"double (long, double, int __pyx_skip_dispatch)"
@@ -67,6 +88,8 @@ cdef kernel2 _kernels2[22]
 cdef kernel_n _kernels_n[3]
 cdef kernel3 _kernels3[1]
 cdef kernel4 _kernels4[1]
+cdef kernel_spherical _kernels_spherical[4]
+cdef kernel_spherical_complex _kernel_kn_complex[1]
 cdef bint _loaded = False
 assert (len(_UNARY), len(_BINARY), len(_INTEGER_ORDER), len(_TERNARY), len(_QUATERNARY)) == \
     (36, 22, 3, 1, 1)
@@ -82,6 +105,21 @@ cdef void* _pointer(dict capi, str name, bytes signature) except NULL:
         if capsule is not None and PyCapsule_GetName(capsule) == signature:
             return PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
     raise ImportError(f"scipy.special.cython_special has no double {name}")
+
+
+cdef void* _spherical_pointer(dict capi, str name, str number) except NULL:
+    # cython_special's `name` of a `number` z (its C type: double, __pyx_t_double_complex) and
+    # n, which older SciPy declares a long (taken where that is a Py_ssize_t)
+    orders = ("Py_ssize_t", "long") if sizeof(long) == sizeof(Py_ssize_t) else ("Py_ssize_t",)
+    for fuse in ("__pyx_fuse_0", "__pyx_fuse_1"):
+        capsule = capi.get(fuse + name)
+        for order in orders:
+            signature = (f"{number} ({order}, {number}, int __pyx_skip_dispatch, struct {fuse}"
+                         f"__pyx_opt_args_5scipy_7special_14cython_special_{name} "
+                         "*__pyx_optional_args)").encode()
+            if capsule is not None and PyCapsule_GetName(capsule) == signature:
+                return PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
+    raise ImportError(f"scipy.special.cython_special has no {number} {name}")
 
 
 cdef void _load() noexcept nogil:
@@ -114,6 +152,16 @@ cdef void _load() noexcept nogil:
                 _kernels_n[i] = NULL
             _kernels3[0] = NULL
             _kernels4[0] = NULL
+        try:
+            from scipy.special.cython_special import __pyx_capi__ as capi
+            for i, name in enumerate(_SPHERICAL):
+                _kernels_spherical[i] = <kernel_spherical>_spherical_pointer(capi, name, "double")
+            _kernel_kn_complex[0] = <kernel_spherical_complex>_spherical_pointer(
+                capi, "spherical_kn", "__pyx_t_double_complex")
+        except ImportError:
+            for i in range(len(_SPHERICAL)):
+                _kernels_spherical[i] = NULL
+            _kernel_kn_complex[0] = NULL
         _loaded = True
 
 
@@ -200,6 +248,44 @@ cdef double modstruve(double v, double x) noexcept nogil: return _call2(21, v, x
 cdef double yn(double n, double x) noexcept nogil: return _call_n(0, n, x)
 cdef double kn(double n, double x) noexcept nogil: return _call_n(1, n, x)
 cdef double expn(double n, double x) noexcept nogil: return _call_n(2, n, x)
+
+
+cdef double _spherical(int k, double n, double x, bint derivative) noexcept nogil:
+    # the k-th of _SPHERICAL at x as SciPy's Python function (the module's docstring)
+    cdef _optional_derivative optional
+    cdef Py_ssize_t order
+    cdef double sign
+    if not _loaded:
+        _load()
+    if _kernels_spherical[k] == NULL or isnan(n):
+        return NAN
+    n = 4e18 if n > 4e18 else (-4e18 if n < -4e18 else n)
+    order = <Py_ssize_t>n
+    optional.given = 1
+    optional.derivative = derivative
+    if not x < 0.0:
+        return _kernels_spherical[k](order, x, 0, &optional)
+    if k == 3:
+        return _kernel_kn_complex[0](order, x, 0, &optional).real
+    # (the parity of n as given, as SciPy's: a non-integer n counts as odd)
+    sign = (1.0 if fmod(n, 2.0) == 0.0 else -1.0) * (-1.0 if k == 1 else 1.0)
+    return (-sign if derivative else sign) * _kernels_spherical[k](order, -x, 0, &optional)
+
+
+cdef double spherical_jn(double n, double x, bint derivative=False) noexcept nogil:
+    return _spherical(0, n, x, derivative)
+
+
+cdef double spherical_yn(double n, double x, bint derivative=False) noexcept nogil:
+    return _spherical(1, n, x, derivative)
+
+
+cdef double spherical_in(double n, double x, bint derivative=False) noexcept nogil:
+    return _spherical(2, n, x, derivative)
+
+
+cdef double spherical_kn(double n, double x, bint derivative=False) noexcept nogil:
+    return _spherical(3, n, x, derivative)
 
 
 cdef double elliprd(double x, double y, double z) noexcept nogil:

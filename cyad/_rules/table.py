@@ -88,10 +88,19 @@ Conventions where a function is not differentiable:
   gammainc at x = 0       d/dx = x**(a-1) e**-x / Gamma(a) there: 1 (a = 1), 0 (a > 1),
                           +inf (a < 1).
   ive at x = 0            the kink of e**-|x|: its midpoint, as i0e's.
-  Bessel orders           jv, yv, iv, kv (and their scaled forms), yn, kn, expn, struve
-                          and modstruve are differentiable in x only (the order a
-                          constant); yn, kn and expn truncate a float order toward zero,
-                          as SciPy does, and so do their derivatives.
+  Bessel orders           jv, yv, iv, kv (and their scaled forms), yn, kn, expn, struve,
+                          modstruve and the spherical ones are differentiable in x only
+                          (the order a constant); yn, kn, expn and the spherical ones
+                          truncate a float order toward zero, as SciPy does, and so do
+                          their derivatives.
+  spherical Bessel        SciPy's private ufuncs _spherical_jn, _spherical_jn_d (its
+                          derivative=True), ... of yn, in and kn take their order in C longs
+                          only (`numpy_operands` converts a float one as SciPy's spherical_jn
+                          does); their rules compute the public functions at every real z,
+                          with the reflection below 0 that SciPy's Python code adds (the
+                          private ufuncs give NaN there), a non-integer order's sign there
+                          included. y_n and k_n at z = 0: SciPy's infinities and NaN, their
+                          second and third derivatives there NaN or inf.
   gammasgn                derivative 0 everywhere (also at its jumps, the poles of Gamma).
   rgamma at x = -n        1/Gamma is entire: (-1)**n n! there (by the reflection formula).
   spence at x = 1         the limit -1 of log(x) / (1 - x).
@@ -102,10 +111,11 @@ expm1' = exp (not expm1 + 1), tanh' = 1/cosh^2 (not 1 - tanh^2), and 1 - x^2 is
 computed as (1 - x)(1 + x) for arcsin, arccos and arctanh near |x| = 1; log_ndtr' = phi/Phi
 as sqrt(2/pi) / erfcx(-x/sqrt(2)) (no underflow in the lower tail); expit' = expit(x)
 expit(-x) (not v(1 - v)); the Bessel functions' derivatives through the recurrences
-(I1' = (I0 + I2)/2, not I0 - I1/x); erfcx' and dawsn' by their asymptotic series for
-|x| >= 7; ellipk', ellipe' in hypergeometric functions, ellipkinc's and ellipeinc's partials
-in m in Carlson's R_D (no 0/0 at m = 0); boxcox's partials in lmbda by their series where
-lmbda log(x) is small (exact at lmbda = 0, where the closed form is 0/0).
+(I1' = (I0 + I2)/2, not I0 - I1/x), the spherical ones' second and third through theirs
+(not their equation, which is 0/0 at z = 0 and cancels near it); erfcx' and dawsn' by their
+asymptotic series for |x| >= 7; ellipk', ellipe' in hypergeometric functions, ellipkinc's and
+ellipeinc's partials in m in Carlson's R_D (no 0/0 at m = 0); boxcox's partials in lmbda by
+their series where lmbda log(x) is small (exact at lmbda = 0, where the closed form is 0/0).
 
 Test domains: where the tests draw a rule's points, inside the function's real domain
 and away from the places where it is not differentiable (the jumps of sign, floor, ceil,
@@ -132,7 +142,7 @@ ORDER = (-2.5, 2.5)                # the real order v of a Bessel or Struve func
 PARAMETER = (-2.0, 0.9)            # the parameter m < 1 of an elliptic integral
 NONZERO = "nonzero"                # +-(0.2, 3)
 INTEGER = "integer"                # integers in [-3, 3]
-NATURAL = "natural"                # integers in [0, 3]: an integer order (yn, kn, expn)
+NATURAL = "natural"                # integers in [0, 3]: an integer order (yn, expn, spherical_jn)
 # k + (0.1, 0.4) for integers k in [-3, 2]: at least 0.1 from every integer and every
 # half-integer (the jumps of floor, ceil and trunc, and of rint)
 BETWEEN_STEPS = "between-steps"
@@ -168,6 +178,27 @@ class Binary(NamedTuple):
     variant_of: str | None = None   # an internal variant of this rule, with
     constant: str | None = None     # this operand ("a" or "b") a constant
     differentiable: str = "ab"      # the operands it differentiates ("b": not in a)
+
+
+def _spherical_bessel(name, s):
+    """The rules of scipy.special.spherical_<name> of an integer order n (a), derivative=False
+    and True: SciPy's private ufuncs, whose rules compute the public function at every real z
+    (SciPy's reflection below 0: cyad/_rules/special_kernels.pyx). f' is derivative=True's
+    value; f'' and f''' come from f and f' of the orders n - 2, n and n + 2 (_spherical_d2,
+    with s: 1.0 for j_n and y_n, -1.0 for i_n and k_n)."""
+    def d2(arguments, at):
+        # f'' from f (arguments "") or f''' from f' (", True") of the orders n - 2 and n + 2,
+        # and `at`, the one of order n
+        f = f"sc.spherical_{name}"
+        return (f"_spherical_d2(a, {s}, {f}(trunc(a) - 2.0, b{arguments}) if a >= 2.0 else 0.0,"
+                f" {at}, {f}(trunc(a) + 2.0, b{arguments}))")
+    value, derivative = f"sc.spherical_{name}(a, b)", f"sc.spherical_{name}(a, b, True)"
+    domain = (NATURAL, POSITIVE)
+    return (Binary(f"spherical_{name}", (f"scipy.special._ufuncs._spherical_{name}",), value,
+                   "NAN", derivative, "NAN", "NAN", d2("", "v"), domain, differentiable="b"),
+            Binary(f"spherical_{name}_d", (f"scipy.special._ufuncs._spherical_{name}_d",),
+                   derivative, "NAN", d2("", value), "NAN", "NAN", d2(", True", "v"), domain,
+                   differentiable="b"))
 
 
 UNARY_RULES = (
@@ -476,6 +507,10 @@ BINARY_RULES = (
            "sqrt(1.0 - b * sin(a) * sin(a))", "sc.ellipeinc_dm(a, b)",
            "-b * sin(a) * cos(a) / da", "-0.5 * sin(a) * sin(a) / da",
            "sc.ellipeinc_dmm(a, b)", (ANY, PARAMETER)),
+    *_spherical_bessel("jn", "1.0"),
+    *_spherical_bessel("yn", "1.0"),
+    *_spherical_bessel("in", "-1.0"),
+    *_spherical_bessel("kn", "-1.0"),
 )
 
 
@@ -526,6 +561,23 @@ class FirstUfuncs(dict):
     def __missing__(self, op):
         self[op] = resolve(self._rules[op].ufuncs[0])
         return self[op]
+
+
+def long_order(ufunc):
+    """Whether a binary table ufunc takes its first operand in C longs only: SciPy's private
+    spherical Bessel ufuncs, of an order n (which their rules take as a double)."""
+    types = getattr(ufunc, "types", ())
+    return "ld->d" in types and "dd->d" not in types
+
+
+def numpy_operands(ufunc, a, b):
+    """The operands of a binary table ufunc as it takes them on plain arrays: a `long_order`
+    in C longs, as SciPy's spherical_jn, ... convert it (a tape holds it as a float)."""
+    if long_order(ufunc):
+        import numpy as np
+
+        return np.asarray(a).astype(np.dtype("long")), b
+    return a, b
 
 
 def resolve(name):

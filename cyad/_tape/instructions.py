@@ -211,7 +211,8 @@ class Binary(Rules):
     def numpy_values(self, instr, args):
         from cyad._dual.array import _UFUNC_OF_BINARY   # the dual engine's own
 
-        return (_UFUNC_OF_BINARY[instr.params["op"]](*args),)
+        ufunc = _UFUNC_OF_BINARY[instr.params["op"]]
+        return (ufunc(*_rule_table.numpy_operands(ufunc, *args)),)
 
     def jvp(self, tr, instr, args, tangents, lanes):
         shape = instr.outs[0].shape
