@@ -162,27 +162,32 @@ def _expn(n, x):
 
 def _complete_elliptic(m):
     # K(m) and E(m) by the arithmetic-geometric mean: K = pi / (2 agm(1, sqrt(1 - m))),
-    # E = K (1 - sum over n of 2**(n-1) c_n**2), c_0**2 = m, c_n+1 = (a_n - b_n) / 2
-    a, b = jnp.ones_like(m), jnp.sqrt(1.0 - m)
-    total = 0.5 * m
-    for n in range(1, 10):
+    # E = K (1 - sum over n of 2**(n-1) c_n**2), c_0**2 = m, c_n+1 = (a_n - b_n) / 2 (a loop
+    # of XLA's, not unrolled: an unrolled one takes minutes to compile at second order)
+    def step(_, carry):
+        a, b, total, weight = carry
         c = 0.5 * (a - b)
-        a, b = 0.5 * (a + b), jnp.sqrt(a * b)
-        total = total + 2.0 ** (n - 1) * c * c
+        return 0.5 * (a + b), jnp.sqrt(a * b), total + weight * c * c, 2.0 * weight
+
+    one = jnp.ones_like(m)
+    a, _, total, _ = jax.lax.fori_loop(1, 10, step, (one, jnp.sqrt(1.0 - m), 0.5 * m, one))
     k = jnp.pi / (2.0 * a)
     return k, k * (1.0 - total)
 
 
 def _carlson(x, y, z):
     # Carlson's R_F(x, y, z) and R_D(x, y, z) by 16 duplication steps (the arguments then
-    # agree to 4**-16 relative; the means below err by its square)
-    rd, scale = 0.0, 1.0
-    for _ in range(16):
+    # agree to 4**-16 relative; the means below err by its square), an XLA loop as above
+    def step(_, carry):
+        x, y, z, rd, scale = carry
         sx, sy, sz = jnp.sqrt(x), jnp.sqrt(y), jnp.sqrt(z)
         lam = sx * sy + sy * sz + sz * sx
-        rd = rd + 3.0 * scale / (sz * (z + lam))
-        scale = scale / 4.0
-        x, y, z = 0.25 * (x + lam), 0.25 * (y + lam), 0.25 * (z + lam)
+        return (0.25 * (x + lam), 0.25 * (y + lam), 0.25 * (z + lam),
+                rd + 3.0 * scale / (sz * (z + lam)), 0.25 * scale)
+
+    x, y, z = jnp.broadcast_arrays(x, y, z)
+    x, y, z, rd, scale = jax.lax.fori_loop(0, 16, step, (x, y, z, jnp.zeros_like(x),
+                                                         jnp.ones_like(x)))
     return ((x + y + z) / 3.0) ** -0.5, rd + scale * ((x + y + 3.0 * z) / 5.0) ** -1.5
 
 
@@ -229,12 +234,16 @@ def _spherical_bessel(kind):
         if kind in "ji":
             odd_factorial = sum(jnp.where(n == k, float(np.prod(np.arange(1, 2 * k + 2, 2))), 0.0)
                                 for k in range(5))
+            sign = -0.5 if kind == "j" else 0.5
+
+            def step(k, carry):     # (an XLA loop: unrolled, it is slow to compile)
+                term, total = carry
+                term = term * sign * x * x / (k * (2 * n + 2 * k + 1))
+                return term, total + term
+
             term = x ** n / odd_factorial
-            total = term
-            for k in range(1, 30):
-                term = term * (-0.5 if kind == "j" else 0.5) * x * x / (k * (2 * n + 2 * k + 1))
-                total = total + term
-            return total
+            term, x = jnp.broadcast_arrays(term, x)
+            return jax.lax.fori_loop(1, 30, step, (term, term))[1]
         if kind == "y":
             f = [-jnp.cos(x) / x, -jnp.cos(x) / x**2 - jnp.sin(x) / x]
             for k in range(1, 4):   # y_k+1 = (2k + 1) / x y_k - y_k-1
