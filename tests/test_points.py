@@ -381,13 +381,15 @@ def test_a_worker_process_keeps_its_prep():
 
 # -- random programs (tests/test_random_programs.py) ---------------------------------------
 
+# (on the worker of test_random_programs, whose references, found for all its programs in
+# one JAX run, serve here too)
+@pytest.mark.xdist_group("test_random_programs")
 @pytest.mark.parametrize("seed", range(0, 48, 4))
 def test_random_programs_at_points(seed):
     import test_random_programs as random_programs
 
     program = random_programs.PROGRAMS[seed]
-    (exact,) = random_programs.references(    # JAX's, or differences of an exact order
-        [(lambda xp, x: [random_programs.out_of_place(program)(xp, x)], program.point)])[0]
+    exact = random_programs.reference(program)   # JAX's, or differences of an exact order
     rng = np.random.default_rng(seed)
     # the program's point (JAX's reference) and points close by (its rules' domains hold)
     points = program.point + np.concatenate([np.zeros((1, program.point.size)),

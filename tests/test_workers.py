@@ -227,9 +227,18 @@ def slow_function(seconds, n=64, interrupt=False):
     return cyad.FunctionWrapper(f, out_shape=(n,)), sent
 
 
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler during the test: a library loaded before in this process
+    may have left one of its own in place, which would not raise KeyboardInterrupt."""
+    former = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, former)
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
                     reason="a SIGINT sent to this process")
-def test_ctrl_c_stops_a_threaded_jacobian():
+def test_ctrl_c_stops_a_threaded_jacobian(python_sigint):
     x = np.ones(64)
     f, sent = slow_function(0.05, interrupt=True)   # 64 evaluations of 50 ms: 1.6 s on 2 parts
     prep = cyad.prepare_jacobian(f, x, chunk=1, workers=2)
@@ -242,7 +251,7 @@ def test_ctrl_c_stops_a_threaded_jacobian():
 
 @pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
                     reason="a SIGINT sent to this process")
-def test_ctrl_c_stops_points_on_threads():
+def test_ctrl_c_stops_points_on_threads(python_sigint):
     points = np.ones((64, 2))
     # a row's Jacobian in one evaluation: 1.6 s on 2 threads
     f, sent = slow_function(0.05, 2, interrupt=True)
