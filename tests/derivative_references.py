@@ -48,6 +48,18 @@ def exact_in_float32(values):
     return np.asarray(values, np.float64).astype(np.float32).astype(np.float64)
 
 
+def basis_jacobian(program, size):
+    """The Jacobian of a program linear in its 1-d argument of `size` elements: its columns
+    are program(e_i), raveled, computed on plain arrays (SciPy's own functions)."""
+    return np.stack([np.ravel(program(e)) for e in np.eye(size)], axis=1)
+
+
+def sine_loss_references(jacobian, y):
+    """The gradient and Hessian of sum(sin(program(x))**2), for a linear program of Jacobian
+    `jacobian` whose value at x is y."""
+    return jacobian.T @ np.sin(2 * y), jacobian.T @ (2 * np.cos(2 * y)[:, None] * jacobian)
+
+
 def seeded(name):
     """A random generator of its own for each named case."""
     return np.random.default_rng(zlib.crc32(name.encode()))

@@ -280,6 +280,17 @@ def sparse_products(xp, x):
     return xp.concatenate([a @ (x ** 2), x @ a.tocsc(), scipy.sparse.linalg.spsolve(a, xp.sin(x))])
 
 
+def sparse_of_derivatives(xp, x):
+    """Sparse matrices whose entries move with x (diags, kron), their products and solves
+    (NumPy only; held to JAX's dense ones in tests/test_sparse_varying.py)."""
+    import scipy.sparse
+    import scipy.sparse.linalg
+    a = scipy.sparse.diags([x[1:], 3.0 + x ** 2, -x[:-1]], [-1, 0, 1], format="csr")
+    k = scipy.sparse.kron(scipy.sparse.eye(2), scipy.sparse.diags(xp.sin(x)))
+    return xp.concatenate([a @ x, x @ a, k @ xp.concatenate([x, x ** 2]),
+                           scipy.sparse.linalg.spsolve(a, xp.cos(x))])
+
+
 def interpolation(xp, x):
     """scipy.interpolate's splines built from x and evaluated at points moved by x (NumPy
     only; held to JAX and SciPy in tests/test_scipy_interpolate.py)."""

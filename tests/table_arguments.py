@@ -491,6 +491,7 @@ for program in (scipy_programs.expm, scipy_programs.solve_triangular, scipy_prog
                 scipy_programs.multigammaln, scipy_programs.spherical_bessel,
                 scipy_programs.fourier, scipy_programs.signal,
                 scipy_programs.distributions, scipy_programs.sparse_products,
+                scipy_programs.sparse_of_derivatives,
                 scipy_programs.interpolation):
     case(f"scipy-{program.__name__}", "program", [(12,)], lambda x, p=program: p(np, x),
          x=0.3 + 0.1 * np.arange(12.0))

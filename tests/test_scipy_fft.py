@@ -17,11 +17,13 @@ import scipy.fft as sf
 import scipy.signal as ss
 from derivative_references import (
     assert_matches,
+    basis_jacobian,
     central_differences,
     jax,
     jnp,
     references,
     seeded,
+    sine_loss_references,
 )
 from scenarios import ENGINES
 
@@ -42,27 +44,20 @@ def _parts(y):
     return np.concatenate([np.real(y), np.imag(y)]) if np.iscomplexobj(y) else y
 
 
-def _basis_jacobian(program, size):
-    """The Jacobian of a linear program: its columns are program(e_i), on plain arrays."""
-    return np.stack([program(e) for e in np.eye(size)], axis=1)
-
-
 def _loss(program):
     return lambda x: np.sum(np.sin(program(x)) ** 2)
 
 
 def _loss_references(program, x):
     """The gradient and Hessian of sum(sin(program(x))**2) for a linear program."""
-    jacobian = _basis_jacobian(program, x.size)
-    y = program(x)
-    return jacobian.T @ np.sin(2 * y), jacobian.T @ (2 * np.cos(2 * y)[:, None] * jacobian)
+    return sine_loss_references(basis_jacobian(program, x.size), program(x))
 
 
 def _check_linear(program, x, engine, tolerance=EXACT):
     """cyad's value and Jacobian of a linear program against SciPy's value and its basis
     Jacobian."""
     value, jacobian = cyad.value_and_jacobian(program, x, engine=engine)
-    expected = _basis_jacobian(lambda e: program(e.astype(x.dtype)), x.size)
+    expected = basis_jacobian(lambda e: program(e.astype(x.dtype)), x.size)
     assert_matches(value, program(x), **tolerance, what="value")
     assert_matches(jacobian, expected, **tolerance, what="jacobian")
 
@@ -151,7 +146,7 @@ def test_real_transform_float32(name, t, engine):
     value, jacobian = cyad.value_and_jacobian(program, x, engine=engine)
     assert value.dtype == jacobian.dtype == np.float32
     assert_matches(value, program(x), **FLOAT32)
-    assert_matches(jacobian, _basis_jacobian(program, 10), **FLOAT32)
+    assert_matches(jacobian, basis_jacobian(program, 10), **FLOAT32)
     gradient, _ = _loss_references(program, X[:10])
     got = cyad.gradient(_loss(program), x, engine=engine)
     assert got.dtype == np.float32
@@ -202,9 +197,9 @@ def test_real_core_adjoint_identity(kind, t, norm, orthogonalize, axes, transpos
 def test_real_core_transposed_is_scipys_matrix_transposed(kind, t, norm, orthogonalize, n):
     # (the transposed core's own impl against the transpose of SciPy's matrix)
     params = dict(kind=kind, type=t, axes=(-1,), norm=norm, orthogonalize=orthogonalize)
-    matrix = _basis_jacobian(lambda e: getattr(sf, kind)(e, type=t, norm=norm,
+    matrix = basis_jacobian(lambda e: getattr(sf, kind)(e, type=t, norm=norm,
                                                          orthogonalize=orthogonalize), n)
-    transposed = _basis_jacobian(lambda e: scipy_fourier.r2r(e, **params, transposed=True), n)
+    transposed = basis_jacobian(lambda e: scipy_fourier.r2r(e, **params, transposed=True), n)
     assert_matches(transposed, matrix.T, **EXACT)
 
 
@@ -227,7 +222,7 @@ def test_lanes_run_as_one_batched_call(monkeypatch):
     calls = _counting_dctn(monkeypatch)
     program = lambda x: sf.dct(x.reshape(3, 4), axis=0).ravel()  # noqa: E731
     jacobian = cyad.jacobian(program, X[:12], chunk=12, engine="dual")
-    assert_matches(jacobian, _basis_jacobian(program, 12), **EXACT)
+    assert_matches(jacobian, basis_jacobian(program, 12), **EXACT)
     assert len(calls) == 2 and calls[0] == (3, 4) and calls[1][1:] == (3, 4)
 
 
@@ -336,7 +331,7 @@ def _mixed(x):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_pushforward_and_pullback(engine):
-    jacobian = _basis_jacobian(_mixed, 24)
+    jacobian = basis_jacobian(_mixed, 24)
     v = seeded("v").standard_normal(24)
     w = seeded("w").standard_normal(jacobian.shape[0])
     assert_matches(cyad.pushforward(_mixed, X, v, engine=engine), jacobian @ v, **EXACT)
@@ -517,7 +512,7 @@ def test_convolution_of_scalars_and_of_a_list(engine):
     assert_matches(cyad.jacobian(f, x, engine=engine),
                    [[x[1], x[0], 0.0], [0.0, x[2], x[1]]], **EXACT)
     g = lambda x: ss.convolve(x, [1.0, -2.0, 0.5], mode="same")  # noqa: E731
-    assert_matches(cyad.jacobian(g, x, engine=engine), _basis_jacobian(g, 3), **EXACT)
+    assert_matches(cyad.jacobian(g, x, engine=engine), basis_jacobian(g, 3), **EXACT)
 
 
 def test_plain_calls_are_scipys():

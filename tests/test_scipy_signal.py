@@ -24,11 +24,13 @@ import scipy.optimize
 import scipy.signal as ss
 from derivative_references import (
     assert_matches,
+    basis_jacobian,
     by_differences,
     central_differences,
     jax,
     references,
     seeded,
+    sine_loss_references,
 )
 from scenarios import ENGINES
 
@@ -55,23 +57,17 @@ def _quadratic_references(f, x):
     return jacobian, second
 
 
-def _basis_jacobian(program, size):
-    """The Jacobian of a program linear in x: its columns are program(e_i), SciPy's."""
-    return np.stack([np.ravel(program(e)) for e in np.eye(size)], axis=1)
-
-
 def _check_linear(program, x, engine, tolerance=EXACT):
     """Value, Jacobian, and the gradient, Hessian and HVP of sum(sin(program(x))**2), of a
     program linear in x, against SciPy's."""
     flat = lambda x: np.ravel(program(x))  # noqa: E731
-    jacobian = _basis_jacobian(program, x.size)
+    jacobian = basis_jacobian(program, x.size)
     value, got = cyad.value_and_jacobian(flat, x, engine=engine)
     assert_matches(value, flat(x), **tolerance, what="value")
     assert_matches(got, jacobian, **tolerance, what="jacobian")
     y = flat(x)
     loss = lambda x: np.sum(np.sin(flat(x)) ** 2)  # noqa: E731
-    gradient = jacobian.T @ np.sin(2 * y)
-    hessian = jacobian.T @ (2 * np.cos(2 * y)[:, None] * jacobian)
+    gradient, hessian = sine_loss_references(jacobian, y)
     v = seeded("direction").standard_normal(x.size)
     assert_matches(cyad.gradient(loss, x, engine=engine), gradient, **tolerance, what="gradient")
     assert_matches(cyad.hessian(loss, x, engine=engine), hessian, **tolerance, what="hessian")
@@ -456,7 +452,7 @@ def test_savgol_filter_along_an_axis_and_in_float32(engine):
     value, jacobian = cyad.value_and_jacobian(f, x, engine=engine)
     assert value.dtype == jacobian.dtype == np.float32
     assert_matches(value, f(x), **FLOAT32)
-    assert_matches(jacobian, _basis_jacobian(f, 16), **FLOAT32)
+    assert_matches(jacobian, basis_jacobian(f, 16), **FLOAT32)
 
 
 DETRENDS = [dict(), dict(type="constant"), dict(bp=[4]), dict(bp=[3, 7, 8]),

@@ -163,6 +163,12 @@ def is_engine_array(x):
     return hasattr(type(x), "__array_function__") and not isinstance(x, np.ndarray)
 
 
+def as_operand(x):
+    """x as an operand of cyad's compositions: an engine's array as it is, a constant as an
+    ndarray."""
+    return x if is_engine_array(x) else np.asarray(x)
+
+
 def float_dtype_of(*arrays):
     """The float dtype of a result of `arrays` (their floats promoted; float64 if none)."""
     dtypes = [x.dtype for x in arrays if hasattr(x, "dtype") and x.dtype.kind == "f"]

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from cyad._primitives._table import Primitive, axes_of, is_engine_array, shape_of
+from cyad._primitives._table import Primitive, as_operand, axes_of, shape_of
 from cyad._primitives.custom import EntryFunction
 from cyad._primitives.fourier import _resized
 
@@ -298,15 +298,10 @@ def _centered(a, shape):
     return a[tuple(slice((m - n) // 2, (m - n) // 2 + n) for m, n in zip(current, shape))]
 
 
-def _operand(a):
-    """An operand of a convolution: an engine's array, or a constant as an ndarray."""
-    return a if is_engine_array(a) else np.asarray(a)
-
-
 def _fftconvolve(in1, in2, mode="full", axes=None):
     from cyad._complex.array import is_complex
     _check_mode(mode)
-    in1, in2 = _operand(in1), _operand(in2)
+    in1, in2 = as_operand(in1), as_operand(in2)
     s1, s2 = shape_of(in1), shape_of(in2)
     if len(s1) == len(s2) == 0:
         return in1 * in2
@@ -359,7 +354,7 @@ def _checked_operands(in1, in2, mode, method):
     least as large as the other along every axis, also where one has a single point."""
     _check_method(method)
     _check_mode(mode)
-    in1, in2 = _operand(in1), _operand(in2)
+    in1, in2 = as_operand(in1), as_operand(in2)
     s1, s2 = shape_of(in1), shape_of(in2)
     if len(s1) != len(s2):
         raise ValueError("in1 and in2 should have the same dimensionality")

@@ -36,13 +36,9 @@ import warnings
 
 import numpy as np
 
-from cyad._primitives._table import is_engine_array, matrix_transpose
+from cyad._primitives._table import as_operand, matrix_transpose
 from cyad._primitives.custom import value_only
 from cyad._primitives.linalg import _symmetrised
-
-
-def _array(x):
-    return x if is_engine_array(x) else np.asarray(x)
 
 
 def _refuse(function, what, why):
@@ -61,7 +57,7 @@ def _one_system(a, b, function):
 
 def _scipy_lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
                  lapack_driver=None):
-    a, b = _array(a), _array(b)
+    a, b = as_operand(a), as_operand(b)
     _one_system(a, b, "lstsq")
     driver = "gelsd" if lapack_driver is None else lapack_driver
     if driver not in ("gelsd", "gelsy", "gelss"):
@@ -143,7 +139,7 @@ def _eigh(a, b, lower, eigvals_only, type, subset_by_index, subset_by_value, dri
             raise ValueError('"type" keyword only accepts 1, 2, and 3.')
         if np.shape(b) != np.shape(a):
             raise ValueError(f"wrong b dimensions {np.shape(b)}, should be {np.shape(a)}")
-        w, v = _generalized(_array(a), _array(b), uplo, type, eigvals_only)
+        w, v = _generalized(as_operand(a), as_operand(b), uplo, type, eigvals_only)
     elif eigvals_only:
         w, v = np.linalg.eigvalsh(a, uplo), None
     else:
@@ -250,7 +246,7 @@ def _scipy_norm(a, ord=None, axis=None, keepdims=False, check_finite=True):
 # -- special matrices -----------------------------------------------------------------------
 
 def _scipy_block_diag(*arrs):
-    arrs = [np.atleast_2d(_array(a)) for a in arrs]
+    arrs = [np.atleast_2d(as_operand(a)) for a in arrs]
     batch = np.broadcast_shapes(*(np.shape(a)[:-2] for a in arrs))
     arrs = [np.broadcast_to(a, batch + np.shape(a)[-2:]) for a in arrs]
     dtype = np.result_type(*(a.dtype for a in arrs))
@@ -266,8 +262,8 @@ def _scipy_block_diag(*arrs):
 
 
 def _scipy_toeplitz(c, r=None):
-    c = np.atleast_1d(_array(c))
-    r = np.conjugate(c) if r is None else np.atleast_1d(_array(r))
+    c = np.atleast_1d(as_operand(c))
+    r = np.conjugate(c) if r is None else np.atleast_1d(as_operand(r))
     batch = np.broadcast_shapes(np.shape(c)[:-1], np.shape(r)[:-1])
     c = np.broadcast_to(c, batch + np.shape(c)[-1:])
     r = np.broadcast_to(r, batch + np.shape(r)[-1:])
@@ -278,14 +274,14 @@ def _scipy_toeplitz(c, r=None):
 
 
 def _scipy_circulant(c):
-    c = np.atleast_1d(_array(c))
+    c = np.atleast_1d(as_operand(c))
     n = np.shape(c)[-1]
     return c[..., (np.arange(n)[:, None] - np.arange(n)) % n]
 
 
 def _scipy_hankel(c, r=None):
-    c = _array(c)
-    r = np.zeros_like(c) if r is None else _array(r)
+    c = as_operand(c)
+    r = np.zeros_like(c) if r is None else as_operand(r)
     if np.ndim(c) > 1 or np.ndim(r) > 1:
         warnings.warn("Beginning in SciPy 1.19, multidimensional input will be treated as a "
                       "batch, not `ravel`ed. To preserve the existing behavior and silence "
@@ -308,7 +304,7 @@ def _banded_shapes(ab, b, function):
 def _from_band(ab, rows, columns, inside):
     """The dense matrix of band storage: ab[rows[i, j], columns[i, j]] inside the band, 0
     outside (a constant gather: the unused corners of ab are not read)."""
-    return np.where(inside, _array(ab)[np.where(inside, rows, 0), columns], 0.0)
+    return np.where(inside, as_operand(ab)[np.where(inside, rows, 0), columns], 0.0)
 
 
 def _scipy_solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
@@ -324,7 +320,7 @@ def _scipy_solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
     dense = _from_band(ab, nupper + offset, np.broadcast_to(np.arange(n), (n, n)),
                        (-nupper <= offset) & (offset <= nlower))
     # a dense solve: O(n^3) in the matrix's size
-    return np.linalg.solve(dense, _array(b))
+    return np.linalg.solve(dense, as_operand(b))
 
 
 def _scipy_solveh_banded(ab, b, overwrite_ab=False, overwrite_b=False, lower=False,
@@ -343,7 +339,7 @@ def _scipy_solveh_banded(ab, b, overwrite_ab=False, overwrite_b=False, lower=Fal
     # through the Cholesky factor, as LAPACK's pbsv (LinAlgError unless positive definite);
     # dense solves: O(n^3) in the matrix's size
     low = np.linalg.cholesky(dense)
-    return np.linalg.solve(matrix_transpose(low), np.linalg.solve(low, _array(b)))
+    return np.linalg.solve(matrix_transpose(low), np.linalg.solve(low, as_operand(b)))
 
 
 SCIPY_LINALG = {

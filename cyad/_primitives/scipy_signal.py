@@ -69,6 +69,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from cyad._primitives._table import (
     Primitive,
+    as_operand,
     axis_of,
     float_dtype_of,
     is_engine_array,
@@ -88,11 +89,6 @@ _FOURIER = dict(SCIPY_FOURIER["scipy.signal"])
 def _signal():
     import scipy.signal
     return scipy.signal
-
-
-def _operand(a):
-    """An operand: an engine's array, or a constant as an ndarray."""
-    return a if is_engine_array(a) else np.asarray(a)
 
 
 def _is_complex(a):
@@ -245,7 +241,7 @@ def _direct(name, in1, in2, mode, method):
     if method not in ("auto", "direct", "fft"):
         raise ValueError("Acceptable method flags are 'auto', 'direct', or 'fft'.")
     _check_mode(mode)
-    in1, in2 = _operand(in1), _operand(in2)
+    in1, in2 = as_operand(in1), as_operand(in2)
     s1, s2 = shape_of(in1), shape_of(in2)
     fourier = _FOURIER[name]
     if len(s1) != len(s2) or not s1 or 0 in s1 or 0 in s2 or _is_complex(in1) \
@@ -271,7 +267,7 @@ _BOUNDARIES = {"fill": "constant", "pad": "constant", "wrap": "wrap", "circular"
 
 
 def _two_dimensional(name, in1, in2, mode, boundary, fillvalue):
-    in1, in2 = _operand(in1), _operand(in2)
+    in1, in2 = as_operand(in1), as_operand(in2)
     if not ndim_of(in1) == ndim_of(in2) == 2:
         raise ValueError(f"{name} inputs must both be 2-D arrays")
     _check_mode(mode)
@@ -445,7 +441,7 @@ filtered = EntryFunction(Primitive("filtered", vars(_Filter)))
 # -- lfilter and its kin ----------------------------------------------------------------------
 
 def _coefficients(b, a):
-    b, a = np.atleast_1d(_operand(b)), np.atleast_1d(_operand(a))
+    b, a = np.atleast_1d(as_operand(b)), np.atleast_1d(as_operand(a))
     if ndim_of(b) != 1 or shape_of(b)[0] == 0:
         raise ValueError(f"Parameter b is not a non-empty 1d array, since b.shape="
                          f"{shape_of(b)}!")
@@ -478,7 +474,7 @@ def _signal_axis(x, axis):
 
 def _lfilter(b, a, x, axis=-1, zi=None):
     b, a = _coefficients(b, a)
-    x = _operand(x)
+    x = as_operand(x)
     _real_operands("lfilter", b, a, x, zi)
     axis = _signal_axis(x, axis)
     expected = list(shape_of(x))
@@ -486,7 +482,7 @@ def _lfilter(b, a, x, axis=-1, zi=None):
     expected = tuple(expected)
     given = zi is not None
     if given:
-        zi = _operand(zi)
+        zi = as_operand(zi)
         shape = shape_of(zi)
         if len(shape) != len(expected) or shape[axis] != expected[axis] or not all(
                 n in (m, 1) for n, m in zip(shape, expected, strict=True)):
@@ -502,7 +498,7 @@ def _lfilter(b, a, x, axis=-1, zi=None):
 
 
 def _lfilter_zi(b, a):
-    b, a = np.atleast_1d(_operand(b)), np.atleast_1d(_operand(a))
+    b, a = np.atleast_1d(as_operand(b)), np.atleast_1d(as_operand(a))
     if ndim_of(b) != 1:
         raise ValueError("Numerator b must be 1-D.")
     if ndim_of(a) != 1:
@@ -566,7 +562,7 @@ def _validate_pad(padtype, padlen, x, axis, ntaps):
 
 def _filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=None):
     b, a = _coefficients(b, a)
-    x = _operand(x)
+    x = as_operand(x)
     _real_operands("filtfilt", b, a, x)
     if method not in ("pad", "gust"):
         raise ValueError("method must be 'pad' or 'gust'.")
@@ -633,7 +629,7 @@ def _gust(b, a, x, axis, irlen):
 
 
 def _sections(sos):
-    sos = _operand(sos)
+    sos = as_operand(sos)
     if ndim_of(sos) < 2:
         sos = np.reshape(sos, (1,) * (2 - ndim_of(sos)) + tuple(shape_of(sos)))
     if ndim_of(sos) != 2:
@@ -647,7 +643,7 @@ def _sections(sos):
 
 def _sosfilt(sos, x, axis=-1, zi=None):
     sos, count = _sections(sos)
-    x = _operand(x)
+    x = as_operand(x)
     _real_operands("sosfilt", sos, x, zi)
     axis = _signal_axis(x, axis)
     shape = list(shape_of(x))
@@ -655,7 +651,7 @@ def _sosfilt(sos, x, axis=-1, zi=None):
     shape = tuple(shape)
     given = zi is not None
     if given:
-        zi = _operand(zi)
+        zi = as_operand(zi)
         if shape_of(zi) != (count,) + shape:
             raise ValueError(f"Invalid zi shape. With axis={axis!r}, an input with shape "
                              f"{shape_of(x)!r}, and an sos array with {count} sections, zi "
@@ -670,7 +666,7 @@ def _sosfilt(sos, x, axis=-1, zi=None):
 
 
 def _sosfilt_zi(sos):
-    sos = _operand(sos)
+    sos = as_operand(sos)
     if ndim_of(sos) != 2 or shape_of(sos)[1] != 6:
         raise ValueError("sos must be shape (n_sections, 6)")
     _real_operands("sosfilt_zi", sos)
@@ -685,7 +681,7 @@ def _sosfilt_zi(sos):
 
 def _sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
     sos, count = _sections(sos)
-    x = _operand(x)
+    x = as_operand(x)
     _real_operands("sosfiltfilt", sos, x)
     axis = _signal_axis(x, axis)
     taps = 2 * count + 1 - min(int(np.sum(sos[:, 2] == 0)), int(np.sum(sos[:, 5] == 0)))
@@ -742,7 +738,7 @@ def _savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mod
                    cval=0.0):
     if mode not in ("mirror", "constant", "nearest", "interp", "wrap"):
         raise ValueError("mode must be 'mirror', 'constant', 'nearest' 'wrap' or 'interp'.")
-    x = _operand(x)
+    x = as_operand(x)
     _real_operands("savgol_filter", x)
     delta = _constant_number(delta, "delta", "savgol_filter")
     cval = _constant_number(cval, "cval", "savgol_filter")
@@ -789,7 +785,7 @@ def _savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mod
 def _detrend(data, axis=-1, type="linear", bp=0, overwrite_data=False):
     if type not in ("linear", "l", "constant", "c"):
         raise ValueError("Trend type must be 'linear' or 'constant'.")
-    data = _operand(data)
+    data = as_operand(data)
     _real_operands("detrend", data)
     if not is_engine_array(data) and data.dtype.kind != "f":
         data = data.astype(np.float64)

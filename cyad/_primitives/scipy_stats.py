@@ -69,6 +69,7 @@ import importlib
 import numpy as np
 
 from cyad._primitives._table import (
+    as_operand,
     is_engine_array,
     lanes_padded,
     ndim_of,
@@ -101,10 +102,6 @@ _stats = _Module("scipy.stats")
 
 def _plain(x):
     return not is_engine_array(x)
-
-
-def _asarray(x):
-    return x if is_engine_array(x) else np.asarray(x)
 
 
 def _broadcast_shape(*arrays):
@@ -1293,13 +1290,13 @@ def call(distribution, method, args, kwargs):
     named = dict(zip(spec.shapes, shapes, strict=True), loc=loc, scale=scale)
     named["q" if method in ("ppf", "isf") else ("k" if spec.kind == "discrete" else "x")] = x
     _check_fixed(spec, method, named)
-    shapes = tuple(_asarray(s) for s in shapes)
+    shapes = tuple(as_operand(s) for s in shapes)
     if spec.kind == "discrete":
-        return _discrete(spec, method, _asarray(x), shapes, np.asarray(loc))
-    x = _asarray(x)
+        return _discrete(spec, method, as_operand(x), shapes, np.asarray(loc))
+    x = as_operand(x)
     if _plain(x):
         x = np.asarray(x, dtype=np.promote_types(x.dtype, np.float64))
-    return _continuous(spec, method, x, shapes, _asarray(loc), _asarray(scale))
+    return _continuous(spec, method, x, shapes, as_operand(loc), as_operand(scale))
 
 
 def _scalar_result(value):
@@ -1451,7 +1448,7 @@ def _squeeze(out):
 
 def _quantiles(x, dim):
     """SciPy's _process_quantiles: x as (..., dim)."""
-    x = _asarray(x)
+    x = as_operand(x)
     if _plain(x):
         x = np.asarray(x, dtype=np.promote_types(x.dtype, np.float64))
     if ndim_of(x) == 0:
@@ -1472,7 +1469,7 @@ def _dimension(mean, cov):
 def _cholesky_terms(dev, cov, dim):
     """(maha, logdet) of deviations dev (..., dim) from a covariance: a scalar, a vector of
     variances or a matrix (its lower triangle)."""
-    cov = _asarray(cov)
+    cov = as_operand(cov)
     if ndim_of(cov) < 2:
         variances = cov * np.ones(dim) if ndim_of(cov) == 0 else cov
         maha = np.sum(dev * dev / variances, axis=-1)
@@ -1487,21 +1484,21 @@ def _cholesky_terms(dev, cov, dim):
 
 
 def multivariate_normal_logpdf(x, mean=None, cov=1, allow_singular=False):
-    cov = _asarray(cov)
+    cov = as_operand(cov)
     dim = _dimension(mean, cov)
     x = _quantiles(x, dim)
-    mean = np.zeros(dim) if mean is None else np.reshape(_asarray(mean), (dim,))
+    mean = np.zeros(dim) if mean is None else np.reshape(as_operand(mean), (dim,))
     maha, logdet = _cholesky_terms(x - mean, cov, dim)
     return _squeeze(-0.5 * (dim * _LOG_2PI + logdet + maha))
 
 
 def multivariate_t_logpdf(x, loc=None, shape=1, df=1):
-    shape = _asarray(shape)
+    shape = as_operand(shape)
     dim = _dimension(loc, shape)
     if _plain(df) and np.isinf(df):
         return multivariate_normal_logpdf(x, loc, shape)
     x = _quantiles(x, dim)
-    loc = np.zeros(dim) if loc is None else np.reshape(_asarray(loc), (dim,))
+    loc = np.zeros(dim) if loc is None else np.reshape(as_operand(loc), (dim,))
     maha, logdet = _cholesky_terms(x - loc, shape, dim)
     half = 0.5 * (df + dim)
     value = (sc.gammaln(half) - sc.gammaln(0.5 * df) - 0.5 * dim * np.log(df * np.pi)
@@ -1511,7 +1508,7 @@ def multivariate_t_logpdf(x, loc=None, shape=1, df=1):
 
 def dirichlet_logpdf(x, alpha):
     """x of shape (K, ...) or (K - 1, ...) (the last component 1 - the others' sum)."""
-    x = _asarray(x)
+    x = as_operand(x)
     k = shape_of(alpha)[0]
     if shape_of(x)[0] == k - 1:
         rest = 1.0 - np.sum(x, axis=0, keepdims=True)
@@ -1528,7 +1525,7 @@ def _multigammaln(a, dim):
 
 
 def _wishart_parameters(df, scale):
-    scale = _asarray(scale)
+    scale = as_operand(scale)
     if ndim_of(scale) == 0:
         scale = np.reshape(scale, (1, 1))
     elif ndim_of(scale) == 1:
@@ -1538,7 +1535,7 @@ def _wishart_parameters(df, scale):
 
 def _wishart_quantiles(x, dim):
     """x as a stack (N, dim, dim) (SciPy's samples are on its last axis)."""
-    x = _asarray(x)
+    x = as_operand(x)
     if ndim_of(x) == 0:
         x = np.reshape(x, (1, 1, 1))
     elif ndim_of(x) == 1:
@@ -1655,12 +1652,12 @@ def _scipy_entropy(pk, qk=None, base=None, axis=0, *, nan_policy="propagate", ke
     if nan_policy != "propagate":
         raise ValueError("cyad: scipy.stats.entropy takes nan_policy='propagate' on cyad's "
                          "arrays")
-    pk = _asarray(pk)
+    pk = as_operand(pk)
     pk = pk / np.sum(pk, axis=axis, keepdims=True)
     if qk is None:
         vec = sc.entr(pk)
     else:
-        qk = _asarray(qk)
+        qk = as_operand(qk)
         qk = qk / np.sum(qk, axis=axis, keepdims=True)
         vec = sc.rel_entr(pk, qk)
     s = np.sum(vec, axis=axis, keepdims=keepdims)
