@@ -28,6 +28,20 @@ x : float or 0-d ndarray
 x : array_like
     Where to differentiate. float64 and float32 are kept, complex128 and complex64 too
     (JAX's conventions: docs guide/complex); integers and bools become float64.""",
+    "arguments": """\
+*args
+    f's further arguments, ``f(x, *args)``: arrays, numbers, containers of them (tuples,
+    lists, dicts, namedtuples) and other objects. The floating-point arrays and numbers
+    among them are inputs of each call: a prep takes new values without recording f anew.
+argnums : int or tuple of int, optional
+    Which of ``(x, *args)`` are differentiated (default 0, x); a tuple gives a tuple of
+    results, as ``jax.grad``'s argnums.
+has_aux : bool, optional
+    f returns ``(value, aux)``: aux comes back beside the result, not differentiated.""",
+    "flat": """\
+flat : bool, optional
+    For a container x or f's value: one matrix over their raveled leaves, not the nested
+    structure of blocks JAX gives.""",
     "y": """\
 y : ndarray, optional
     The output buffer of a two-argument f; afterwards it holds f's value.""",

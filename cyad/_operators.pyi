@@ -6,7 +6,10 @@
 # A tuple of tangents (pushforward, hvp) or cotangents (pullback) is a batch, answered by
 # a tuple. With out=, the operators return out itself. Called inside
 # a function cyad is differentiating (nested differentiation), the first-order operators
-# return Dual arrays.
+# return Dual arrays. f may take more than x (f(x, *args)), with argnums= choosing the
+# arguments differentiated, has_aux=True, and x a container (tuple, list, dict, namedtuple):
+# those results take the structures of x and of f's value (cyad/_arguments/operators.py),
+# typed here as the one-array calls' (Any for x and args).
 from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias, TypeVar, overload
 
@@ -25,269 +28,316 @@ _Chunk: TypeAlias = int | np.integer[Any] | None
 _Engine: TypeAlias = str | None
 # a count of threads, or a map-like map(func, iterable) running the parts as tasks
 _Workers: TypeAlias = int | Callable[[Callable[[Any], Any], list[Any]], Iterable[Any]] | None
+_Argnums: TypeAlias = int | tuple[int, ...]
+_X: TypeAlias = Any   # an array_like, or a container of them (a pytree)
 _Out = TypeVar("_Out", bound=npt.NDArray[Any])
 _Outs = TypeVar("_Outs", bound=tuple[Any, ...])
 
 # -- pushforward
 
 def prepare_pushforward(
-    f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike | _Batch, *, y: _Y = None,
+    f: _Function, x: _X, dx: npt.ArrayLike | _Batch, *args: Any, y: _Y = None,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> Prep: ...
 @overload
 def pushforward(
-    f: _Function, x: npt.ArrayLike, dx: _Batch, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, dx: _Batch, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[_Array, ...]: ...
 @overload
 def pushforward(
-    f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, dx: npt.ArrayLike, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Result: ...
 @overload
 def pushforward(
-    f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, dx: npt.ArrayLike, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: _Out, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Out: ...
 @overload
 def value_and_pushforward(
-    f: _Function, x: npt.ArrayLike, dx: _Batch, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, dx: _Batch, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[_Result, tuple[_Array, ...]]: ...
 @overload
 def value_and_pushforward(
-    f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, dx: npt.ArrayLike, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[_Result, _Result]: ...
 @overload
 def value_and_pushforward(
-    f: _Function, x: npt.ArrayLike, dx: npt.ArrayLike | _Batch, *, y: _Y = None,
+    f: _Function, x: _X, dx: npt.ArrayLike | _Batch, *args: Any, y: _Y = None,
     prep: Prep | None = None, out: _Outs, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Outs: ...
 
 # -- pullback (dy shaped like f(x); the results like x)
 
 def prepare_pullback(
-    f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike | _Batch, *, y: _Y = None,
+    f: _Function, x: _X, dy: npt.ArrayLike | _Batch, *args: Any, y: _Y = None,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> Prep: ...
 @overload
 def pullback(
-    f: _Function, x: npt.ArrayLike, dy: _Batch, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, dy: _Batch, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[_Array, ...]: ...
 @overload
 def pullback(
-    f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, dy: npt.ArrayLike, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Result: ...
 @overload
 def pullback(
-    f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, dy: npt.ArrayLike, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: _Out, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Out: ...
 @overload
 def value_and_pullback(
-    f: _Function, x: npt.ArrayLike, dy: _Batch, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, dy: _Batch, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[_Result, tuple[_Array, ...]]: ...
 @overload
 def value_and_pullback(
-    f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, dy: npt.ArrayLike, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[_Result, _Result]: ...
 @overload
 def value_and_pullback(
-    f: _Function, x: npt.ArrayLike, dy: npt.ArrayLike | _Batch, *, y: _Y = None,
+    f: _Function, x: _X, dy: npt.ArrayLike | _Batch, *args: Any, y: _Y = None,
     prep: Prep | None = None, out: _Outs, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Outs: ...
 
 # -- derivative (scalar x)
 
 def prepare_derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None,
+    f: _Function, x: _Scalar, *args: Any, y: _Y = None, chunk: _Chunk = None,
     engine: _Engine = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> Prep: ...
 @overload
 def derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
+    f: _Function, x: _Scalar, *args: Any, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Result: ...
 @overload
 def derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Out,
+    f: _Function, x: _Scalar, *args: Any, y: _Y = None, prep: Prep | None = None, out: _Out,
     chunk: _Chunk = None, engine: _Engine = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Out: ...
 @overload
 def value_and_derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
+    f: _Function, x: _Scalar, *args: Any, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[_Result, _Result]: ...
 @overload
 def value_and_derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
+    f: _Function, x: _Scalar, *args: Any, y: _Y = None, prep: Prep | None = None, out: _Outs,
     chunk: _Chunk = None, engine: _Engine = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Outs: ...
 
 # -- gradient (scalar-valued f)
 
 def prepare_gradient(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
+    f: _Function, x: _X, *args: Any, y: _Y = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> Prep: ...
 def gradient(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Array: ...
 @overload
 def value_and_gradient(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
+    f: _Function, x: _X, *args: Any, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[float, _Array]: ...
 @overload
 def value_and_gradient(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
+    f: _Function, x: _X, *args: Any, y: _Y = None, prep: Prep | None = None, out: _Outs,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Outs: ...
 
 # -- jacobian
 
 def prepare_jacobian(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
+    f: _Function, x: _X, *args: Any, y: _Y = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False, flat: bool = False,
 ) -> Prep: ...
 def jacobian(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False, flat: bool = False,
 ) -> _Array: ...
 @overload
 def value_and_jacobian(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
+    f: _Function, x: _X, *args: Any, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False, flat: bool = False,
 ) -> tuple[_Result, _Array]: ...
 @overload
 def value_and_jacobian(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
+    f: _Function, x: _X, *args: Any, y: _Y = None, prep: Prep | None = None, out: _Outs,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False, flat: bool = False,
 ) -> _Outs: ...
 
 # -- second derivative (scalar x)
 
 def prepare_second_derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, chunk: _Chunk = None,
+    f: _Function, x: _Scalar, *args: Any, y: _Y = None, chunk: _Chunk = None,
     engine: _Engine = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> Prep: ...
 @overload
 def second_derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
+    f: _Function, x: _Scalar, *args: Any, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Result: ...
 @overload
 def second_derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Out,
+    f: _Function, x: _Scalar, *args: Any, y: _Y = None, prep: Prep | None = None, out: _Out,
     chunk: _Chunk = None, engine: _Engine = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Out: ...
 @overload
 def value_derivative_and_second_derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: None = None,
+    f: _Function, x: _Scalar, *args: Any, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[_Result, _Result, _Result]: ...
 @overload
 def value_derivative_and_second_derivative(
-    f: _Function, x: _Scalar, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
+    f: _Function, x: _Scalar, *args: Any, y: _Y = None, prep: Prep | None = None, out: _Outs,
     chunk: _Chunk = None, engine: _Engine = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Outs: ...
 
 # -- Hessian-vector product (scalar-valued f)
 
 def prepare_hvp(
-    f: _Function, x: npt.ArrayLike, v: npt.ArrayLike | _Batch, *, y: _Y = None,
+    f: _Function, x: _X, v: npt.ArrayLike | _Batch, *args: Any, y: _Y = None,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> Prep: ...
 @overload
 def hvp(
-    f: _Function, x: npt.ArrayLike, v: _Batch, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, v: _Batch, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], ...] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[_Array, ...]: ...
 @overload
 def hvp(
-    f: _Function, x: npt.ArrayLike, v: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, v: npt.ArrayLike, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> _Array: ...
 @overload
 def gradient_and_hvp(
-    f: _Function, x: npt.ArrayLike, v: _Batch, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, v: _Batch, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], tuple[npt.NDArray[Any], ...]] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[_Array, tuple[_Array, ...]]: ...
 @overload
 def gradient_and_hvp(
-    f: _Function, x: npt.ArrayLike, v: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, v: npt.ArrayLike, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False,
 ) -> tuple[_Array, _Array]: ...
 
 # -- Hessian (scalar-valued f)
 
 def prepare_hessian(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, chunk: _Chunk = None,
+    f: _Function, x: _X, *args: Any, y: _Y = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False, flat: bool = False,
 ) -> Prep: ...
 def hessian(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None,
+    f: _Function, x: _X, *args: Any, y: _Y = None, prep: Prep | None = None,
     out: npt.NDArray[Any] | None = None, chunk: _Chunk = None,
     engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False, flat: bool = False,
 ) -> _Array: ...
 @overload
 def value_gradient_and_hessian(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: None = None,
+    f: _Function, x: _X, *args: Any, y: _Y = None, prep: Prep | None = None, out: None = None,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False, flat: bool = False,
 ) -> tuple[float, _Array, _Array]: ...
 @overload
 def value_gradient_and_hessian(
-    f: _Function, x: npt.ArrayLike, *, y: _Y = None, prep: Prep | None = None, out: _Outs,
+    f: _Function, x: _X, *args: Any, y: _Y = None, prep: Prep | None = None, out: _Outs,
     chunk: _Chunk = None, engine: _Engine = None, workers: _Workers = None,
     holomorphic: bool = False,
+    argnums: _Argnums = 0, has_aux: bool = False, flat: bool = False,
 ) -> _Outs: ...
+
+# each family's operators by what they return besides the result, and its prepare_* function
+OPERATORS: dict[str, dict[int, Callable[..., Any]]]
+PREPARE: dict[str, Callable[..., Any]]

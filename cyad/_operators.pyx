@@ -27,6 +27,7 @@ from cyad._families import PREP_TYPES as _PREP_TYPES
 from cyad._engines import engine_type
 from cyad._dual.array cimport differentiating
 from cyad._wrapper cimport is_python_function, FunctionWrapper
+from cyad._arguments.prepared cimport PreparedGradient
 from cyad._wrapper import ComplexValues
 from cyad import _docstrings, _engines, _nested
 from cyad._reporting import warnings as _warnings
@@ -109,6 +110,34 @@ cdef Prep _new_prep(Family family, object f, object x, object dx, object y, obje
     return p
 
 
+cdef object _arguments_operators = None
+
+
+cdef object _arguments():
+    # cyad/_arguments/operators.py, imported at the first call that needs it
+    global _arguments_operators
+    if _arguments_operators is None:
+        from cyad._arguments import operators
+        _arguments_operators = operators
+    return _arguments_operators
+
+
+cdef inline bint _takes_arguments(tuple args, object argnums, bint has_aux,
+                                  bint flat) except -1:
+    # whether the call's own options are the arguments layer's
+    return len(args) > 0 or has_aux or flat or not (argnums is 0 or argnums == 0)
+
+
+cdef bint _arguments_call(object x, object prep) except -1:
+    # a container x (not an array, a number, a list of numbers) or a prep of the
+    # arguments layer: its call
+    if cnp.PyArray_Check(x) or isinstance(x, (float, int)) or isinstance(prep, Prep):
+        return False
+    if prep is not None:
+        return isinstance(prep, _arguments().ArgumentsPrep)
+    return _arguments().is_container(x)
+
+
 cdef object _complex_operators = None
 
 
@@ -145,12 +174,26 @@ cdef object _complex_prep(object prep):
 
 cdef object _operate(Family family, int wanted, object f, object x, object v, object y,
                      object prep, object out, object chunk, object engine, object workers,
-                     bint holomorphic):
-    # an operator's call: on complex x or complex values of f (a complex y among them),
-    # cyad/_complex/operators.py's;
-    # inside a running differentiation, a nested one; else the prep's
+                     bint holomorphic, tuple args, object argnums, bint has_aux, bint flat):
+    # an operator's call: of f(x, *args), with argnums=, has_aux= or containers,
+    # cyad/_arguments/operators.py's; on complex x or complex values of f (a complex y
+    # among them), cyad/_complex/operators.py's; inside a running differentiation, a
+    # nested one; else the prep's
     cdef Prep p
-    cdef object complex_prep = _complex_prep(prep)
+    cdef object complex_prep
+    if _takes_arguments(args, argnums, has_aux, flat) or _arguments_call(x, prep):
+        if holomorphic:
+            raise TypeError("cyad: holomorphic=True takes one complex array x, without other "
+                            "arguments, argnums= or has_aux=")
+        if (family == GRADIENT and out is not None and y is None and not has_aux
+                and not flat and prep is not None
+                and type(prep) is _arguments().ArgumentsPrep and prep.fast is not None):
+            r = (<PreparedGradient>prep.fast).call(f, x, args, argnums, out, wanted)
+            if r is not None:
+                return r
+        return _arguments().call(_FAMILY_NAMES[family], wanted, f, x, args, v, y, prep, out,
+                                 argnums, has_aux, flat, chunk, engine, workers)
+    complex_prep = _complex_prep(prep)
     if complex_prep is not False:
         if not wanted and y is None and _repeated(complex_prep, family, f, x, v, out,
                                                   holomorphic):
@@ -231,8 +274,16 @@ cdef object _nested_call(Family family, int wanted, object f, object x, object v
 
 
 cdef object _prepare_call(Family family, object f, object x, object v, object y,
-                          object chunk, object engine, object workers, bint holomorphic):
-    # a prepare_* function's prep: a complex one for complex x or complex values of f
+                          object chunk, object engine, object workers, bint holomorphic,
+                          tuple args, object argnums, bint has_aux, bint flat):
+    # a prepare_* function's prep: of f(x, *args) for the arguments layer's calls; a
+    # complex one for complex x or complex values of f
+    if _takes_arguments(args, argnums, has_aux, flat) or _arguments_call(x, None):
+        if holomorphic:
+            raise TypeError("cyad: holomorphic=True takes one complex array x, without other "
+                            "arguments, argnums= or has_aux=")
+        return _arguments().prepare(_FAMILY_NAMES[family], f, x, args, v, y, argnums,
+                                    has_aux, flat, chunk, engine, workers)
     if holomorphic or _is_complex(x) or (y is not None and _is_complex(y)):
         return _complex().prepare(_FAMILY_NAMES[family], f, x, v, y, chunk, engine, workers,
                                   holomorphic)
@@ -245,7 +296,8 @@ cdef object _prepare_call(Family family, object f, object x, object v, object y,
 
 # -- pushforward ---------------------------------------------------------------------
 
-def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None, workers=None):
+def prepare_pushforward(f, x, dx, *args, y=None, chunk=None, engine=None, workers=None, argnums=0,
+                        has_aux=False):
     """Prepare `pushforward` and `value_and_pushforward` of f at inputs shaped like x.
 
     Parameters
@@ -259,6 +311,7 @@ def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None, workers=No
     %(chunk_tangents)s
     %(engine_prepare)s
     %(workers)s
+    %(arguments)s
 
     Returns
     -------
@@ -281,10 +334,12 @@ def prepare_pushforward(f, x, dx, *, y=None, chunk=None, engine=None, workers=No
     >>> out
     array([2., 4.])
     """
-    return _prepare_call(PUSHFORWARD, f, x, dx, y, chunk, engine, workers, False)
+    return _prepare_call(PUSHFORWARD, f, x, dx, y, chunk, engine, workers, False,
+                         args, argnums, has_aux, False)
 
 
-def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
+def pushforward(f, x, dx, *args, y=None, prep=None, out=None, chunk=None, engine=None,
+                workers=None, argnums=0, has_aux=False):
     """The Jacobian-vector product J(x) @ dx, shaped like f(x).
 
     Parameters
@@ -303,6 +358,7 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=Non
     %(chunk_tangents)s
     %(engine)s
     %(workers)s
+    %(arguments)s
 
     Returns
     -------
@@ -333,11 +389,12 @@ def pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=Non
     >>> cyad.pushforward(lambda x: x ** 2, x, (np.array([1.0, 0.0]), np.array([0.0, 1.0])))
     (array([2., 0.]), array([0., 4.]))
     """
-    return _operate(PUSHFORWARD, 0, f, x, dx, y, prep, out, chunk, engine, workers, False)
+    return _operate(PUSHFORWARD, 0, f, x, dx, y, prep, out, chunk, engine, workers, False,
+                    args, argnums, has_aux, False)
 
 
-def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, engine=None,
-                          workers=None):
+def value_and_pushforward(f, x, dx, *args, y=None, prep=None, out=None, chunk=None, engine=None,
+                          workers=None, argnums=0, has_aux=False):
     """f(x) and the Jacobian-vector product J(x) @ dx.
 
     Parameters
@@ -347,6 +404,7 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, 
     out : tuple, optional
         A pair ``(value_out, tangent_out)`` (``tangent_out`` a tuple for a batch), written in
         place and returned.
+    %(arguments)s
 
     Returns
     -------
@@ -369,12 +427,14 @@ def value_and_pushforward(f, x, dx, *, y=None, prep=None, out=None, chunk=None, 
     >>> cyad.value_and_pushforward(lambda x: x ** 3, 2.0, 1.0)
     (8.0, 12.0)
     """
-    return _operate(PUSHFORWARD, WITH_VALUE, f, x, dx, y, prep, out, chunk, engine, workers, False)
+    return _operate(PUSHFORWARD, WITH_VALUE, f, x, dx, y, prep, out, chunk, engine, workers, False,
+                    args, argnums, has_aux, False)
 
 
 # -- pullback ----------------------------------------------------------------------------
 
-def prepare_pullback(f, x, dy, *, y=None, chunk=None, engine=None, workers=None):
+def prepare_pullback(f, x, dy, *args, y=None, chunk=None, engine=None, workers=None, argnums=0,
+                     has_aux=False):
     """Prepare `pullback` and `value_and_pullback` of f at inputs shaped like x.
 
     Parameters
@@ -388,6 +448,7 @@ def prepare_pullback(f, x, dy, *, y=None, chunk=None, engine=None, workers=None)
     %(chunk_pullback)s
     %(engine_prepare)s
     %(workers)s
+    %(arguments)s
 
     Returns
     -------
@@ -410,10 +471,12 @@ def prepare_pullback(f, x, dy, *, y=None, chunk=None, engine=None, workers=None)
     >>> out
     array([2., 4.])
     """
-    return _prepare_call(PULLBACK, f, x, dy, y, chunk, engine, workers, False)
+    return _prepare_call(PULLBACK, f, x, dy, y, chunk, engine, workers, False,
+                         args, argnums, has_aux, False)
 
 
-def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None):
+def pullback(f, x, dy, *args, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
+             argnums=0, has_aux=False):
     """The vector-Jacobian product dy @ J(x), shaped like x.
 
     ``engine="tape"`` is the engine made for it: reverse mode, one sweep of f's
@@ -438,6 +501,7 @@ def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None, 
     %(chunk_pullback)s
     %(engine)s
     %(workers)s
+    %(arguments)s
 
     Returns
     -------
@@ -470,11 +534,12 @@ def pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None, 
     ...               engine="tape")
     (array([2., 0.]), array([0., 4.]))
     """
-    return _operate(PULLBACK, 0, f, x, dy, y, prep, out, chunk, engine, workers, False)
+    return _operate(PULLBACK, 0, f, x, dy, y, prep, out, chunk, engine, workers, False,
+                    args, argnums, has_aux, False)
 
 
-def value_and_pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, engine=None,
-                       workers=None):
+def value_and_pullback(f, x, dy, *args, y=None, prep=None, out=None, chunk=None, engine=None,
+                       workers=None, argnums=0, has_aux=False):
     """f(x) and the vector-Jacobian product dy @ J(x).
 
     Parameters
@@ -484,6 +549,7 @@ def value_and_pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, eng
     out : tuple, optional
         A pair ``(value_out, pullback_out)`` (``pullback_out`` a tuple for a batch),
         written in place and returned.
+    %(arguments)s
 
     Returns
     -------
@@ -506,12 +572,14 @@ def value_and_pullback(f, x, dy, *, y=None, prep=None, out=None, chunk=None, eng
     >>> cyad.value_and_pullback(lambda x: x ** 3, 2.0, 1.0, engine="tape")
     (8.0, 12.0)
     """
-    return _operate(PULLBACK, WITH_VALUE, f, x, dy, y, prep, out, chunk, engine, workers, False)
+    return _operate(PULLBACK, WITH_VALUE, f, x, dy, y, prep, out, chunk, engine, workers, False,
+                    args, argnums, has_aux, False)
 
 
 # -- derivative ------------------------------------------------------------------------
 
-def prepare_derivative(f, x, *, y=None, chunk=None, engine=None, holomorphic=False):
+def prepare_derivative(f, x, *args, y=None, chunk=None, engine=None, holomorphic=False, argnums=0,
+                       has_aux=False):
     """Prepare `derivative` and `value_and_derivative` of f at a scalar x.
 
     Parameters
@@ -522,6 +590,7 @@ def prepare_derivative(f, x, *, y=None, chunk=None, engine=None, holomorphic=Fal
     %(chunk_one)s
     %(engine_prepare)s
     %(holomorphic)s
+    %(arguments)s
 
     Returns
     -------
@@ -545,10 +614,12 @@ def prepare_derivative(f, x, *, y=None, chunk=None, engine=None, holomorphic=Fal
     >>> y
     array([4., 6.])
     """
-    return _prepare_call(DERIVATIVE, f, x, None, y, chunk, engine, None, holomorphic)
+    return _prepare_call(DERIVATIVE, f, x, None, y, chunk, engine, None, holomorphic,
+                         args, argnums, has_aux, False)
 
 
-def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, holomorphic=False):
+def derivative(f, x, *args, y=None, prep=None, out=None, chunk=None, engine=None,
+               holomorphic=False, argnums=0, has_aux=False):
     """The derivative df/dx at a scalar x, shaped like f(x).
 
     Parameters
@@ -562,6 +633,7 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, ho
     %(chunk_one)s
     %(engine)s
     %(holomorphic)s
+    %(arguments)s
 
     Returns
     -------
@@ -586,11 +658,12 @@ def derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, ho
     >>> cyad.derivative(lambda t: t * np.arange(3.0), 1.0)
     array([0., 1., 2.])
     """
-    return _operate(DERIVATIVE, 0, f, x, None, y, prep, out, chunk, engine, None, holomorphic)
+    return _operate(DERIVATIVE, 0, f, x, None, y, prep, out, chunk, engine, None, holomorphic,
+                    args, argnums, has_aux, False)
 
 
-def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None,
-                         holomorphic=False):
+def value_and_derivative(f, x, *args, y=None, prep=None, out=None, chunk=None, engine=None,
+                         holomorphic=False, argnums=0, has_aux=False):
     """f(x) and the derivative df/dx at a scalar x.
 
     Parameters
@@ -599,6 +672,7 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engin
         As for `derivative`.
     out : tuple, optional
         A pair ``(value_out, derivative_out)``, written in place and returned.
+    %(arguments)s
 
     Returns
     -------
@@ -622,12 +696,13 @@ def value_and_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engin
     (1.0, 1.0)
     """
     return _operate(DERIVATIVE, WITH_VALUE, f, x, None, y,
-                    prep, out, chunk, engine, None, holomorphic)
+                    prep, out, chunk, engine, None, holomorphic, args, argnums, has_aux, False)
 
 
 # -- gradient --------------------------------------------------------------------------
 
-def prepare_gradient(f, x, *, y=None, chunk=None, engine=None, workers=None, holomorphic=False):
+def prepare_gradient(f, x, *args, y=None, chunk=None, engine=None, workers=None, holomorphic=False,
+                     argnums=0, has_aux=False):
     """Prepare `gradient` and `value_and_gradient` of a scalar-valued f at inputs shaped like x.
 
     Parameters
@@ -639,6 +714,7 @@ def prepare_gradient(f, x, *, y=None, chunk=None, engine=None, workers=None, hol
     %(engine_prepare)s
     %(workers)s
     %(holomorphic)s
+    %(arguments)s
 
     Returns
     -------
@@ -660,11 +736,12 @@ def prepare_gradient(f, x, *, y=None, chunk=None, engine=None, workers=None, hol
     >>> cyad.gradient(f, np.array([1.0, 2.0, 3.0]), prep=prep, out=out)
     array([2., 4., 6.])
     """
-    return _prepare_call(GRADIENT, f, x, None, y, chunk, engine, workers, holomorphic)
+    return _prepare_call(GRADIENT, f, x, None, y, chunk, engine, workers, holomorphic,
+                         args, argnums, has_aux, False)
 
 
-def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
-             holomorphic=False):
+def gradient(f, x, *args, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
+             holomorphic=False, argnums=0, has_aux=False):
     """The gradient of a scalar-valued f, shaped like x.
 
     Parameters
@@ -679,6 +756,7 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, work
     %(engine)s
     %(workers)s
     %(holomorphic)s
+    %(arguments)s
 
     Returns
     -------
@@ -701,11 +779,12 @@ def gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, work
     >>> cyad.gradient(lambda x: np.sum(x ** 2), np.array([1.0, 2.0, 3.0]))
     array([2., 4., 6.])
     """
-    return _operate(GRADIENT, 0, f, x, None, y, prep, out, chunk, engine, workers, holomorphic)
+    return _operate(GRADIENT, 0, f, x, None, y, prep, out, chunk, engine, workers, holomorphic,
+                    args, argnums, has_aux, False)
 
 
-def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
-                       holomorphic=False):
+def value_and_gradient(f, x, *args, y=None, prep=None, out=None, chunk=None, engine=None,
+                       workers=None, holomorphic=False, argnums=0, has_aux=False):
     """f(x) as a float, and the gradient of the scalar-valued f.
 
     Parameters
@@ -715,6 +794,7 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
     out : tuple, optional
         A pair ``(value_out, gradient_out)`` with ``value_out`` a 0-d array, written in
         place and returned.
+    %(arguments)s
 
     Returns
     -------
@@ -738,12 +818,13 @@ def value_and_gradient(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
     (5.0, array([2., 4.]))
     """
     return _operate(GRADIENT, WITH_VALUE, f, x, None, y,
-                    prep, out, chunk, engine, workers, holomorphic)
+                    prep, out, chunk, engine, workers, holomorphic, args, argnums, has_aux, False)
 
 
 # -- jacobian --------------------------------------------------------------------------
 
-def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None, workers=None, holomorphic=False):
+def prepare_jacobian(f, x, *args, y=None, chunk=None, engine=None, workers=None, holomorphic=False,
+                     argnums=0, has_aux=False, flat=False):
     """Prepare `jacobian` and `value_and_jacobian` of f at inputs shaped like x.
 
     Parameters
@@ -755,6 +836,8 @@ def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None, workers=None, hol
     %(engine_prepare)s
     %(workers)s
     %(holomorphic)s
+    %(arguments)s
+    %(flat)s
 
     Returns
     -------
@@ -775,11 +858,12 @@ def prepare_jacobian(f, x, *, y=None, chunk=None, engine=None, workers=None, hol
     array([[3., 0.],
            [0., 3.]])
     """
-    return _prepare_call(JACOBIAN, f, x, None, y, chunk, engine, workers, holomorphic)
+    return _prepare_call(JACOBIAN, f, x, None, y, chunk, engine, workers, holomorphic,
+                         args, argnums, has_aux, flat)
 
 
-def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
-             holomorphic=False):
+def jacobian(f, x, *args, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
+             holomorphic=False, argnums=0, has_aux=False, flat=False):
     """The Jacobian of f at x, of shape ``f(x).shape + x.shape``.
 
     Parameters
@@ -794,6 +878,8 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, work
     %(engine)s
     %(workers)s
     %(holomorphic)s
+    %(arguments)s
+    %(flat)s
 
     Returns
     -------
@@ -816,11 +902,12 @@ def jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, work
     array([[2., 0.],
            [0., 4.]])
     """
-    return _operate(JACOBIAN, 0, f, x, None, y, prep, out, chunk, engine, workers, holomorphic)
+    return _operate(JACOBIAN, 0, f, x, None, y, prep, out, chunk, engine, workers, holomorphic,
+                    args, argnums, has_aux, flat)
 
 
-def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
-                       holomorphic=False):
+def value_and_jacobian(f, x, *args, y=None, prep=None, out=None, chunk=None, engine=None,
+                       workers=None, holomorphic=False, argnums=0, has_aux=False, flat=False):
     """f(x) and the Jacobian of f at x.
 
     Parameters
@@ -829,6 +916,8 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
         As for `jacobian`.
     out : tuple, optional
         A pair ``(value_out, jacobian_out)``, written in place and returned.
+    %(arguments)s
+    %(flat)s
 
     Returns
     -------
@@ -855,12 +944,13 @@ def value_and_jacobian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=
     True
     """
     return _operate(JACOBIAN, WITH_VALUE, f, x, None, y,
-                    prep, out, chunk, engine, workers, holomorphic)
+                    prep, out, chunk, engine, workers, holomorphic, args, argnums, has_aux, flat)
 
 
 # -- second order ------------------------------------------------------------------------
 
-def prepare_second_derivative(f, x, *, y=None, chunk=None, engine=None, holomorphic=False):
+def prepare_second_derivative(f, x, *args, y=None, chunk=None, engine=None, holomorphic=False,
+                              argnums=0, has_aux=False):
     """Prepare `second_derivative` and `value_derivative_and_second_derivative` of f at a
     scalar x.
 
@@ -872,6 +962,7 @@ def prepare_second_derivative(f, x, *, y=None, chunk=None, engine=None, holomorp
     %(chunk_one)s
     %(engine_prepare)s
     %(holomorphic)s
+    %(arguments)s
 
     Returns
     -------
@@ -891,11 +982,12 @@ def prepare_second_derivative(f, x, *, y=None, chunk=None, engine=None, holomorp
     >>> cyad.second_derivative(f, 2.0, prep=prep)
     12.0
     """
-    return _prepare_call(SECOND_DERIVATIVE, f, x, None, y, chunk, engine, None, holomorphic)
+    return _prepare_call(SECOND_DERIVATIVE, f, x, None, y, chunk, engine, None, holomorphic,
+                         args, argnums, has_aux, False)
 
 
-def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None,
-                      holomorphic=False):
+def second_derivative(f, x, *args, y=None, prep=None, out=None, chunk=None, engine=None,
+                      holomorphic=False, argnums=0, has_aux=False):
     """The second derivative d2f/dx2 at a scalar x, shaped like f(x).
 
     Parameters
@@ -911,6 +1003,7 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=N
     %(chunk_one)s
     %(engine)s
     %(holomorphic)s
+    %(arguments)s
 
     Returns
     -------
@@ -934,11 +1027,12 @@ def second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None, engine=N
     12.0
     """
     return _operate(SECOND_DERIVATIVE, 0, f, x, None, y,
-                    prep, out, chunk, engine, None, holomorphic)
+                    prep, out, chunk, engine, None, holomorphic, args, argnums, has_aux, False)
 
 
-def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None, chunk=None,
-                                           engine=None, holomorphic=False):
+def value_derivative_and_second_derivative(f, x, *args, y=None, prep=None, out=None, chunk=None,
+                                           engine=None, holomorphic=False, argnums=0,
+                                           has_aux=False):
     """f(x), df/dx and d2f/dx2 at a scalar x.
 
     Parameters
@@ -948,6 +1042,7 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
     out : tuple, optional
         A triple ``(value_out, derivative_out, second_derivative_out)``, written in place
         and returned.
+    %(arguments)s
 
     Returns
     -------
@@ -973,10 +1068,11 @@ def value_derivative_and_second_derivative(f, x, *, y=None, prep=None, out=None,
     (8.0, 12.0, 12.0)
     """
     return _operate(SECOND_DERIVATIVE, WITH_VALUE | WITH_FIRST, f, x, None, y,
-                    prep, out, chunk, engine, None, holomorphic)
+                    prep, out, chunk, engine, None, holomorphic, args, argnums, has_aux, False)
 
 
-def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None, workers=None, holomorphic=False):
+def prepare_hvp(f, x, v, *args, y=None, chunk=None, engine=None, workers=None, holomorphic=False,
+                argnums=0, has_aux=False):
     """Prepare `hvp` and `gradient_and_hvp` of a scalar-valued f at inputs shaped like x.
 
     Parameters
@@ -990,6 +1086,7 @@ def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None, workers=None, holom
     %(engine_prepare)s
     %(workers)s
     %(holomorphic)s
+    %(arguments)s
 
     Returns
     -------
@@ -1011,11 +1108,12 @@ def prepare_hvp(f, x, v, *, y=None, chunk=None, engine=None, workers=None, holom
     >>> cyad.hvp(f, x, v, prep=prep)
     array([ 6., 12.])
     """
-    return _prepare_call(HVP, f, x, v, y, chunk, engine, workers, holomorphic)
+    return _prepare_call(HVP, f, x, v, y, chunk, engine, workers, holomorphic,
+                         args, argnums, has_aux, False)
 
 
-def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
-        holomorphic=False):
+def hvp(f, x, v, *args, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
+        holomorphic=False, argnums=0, has_aux=False):
     """The Hessian-vector product H(x) @ v of a scalar-valued f, shaped like x.
 
     Parameters
@@ -1035,6 +1133,7 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None, worker
     %(engine)s
     %(workers)s
     %(holomorphic)s
+    %(arguments)s
 
     Returns
     -------
@@ -1058,11 +1157,12 @@ def hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None, worker
     >>> cyad.hvp(f, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     array([ 6., 12.])
     """
-    return _operate(HVP, 0, f, x, v, y, prep, out, chunk, engine, workers, holomorphic)
+    return _operate(HVP, 0, f, x, v, y, prep, out, chunk, engine, workers, holomorphic,
+                    args, argnums, has_aux, False)
 
 
-def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine=None,
-                     workers=None, holomorphic=False):
+def gradient_and_hvp(f, x, v, *args, y=None, prep=None, out=None, chunk=None, engine=None,
+                     workers=None, holomorphic=False, argnums=0, has_aux=False):
     """The gradient of a scalar-valued f and the Hessian-vector product H(x) @ v.
 
     Parameters
@@ -1072,6 +1172,7 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine
     out : tuple, optional
         A pair ``(gradient_out, hvp_out)`` (``hvp_out`` a tuple for a batch), written in
         place and returned.
+    %(arguments)s
 
     Returns
     -------
@@ -1095,10 +1196,12 @@ def gradient_and_hvp(f, x, v, *, y=None, prep=None, out=None, chunk=None, engine
     >>> cyad.gradient_and_hvp(f, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     (array([ 3., 12.]), array([ 6., 12.]))
     """
-    return _operate(HVP, WITH_FIRST, f, x, v, y, prep, out, chunk, engine, workers, holomorphic)
+    return _operate(HVP, WITH_FIRST, f, x, v, y, prep, out, chunk, engine, workers, holomorphic,
+                    args, argnums, has_aux, False)
 
 
-def prepare_hessian(f, x, *, y=None, chunk=None, engine=None, workers=None, holomorphic=False):
+def prepare_hessian(f, x, *args, y=None, chunk=None, engine=None, workers=None, holomorphic=False,
+                    argnums=0, has_aux=False, flat=False):
     """Prepare `hessian` and `value_gradient_and_hessian` of a scalar-valued f at inputs
     shaped like x.
 
@@ -1111,6 +1214,8 @@ def prepare_hessian(f, x, *, y=None, chunk=None, engine=None, workers=None, holo
     %(engine_prepare)s
     %(workers)s
     %(holomorphic)s
+    %(arguments)s
+    %(flat)s
 
     Returns
     -------
@@ -1134,11 +1239,12 @@ def prepare_hessian(f, x, *, y=None, chunk=None, engine=None, workers=None, holo
     array([[4., 2.],
            [2., 0.]])
     """
-    return _prepare_call(HESSIAN, f, x, None, y, chunk, engine, workers, holomorphic)
+    return _prepare_call(HESSIAN, f, x, None, y, chunk, engine, workers, holomorphic,
+                         args, argnums, has_aux, flat)
 
 
-def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
-            holomorphic=False):
+def hessian(f, x, *args, y=None, prep=None, out=None, chunk=None, engine=None, workers=None,
+            holomorphic=False, argnums=0, has_aux=False, flat=False):
     """The Hessian of a scalar-valued f, of shape ``x.shape + x.shape``.
 
     Parameters
@@ -1155,6 +1261,8 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, worke
     %(engine)s
     %(workers)s
     %(holomorphic)s
+    %(arguments)s
+    %(flat)s
 
     Returns
     -------
@@ -1178,11 +1286,13 @@ def hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None, worke
     array([[4., 2.],
            [2., 0.]])
     """
-    return _operate(HESSIAN, 0, f, x, None, y, prep, out, chunk, engine, workers, holomorphic)
+    return _operate(HESSIAN, 0, f, x, None, y, prep, out, chunk, engine, workers, holomorphic,
+                    args, argnums, has_aux, flat)
 
 
-def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None, engine=None,
-                               workers=None, holomorphic=False):
+def value_gradient_and_hessian(f, x, *args, y=None, prep=None, out=None, chunk=None, engine=None,
+                               workers=None, holomorphic=False, argnums=0, has_aux=False,
+                               flat=False):
     """f(x) as a float, the gradient and the Hessian of a scalar-valued f.
 
     Parameters
@@ -1192,6 +1302,8 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None,
     out : tuple, optional
         A triple ``(value_out, gradient_out, hessian_out)`` with ``value_out`` a 0-d array,
         written in place and returned.
+    %(arguments)s
+    %(flat)s
 
     Returns
     -------
@@ -1222,7 +1334,7 @@ def value_gradient_and_hessian(f, x, *, y=None, prep=None, out=None, chunk=None,
            [2., 0.]])
     """
     return _operate(HESSIAN, WITH_VALUE | WITH_FIRST, f, x, None, y,
-                    prep, out, chunk, engine, workers, holomorphic)
+                    prep, out, chunk, engine, workers, holomorphic, args, argnums, has_aux, flat)
 
 
 # -- 0-d results are returned as floats when the caller gave no buffer ------------------
@@ -1260,3 +1372,22 @@ for _family, _prepare, _operator, _value_operator, _order, _what in [
     _docstrings.fill(_operator, prepare=_prepare.__name__, what=_what, default=_default)
     _docstrings.fill(_value_operator, prepare=_prepare.__name__, what=_what, default=_default)
 del _family, _prepare, _operator, _value_operator, _order, _what, _default
+
+
+# each family's operators by what they return besides the result (WITH_VALUE, WITH_FIRST),
+# and its prepare_* function: what the complex and the arguments layers call
+OPERATORS = {
+    "pushforward": {0: pushforward, WITH_VALUE: value_and_pushforward},
+    "pullback": {0: pullback, WITH_VALUE: value_and_pullback},
+    "derivative": {0: derivative, WITH_VALUE: value_and_derivative},
+    "gradient": {0: gradient, WITH_VALUE: value_and_gradient},
+    "jacobian": {0: jacobian, WITH_VALUE: value_and_jacobian},
+    "second_derivative": {0: second_derivative,
+                          WITH_VALUE | WITH_FIRST: value_derivative_and_second_derivative},
+    "hvp": {0: hvp, WITH_FIRST: gradient_and_hvp},
+    "hessian": {0: hessian, WITH_VALUE | WITH_FIRST: value_gradient_and_hessian},
+}
+PREPARE = {"pushforward": prepare_pushforward, "pullback": prepare_pullback,
+           "derivative": prepare_derivative, "gradient": prepare_gradient,
+           "jacobian": prepare_jacobian, "hvp": prepare_hvp,
+           "second_derivative": prepare_second_derivative, "hessian": prepare_hessian}

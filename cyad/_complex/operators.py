@@ -38,24 +38,6 @@ WITH_VALUE, WITH_FIRST = 1, 2      # as cyad/_core.pxd's
 _COMPLEX = {np.dtype(np.float64): np.dtype(np.complex128),
             np.dtype(np.float32): np.dtype(np.complex64)}
 
-# each family's operators: (no extra result, with f's value, with the first-order result,
-# with both), as cyad/_operators.pyx has them
-_OPERATORS = {
-    "pushforward": {0: _ops.pushforward, WITH_VALUE: _ops.value_and_pushforward},
-    "pullback": {0: _ops.pullback, WITH_VALUE: _ops.value_and_pullback},
-    "derivative": {0: _ops.derivative, WITH_VALUE: _ops.value_and_derivative},
-    "gradient": {0: _ops.gradient, WITH_VALUE: _ops.value_and_gradient},
-    "jacobian": {0: _ops.jacobian, WITH_VALUE: _ops.value_and_jacobian},
-    "second_derivative": {0: _ops.second_derivative,
-                          WITH_VALUE | WITH_FIRST: _ops.value_derivative_and_second_derivative},
-    "hvp": {0: _ops.hvp, WITH_FIRST: _ops.gradient_and_hvp},
-    "hessian": {0: _ops.hessian, WITH_VALUE | WITH_FIRST: _ops.value_gradient_and_hessian},
-}
-_PREPARE = {"pushforward": _ops.prepare_pushforward, "pullback": _ops.prepare_pullback,
-            "derivative": _ops.prepare_derivative, "gradient": _ops.prepare_gradient,
-            "jacobian": _ops.prepare_jacobian, "hvp": _ops.prepare_hvp,
-            "second_derivative": _ops.prepare_second_derivative,
-            "hessian": _ops.prepare_hessian}
 _WITH_TANGENTS = ("pushforward", "pullback", "hvp")
 _SCALAR_X = ("derivative", "second_derivative")
 _SCALAR_VALUES = ("gradient", "hvp", "hessian")
@@ -188,7 +170,7 @@ class ComplexPrep:
             self.inner = None
             return
         xr = self.realified_x(x)
-        self.inner = _PREPARE[self.inner_family](
+        self.inner = _ops.PREPARE[self.inner_family](
             self.function, xr, *self._seeds(v, xr), y=self._y(y), chunk=chunk, engine=engine,
             **({} if self.inner_family in _SCALAR_X else {"workers": workers}))
 
@@ -344,7 +326,7 @@ class ComplexPrep:
             inner_wanted = wanted & WITH_VALUE
         elif self.inner_family == "hessian" and self.family == "second_derivative":
             inner_wanted = WITH_VALUE | WITH_FIRST if wanted else 0
-        operator = _OPERATORS[self.inner_family][inner_wanted]
+        operator = _ops.OPERATORS[self.inner_family][inner_wanted]
         keywords = {"y": self._y(y), "prep": self.inner}
         if self.inner is None:
             keywords.update(chunk=chunk, engine=engine)

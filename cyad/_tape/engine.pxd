@@ -3,6 +3,7 @@ from cpython.ref cimport PyObject
 from cyad._core cimport prep_header, Engine, Prep
 from cyad._tape.replay cimport tape_replay
 from cyad._tape.lowering cimport Replay
+from cyad._arguments.bound cimport Bound
 
 # An array a tape captured as a constant, and a copy of it as it was then
 ctypedef struct captured_array:
@@ -34,6 +35,10 @@ ctypedef struct tape_prep:
     Py_ssize_t seed_size       # numbers per lane of the seeds (n_x; n_y for cotangents)
     bint reverse               # a Jacobian by rows: a cotangent per output
     Py_ssize_t x_at, y_at      # x; y's incoming values (f(y, x))
+    Py_ssize_t n_leaves        # the arrays of f's other arguments (a Bound's), inputs too:
+    Py_ssize_t* leaf_at        # their places,
+    const void** leaf_from     # their memory in this call (the Bound's own table)
+    Py_ssize_t* leaf_bytes     # and their sizes
     Py_ssize_t t_at, t2_at     # the tangent (cotangent) input(s) of lanes x seed_size
     Py_ssize_t value_at        # f's value
     Py_ssize_t first_at, first_size    # a second-order family's first-order result
@@ -88,6 +93,7 @@ cdef class TapeEngine(Engine):
     # reverse sweep gave a number that is not finite (state.forward), or None
     cdef bint chunk_given              # the prep's chunk was given (not a default)
     cdef object primal                 # f's tape as recorded (NumPy warns from it)
+    cdef Bound arguments               # f's other arguments (f a Bound), or None
     cdef Py_ssize_t checks             # calls whose values NumPy computed again
 
     cdef _check_python(self, object f)
@@ -98,6 +104,7 @@ cdef class TapeEngine(Engine):
     cdef _capture(self, list arrays)
     cdef bint strided_changed(self)
     cdef _derive(self, tape, list values, list names)
+    cdef _place_leaves(self, list inputs)
     cdef _cache_seeded(self, derived, list values)
     cdef bint _by_rows(self, tape)
     cdef _reverse_lanes(self)

@@ -26,7 +26,9 @@ arrays are compared with a copy on every call, and a change (an array updated in
 between calls) records f anew. Python state is seen only by a tape cyad chose by default
 (`chosen`: no engine= named): it compares what f can reach (cyad/_tape/state.pyx: the
 arrays among it join the captured ones) before every call and records f anew when it
-changed, or hands f to the dual engine where that state is too large to watch. A run of
+changed, or hands f to the dual engine where that state is too large to watch. The arrays
+of f's other arguments (f a `Bound`, cyad/_arguments/bound.pyx) are not frozen: they are
+inputs of the tape after x and y, copied in on every call as x is (`leaf_at`). A run of
 calls that is one operation (a block of cyad.at_points' rows) compares it once, at its
 start (`TapeEngine.hold_state`): the comparison takes the GIL, which would otherwise
 serialise threads that each run a block.
@@ -96,6 +98,7 @@ from cyad._overlap cimport enter_nogil
 from cyad._fp_flags cimport clear_fp_flags, raised_fp_flags, non_finite_fp_flags
 from cyad._tape.replay cimport replay_run
 from cyad._tape.lowering cimport Replay
+from cyad._arguments.bound cimport Bound
 from cyad._parallel.threads cimport copy_bytes, same_bytes, replay_threads
 from cyad._wrapper cimport is_python_function, FunctionWrapper
 from cyad._dual.engine import default_chunk
@@ -215,6 +218,8 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     copy_bytes(at(p, p.x_at), x, h.x_bytes, threads)
     if p.y_at >= 0:
         copy_bytes(at(p, p.y_at), y, h.y_bytes, threads)
+    for k in range(p.n_leaves):
+        copy_bytes(at(p, p.leaf_at[k]), p.leaf_from[k], p.leaf_bytes[k], threads)
     clear_fp_flags()
     if not at_once:
         status = replay_run(p.program, 0, p.split)
@@ -654,6 +659,8 @@ cdef class TapeEngine(Engine):
         self.entry_points = &ENTRY_POINTS
         self.state.engine = <PyObject*>self
         self.state.program = NULL
+        self.state.n_leaves = 0
+        self.state.leaf_at = NULL
         self.warned = set()
 
     cdef setup(self, Prep prep, Py_ssize_t directions, object chunk, object f):
@@ -673,6 +680,7 @@ cdef class TapeEngine(Engine):
         self.state.seed_size = prep.handle.n_x
         self.state.base.run = run_any
         self.bound = f
+        self.arguments = f if isinstance(f, Bound) else None
 
     cdef _check_python(self, object f):
         if not is_python_function(f) and _recorded(f) is None:
@@ -690,6 +698,7 @@ cdef class TapeEngine(Engine):
             self.handed_over = None
             self.state.delegate = self.state.forward = NULL
         self.bound = f
+        self.arguments = f if isinstance(f, Bound) else None
 
     cdef discover(self, Prep prep, object x):
         self.record_at(cnp.PyArray_DATA(np.ascontiguousarray(x, self.dtype)), NULL, 0)
@@ -792,6 +801,8 @@ cdef class TapeEngine(Engine):
             inputs = [self._slot(self.state.x_at, self.x_shape)]
             if self.two_argument:
                 inputs.append(self._slot(self.state.y_at, self.out_shape))
+            for k in range(self.state.n_leaves):
+                inputs.append(self._slot(self.state.leaf_at[k], self.arguments.shapes[k]))
             warn_as_numpy(self.primal, inputs)
 
     cdef object _slot(self, Py_ssize_t offset, tuple shape):
@@ -839,6 +850,12 @@ cdef class TapeEngine(Engine):
             tape, values, captured = source.primal()
             out = tape.outputs[0]
             xv, yv = values[0], values[1] if self.two_argument else None
+        elif self.arguments is not None:   # (its leaves of this call: inputs too)
+            leaves = [np.array(leaf, self.dtype) for leaf in self.arguments.leaves]
+            recording, result = trace(self.arguments.function, xv, self.dtype, yv,
+                                      leaves=leaves)
+            tape, captured = recording.tape, recording.captured
+            out = recording.var_of(result)
         else:
             recording, result = trace(_callable(self.bound), xv, self.dtype, yv)
             tape, captured = recording.tape, recording.captured
@@ -868,6 +885,9 @@ cdef class TapeEngine(Engine):
         tape.outputs = [out]
         values = [xv] if yv is None else [xv, yv]
         names = ["x"] if yv is None else ["x", "y"]
+        if self.arguments is not None:
+            values += leaves
+            names += [f"args{k}" for k in range(len(leaves))]
         self._derive(tape, values, names)
         self.primal = tape
         self.state.casts_warn = 1 if tape.casts else 0
@@ -886,9 +906,28 @@ cdef class TapeEngine(Engine):
     cdef bint strided_changed(self):
         return captured_strided_changed(self.captured)
 
+    cdef _place_leaves(self, list inputs):
+        """The places of the arguments' leaves (`inputs`, Vars of the derived tape), and
+        where a call finds them (the Bound's table, which it fills before every call)."""
+        cdef Py_ssize_t k
+        free(self.state.leaf_at)
+        self.state.leaf_at = NULL
+        self.state.n_leaves = 0
+        if not inputs:
+            return
+        self.state.leaf_at = <Py_ssize_t*>malloc(len(inputs) * sizeof(Py_ssize_t))
+        if self.state.leaf_at == NULL:
+            raise MemoryError()
+        for k in range(len(inputs)):
+            self.state.leaf_at[k] = self.replay.offset(inputs[k])
+        self.state.leaf_from = self.arguments.data
+        self.state.leaf_bytes = self.arguments.nbytes
+        self.state.n_leaves = len(inputs)
+
     def __dealloc__(self):
         free(self.state.captured)
         free(self.state.cache_spans)
+        free(self.state.leaf_at)
 
     cdef bint _by_rows(self, tape):
         """Whether a Jacobian is computed by rows (reverse mode, lanes of basis
@@ -930,6 +969,7 @@ cdef class TapeEngine(Engine):
         self.state.x_at = self.replay.offset(d.inputs[0])
         if self.two_argument:
             self.state.y_at = self.replay.offset(d.inputs[1])
+        self._place_leaves(d.inputs[2 if self.two_argument else 1:len(values)])
         seeds = [self.replay.offset(v) for v in d.inputs[len(values):]]
         if recipe.seeds > 0:   # (forward over forward: the inner tangent, then the outer)
             self.state.t_at = seeds[0]

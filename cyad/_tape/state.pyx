@@ -10,6 +10,8 @@ answers from stale state. `PythonState` walks what f can reach, from f itself:
                         globals its code names (nested functions', lambdas' and
                         comprehensions' code included)
     a bound method      the object it is bound to, and its function
+    a Bound             (f with other arguments: cyad/_arguments/bound.pyx) its function;
+                        the arrays of the arguments are inputs of every call, not state
     functools.partial   its function, arguments and keywords
     a module            (reached as a global of the user's code, not a library's) the
                         attributes the code names (`config.SCALE`)
@@ -40,6 +42,7 @@ import types
 import numpy as np
 
 from cyad import _hints
+from cyad._arguments.bound import Bound
 
 from cpython.object cimport PyObject
 from cpython.dict cimport PyDict_GetItemWithError
@@ -211,6 +214,8 @@ cdef class PythonState:
             self._object(value.__func__, depth - 1, path)
         elif isinstance(value, property):
             self._object(value.fget, depth - 1, path)
+        elif isinstance(value, Bound):   # its leaves are inputs of each call, not state
+            self._object(value.function, depth - 1, path)
         elif isinstance(value, type):
             if not _library(value.__module__):
                 for name, member in list(vars(value).items()):

@@ -970,27 +970,30 @@ def _index_map(tracer, key):
 
 # -- tracing f ------------------------------------------------------------------------------------
 
-def trace(f, x, dtype, y=None, nested=False):
+def trace(f, x, dtype, y=None, nested=False, leaves=()):
     """Record f at x (f(y, x) when y is given: y's incoming values are an input too), on a
     `nested` recording for a differentiation inside another (the module's docstring). While
-    f runs, a cyad operator it calls nests (cyad._dual.array.differentiating).
+    f runs, a cyad operator it calls nests (cyad._dual.array.differentiating). `leaves`: the
+    arrays of f's other arguments (cyad/_arguments/bound.pyx), inputs after x and y, which
+    f takes after them: f(x, *leaves), f(y, x, *leaves).
 
     Returns the Recording and the output tracer (f's result; for f(y, x), the tracer of
     y after f ran).
     """
     rec = Recording(dtype, nested)
     xt = rec.input(x)
+    yt = None if y is None else rec.input(y)
+    others = [rec.input(leaf) for leaf in leaves]
     enter()
     try:
         if y is None:
-            result = stacked(f(xt))
+            result = stacked(f(xt, *others))
             if isinstance(result, Dual):   # an outer differentiation's array (a free input)
                 result = Tracer(rec, rec.lifted(result))
             elif not isinstance(result, Tracer):
                 result = constant_result(result)   # a constant: checked as the dual engine does
         else:
-            yt = rec.input(y)
-            returned = f(yt, xt)
+            returned = f(yt, xt, *others)
             if returned is not None and returned is not yt:
                 raise _hints.returned_under_y(returned)
             result = yt

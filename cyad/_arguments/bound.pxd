@@ -1,0 +1,19 @@
+# what gives a Bound the leaves of the call under way (a compiled prepared call, which
+# sets their memory itself and builds the tuple only where f is evaluated)
+cdef class LeafSource:
+    cdef tuple current_leaves(self)
+
+
+# f(x, *args) as a function of x alone, with the arrays of f's other arguments set per call
+cdef class Bound:
+    cdef readonly object function      # function(x, *leaves), or function(y, x, *leaves)
+    cdef tuple _leaves                 # the arrays of this call, in the prep's dtype
+    cdef LeafSource source             # or, during a compiled call, where to find them
+    cdef readonly tuple shapes         # their shapes, fixed when the prep was made
+    cdef readonly object dtype
+    cdef int typenum
+    cdef const void** data             # their memory (C-contiguous), for a copy without the GIL
+    cdef Py_ssize_t* nbytes            # their sizes in bytes
+    cdef readonly Py_ssize_t count
+
+    cpdef bint set(self, tuple leaves) except -1
