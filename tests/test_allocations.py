@@ -202,16 +202,16 @@ def test_the_default_tape_compares_python_state_without_allocating(allocations_p
 
 @pytest.mark.parametrize("n", [3, 100])
 def test_containers_and_arguments_allocate_nothing(n, allocations_per_call):
-    # a gradient of f(params, X, Y, power) with params a dict of a list and a tuple of arrays,
-    # out= of the same structure, and a new batch at every call
+    # a gradient of f(params, X, Y, power, scale) with params a dict of a list and a tuple of
+    # arrays, out= of the same structure, a new batch at every call and a Python float
     rng = np.random.default_rng(n)
     params = {"w": [rng.standard_normal(n), rng.standard_normal((2, n))], "c": (np.ones(1),)}
     batches = [(rng.standard_normal((4, n)), rng.standard_normal(4)) for _ in range(2)]
 
-    def loss(p, X, Y, power):
-        return np.sum((X @ p["w"][0] + np.sum(p["w"][1]) * p["c"][0] - Y) ** power)
+    def loss(p, X, Y, power, scale):
+        return np.sum((X @ p["w"][0] + np.sum(p["w"][1]) * p["c"][0] - Y) ** power) * scale
 
-    prep = cyad.prepare_gradient(loss, params, *batches[0], 2, engine="tape")
+    prep = cyad.prepare_gradient(loss, params, *batches[0], 2, 1.0, engine="tape")
     out = {"w": [np.empty(n), np.empty((2, n))], "c": (np.empty(1),)}
     pair = (np.empty(()), {"w": [np.empty(n), np.empty((2, n))], "c": (np.empty(1),)})
     which = [0]       # (the batch of the next call: 0 or 1, numbers that allocate nothing)
@@ -220,18 +220,19 @@ def test_containers_and_arguments_allocate_nothing(n, allocations_per_call):
     def gradient():
         which[0] ^= 1
         batch = batches[which[0]]
-        cyad.gradient(loss, params, batch[0], batch[1], 2, prep=prep, out=out)
+        cyad.gradient(loss, params, batch[0], batch[1], 2, 0.5, prep=prep, out=out)
 
     def value_and_gradient():
         which[0] ^= 1
         batch = batches[which[0]]
-        cyad.value_and_gradient(loss, params, batch[0], batch[1], 2, prep=prep, out=pair)
+        cyad.value_and_gradient(loss, params, batch[0], batch[1], 2, 0.5, prep=prep,
+                                out=pair)
 
     assert allocations_per_call(gradient) == 0
     assert allocations_per_call(value_and_gradient) == 0
     X, Y = batches[which[0]]
     r = X @ params["w"][0] + np.sum(params["w"][1]) - Y
-    np.testing.assert_allclose(pair[1]["w"][0], 2 * X.T @ r)
-    np.testing.assert_allclose(pair[1]["c"][0], 2 * np.sum(params["w"][1]) * np.sum(r))
-    np.testing.assert_allclose(pair[0], np.sum(r ** 2))
+    np.testing.assert_allclose(pair[1]["w"][0], X.T @ r)
+    np.testing.assert_allclose(pair[1]["c"][0], np.sum(params["w"][1]) * np.sum(r))
+    np.testing.assert_allclose(pair[0], 0.5 * np.sum(r ** 2))
     assert prep.records == 1

@@ -285,6 +285,15 @@ def test_float32_leaves(engine):
     assert g["a"].dtype == np.float32
     np.testing.assert_allclose(g["a"], [6.0, 3.0], rtol=1e-6)
     np.testing.assert_allclose(g["b"], 0.3125 * 3.0, rtol=1e-6)
+    # prepared, into out=, with a Python float argument of each call (the compiled path)
+    prep = cyad.prepare_gradient(lambda x, c: np.sum(x["a"] ** 2) * x["b"] * c, x, 1.0,
+                                 engine=engine)
+    out = {"a": np.empty(2, np.float32), "b": np.empty((), np.float32)}
+    for c in [0.5, 4.0]:
+        cyad.gradient(prep.f, x, c, prep=prep, out=out)
+        np.testing.assert_allclose(out["a"], np.array([1.0, 0.5]) * 2 * c, rtol=1e-6)
+        np.testing.assert_allclose(out["b"], 0.3125 * c, rtol=1e-6)
+    assert prep.preparations == 1
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -492,3 +501,50 @@ def test_nested_at_second_order_with_arguments(engine):
     x = np.array([0.5, -0.7])
     np.testing.assert_allclose(cyad.hessian(outer, x, engine=engine), jax.hessian(outerj)(x),
                                rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sparse_operators_take_arguments(engine):
+    # a residual of a 1-D diffusion with a coefficient field k and a forcing q, new at every
+    # call: one pattern, one coloring, the tapes recorded once
+    def residual(u, k, q, h):
+        flux = k[1:] * (u[1:] - u[:-1]) / h
+        return np.concatenate([u[:1], flux[1:] - flux[:-1] + q[1:-1] * u[1:-1] ** 3, u[-1:]])
+
+    def residualj(u, k, q, h):
+        flux = k[1:] * (u[1:] - u[:-1]) / h
+        return jnp.concatenate([u[:1], flux[1:] - flux[:-1] + q[1:-1] * u[1:-1] ** 3, u[-1:]])
+
+    def energy(u, k, h):
+        return np.sum(k[1:] * (u[1:] - u[:-1]) ** 2) / h + np.sum(u ** 4)
+
+    def energyj(u, k, h):
+        return jnp.sum(k[1:] * (u[1:] - u[:-1]) ** 2) / h + jnp.sum(u ** 4)
+
+    rng = seeded("test_arguments sparse")
+    n = 12
+    u = rng.uniform(-1, 1, n)
+    prep = cyad.prepare_sparse_jacobian(residual, u, np.ones(n), np.ones(n), 0.1, engine=engine)
+    hprep = cyad.prepare_sparse_hessian(energy, u, np.ones(n), 0.1)
+    out = prep.new_result()
+    for _ in range(3):
+        k, q = rng.uniform(0.5, 2.0, n), rng.uniform(-1, 1, n)
+        assert cyad.sparse_jacobian(residual, u, k, q, 0.1, prep=prep, out=out) is out
+        np.testing.assert_allclose(out.toarray(), jax.jacfwd(residualj)(u, k, q, 0.1),
+                                   **TOLERANCE)
+        value, J = cyad.value_and_sparse_jacobian(residual, u, k, q, 0.1, prep=prep)
+        np.testing.assert_allclose(value, residual(u, k, q, 0.1), **TOLERANCE)
+        H = cyad.sparse_hessian(energy, u, k, 0.1, prep=hprep)
+        np.testing.assert_allclose(H.toarray(), jax.hessian(energyj)(u, k, 0.1), **TOLERANCE)
+        value, g, H = cyad.value_gradient_and_sparse_hessian(energy, u, k, 0.1, prep=hprep)
+        np.testing.assert_allclose(g, jax.grad(energyj)(u, k, 0.1), **TOLERANCE)
+    assert prep.n_colors == 3
+    np.testing.assert_allclose(cyad.sparse_jacobian(residual, u, k, q, 0.1).toarray(),
+                               jax.jacfwd(residualj)(u, k, q, 0.1), **TOLERANCE)
+    with pytest.raises(ValueError, match="static value"):
+        cyad.sparse_jacobian(residual, u, k, q, 2, prep=prep)        # an int, not a float
+    def square(u, *args):
+        return u ** 2
+
+    with pytest.raises(ValueError, match="prepare it with the arguments"):
+        cyad.sparse_jacobian(square, u, k, prep=cyad.prepare_sparse_jacobian(square, u))

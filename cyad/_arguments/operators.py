@@ -276,7 +276,7 @@ class Problem:
         x, leaves = xs[0], xs[1:]
         value = self.f(*self.arguments(x, leaves))
         if self.has_aux:
-            value = _value_of_pair(value)
+            value = _pair(value)[0]
         if self.value is None or self.value.single:
             return value
         leaves = self.value.leaves(value, "f's value")
@@ -295,10 +295,6 @@ def _pair(value):
         raise TypeError("cyad: has_aux=True: f must return a pair (value, aux), not "
                         f"{type(value).__name__}")
     return value[0], value[1]
-
-
-def _value_of_pair(value):
-    return _pair(value)[0]
 
 
 class ArgumentsPrep:
@@ -383,6 +379,31 @@ class ArgumentsPrep:
                            self.flat_result, prep=self.inner)
         finally:
             self._busy.release()
+
+
+class Arguments:
+    """f(x, *args) as a Bound, for an operator of one array x (the sparse operators): the
+    other arguments' input leaves set at every call (`bound_to`), static ones checked."""
+
+    def __init__(self, f, x, args, two_argument):
+        arguments = (x,) + tuple(args)
+        self.problem = Problem(f, arguments, 0, False, two_argument)
+        if not self.problem.x.single:
+            raise TypeError("cyad: the sparse operators differentiate one array x (a "
+                            "container of arrays is for the dense operators)")
+        self.bound = Bound(self.problem.function, self.problem.input_leaves(arguments),
+                           self.problem.x.dtype)
+
+    def bound_to(self, x, args):
+        """The Bound, its leaves this call's; ValueError where the arguments no longer fit
+        the prep (a static one changed, a structure or a shape)."""
+        leaves, spec = _flatten((x,) + tuple(args))
+        if not self.problem.fits(leaves, spec) or not self.bound.set(
+                tuple([leaves[k] for k in self.problem.dynamic_index])):
+            raise ValueError("cyad: the arguments differ from the prep's in structure, shape "
+                             "or a static value (an int, a string, an object): the pattern "
+                             "and coloring were made for those; prepare anew")
+        return self.bound
 
 
 def _options(chunk, engine, workers):

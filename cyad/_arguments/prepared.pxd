@@ -69,6 +69,7 @@ cdef class PreparedGradient(LeafSource):
     cdef Leaf* inputs          # the other arguments' input leaves (the Bound's order)
     cdef Py_ssize_t n_x, n_inputs, n_statics
     cdef Py_ssize_t* static_leaves
+    cdef double* numbers       # the Python floats among the inputs, as the Bound reads them
     cdef list statics          # the static leaves, compared by identity
 
     cdef object call(self, object f, object x, tuple args, object argnums, object out,

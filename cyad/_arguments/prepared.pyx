@@ -6,15 +6,17 @@ with ``out=`` takes this path instead where the structures are dicts, tuples, li
 namedtuples and None (`Walk`): each node and leaf is found again in the call's arguments
 by the place it had when the prep was made (a dict's key, a sequence's index), the nodes'
 types and lengths checked on the way; x's leaves are copied into the flat x, the other
-arguments' input leaves handed to the Bound by their memory, the static ones compared by
-identity, and the gradient copied from the flat result into out's leaves. Anything else
-(another form, a leaf that must be converted, a static leaf that is not the same object, a
-nested differentiation) returns None: the Python layer answers, as it would have.
+arguments' input leaves handed to the Bound by their memory (a Python float's number
+copied), the static ones compared by identity, and the gradient copied from the flat result
+into out's leaves. Anything else (another form, a leaf that must be converted, a static leaf
+that is not the same object, a nested differentiation) returns None: the Python layer
+answers, as it would have.
 """
 import numpy as np
 import optree
 
 cimport numpy as cnp
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
@@ -197,6 +199,9 @@ cdef class PreparedGradient(LeafSource):
         self.n_inputs = len(problem.dynamic_index)
         self.inputs = _leaves(list(problem.dynamic_index), list(bound.shapes),
                               [0] * self.n_inputs, bound.dtype.itemsize)
+        self.numbers = <double*>malloc(max(self.n_inputs, 1) * sizeof(double))
+        if self.numbers == NULL:
+            raise MemoryError()
         self.statics = [value for _, value in problem.static_index]
         self.n_statics = len(self.statics)
         self.static_leaves = <Py_ssize_t*>malloc(max(self.n_statics, 1) * sizeof(Py_ssize_t))
@@ -210,6 +215,7 @@ cdef class PreparedGradient(LeafSource):
         free(self.outs)
         free(self.inputs)
         free(self.static_leaves)
+        free(self.numbers)
 
     cdef tuple current_leaves(self):
         return tuple([<object>self.walk.leaf(self.inputs[k].leaf)
@@ -231,6 +237,7 @@ cdef class PreparedGradient(LeafSource):
 
     cdef object _call(self, object x, tuple args, object out, int wanted):
         cdef Py_ssize_t k
+        cdef PyObject* leaf
         cdef object value_out = None, result_out
         cdef char* xp = <char*>cnp.PyArray_DATA(self.x)
         cdef const char* rp = <const char*>cnp.PyArray_DATA(self.result)
@@ -244,8 +251,10 @@ cdef class PreparedGradient(LeafSource):
                              False):
                 return None
         for k in range(self.n_inputs):
-            if not _array_of(self.walk.leaf(self.inputs[k].leaf), self.bound.typenum,
-                             &self.inputs[k], False):
+            leaf = self.walk.leaf(self.inputs[k].leaf)
+            if self.inputs[k].ndim == 0 and PyFloat_CheckExact(<object>leaf):
+                continue            # (a Python float: its number is copied below)
+            if not _array_of(leaf, self.bound.typenum, &self.inputs[k], False):
                 return None
         # the output: out itself (gradient), or (value_out, out) for value_and_gradient
         if wanted == WITH_VALUE:
@@ -272,8 +281,15 @@ cdef class PreparedGradient(LeafSource):
                    cnp.PyArray_DATA(<cnp.ndarray>self.walk.leaf(self.xs[k].leaf)),
                    self.xs[k].nbytes)
         for k in range(self.n_inputs):
-            self.bound.data[k] = cnp.PyArray_DATA(
-                <cnp.ndarray>self.walk.leaf(self.inputs[k].leaf))
+            leaf = self.walk.leaf(self.inputs[k].leaf)
+            if cnp.PyArray_Check(<object>leaf):
+                self.bound.data[k] = cnp.PyArray_DATA(<cnp.ndarray>leaf)
+            else:                   # a Python float, in the prep's dtype
+                if self.bound.typenum == cnp.NPY_FLOAT:
+                    (<float*>(self.numbers + k))[0] = <float>PyFloat_AS_DOUBLE(<object>leaf)
+                else:
+                    self.numbers[k] = PyFloat_AS_DOUBLE(<object>leaf)
+                self.bound.data[k] = &self.numbers[k]
         self.bound.source = self
         try:
             self.inner.call(self.bound, self.x, None, None,

@@ -266,6 +266,16 @@ class _SparsePrep:
         np.copyto(scratch, x)
         return scratch
 
+    def _function_of(self, x, args):
+        """The callable this call's products evaluate: f, or its Bound with this call's
+        arguments."""
+        if self._arguments is None:
+            if args:
+                raise ValueError("cyad: this prep was made for f(x) alone: prepare it with "
+                                 "the arguments")
+            return self._g
+        return self._arguments.bound_to(x, args)
+
     def new_result(self):
         """A new sparse array of the result's structure (zeros), to pass as ``out=``."""
         result = self._template.copy()
@@ -322,6 +332,19 @@ def _unaliased(x, y):
     return x.copy() if y is not None and np.may_share_memory(x, y) else x
 
 
+def _with_arguments(f, x, args, y):
+    """The callable the products evaluate, and f's other arguments' holder: f itself and
+    None without args; else a Bound of f(x, *args) whose arrays are inputs of every call
+    (cyad/_arguments/operators.py), and its `Arguments`."""
+    if not args:
+        return f, None
+    if isinstance(f, FunctionWrapper):
+        raise TypeError("cyad: a FunctionWrapper (a C function) takes no extra arguments")
+    from cyad._arguments.operators import Arguments
+    arguments = Arguments(f, x, args, y is not None)
+    return arguments.bound, arguments
+
+
 def _need_sparsity(f, sparsity):
     if (sparsity is None and isinstance(f, FunctionWrapper) and f.callable is None
             and f.tape is None):
@@ -355,13 +378,15 @@ class SparseJacobianPrep(_SparsePrep):
     ('row', array([0, 1]), 4)
     """
 
-    def __init__(self, f, x, *, y=None, sparsity=None, coloring="auto",
+    def __init__(self, f, x, *args, y=None, sparsity=None, coloring="auto",
                  order="auto", engine=None, format="csr", workers=None, progress=False):
         if coloring not in JACOBIAN_COLORINGS:
             raise ValueError(f"coloring is one of {JACOBIAN_COLORINGS}, not {coloring!r}")
         _checked_format(format)
         _need_sparsity(f, sparsity)
         x = _unaliased(_float_input(x), y)
+        self._f = f
+        f, self._arguments = _with_arguments(f, x, args, y)
         def detect(x, y, progress=False):
             return recorded_pattern(f, x, y, progress=progress)
 
@@ -380,7 +405,7 @@ class SparseJacobianPrep(_SparsePrep):
             colors = _coloring.row_coloring(pattern, order)
         else:
             colors = _coloring.bidirectional_coloring(pattern, order)
-        self._f = f
+        self._g = f
         self._x_scratch = None
         value = _operators.value_and_pushforward(f, x, np.zeros_like(x), y=y, engine=engine)[0]
         self.out_shape = np.shape(value)
@@ -483,13 +508,15 @@ class SparseHessianPrep(_SparsePrep):
     array([ 0.,  6., 12., 18.])
     """
 
-    def __init__(self, f, x, *, y=None, sparsity=None, coloring="star", order="auto",
+    def __init__(self, f, x, *args, y=None, sparsity=None, coloring="star", order="auto",
                  engine="tape", format="csr", workers=None, progress=False):
         if coloring not in HESSIAN_COLORINGS:
             raise ValueError(f"coloring is one of {HESSIAN_COLORINGS}, not {coloring!r}")
         _checked_format(format)
         _need_sparsity(f, sparsity)
         x = _unaliased(_float_input(x), y)
+        self._f = f
+        f, self._arguments = _with_arguments(f, x, args, y)
         n = x.size
         def detect(x, y, progress=False):
             return recorded_pattern(f, x, y, hessian=True, progress=progress)
@@ -502,7 +529,7 @@ class SparseHessianPrep(_SparsePrep):
             colors = _coloring.acyclic_coloring(pattern, order)
             decompression = _recovery.acyclic_decompression(pattern, colors)
         k = _colors(colors)
-        self._f = f
+        self._g = f
         self._x_scratch = None
         self._engine = engine
         self._seeds = _seeds(colors, k, x)
@@ -530,7 +557,7 @@ class SparseHessianPrep(_SparsePrep):
         return self._gradient_prep
 
 
-def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
+def prepare_sparse_jacobian(f, x, *args, y=None, sparsity=None, coloring="auto",
                             order="auto", engine=None, format="csr", workers=None,
                             progress=False):
     """Prepare `sparse_jacobian` and `value_and_sparse_jacobian` of f at inputs like x.
@@ -541,6 +568,11 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
         The function, ``f(x)`` or (with ``y=``) ``f(y, x)``.
     x : array_like
         An input (float64 or float32); the pattern is detected at x.
+    *args
+        f's further arguments, ``f(x, *args)``: their floating-point arrays and numbers are
+        inputs of every call (new values keep the pattern, the coloring and the recorded
+        tapes); a call whose other arguments differ in structure, shape or a static value
+        (an int, a string, an object) raises ValueError.
     y : ndarray, optional
         The output array of a two-argument f.
     sparsity : sparse matrix or array_like of bool, optional
@@ -579,15 +611,15 @@ def prepare_sparse_jacobian(f, x, *, y=None, sparsity=None, coloring="auto",
     >>> prep.coloring, prep.n_colors
     ('column', 2)
     """
-    return SparseJacobianPrep(f, x, y=y, sparsity=sparsity, coloring=coloring, order=order,
+    return SparseJacobianPrep(f, x, *args, y=y, sparsity=sparsity, coloring=coloring, order=order,
                               engine=engine, format=format, workers=workers, progress=progress)
 
 
-def _new_prep(prep_class, f, x, y, options):
+def _new_prep(prep_class, f, x, args, y, options):
     """x as the call reads it, and a prep made for the call. Preparing evaluates f, which
     writes y: where y shares x's memory, the call reads a copy of x made first."""
     x = _unaliased(np.asarray(x), y)
-    return x, prep_class(f, x, y=y, **options)
+    return x, prep_class(f, x, *args, y=y, **options)
 
 
 def _check_prep(prep_class, prepare, f, prep, options):
@@ -608,13 +640,13 @@ def _name(f):
     return getattr(f, "__qualname__", None) or type(f).__name__
 
 
-def sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
+def sparse_jacobian(f, x, *args, y=None, prep=None, out=None, **options):
     """The Jacobian of f at x as a scipy.sparse array, from few compressed products.
 
     Parameters
     ----------
-    f, x, y
-        As for `cyad.jacobian`.
+    f, x, y, *args
+        As for `cyad.jacobian` and `prepare_sparse_jacobian`.
     prep : SparseJacobianPrep, optional
         From `prepare_sparse_jacobian` (without it, one is made for this call).
     out : scipy.sparse array, optional
@@ -640,19 +672,20 @@ def sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
            [0., 3., 2.]])
     """
     if prep is None:
-        x, prep = _new_prep(SparseJacobianPrep, f, x, y, options)
+        x, prep = _new_prep(SparseJacobianPrep, f, x, args, y, options)
     else:
         _check_prep(SparseJacobianPrep, "prepare_sparse_jacobian", f, prep, options)
+    f = prep._function_of(x, args)
     prep._products(f, x, y, None)
     return prep._result(out)
 
 
-def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
+def value_and_sparse_jacobian(f, x, *args, y=None, prep=None, out=None, **options):
     """f(x) and its Jacobian as a scipy.sparse array.
 
     Parameters
     ----------
-    f, x, y, prep, **options
+    f, x, y, *args, prep, **options
         As for `sparse_jacobian`.
     engine : str, optional
         Without prep: the engine of the products (as for `prepare_sparse_jacobian`);
@@ -673,9 +706,10 @@ def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
     (array([0., 0., 0.]), array([1., 1., 1.]))
     """
     if prep is None:
-        x, prep = _new_prep(SparseJacobianPrep, f, x, y, options)
+        x, prep = _new_prep(SparseJacobianPrep, f, x, args, y, options)
     else:
         _check_prep(SparseJacobianPrep, "prepare_sparse_jacobian", f, prep, options)
+    f = prep._function_of(x, args)
     if out is None:
         value = np.empty(prep.out_shape, dtype=prep._first.prep.dtype)
         prep._products(f, x, y, value)
@@ -686,7 +720,7 @@ def value_and_sparse_jacobian(f, x, *, y=None, prep=None, out=None, **options):
     return out
 
 
-def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, coloring="star", order="auto",
+def prepare_sparse_hessian(f, x, *args, y=None, sparsity=None, coloring="star", order="auto",
                            engine="tape", format="csr", workers=None, progress=False):
     """Prepare `sparse_hessian` and `value_gradient_and_sparse_hessian` of a scalar f.
 
@@ -696,6 +730,11 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, coloring="star", orde
         The scalar-valued function, ``f(x)`` or (with ``y=``) ``f(y, x)``.
     x : array_like
         An input (float64 or float32); the pattern is detected at x.
+    *args
+        f's further arguments, ``f(x, *args)``: their floating-point arrays and numbers are
+        inputs of every call (new values keep the pattern, the coloring and the recorded
+        tapes); a call whose other arguments differ in structure, shape or a static value
+        (an int, a string, an object) raises ValueError.
     y : ndarray, optional
         The 0-d output array of a two-argument f.
     sparsity : sparse matrix or array_like of bool, optional
@@ -732,17 +771,18 @@ def prepare_sparse_hessian(f, x, *, y=None, sparsity=None, coloring="star", orde
     >>> cyad.prepare_sparse_hessian(f, np.ones(50)).n_colors
     3
     """
-    return SparseHessianPrep(f, x, y=y, sparsity=sparsity, coloring=coloring, order=order,
-                             engine=engine, format=format, workers=workers, progress=progress)
+    return SparseHessianPrep(f, x, *args, y=y, sparsity=sparsity, coloring=coloring,
+                             order=order, engine=engine, format=format, workers=workers,
+                             progress=progress)
 
 
-def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):
+def sparse_hessian(f, x, *args, y=None, prep=None, out=None, **options):
     """The Hessian of a scalar f at x as a scipy.sparse array, one hvp per star color.
 
     Parameters
     ----------
-    f, x, y
-        As for `cyad.hessian`.
+    f, x, y, *args
+        As for `cyad.hessian` and `prepare_sparse_hessian`.
     prep : SparseHessianPrep, optional
         From `prepare_sparse_hessian` (without it, one is made for this call).
     out : scipy.sparse array, optional
@@ -768,19 +808,20 @@ def sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):
            [0., 1., 0.]])
     """
     if prep is None:
-        x, prep = _new_prep(SparseHessianPrep, f, x, y, options)
+        x, prep = _new_prep(SparseHessianPrep, f, x, args, y, options)
     else:
         _check_prep(SparseHessianPrep, "prepare_sparse_hessian", f, prep, options)
+    f = prep._function_of(x, args)
     prep._products(f, x, y)
     return prep._result(out)
 
 
-def value_gradient_and_sparse_hessian(f, x, *, y=None, prep=None, out=None, **options):
+def value_gradient_and_sparse_hessian(f, x, *args, y=None, prep=None, out=None, **options):
     """f(x), its gradient, and its Hessian as a scipy.sparse array.
 
     Parameters
     ----------
-    f, x, y, prep, **options
+    f, x, y, *args, prep, **options
         As for `sparse_hessian`.
     engine : str, optional
         Without prep: the engine of the products (as for `prepare_sparse_hessian`);
@@ -803,9 +844,10 @@ def value_gradient_and_sparse_hessian(f, x, *, y=None, prep=None, out=None, **op
            [0., 6.]]))
     """
     if prep is None:
-        x, prep = _new_prep(SparseHessianPrep, f, x, y, options)
+        x, prep = _new_prep(SparseHessianPrep, f, x, args, y, options)
     else:
         _check_prep(SparseHessianPrep, "prepare_sparse_hessian", f, prep, options)
+    f = prep._function_of(x, args)
     x = prep._unaliased_call_input(x, y)    # the gradient's run writes y before the HVPs
     gradient_prep = prep._value_and_gradient_prep(f, x, y)
     if out is None:

@@ -25,40 +25,41 @@ class _SparsePrep:
 
 class SparseJacobianPrep(_SparsePrep):
     out_shape: tuple[int, ...]
-    def __init__(self, f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
-                 sparsity: Any = None, coloring: str = "auto", order: str | tuple[str, ...] = "auto",
+    def __init__(self, f: _Function, x: npt.ArrayLike, *args: Any,
+                 y: npt.NDArray[Any] | None = None, sparsity: Any = None,
+                 coloring: str = "auto", order: str | tuple[str, ...] = "auto",
                  engine: str | None = None, format: str = "csr",
                  workers: Any = None, progress: bool = False) -> None: ...
 
 class SparseHessianPrep(_SparsePrep):
-    def __init__(self, f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
-                 sparsity: Any = None, coloring: str = "star",
+    def __init__(self, f: _Function, x: npt.ArrayLike, *args: Any,
+                 y: npt.NDArray[Any] | None = None, sparsity: Any = None, coloring: str = "star",
                  order: str | tuple[str, ...] = "auto", engine: str | None = "tape",
                  format: str = "csr", workers: Any = None, progress: bool = False) -> None: ...
 
-def prepare_sparse_jacobian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
-                            sparsity: Any = None, coloring: str = "auto",
-                            order: str | tuple[str, ...] = "auto", engine: str | None = None,
-                            format: str = "csr",
+def prepare_sparse_jacobian(f: _Function, x: npt.ArrayLike, *args: Any,
+                            y: npt.NDArray[Any] | None = None, sparsity: Any = None,
+                            coloring: str = "auto", order: str | tuple[str, ...] = "auto",
+                            engine: str | None = None, format: str = "csr",
                             workers: Any = None, progress: bool = False) -> SparseJacobianPrep: ...
-def sparse_jacobian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
+def sparse_jacobian(f: _Function, x: npt.ArrayLike, *args: Any, y: npt.NDArray[Any] | None = None,
                     prep: SparseJacobianPrep | None = None, out: Any = None,
                     **options: Any) -> Any: ...
-def value_and_sparse_jacobian(f: _Function, x: npt.ArrayLike, *,
+def value_and_sparse_jacobian(f: _Function, x: npt.ArrayLike, *args: Any,
                               y: npt.NDArray[Any] | None = None,
                               prep: SparseJacobianPrep | None = None,
                               out: tuple[npt.NDArray[Any], Any] | None = None,
                               **options: Any) -> tuple[Any, Any]: ...
-def prepare_sparse_hessian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
-                           sparsity: Any = None, coloring: str = "star",
-                           order: str | tuple[str, ...] = "auto", engine: str | None = "tape",
-                           format: str = "csr",
+def prepare_sparse_hessian(f: _Function, x: npt.ArrayLike, *args: Any,
+                           y: npt.NDArray[Any] | None = None, sparsity: Any = None,
+                           coloring: str = "star", order: str | tuple[str, ...] = "auto",
+                           engine: str | None = "tape", format: str = "csr",
                            workers: Any = None, progress: bool = False) -> SparseHessianPrep: ...
-def sparse_hessian(f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
+def sparse_hessian(f: _Function, x: npt.ArrayLike, *args: Any, y: npt.NDArray[Any] | None = None,
                    prep: SparseHessianPrep | None = None, out: Any = None,
                    **options: Any) -> Any: ...
 def value_gradient_and_sparse_hessian(
-    f: _Function, x: npt.ArrayLike, *, y: npt.NDArray[Any] | None = None,
+    f: _Function, x: npt.ArrayLike, *args: Any, y: npt.NDArray[Any] | None = None,
     prep: SparseHessianPrep | None = None,
     out: tuple[npt.NDArray[Any], npt.NDArray[Any], Any] | None = None, **options: Any,
 ) -> tuple[Any, npt.NDArray[Any], Any]: ...
