@@ -211,16 +211,15 @@ class Problem:
         everything, self.spec = _flatten(tuple(arguments))
         starts = np.cumsum([0] + [_flatten(a)[1].num_leaves for a in arguments])
         self.x_index = [k for i in self.positions for k in range(starts[i], starts[i + 1])]
-        others = [k for i in range(self.count) if i not in self.positions
-                  for k in range(starts[i], starts[i + 1])]
+        self.others_index = [k for i in range(self.count) if i not in self.positions
+                             for k in range(starts[i], starts[i + 1])]
         self.others_spec = _flatten(self.others(arguments))[1]
-        self.dynamic = [_dynamic(everything[k]) for k in others]
-        self.static = [None if d else everything[k] for k, d in zip(others, self.dynamic)]
-        self.dynamic_index = [k for k, d in zip(others, self.dynamic) if d]
-        self.static_index = [(k, everything[k]) for k, d in zip(others, self.dynamic) if not d]
+        self.static = {k: everything[k] for k in self.others_index
+                       if not _dynamic(everything[k])}   # leaf number -> its value
+        self.dynamic_index = [k for k in self.others_index if k not in self.static]
         # (the input leaves are the Bound's alone: a default tape compares what this
         # object holds, as Python state f reads)
-        self.plain = not any(is_engine_array(everything[k]) for k in others)
+        self.plain = not any(is_engine_array(everything[k]) for k in self.others_index)
         self.value = None
         if not two_argument:
             value = self.plain_call(arguments)[0]
@@ -250,7 +249,7 @@ class Problem:
             leaf = leaves[k]
             if (leaf.shape if type(leaf) is np.ndarray else np.shape(leaf)) != shape:
                 return False
-        for k, static in self.static_index:
+        for k, static in self.static.items():
             if leaves[k] is not static and not _same(leaves[k], static):
                 return False
         for k in self.dynamic_index:
@@ -261,8 +260,9 @@ class Problem:
     def arguments(self, x, leaves):
         """f's arguments: x's structure from the flat x, the others from the leaves."""
         selected = self.x.unflat(x) if not self.x.single else x
-        others = iter(leaves)
-        merged = [next(others) if d else s for d, s in zip(self.dynamic, self.static)]
+        inputs = iter(leaves)
+        merged = [self.static[k] if k in self.static else next(inputs)
+                  for k in self.others_index]
         rest = iter(optree.tree_unflatten(self.others_spec, merged))
         chosen = dict(zip(self.positions, (selected,) if self.one else selected))
         return [chosen[i] if i in chosen else next(rest) for i in range(self.count)]
@@ -318,8 +318,6 @@ class ArgumentsPrep:
         # a container's leaves are copied into one vector, made once (a call at a time)
         self._x = x if not problem.x.single else None
         self._x_views = None if self._x is None else problem.x.views(self._x)
-        self._result = None if self._x is None else np.empty_like(self._x)
-        self._result_views = None if self._x is None else problem.x.views(self._result)
         self.inner = _operators().PREPARE[self.family](
             self.bound, x, *self._tangent(v), y=y, **_options(self.chunk, self.engine,
                                                               self.workers))
@@ -364,17 +362,6 @@ class ArgumentsPrep:
                 x = self._x
                 for view, k in zip(self._x_views, problem.x_index):
                     np.copyto(view, leaves[k])
-            if (out is not None and not wanted and _MAIN[self.family] == "x-like"
-                    and not problem.has_aux and self._x is not None
-                    and not isinstance(v, tuple)):
-                # one result of x's structure: computed into x's vector, then copied out
-                targets = problem.x.leaves(out, "out=")
-                operator = _operators().OPERATORS[self.family][0]
-                operator(self.bound, x, *self._tangent(v), y=y, prep=self.inner,
-                         out=self._result)
-                for target, view in zip(targets, self._result_views):
-                    np.copyto(target, view)
-                return out
             return _answer(problem, self.family, wanted, self.bound, x, arguments, v, y, out,
                            self.flat_result, prep=self.inner)
         finally:

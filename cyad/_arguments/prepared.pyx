@@ -202,12 +202,12 @@ cdef class PreparedGradient(LeafSource):
         self.numbers = <double*>malloc(max(self.n_inputs, 1) * sizeof(double))
         if self.numbers == NULL:
             raise MemoryError()
-        self.statics = [value for _, value in problem.static_index]
+        self.statics = list(problem.static.values())
         self.n_statics = len(self.statics)
         self.static_leaves = <Py_ssize_t*>malloc(max(self.n_statics, 1) * sizeof(Py_ssize_t))
         if self.static_leaves == NULL:
             raise MemoryError()
-        for k, (number, _) in enumerate(problem.static_index):
+        for k, number in enumerate(problem.static):
             self.static_leaves[k] = number
 
     def __dealloc__(self):

@@ -843,6 +843,7 @@ cdef class TapeEngine(Engine):
             else:
                 yv[...] = 0
         source = _recorded(self.bound)
+        leaves = []     # f's other arguments' leaves of this call (a Bound's): inputs too
         if (source is not None and self.recorded == 0 and source.dtype == self.dtype
                 and source.x_shape == self.x_shape
                 and source.two_argument == self.two_argument):
@@ -850,14 +851,12 @@ cdef class TapeEngine(Engine):
             tape, values, captured = source.primal()
             out = tape.outputs[0]
             xv, yv = values[0], values[1] if self.two_argument else None
-        elif self.arguments is not None:   # (its leaves of this call: inputs too)
-            leaves = [np.array(leaf, self.dtype) for leaf in self.arguments.leaves]
-            recording, result = trace(self.arguments.function, xv, self.dtype, yv,
-                                      leaves=leaves)
-            tape, captured = recording.tape, recording.captured
-            out = recording.var_of(result)
         else:
-            recording, result = trace(_callable(self.bound), xv, self.dtype, yv)
+            if self.arguments is not None:
+                leaves = [np.array(leaf, self.dtype) for leaf in self.arguments.leaves]
+            recording, result = trace(
+                _callable(self.bound) if self.arguments is None else self.arguments.function,
+                xv, self.dtype, yv, leaves=leaves)
             tape, captured = recording.tape, recording.captured
             out = recording.var_of(result)
         if self.chosen:
@@ -885,9 +884,8 @@ cdef class TapeEngine(Engine):
         tape.outputs = [out]
         values = [xv] if yv is None else [xv, yv]
         names = ["x"] if yv is None else ["x", "y"]
-        if self.arguments is not None:
-            values += leaves
-            names += [f"args{k}" for k in range(len(leaves))]
+        values += leaves
+        names += [f"args{k}" for k in range(len(leaves))]
         self._derive(tape, values, names)
         self.primal = tape
         self.state.casts_warn = 1 if tape.casts else 0
