@@ -24,7 +24,6 @@ def input_dtype(x: npt.ArrayLike) -> np.dtype[np.float64] | np.dtype[np.float32]
 @disjoint_base
 class Engine:
     replays_tape: bool
-    freezes_state: bool
     @property
     def holds_gil(self) -> bool: ...
 

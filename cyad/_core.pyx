@@ -210,8 +210,6 @@ cdef class Engine:
     # What an engine can do, asked instead of its name (cyad/_engines.py):
     # it records f on a tape and replays the tape
     replays_tape = False
-    # a named one freezes the Python state f reads at the record
-    freezes_state = False
 
     @property
     def holds_gil(self):

@@ -4,8 +4,8 @@ An engine is a module providing an `Engine` subclass (cyad/_core.pxd): the buffe
 function binding behind a prep's handle and its nogil call for each operator family.
 `prepare_*` and the operators take ``engine=``; without it, `default_engine` chooses (and
 says why), and `default_text` says the same rule in each operator's docstring. Callers ask
-an engine what it can do (`Engine.replays_tape`, `Engine.freezes_state`, a prep's `replays` and
-`holds_gil`), never its name. Adding an engine is a module and its row here.
+an engine what it can do (`Engine.replays_tape`, a prep's `replays` and `holds_gil`), never
+its name. Adding an engine is a module and its row here.
 """
 import importlib
 import textwrap
@@ -45,12 +45,6 @@ def engine_type(name: str | None) -> Any:
         raise ValueError(f"cyad: unknown engine {name!r}; the engines are "
                          f"{', '.join(map(repr, ENGINES))}") from None
     return getattr(importlib.import_module(module), cls)
-
-
-def freezes_state(name: str | None) -> bool:
-    """Whether the engine called `name` freezes the Python state f reads when it records f
-    (a named tape: calls after a change answer from the state as recorded)."""
-    return bool(engine_type(name).freezes_state)
 
 
 def default_engine(family: str, recorded: bool, python: bool, size: int,

@@ -27,7 +27,7 @@ from cyad._families import PREP_TYPES as _PREP_TYPES
 from cyad._engines import engine_type
 from cyad._dual.array cimport differentiating
 from cyad._wrapper cimport is_python_function, FunctionWrapper
-from cyad._arguments.prepared cimport PreparedGradient
+from cyad._arguments.prepared cimport PreparedCall
 from cyad._wrapper import ComplexValues
 from cyad import _docstrings, _engines, _nested
 from cyad._reporting import warnings as _warnings
@@ -185,12 +185,12 @@ cdef object _operate(Family family, int wanted, object f, object x, object v, ob
         if holomorphic:
             raise TypeError("cyad: holomorphic=True takes one complex array x, without other "
                             "arguments, argnums= or has_aux=")
-        if (family == GRADIENT and out is not None and y is None and not has_aux
-                and not flat and prep is not None
-                and type(prep) is _arguments().ArgumentsPrep and prep.fast is not None):
-            r = (<PreparedGradient>prep.fast).call(f, x, args, argnums, out, wanted)
+        if (not has_aux and prep is not None and type(prep) is _arguments().ArgumentsPrep
+                and prep.fast is not None):
+            r = (<PreparedCall>prep.fast).call(family, f, x, args, argnums, flat, v, y, out,
+                                               wanted)
             if r is not None:
-                return r
+                return _shaped_result(family, wanted, r, out)
         return _arguments().call(_FAMILY_NAMES[family], wanted, f, x, args, v, y, prep, out,
                                  argnums, has_aux, flat, chunk, engine, workers)
     complex_prep = _complex_prep(prep)
@@ -218,6 +218,11 @@ cdef object _operate(Family family, int wanted, object f, object x, object v, ob
                                             p.engine_made, workers, False)
         return p.complex_prep.call(_FAMILY_NAMES[family], False, wanted, f, x, v, y, out,
                                    chunk, engine, workers)
+    return _shaped_result(family, wanted, r, out)
+
+
+cdef object _shaped_result(Family family, int wanted, object r, object out):
+    # a prep's result as the operator returns it (a scalar's as a number)
     if not wanted:
         if family == PUSHFORWARD or family == PULLBACK or family == DERIVATIVE or \
                 family == SECOND_DERIVATIVE:

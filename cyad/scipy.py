@@ -24,12 +24,16 @@ Each function here turns a user's function into the callable a SciPy solver take
 =================================  ==============================================================
 
 The callables take the solver's extra arguments like SciPy passes them (``jac(x, *args)``,
-``jac(t, y, *args)``). Each prepares its cyad operator once, on its first call (or from an
-``x0`` given up front), and reuses the prep on every later call: a call allocates its result
-array and whatever the user's function allocates, nothing else (with extra args, also the
-argument tuple of each ``fun(x, *args)``). The derivatives are taken in float64, SciPy's
-dtype. SciPy itself is imported only by `check_derivatives` and the sparse forms, so cyad
-depends on NumPy alone.
+``jac(t, y, *args)``), and hand them to cyad's operators as f's own arguments: t and the
+float arrays and numbers among args are inputs of the prep, so that a tape records fun once
+however they change; an int, a string or another object among them prepares anew when it
+changes (see `cyad.gradient`'s arguments). Each callable prepares its cyad operator once, on
+its first call (or from an ``x0`` given up front), and reuses the prep on every later call:
+a call allocates its result array and whatever the user's function allocates, nothing else
+(with extra args or t, also a few small objects: the tuple of the arguments' values each
+evaluation of fun reads, the call's tuple of args). The derivatives are taken in float64,
+SciPy's dtype. SciPy itself is imported only by `check_derivatives` and the sparse forms,
+so cyad depends on NumPy alone.
 
 The sparse forms (``sparse=True``) prepare cyad's sparse operator (`cyad.sparse_jacobian`,
 `cyad.sparse_hessian`): the pattern is detected at the first x (or given as ``sparsity=``;
@@ -53,8 +57,9 @@ import threading
 import numpy as np
 
 from cyad import _operators
+from cyad._arguments.operators import ArgumentsChanged as _StaticChange
 from cyad._sparse import operators as _sparse_operators
-from cyad._engines import engine_type, freezes_state
+from cyad._engines import engine_type
 from cyad._sparse.sparsity import jacobian_sparsity
 from cyad._wrapper import FunctionWrapper
 
@@ -89,50 +94,19 @@ def _busy(adapter):
                         "call at a time: make one per thread")
 
 
-class _Arguments:
-    """The solver call's current extra arguments (and time), read by the bound function.
-
-    A tape cyad chooses watches them (Python state f read: it records f anew when they
-    change); a tape named with engine="tape" freezes them, so an adapter on one makes its
-    prep anew when they are not those its prep was made with (`stale`).
-    """
-
-    __slots__ = ("args", "t", "_recorded", "_frozen")
-    # (a default tape records f anew when they change, every call of a solver that moves t
-    # or rebuilds args, without warning of it: the solver's, not the user's, doing)
-    __cyad_changes_per_call__ = True
-
-    def __init__(self, engine):
-        self.args = ()
-        self.t = 0.0
-        self._recorded = None
-        # a prep of the named engine freezes the Python state f reads at the record
-        self._frozen = engine is not None and freezes_state(engine)
-
-    def recorded(self):
-        """The prep was made with the current arguments."""
-        self._recorded = (self.t, self.args)
-
-    def stale(self):
-        """A prep on a named tape was made with other arguments (or time) than these."""
-        if not self._frozen or self._recorded is None:
-            return False
-        t, args = self._recorded
-        return (t != self.t or len(args) != len(self.args)
-                or any(a is not b for a, b in zip(args, self.args)))
-
-
 class _Adapter:
     """A user's function ``fun(x, *args)`` and the prep of one cyad operator for it.
 
-    The prep stays bound to one function object per form: ``fun`` itself when the solver
-    passes no extra arguments, otherwise one function made here, once, that reads the
-    current arguments from a holder. A call therefore never builds a closure. A call
-    holds the adapter's lock from its start, before it sets the arguments, so a
-    concurrent call is refused before it changes anything.
+    The solver's extra arguments go to cyad's operator as f's own arguments: their float
+    arrays and numbers are inputs of the prep (a tape copies their new values in at every
+    call, as it copies x), while other arguments (ints, strings, objects) prepare anew when
+    they change. A call with another count of them than the prep's prepares anew. A call
+    holds the adapter's lock from its start, so a concurrent call is refused before it
+    changes anything. (The operators are called without ``*args`` where there are none:
+    a call spelled with ``*args`` and keywords builds a tuple and a dict.)
     """
 
-    __slots__ = ("fun", "chunk", "engine", "prep", "_state", "_with_args", "_lock")
+    __slots__ = ("fun", "chunk", "engine", "prep", "_arity", "_lock")
     _operator = ""    # the prepare_<operator> function's suffix, for repr and errors
 
     def __init__(self, fun, x0=None, chunk=None, engine=None):
@@ -144,37 +118,27 @@ class _Adapter:
         self.chunk = chunk
         self.engine = engine
         self.prep = None
+        self._arity = 0
         self._lock = threading.Lock()
-        self._state = state = _Arguments(engine)
-
-        def with_args(x):
-            return fun(x, *state.args)
-
-        self._with_args = with_args
         if x0 is not None:
-            self._prepare(_float64(x0), fun)
+            self._prepare(_float64(x0), ())
 
-    def _target(self, args):
-        # the function the prep evaluates for a call with these extra arguments
-        if not args:
-            return self.fun
-        if isinstance(self.fun, FunctionWrapper):
+    def _check(self, args):
+        if args and isinstance(self.fun, FunctionWrapper):
             raise TypeError("cyad.scipy: a FunctionWrapper (a C function) takes no extra args; "
                             f"the solver passed {len(args)}")
-        self._state.args = args
-        return self._with_args
 
-    def _prepare(self, x, f):
+    def _prepare(self, x, args, *tangent):
         prepare = getattr(_operators, "prepare_" + self._operator)
-        self.prep = prepare(f, x, chunk=self.chunk, engine=self.engine)
-        return self.prep
+        self.prep = prepare(self.fun, x, *tangent, *args, chunk=self.chunk, engine=self.engine)
+        self._arity = len(args)
 
-    def _current_prep(self, x, f, *prepare_args):
-        """The prep for this call: made now on the first call, or anew where a named tape
-        froze other arguments."""
-        if self.prep is None or self._state.stale():
-            self._prepare(x, f, *prepare_args)
-            self._state.recorded()
+    def _current_prep(self, x, args, *tangent):
+        """The prep for this call: made now on the first call, or anew for another count
+        of extra arguments."""
+        self._check(args)
+        if self.prep is None or len(args) != self._arity:
+            self._prepare(x, args, *tangent)
         return self.prep
 
     def __call__(self, x, *args):
@@ -182,9 +146,8 @@ class _Adapter:
             raise _busy(self)
         try:
             x = _float64(x)
-            f = self._target(args)
-            prep = self._current_prep(x, f)
-            return self._apply(f, x, prep)
+            prep = self._current_prep(x, args)
+            return self._apply(x, args, prep)
         finally:
             self._lock.release()
 
@@ -198,8 +161,10 @@ class _Gradient(_Adapter):
     __slots__ = ()
     _operator = "gradient"
 
-    def _apply(self, f, x, prep):
-        return _operators.gradient(f, x, prep=prep)
+    def _apply(self, x, args, prep):
+        if args:
+            return _operators.gradient(self.fun, x, *args, prep=prep)
+        return _operators.gradient(self.fun, x, prep=prep)
 
 
 class _ValueAndGradient(_Adapter):
@@ -210,9 +175,12 @@ class _ValueAndGradient(_Adapter):
         self._value = np.zeros(())
         super().__init__(fun, x0, chunk, engine)
 
-    def _apply(self, f, x, prep):
+    def _apply(self, x, args, prep):
         g = np.empty_like(x, order="C")
-        _operators.value_and_gradient(f, x, prep=prep, out=(self._value, g))
+        if args:
+            _operators.value_and_gradient(self.fun, x, *args, prep=prep, out=(self._value, g))
+        else:
+            _operators.value_and_gradient(self.fun, x, prep=prep, out=(self._value, g))
         return float(self._value), g
 
 
@@ -220,8 +188,10 @@ class _Hessian(_Adapter):
     __slots__ = ()
     _operator = "hessian"
 
-    def _apply(self, f, x, prep):
-        return _operators.hessian(f, x, prep=prep)
+    def _apply(self, x, args, prep):
+        if args:
+            return _operators.hessian(self.fun, x, *args, prep=prep)
+        return _operators.hessian(self.fun, x, prep=prep)
 
 
 class _Hessp(_Adapter):
@@ -232,12 +202,7 @@ class _Hessp(_Adapter):
         super().__init__(fun, None, chunk, engine)
         if x0 is not None:
             x0 = _float64(x0)
-            self._prepare(x0, fun, x0)
-
-    def _prepare(self, x, f, p=None):
-        self.prep = _operators.prepare_hvp(f, x, x if p is None else p, chunk=self.chunk,
-                                           engine=self.engine)
-        return self.prep
+            self._prepare(x0, (), x0)
 
     def __call__(self, x, p, *args):
         if not self._lock.acquire(False):
@@ -245,9 +210,10 @@ class _Hessp(_Adapter):
         try:
             x = _float64(x)
             p = _float64(p)
-            f = self._target(args)
-            prep = self._current_prep(x, f, p)
-            return _operators.hvp(f, x, p, prep=prep)
+            prep = self._current_prep(x, args, p)
+            if args:
+                return _operators.hvp(self.fun, x, p, *args, prep=prep)
+            return _operators.hvp(self.fun, x, p, prep=prep)
         finally:
             self._lock.release()
 
@@ -256,8 +222,10 @@ class _Jacobian(_Adapter):
     __slots__ = ()
     _operator = "jacobian"
 
-    def _apply(self, f, x, prep):
-        return _operators.jacobian(f, x, prep=prep)
+    def _apply(self, x, args, prep):
+        if args:
+            return _operators.jacobian(self.fun, x, *args, prep=prep)
+        return _operators.jacobian(self.fun, x, prep=prep)
 
 
 class _SparseAdapter(_Adapter):
@@ -273,15 +241,22 @@ class _SparseAdapter(_Adapter):
         self._result = None
         super().__init__(fun, x0, None, engine)
 
-    def _prepare(self, x, f):
+    def _prepare(self, x, args):
         prepare = getattr(_sparse_operators, "prepare_" + self._operator)
-        self.prep = prepare(f, x, sparsity=self.sparsity, engine=self.engine,
+        self.prep = prepare(self.fun, x, *args, sparsity=self.sparsity, engine=self.engine,
                             format=self._format, **self.options)
+        self._arity = len(args)
         self._result = self.prep.new_result()
-        return self.prep
 
-    def _apply(self, f, x, prep):
-        getattr(_sparse_operators, self._operator)(f, x, prep=prep, out=self._result)
+    def _apply(self, x, args, prep):
+        try:
+            getattr(_sparse_operators, self._operator)(self.fun, x, *args, prep=prep,
+                                                       out=self._result)
+        except _StaticChange:
+            # an argument that is not an array or a float changed: the pattern anew
+            self._prepare(x, args)
+            getattr(_sparse_operators, self._operator)(self.fun, x, *args, prep=self.prep,
+                                                       out=self._result)
         # SciPy keeps the matrix (module docstring): a copy with index arrays of its own
         return self._result.copy()
 
@@ -296,17 +271,19 @@ class _SparseHessian(_SparseAdapter):
     _operator = "sparse_hessian"
 
 
+def _weighted_sum(fun):
+    # sum_i v_i fun_i(x): the Lagrangian of constraints fun with multipliers v
+    def lagrangian(x, v):
+        return np.sum(fun(x) * v)
+    return lagrangian
+
+
 class _ConstraintHessian:
-    """sum_i v_i H_i(x), the constraints' Hessians weighted by the multipliers v.
+    """sum_i v_i H_i(x), the constraints' Hessians weighted by the multipliers v: the
+    Hessian of ``np.sum(fun(x) * v)`` in x, v an argument (an input of the prep)."""
 
-    The Hessian of ``np.sum(fun(x) * multipliers)``, multipliers a buffer the call fills
-    with v. On the dual engine, which evaluates fun on every call: a tape would hold the
-    multipliers as a constant, compare them on every call and record fun anew when they
-    changed - on every call of a solver.
-    """
-
-    __slots__ = ("fun", "sparse", "sparsity", "chunk", "prep", "_multipliers", "_lagrangian",
-                 "_result", "_lock")
+    __slots__ = ("fun", "sparse", "sparsity", "chunk", "prep", "_lagrangian", "_result",
+                 "_lock")
 
     def __init__(self, fun, x0, v0, sparse, sparsity, chunk):
         if not callable(fun):
@@ -318,27 +295,19 @@ class _ConstraintHessian:
         self.sparsity = sparsity
         self.chunk = chunk
         self.prep = None
-        self._multipliers = None
         self._result = None
         self._lock = threading.Lock()
-
-        def lagrangian(x):
-            return np.sum(fun(x) * self._multipliers)
-
-        self._lagrangian = lagrangian
+        self._lagrangian = _weighted_sum(fun)
         if x0 is not None:
             self._prepare(_float64(x0), _float64(v0))
 
     def _prepare(self, x, v):
-        self._multipliers = v.copy()
         if self.sparse:
             self.prep = _sparse_operators.prepare_sparse_hessian(
-                self._lagrangian, x, sparsity=self.sparsity, engine="dual", format="csr")
+                self._lagrangian, x, v, sparsity=self.sparsity, format="csr")
             self._result = self.prep.new_result()
         else:
-            self.prep = _operators.prepare_hessian(self._lagrangian, x, chunk=self.chunk,
-                                                   engine="dual")
-        return self.prep
+            self.prep = _operators.prepare_hessian(self._lagrangian, x, v, chunk=self.chunk)
 
     def __call__(self, x, v):
         if not self._lock.acquire(False):
@@ -348,13 +317,9 @@ class _ConstraintHessian:
             v = _float64(v)
             if self.prep is None:
                 self._prepare(x, v)
-            elif v.shape != self._multipliers.shape:
-                raise ValueError(f"cyad.scipy: v has shape {v.shape}; the first call's had "
-                                 f"{self._multipliers.shape}")
-            self._multipliers[...] = v
             if not self.sparse:
-                return _operators.hessian(self._lagrangian, x, prep=self.prep)
-            _sparse_operators.sparse_hessian(self._lagrangian, x, prep=self.prep,
+                return _operators.hessian(self._lagrangian, x, v, prep=self.prep)
+            _sparse_operators.sparse_hessian(self._lagrangian, x, v, prep=self.prep,
                                              out=self._result)
             # trust-constr keeps the matrix: a copy with index arrays of its own
             return self._result.copy()
@@ -368,11 +333,24 @@ class _ConstraintHessian:
         return f"<cyad.scipy.{kind}constraint_hessian of {name}, {state}>"
 
 
+def _y_first(fun, in_place):
+    # fun with y before t: the sparse operators differentiate their first argument
+    if in_place:
+        def rhs(dydt, y, t, *args):
+            return fun(dydt, t, y, *args)
+        return rhs
+
+    def y_first(y, t, *args):
+        return fun(t, y, *args)
+    return y_first
+
+
 class _OdeJacobian:
-    """The Jacobian of an ODE's right-hand side with respect to y, t passed through."""
+    """The Jacobian of an ODE's right-hand side with respect to y: ``fun(t, y, *args)``
+    differentiated in its argument 1, t and args inputs of the prep (as `_Adapter`'s)."""
 
     __slots__ = ("fun", "in_place", "sparse", "sparsity", "coloring", "chunk", "engine", "prep",
-                 "_state", "_plain", "_with_args", "_dydt", "_result", "_lock")
+                 "_y_first", "_arity", "_dydt", "_result", "_lock")
 
     def __init__(self, fun, in_place=False, y0=None, chunk=None, engine=None, sparse=False,
                  sparsity=None, coloring="auto"):
@@ -392,62 +370,52 @@ class _OdeJacobian:
         self.chunk = chunk
         self.engine = engine
         self.prep = None
+        self._arity = 0
         self._dydt = None
         self._lock = threading.Lock()     # one call at a time, as in _Adapter
-        self._state = state = _Arguments(engine)
-
-        def in_place_plain(dydt, y):
-            fun(dydt, state.t, y)
-
-        def in_place_with_args(dydt, y):
-            fun(dydt, state.t, y, *state.args)
-
-        def plain(y):
-            return fun(state.t, y)
-
-        def with_args(y):
-            return fun(state.t, y, *state.args)
-
-        self._plain = in_place_plain if self.in_place else plain
-        self._with_args = in_place_with_args if self.in_place else with_args
+        self._y_first = _y_first(fun, self.in_place)
         if y0 is not None:
-            self._prepare(_float64(y0), self._plain)
+            self._prepare(0.0, _float64(y0), ())
 
-    def _prepare(self, y, f):
+    def _prepare(self, t, y, args):
         if self.in_place:
             if y.ndim != 1:
                 raise ValueError(f"cyad.scipy: y must be 1-D, not of shape {y.shape}")
             self._dydt = np.zeros(y.shape)
         if self.sparse:
-            # CSC: what BDF and Radau convert J to
+            # x is f's first argument there: y first, t after it
             self.prep = _sparse_operators.prepare_sparse_jacobian(
-                f, y, y=self._dydt, sparsity=self.sparsity, coloring=self.coloring,
-                engine=self.engine, format="csc")
+                self._y_first, y, t, *args, y=self._dydt, sparsity=self.sparsity,
+                coloring=self.coloring, engine=self.engine, format="csc")  # BDF's, Radau's
             self._result = self.prep.new_result()
         else:
-            self.prep = _operators.prepare_jacobian(f, y, y=self._dydt, chunk=self.chunk,
+            self.prep = _operators.prepare_jacobian(self.fun, t, y, *args, y=self._dydt,
+                                                    argnums=1, chunk=self.chunk,
                                                     engine=self.engine)
-        return self.prep
+        self._arity = len(args)
 
     def __call__(self, t, y, *args):
         if not self._lock.acquire(False):
             raise _busy(self)
         try:
             y = _float64(y)
-            state = self._state
-            state.t = t
-            if args:
-                state.args = args
-                f = self._with_args
-            else:
-                f = self._plain
-            if self.prep is None or state.stale():
-                self._prepare(y, f)
-                state.recorded()
-            prep = self.prep
+            if type(t) is not float:
+                t = float(t)        # (an int would be a static argument)
+            if self.prep is None or len(args) != self._arity:
+                self._prepare(t, y, args)
             if not self.sparse:
-                return _operators.jacobian(f, y, y=self._dydt, prep=prep)
-            _sparse_operators.sparse_jacobian(f, y, y=self._dydt, prep=prep, out=self._result)
+                if args:
+                    return _operators.jacobian(self.fun, t, y, *args, y=self._dydt, argnums=1,
+                                               prep=self.prep)
+                return _operators.jacobian(self.fun, t, y, y=self._dydt, argnums=1,
+                                           prep=self.prep)
+            try:
+                _sparse_operators.sparse_jacobian(self._y_first, y, t, *args, y=self._dydt,
+                                                  prep=self.prep, out=self._result)
+            except _StaticChange:
+                self._prepare(t, y, args)
+                _sparse_operators.sparse_jacobian(self._y_first, y, t, *args, y=self._dydt,
+                                                  prep=self.prep, out=self._result)
             # BDF and Radau keep J over many steps: a copy with index arrays of its own
             return self._result.copy()
         finally:
@@ -784,8 +752,8 @@ def constraint_hessian(fun, x0=None, v0=None, *, sparse=False, sparsity=None, ch
     `scipy.optimize.NonlinearConstraint` (``minimize(method="trust-constr")``).
 
     ``hess(x, v)`` is the sum over i of ``v[i]`` times the Hessian of ``fun(x)[i]``: the
-    Hessian of ``np.sum(fun(x) * v)`` with respect to x. It is computed on the dual
-    engine, which evaluates fun on every call (the multipliers change on every call).
+    Hessian of ``np.sum(fun(x) * v)`` with respect to x, v an argument of it: an input of
+    the prep, so that a tape (cyad's default engine) records fun once for every v.
 
     Parameters
     ----------

@@ -236,3 +236,69 @@ def test_containers_and_arguments_allocate_nothing(n, allocations_per_call):
     np.testing.assert_allclose(pair[1]["c"][0], np.sum(params["w"][1]) * np.sum(r))
     np.testing.assert_allclose(pair[0], 0.5 * np.sum(r ** 2))
     assert prep.records == 1
+
+
+def test_calls_of_one_array_and_arguments_allocate_nothing(allocations_per_call):
+    # every operator's prepared call of f(x, a, t), x and f's value one array each, a and t
+    # new at every call (as SciPy passes fun(x, *args) and fun(t, y, *args)), out= given;
+    # on the tape (the dual engine's calls allocate what f allocates on its dual arrays)
+    engine = "tape"
+    n = 5
+    rng = np.random.default_rng(0)
+    x, v, w = rng.standard_normal(n), rng.standard_normal(n), rng.standard_normal(n)
+    weights = [rng.standard_normal(n), rng.standard_normal(n)]
+
+    def f(x, a, t):
+        return np.sin(x) * a * t
+
+    def scalar(x, a, t):
+        return np.sum(x ** 3 * a) * t
+
+    def in_place(dydt, x, a, t):
+        dydt[...] = x ** 2 * a * t
+
+    which = [0]
+    times = [0.5, 1.5]
+
+    def arguments():
+        which[0] ^= 1
+        return weights[which[0]], times[which[0]]
+
+    J, H, g, fx, dydt = np.empty((n, n)), np.empty((n, n)), np.empty(n), np.empty(n), \
+        np.empty(n)
+    preps = {
+        "jacobian": cyad.prepare_jacobian(f, x, weights[0], 0.5, engine=engine),
+        "pushforward": cyad.prepare_pushforward(f, x, v, weights[0], 0.5, engine=engine),
+        "pullback": cyad.prepare_pullback(f, x, w, weights[0], 0.5, engine=engine),
+        "hessian": cyad.prepare_hessian(scalar, x, weights[0], 0.5, engine=engine),
+        "hvp": cyad.prepare_hvp(scalar, x, v, weights[0], 0.5, engine=engine),
+        "in place": cyad.prepare_jacobian(in_place, x, weights[0], 0.5, y=dydt, engine=engine),
+    }
+    # (explicit calls: a call's *args or **kwargs of the harness would allocate)
+    calls = {
+        "jacobian": lambda a: cyad.jacobian(f, x, a[0], a[1], prep=preps["jacobian"], out=J),
+        "pushforward": lambda a: cyad.pushforward(f, x, v, a[0], a[1],
+                                                  prep=preps["pushforward"], out=fx),
+        "pullback": lambda a: cyad.pullback(f, x, w, a[0], a[1], prep=preps["pullback"],
+                                            out=g),
+        "hessian": lambda a: cyad.hessian(scalar, x, a[0], a[1], prep=preps["hessian"], out=H),
+        "hvp": lambda a: cyad.hvp(scalar, x, v, a[0], a[1], prep=preps["hvp"], out=g),
+        "in place": lambda a: cyad.jacobian(in_place, x, a[0], a[1], y=dydt,
+                                            prep=preps["in place"], out=J),
+    }
+    expected = {
+        "jacobian": lambda a, t: np.diag(np.cos(x) * a * t),
+        "pushforward": lambda a, t: np.cos(x) * a * t * v,
+        "pullback": lambda a, t: np.cos(x) * a * t * w,
+        "hessian": lambda a, t: np.diag(6 * x * a * t),
+        "hvp": lambda a, t: 6 * x * a * t * v,
+        "in place": lambda a, t: np.diag(2 * x * a * t),
+    }
+    results = {"jacobian": J, "pushforward": fx, "pullback": g, "hessian": H, "hvp": g,
+               "in place": J}
+    for name, call in calls.items():
+        assert allocations_per_call(lambda call=call: call(arguments())) == 0, name
+        a, t = weights[which[0]], times[which[0]]
+        np.testing.assert_allclose(results[name], expected[name](a, t), rtol=1e-14)
+        assert preps[name].records == 1, name
+    np.testing.assert_allclose(dydt, x ** 2 * weights[which[0]] * times[which[0]], rtol=1e-14)

@@ -379,7 +379,7 @@ def test_ode_jacobian_against_analytic():
     seen = []
     jac = cs.ode_jacobian(lambda t, y, k: seen.append((t, k)) or -k * t * y)
     assert_allclose(jac(2.0, np.ones(2), 3.0), -6.0 * np.eye(2))
-    assert seen == [(2.0, 3.0)]
+    assert seen and all(s == (2.0, 3.0) for s in seen)    # (every evaluation: the call's)
 
 
 def solve(fun, y0, span, method, jac, args=()):
@@ -465,8 +465,7 @@ def test_a_prepared_call_allocates_its_result_and_what_f_allocates(allocations_p
     # Per call: prep.evaluations times what f allocates on the prep's dual input, plus the
     # result (the constant: what allocating the returned array(s) costs, measured the same
     # way: np.empty(n) one object, np.empty((n, n)) two, as its data exceeds NumPy's cache of
-    # small blocks). With extra args, fun(x, *args) builds its argument tuple: +2 per
-    # evaluation.
+    # small blocks).
     n = 12
     x, w, v = np.linspace(0.1, 1.2, n), np.linspace(1.0, 2.0, n), np.ones(n)
 
@@ -497,7 +496,6 @@ def test_a_prepared_call_allocates_its_result_and_what_f_allocates(allocations_p
         (cs.hessian(objective, engine="dual"), (x,), objective, matrix),
         (cs.hessp(objective, engine="dual"), (x, v), objective, vector),
         (cs.jacobian(residuals), (x,), residuals, matrix),
-        (cs.ode_jacobian(rhs), (t, x), lambda y: rhs(t, y), matrix),
     ]
     for adapter, args, f, result in cases:
         adapter(*args)
@@ -508,18 +506,28 @@ def test_a_prepared_call_allocates_its_result_and_what_f_allocates(allocations_p
         assert per_call == pytest.approx(prep.evaluations * per_evaluation + result, abs=0.01), \
             adapter
 
-    adapter = cs.ode_jacobian(rhs_in_place, in_place=True)
-    adapter(t, x)
-    dydt = np.zeros_like(adapter.prep.input_dual)
-    per_evaluation = count(lambda: rhs_in_place(dydt, t, adapter.prep.input_dual))
-    assert count(lambda: adapter(t, x)) == pytest.approx(
-        adapter.prep.evaluations * per_evaluation + matrix, abs=0.01)
-
-    adapter = cs.gradient(lambda x, a: (x * a).sum(), engine="dual")
-    adapter(x, w)
-    per_evaluation = count(lambda: (adapter.prep.input_dual * w).sum())
-    assert count(lambda: adapter(x, w)) == pytest.approx(
-        adapter.prep.evaluations * (per_evaluation + 2) + vector, abs=0.01)
+    # with t or args, each evaluation is f's through the prep's Bound (f of x alone, the
+    # other arguments set per call); a call adds the tuple of its arguments' leaves the
+    # Bound hands f, and with extra args the operator's call with them (its positional
+    # arguments, its keywords, the operator's tuple of args): 1 and 4 objects
+    cases = [
+        (cs.ode_jacobian(rhs), (t, x), matrix, False, 1),
+        (cs.ode_jacobian(rhs_in_place, in_place=True), (t, x), matrix, True, 1),
+        (cs.gradient(lambda x, a: (x * a).sum(), engine="dual"), (x, w), vector, False, 4),
+    ]
+    for adapter, args, result, in_place, objects in cases:
+        adapter(*args)
+        prep = adapter.prep.inner
+        dydt = np.zeros_like(prep.input_dual)
+        if in_place:
+            per_evaluation = count(lambda prep=prep, dydt=dydt, bound=adapter.prep.bound: bound(
+                dydt, prep.input_dual))
+        else:
+            per_evaluation = count(lambda prep=prep, bound=adapter.prep.bound: bound(
+                prep.input_dual))
+        per_call = count(lambda adapter=adapter, args=args: adapter(*args))
+        assert per_call == pytest.approx(prep.evaluations * per_evaluation + result + objects,
+                                         abs=0.01), adapter
 
 
 # -- the examples stay runnable ---------------------------------------------------------------
@@ -527,7 +535,7 @@ def test_a_prepared_call_allocates_its_result_and_what_f_allocates(allocations_p
 @pytest.mark.parametrize("script", ["rosenbrock_minimize.py", "stiff_kinetics.py",
                                     "least_squares_fit.py", "brusselator.py",
                                     "sparse_least_squares.py", "impedance_fit.py",
-                                    "spectral_solver_gradient.py"])
+                                    "spectral_solver_gradient.py", "ode_parameter_fit.py"])
 def test_example_runs(script):
     done = subprocess.run([sys.executable, str(EXAMPLES / script), "--quick"],
                           capture_output=True, text=True, timeout=120)
@@ -537,9 +545,9 @@ def test_example_runs(script):
 
 @pytest.mark.parametrize("engine", [None, "tape", "dual"])
 def test_arguments_and_time_that_change_between_calls(engine):
-    """An adapter's extra arguments and t are the current call's on every engine: a tape
-    cyad chooses records fun anew when they change, an adapter on a named tape (which
-    freezes them) prepares anew."""
+    """An adapter's extra arguments and t are the current call's on every engine: inputs
+    of the prep, which a tape records once whatever their values; an int among them
+    prepares anew when it changes."""
     def weighted(x, a):
         return np.sum(a * x ** 2)
 
@@ -547,10 +555,18 @@ def test_arguments_and_time_that_change_between_calls(engine):
     gradient = cs.gradient(weighted, engine=engine)
     hessian = cs.hessian(weighted, engine=engine)
     hessp = cs.hessp(weighted, engine=engine)
-    for a in (1.0, 3.0, np.array([1.0, 2.0, 5.0]), 3.0):
+    for k, a in enumerate((1.0, 3.0, 0.5, np.array([1.0, 2.0, 5.0]), 3.0)):
         assert_allclose(gradient(x, a), 2.0 * a * x, rtol=1e-15)
         assert_allclose(hessian(x, a), np.diag(2.0 * a * np.ones(3)), rtol=1e-15)
         assert_allclose(hessp(x, x, a), 2.0 * a * x, rtol=1e-15)
+        # a float a is one input: new values prepare and record nothing anew; an array
+        # (of another shape), and a float again, prepare anew
+        for adapter in (gradient, hessian, hessp):
+            assert adapter.prep.preparations == max(1, k - 1)
+            assert adapter.prep.records == (0 if adapter.prep.inner.engine == "dual" else 1)
+    powered = cs.gradient(lambda x, a, p: np.sum(a * x ** p), engine=engine)
+    for a, p in ((2.0, 2), (3.0, 2), (3.0, 3), (2.0, 2)):
+        assert_allclose(powered(x, a, p), a * p * x ** (p - 1), rtol=1e-15)
 
     def decaying(t, y):
         return np.sin(t) * y ** 2
@@ -561,3 +577,6 @@ def test_arguments_and_time_that_change_between_calls(engine):
             result = jacobian(t, x)
             result = result.toarray() if sparse else result
             assert_allclose(result, np.diag(2.0 * np.sin(t) * x), rtol=1e-15)
+        if not sparse:
+            assert jacobian.prep.preparations == 1
+            assert jacobian.prep.records == (0 if jacobian.prep.inner.engine == "dual" else 1)

@@ -30,7 +30,8 @@ what differs. Out of reach of this layer: complex differentiated arguments (refu
 arrays among the other arguments are static), tuples of tangents as batches when x is a
 container. Flattening and reading back allocate Python objects: a prepared gradient with out=
 of dicts, tuples, lists and namedtuples takes the compiled path of cyad/_arguments/prepared.pyx
-first, which allocates nothing.
+first, which allocates nothing, and so does a prepared call of one array x whose value is one
+array (SciPy's forms).
 """
 import threading
 
@@ -38,7 +39,7 @@ import numpy as np
 import optree
 
 from cyad._arguments.bound import Bound
-from cyad._arguments.prepared import PreparedGradient
+from cyad._arguments.prepared import PreparedCall
 from cyad._core import _BUSY
 from cyad._primitives._table import is_engine_array
 
@@ -305,7 +306,7 @@ class ArgumentsPrep:
                  workers):
         self.family, self.f, self.flat_result = family, f, flat
         self.argnums, self.has_aux = argnums, has_aux
-        self.chunk, self.engine, self.workers = chunk, engine, workers
+        self.chunk, self.engine_named, self.workers = chunk, engine, workers
         self._busy = threading.Lock()
         self.preparations = 0
         self._make(arguments, v, y)
@@ -319,22 +320,27 @@ class ArgumentsPrep:
         self._x = x if not problem.x.single else None
         self._x_views = None if self._x is None else problem.x.views(self._x)
         self.inner = _operators().PREPARE[self.family](
-            self.bound, x, *self._tangent(v), y=y, **_options(self.chunk, self.engine,
+            self.bound, x, *self._tangent(v), y=y, **_options(self.chunk, self.engine_named,
                                                               self.workers))
         self.preparations += 1
-        # a gradient with out= of dicts, tuples, lists and arrays: compiled, allocating
-        # nothing (cyad/_arguments/prepared.pyx), read by the operators before this layer
+        # a gradient with out= of dicts, tuples, lists and arrays, and a call of one array
+        # x and value: compiled, allocating nothing (cyad/_arguments/prepared.pyx), read by
+        # the operators before this layer
         self.fast = None
-        if self.family == "gradient" and not self.has_aux and y is None and isinstance(
-                self.inner, _prep_type()):
-            fast = PreparedGradient(self.f, self.argnums, self.bound, self.inner, problem,
-                                    arguments, np.asarray(x, problem.x.dtype), self._busy)
+        if not self.has_aux and isinstance(self.inner, _prep_type()):
+            fast = PreparedCall(self.f, self.argnums, self.flat_result, self.bound, self.inner,
+                                problem, arguments, np.asarray(x, problem.x.dtype), self._busy)
             self.fast = fast if fast.supported else None
 
     def _tangent(self, v):
         if self.family not in _TANGENT_OF:
             return ()
         return (_flat_tangent(self.problem, self.family, v),)
+
+    @property
+    def engine(self):
+        """The engine that answers the flat problem's calls."""
+        return self.inner.engine
 
     @property
     def records(self):
@@ -368,6 +374,10 @@ class ArgumentsPrep:
             self._busy.release()
 
 
+class ArgumentsChanged(ValueError):
+    """A call's other arguments no longer fit a sparse prep (made for their pattern)."""
+
+
 class Arguments:
     """f(x, *args) as a Bound, for an operator of one array x (the sparse operators): the
     other arguments' input leaves set at every call (`bound_to`), static ones checked."""
@@ -382,14 +392,15 @@ class Arguments:
                            self.problem.x.dtype)
 
     def bound_to(self, x, args):
-        """The Bound, its leaves this call's; ValueError where the arguments no longer fit
-        the prep (a static one changed, a structure or a shape)."""
+        """The Bound, its leaves this call's; ArgumentsChanged where the arguments no
+        longer fit the prep (a static one changed, a structure or a shape)."""
         leaves, spec = _flatten((x,) + tuple(args))
         if not self.problem.fits(leaves, spec) or not self.bound.set(
                 tuple([leaves[k] for k in self.problem.dynamic_index])):
-            raise ValueError("cyad: the arguments differ from the prep's in structure, shape "
-                             "or a static value (an int, a string, an object): the pattern "
-                             "and coloring were made for those; prepare anew")
+            raise ArgumentsChanged("cyad: the arguments differ from the prep's in structure, "
+                                   "shape or a static value (an int, a string, an object): "
+                                   "the pattern and coloring were made for those; prepare "
+                                   "anew")
         return self.bound
 
 

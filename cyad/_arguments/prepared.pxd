@@ -3,7 +3,7 @@ from cpython.object cimport PyObject, PyTypeObject
 cimport numpy as cnp
 
 from cyad._arguments.bound cimport Bound, LeafSource
-from cyad._core cimport Prep
+from cyad._core cimport Family, Prep
 
 cdef enum How:    # how an item is reached from its parent
     ROOT          # the parent is the call: root number `index`
@@ -54,9 +54,12 @@ cdef class Walk:
     cdef PyObject* leaf(self, Py_ssize_t k) noexcept
 
 
-# a prep's gradient of f(x, *args) with out=, allocating nothing
-cdef class PreparedGradient(LeafSource):
+# a prep's calls of f(x, *args) that allocate nothing: a gradient with out= of x's
+# structure, and any call of one array x and one array value
+cdef class PreparedCall(LeafSource):
+    cdef Family family
     cdef object f, argnums, lock
+    cdef bint flat, two_argument, direct
     cdef Bound bound
     cdef Prep inner
     cdef Walk walk, out_walk
@@ -72,6 +75,8 @@ cdef class PreparedGradient(LeafSource):
     cdef double* numbers       # the Python floats among the inputs, as the Bound reads them
     cdef list statics          # the static leaves, compared by identity
 
-    cdef object call(self, object f, object x, tuple args, object argnums, object out,
-                     int wanted)
-    cdef object _call(self, object x, tuple args, object out, int wanted)
+    cdef object call(self, Family family, object f, object x, tuple args, object argnums,
+                     bint flat, object v, object y, object out, int wanted)
+    cdef bint _arguments(self, object x, tuple args) except -1
+    cdef object _direct(self, object v, object y, object out, int wanted)
+    cdef object _gradient(self, object out, int wanted)

@@ -10,7 +10,7 @@ class Walk:
     def __init__(self, roots: tuple[Any, ...]) -> None: ...
 
 @disjoint_base
-class PreparedGradient(LeafSource):
+class PreparedCall(LeafSource):
     supported: bool
-    def __init__(self, f: Any, argnums: Any, bound: Any, inner: Any, problem: Any,
+    def __init__(self, f: Any, argnums: Any, flat: bool, bound: Any, inner: Any, problem: Any,
                  arguments: Any, x_flat: Any, lock: Any) -> None: ...

@@ -1,16 +1,18 @@
-"""A prep's gradient of f(x, *args) with out=, in compiled code that allocates nothing.
+"""A prep's calls of f(x, *args), in compiled code that allocates nothing.
 
 cyad/_arguments/operators.py answers every call of f(x, *args) by flattening its structures
-with optree, which allocates Python objects. A prepared gradient (and value_and_gradient)
-with ``out=`` takes this path instead where the structures are dicts, tuples, lists,
-namedtuples and None (`Walk`): each node and leaf is found again in the call's arguments
-by the place it had when the prep was made (a dict's key, a sequence's index), the nodes'
-types and lengths checked on the way; x's leaves are copied into the flat x, the other
-arguments' input leaves handed to the Bound by their memory (a Python float's number
-copied), the static ones compared by identity, and the gradient copied from the flat result
-into out's leaves. Anything else (another form, a leaf that must be converted, a static leaf
-that is not the same object, a nested differentiation) returns None: the Python layer
-answers, as it would have.
+with optree, which allocates Python objects. Two forms of prepared calls take this path
+instead, where the arguments' structures are dicts, tuples, lists, namedtuples and None
+(`Walk`): a gradient (and value_and_gradient) with ``out=`` of x's structure, and any
+operator's call whose x is one array and f's value one array (SciPy's ``fun(x, *args)``,
+``fun(t, y, *args)``), its tangent, y and out= handed to the prep as they are. Each node
+and leaf is found again in the call's arguments by the place it had when the prep was made
+(a dict's key, a sequence's index), the nodes' types and lengths checked on the way; x's
+leaves are copied into the flat x (a gradient's), the other arguments' input leaves handed
+to the Bound by their memory (a Python float's number copied), the static ones compared by
+identity, and a gradient copied from the flat result into out's leaves. Anything else
+(another form, a leaf that must be converted, a static leaf that is not the same object, a
+nested differentiation) returns None: the Python layer answers, as it would have.
 """
 import numpy as np
 import optree
@@ -22,7 +24,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
 from cyad._arguments.bound cimport Bound, LeafSource
-from cyad._core cimport Prep, WITH_VALUE
+from cyad._core cimport Prep, WITH_VALUE, Family, GRADIENT, DERIVATIVE
 from cyad._dual.array cimport differentiating
 
 cnp.import_array()
@@ -174,17 +176,25 @@ cdef inline bint _array_of(PyObject* obj, int typenum, const Leaf* leaf,
     return True
 
 
-cdef class PreparedGradient(LeafSource):
-    """A prep's gradient and value_and_gradient of f(x, *args) with out=, compiled: its
-    `call` holds the prep's lock (shared with the Python layer's calls) from its start."""
+cdef class PreparedCall(LeafSource):
+    """A prep's calls of f(x, *args) in one of the two forms of the module's docstring,
+    compiled: its `call` holds the prep's lock (shared with the Python layer's calls) from
+    its start."""
 
-    def __init__(self, f, argnums, Bound bound, Prep inner, problem, arguments, x_flat,
+    def __init__(self, f, argnums, flat, Bound bound, Prep inner, problem, arguments, x_flat,
                  lock):
         cdef Py_ssize_t itemsize = x_flat.itemsize
-        self.f, self.argnums, self.bound, self.inner, self.lock = f, argnums, bound, inner, lock
+        cdef Family family = inner.family
+        self.family, self.f, self.argnums, self.flat = family, f, argnums, flat
+        self.bound, self.inner, self.lock = bound, inner, lock
+        self.two_argument = problem.two_argument
+        # x one array and f's value one array: the prep's own arguments, as they are
+        self.direct = problem.x.single and (problem.value is None or problem.value.single)
         self.walk = Walk(tuple(arguments))
         self.out_walk = Walk((problem.selected(arguments),))
-        self.supported = self.walk.supported and self.out_walk.supported
+        self.supported = self.walk.supported and (
+            self.direct or (family == GRADIENT and not self.two_argument
+                            and self.out_walk.supported))
         self.typenum = cnp.PyArray_TYPE(<cnp.ndarray>x_flat)
         self.x = np.empty_like(x_flat)
         self.result = np.empty_like(x_flat)
@@ -221,41 +231,73 @@ cdef class PreparedGradient(LeafSource):
         return tuple([<object>self.walk.leaf(self.inputs[k].leaf)
                       for k in range(self.n_inputs)])
 
-    cdef object call(self, object f, object x, tuple args, object argnums, object out,
-                     int wanted):
-        """out, after the call; None where the Python layer answers (the module's docstring)."""
-        if not self.supported or f is not self.f or differentiating():
+    cdef object call(self, Family family, object f, object x, tuple args, object argnums,
+                     bint flat, object v, object y, object out, int wanted):
+        """The call's result; None where the Python layer answers (the module's
+        docstring)."""
+        if (not self.supported or family != self.family or f is not self.f
+                or flat != self.flat or (y is not None) != self.two_argument
+                or differentiating()):
             return None
         if not (argnums is self.argnums or argnums == self.argnums):
             return None
         if not self.lock.acquire(False):
             return None             # (the Python layer says the prep is busy)
         try:
-            return self._call(x, args, out, wanted)
+            if not self._arguments(x, args):
+                return None
+            if self.direct:
+                return self._direct(v, y, out, wanted)
+            return self._gradient(out, wanted)
         finally:
+            self.bound.source = None
             self.lock.release()
 
-    cdef object _call(self, object x, tuple args, object out, int wanted):
+    cdef bint _arguments(self, object x, tuple args) except -1:
+        # the call's arguments found and checked, the input leaves handed to the Bound
         cdef Py_ssize_t k
         cdef PyObject* leaf
-        cdef object value_out = None, result_out
-        cdef char* xp = <char*>cnp.PyArray_DATA(self.x)
-        cdef const char* rp = <const char*>cnp.PyArray_DATA(self.result)
         if not self.walk.find(x, args):
-            return None
+            return False
         for k in range(self.n_statics):
             if self.walk.leaf(self.static_leaves[k]) != <PyObject*>self.statics[k]:
-                return None
-        for k in range(self.n_x):
-            if not _array_of(self.walk.leaf(self.xs[k].leaf), self.typenum, &self.xs[k],
-                             False):
-                return None
+                return False
+        if not self.direct:
+            for k in range(self.n_x):
+                if not _array_of(self.walk.leaf(self.xs[k].leaf), self.typenum, &self.xs[k],
+                                 False):
+                    return False
         for k in range(self.n_inputs):
             leaf = self.walk.leaf(self.inputs[k].leaf)
             if self.inputs[k].ndim == 0 and PyFloat_CheckExact(<object>leaf):
                 continue            # (a Python float: its number is copied below)
             if not _array_of(leaf, self.bound.typenum, &self.inputs[k], False):
-                return None
+                return False
+        for k in range(self.n_inputs):
+            leaf = self.walk.leaf(self.inputs[k].leaf)
+            if cnp.PyArray_Check(<object>leaf):
+                self.bound.data[k] = cnp.PyArray_DATA(<cnp.ndarray>leaf)
+            else:                   # a Python float, in the prep's dtype
+                if self.bound.typenum == cnp.NPY_FLOAT:
+                    (<float*>(self.numbers + k))[0] = <float>PyFloat_AS_DOUBLE(<object>leaf)
+                else:
+                    self.numbers[k] = PyFloat_AS_DOUBLE(<object>leaf)
+                self.bound.data[k] = &self.numbers[k]
+        self.bound.source = self
+        return True
+
+    cdef object _direct(self, object v, object y, object out, int wanted):
+        # x, the tangent, y and out as the prep takes them (it checks them)
+        x = <object>self.walk.leaf(self.xs[0].leaf)
+        return self.inner.call(self.bound, x, 1.0 if self.family == DERIVATIVE else v, y,
+                               out, wanted)
+
+    cdef object _gradient(self, object out, int wanted):
+        # a gradient into out of x's structure: x's leaves copied into the flat x
+        cdef Py_ssize_t k
+        cdef object value_out = None, result_out
+        cdef char* xp = <char*>cnp.PyArray_DATA(self.x)
+        cdef const char* rp = <const char*>cnp.PyArray_DATA(self.result)
         # the output: out itself (gradient), or (value_out, out) for value_and_gradient
         if wanted == WITH_VALUE:
             if type(out) is not tuple or PyTuple_GET_SIZE(out) != 2:
@@ -267,7 +309,7 @@ cdef class PreparedGradient(LeafSource):
                     and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>value_out)):
                 return None
             result_out = <object>PyTuple_GET_ITEM(out, 1)
-        elif wanted == 0:
+        elif wanted == 0 and out is not None:
             result_out = out
         else:
             return None
@@ -280,22 +322,8 @@ cdef class PreparedGradient(LeafSource):
             memcpy(xp + self.xs[k].offset,
                    cnp.PyArray_DATA(<cnp.ndarray>self.walk.leaf(self.xs[k].leaf)),
                    self.xs[k].nbytes)
-        for k in range(self.n_inputs):
-            leaf = self.walk.leaf(self.inputs[k].leaf)
-            if cnp.PyArray_Check(<object>leaf):
-                self.bound.data[k] = cnp.PyArray_DATA(<cnp.ndarray>leaf)
-            else:                   # a Python float, in the prep's dtype
-                if self.bound.typenum == cnp.NPY_FLOAT:
-                    (<float*>(self.numbers + k))[0] = <float>PyFloat_AS_DOUBLE(<object>leaf)
-                else:
-                    self.numbers[k] = PyFloat_AS_DOUBLE(<object>leaf)
-                self.bound.data[k] = &self.numbers[k]
-        self.bound.source = self
-        try:
-            self.inner.call(self.bound, self.x, None, None,
-                            self.pair if wanted == WITH_VALUE else self.result, wanted)
-        finally:
-            self.bound.source = None
+        self.inner.call(self.bound, self.x, None, None,
+                        self.pair if wanted == WITH_VALUE else self.result, wanted)
         for k in range(self.n_x):
             memcpy(cnp.PyArray_DATA(<cnp.ndarray>self.out_walk.leaf(k)),
                    rp + self.outs[k].offset, self.outs[k].nbytes)

@@ -414,8 +414,7 @@ cdef bint state_changed(tape_prep* p) noexcept with gil:
     except BaseException:   # (a comparison that raised: f is recorded anew, or handed over)
         changed = True
     if changed:
-        if not engine.python_state.change_expected:
-            engine.state_streak += 1
+        engine.state_streak += 1
         engine.state_changed_at = engine.python_state.what_changed
         engine.state_recorded = True
         return True
@@ -652,7 +651,6 @@ cdef class TapeEngine(Engine):
     """The tape engine's state of one prep: f, its derivative tape's replay, the places."""
 
     replays_tape = True
-    freezes_state = True
 
     def __cinit__(self):
         self.handle = &self.state.base

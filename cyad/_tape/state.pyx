@@ -81,7 +81,6 @@ cdef class _Read:
     cdef How how
     cdef object recorded     # what was read
     cdef str path            # where, as f's code would name it (`settings['scale']`)
-    cdef bint expected       # a change is expected every call (its holder says so)
     cdef bint by_value       # compared by value where not the same object
 
     cdef object current(self):
@@ -146,12 +145,6 @@ cdef class PythonState:
         return None if self.last_changed is None else self.last_changed.path
 
     @property
-    def change_expected(self):
-        """Whether that change is one its holder expects every call (cyad.scipy's holder of
-        a solver's t and args): not worth a warning."""
-        return self.last_changed is not None and self.last_changed.expected
-
-    @property
     def reads(self):
         """How many reads a call compares (the arrays' contents besides)."""
         return len(self._reads)
@@ -166,7 +159,6 @@ cdef class PythonState:
         read.recorded = value
         read.by_value = how == WHOLE or isinstance(value, _VALUES + (tuple,))
         read.path = path
-        read.expected = getattr(type(holder), "__cyad_changes_per_call__", False)
         self._reads.append(read)
         if how in (WHOLE, LENGTH) or isinstance(value, _VALUES):
             return
