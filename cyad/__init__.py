@@ -6,6 +6,7 @@ import os as _os
 
 from cyad._primitives import scipy_dispatch as _scipy_dispatch
 from cyad._primitives.custom import CustomFunction, custom_derivative
+from cyad._arguments.cache import Cache
 from cyad._conversions import through_asarray
 from cyad._dual.array import Dual
 from cyad._dual.engine import default_chunk
@@ -101,6 +102,7 @@ def get_include() -> str:
 
 
 __all__ = [
+    "Cache",
     "CustomFunction",
     "CyadWarning",
     "Dual",

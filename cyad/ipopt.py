@@ -24,13 +24,14 @@ Design:
   Lagrangian's sparse Hessian (below). Calls check x's shape and evaluate.
 - sigma and lambda are inputs of the differentiated function, not constants: a prep
   closed over arrays refilled at every call would be recorded anew at every call (a tape
-  compares the arrays it took as constants with their copies). So the Lagrangian is taken
-  as a function of z = (x, sigma, lambda), and its Hessian-vector products with directions
-  (v, 0, 0) are (H_xx v, ...): only x's rows are read. H_xx's pattern is the x-block of
-  `cyad.hessian_sparsity` of L(z), the union of f's and of every c_i's patterns; a star
-  coloring of it gives the directions, all their Hessian-vector products are one prepared
-  batched call, and the lower triangle's values are gathered straight from the products
-  (a star coloring reads every entry from one product, `cyad._sparse.coloring`).
+  compares the arrays it took as constants with their copies). So the Lagrangian is
+  L(x, sigma, lambda, *args), its arguments after x those of every call (a `Bound` of
+  cyad/_arguments, as the sparse operators' with arguments), and so are f's and c's own
+  ``args=``. H_xx's pattern is `cyad.hessian_sparsity` of L in x, the union of f's and of
+  every c_i's patterns; a star coloring of it gives the directions, all their
+  Hessian-vector products are one prepared batched call, and the lower triangle's values
+  are gathered straight from the products (a star coloring reads every entry from one
+  product, `cyad._sparse.coloring`).
 - The patterns hold where f and c take the branches they took at x0: like the sparse
   operators', the Jacobian's and the Hessian's preps watch them on every call and
   raise ValueError where another branch has a nonzero outside the structure.
@@ -46,6 +47,7 @@ import threading
 import numpy as np
 
 from cyad import _operators
+from cyad._arguments.operators import Arguments
 from cyad._sparse import coloring as _coloring
 from cyad._sparse import operators as _sparse_operators
 from cyad._sparse import recovery as _recovery
@@ -66,42 +68,43 @@ def _vector(x, size, name):
 
 
 class _Lagrangian:
-    """L(z) = z[n] f(z[:n]) + z[n+1:] . c(z[:n]), the function whose Hessian IPOPT asks for."""
+    """L(x, sigma, lambda, *args) = sigma f(x, *args) + lambda . c(x, *args), the function
+    whose Hessian in x IPOPT asks for (no lambda without constraints)."""
 
-    __slots__ = ("objective", "constraints", "n")
+    __slots__ = ("objective", "constraints")
 
-    def __init__(self, objective, constraints, n):
-        self.objective, self.constraints, self.n = objective, constraints, n
+    def __init__(self, objective, constraints):
+        self.objective, self.constraints = objective, constraints
 
-    def __call__(self, z):
-        n = self.n
-        x = z[:n]
-        value = z[n] * self.objective(x)
-        if self.constraints is not None:
-            value = value + np.sum(z[n + 1:] * np.reshape(self.constraints(x), -1))
-        return value
+    def __call__(self, x, sigma, *rest):
+        if self.constraints is None:
+            return sigma * self.objective(x, *rest)
+        return (sigma * self.objective(x, *rest[1:])
+                + np.sum(rest[0] * np.reshape(self.constraints(x, *rest[1:]), -1)))
 
 
 class _LagrangianHessian:
-    """The lower triangle of H_xx of L(x, sigma, lambda): one batched hvp, then a gather."""
+    """The lower triangle of H_xx of L(x, sigma, lambda, *args): one batched hvp, then a
+    gather."""
 
-    def __init__(self, lagrangian, x0, m, engine):
-        n = x0.size
-        self.z = np.concatenate([x0, np.ones(1 + m)])
-        self.lagrangian = lagrangian
+    def __init__(self, lagrangian, x0, m, args, engine):
+        self.m = m
+        self.arguments = Arguments(lagrangian, x0, self._others(1.0, np.ones(m), args), False)
+        bound = self.arguments.bound
 
-        def detect(z, y):
-            pattern, tape = recorded_pattern(lagrangian, z, hessian=True)
-            return pattern.tocsr()[:n, :n].tocsr(), tape
+        def detect(x, y):
+            pattern, tape = recorded_pattern(bound, x, hessian=True)
+            return pattern.tocsr(), tape
 
         try:
-            block, recorded = detect(self.z, None)
+            block, recorded = detect(x0, None)
         except TypeError as error:
             raise TypeError(f"cyad.ipopt: f and c are recorded to detect the Lagrangian "
                             f"Hessian's pattern, and this failed ({error}); hessian=False "
                             "leaves the Hessian to IPOPT's limited-memory "
                             "approximation") from error
         block.sort_indices()
+        n = x0.size
         rows = np.repeat(np.arange(n, dtype=np.intp), np.diff(block.indptr))
         cols = np.asarray(block.indices, dtype=np.intp)
         lower = rows >= cols
@@ -114,29 +117,28 @@ class _LagrangianHessian:
         # where the star decompression reads each nonzero in the (n, k) products ...
         decompression = _recovery.star_decompression(block, colors)
         source = decompression.sources()[0][lower]     # whole: in CSR order
-        # ... rewritten for the (k, z.size) buffer whose rows are the products
-        self.source = (source % k) * self.z.size + source // k
+        # ... rewritten for the (k, n) buffer whose rows are the products
+        self.source = (source % k) * n + source // k
         seed = _coloring.seed_matrix(colors)
-        self.directions = tuple(np.concatenate([seed[:, c], np.zeros(1 + m)])
-                                for c in range(k))
-        self.products = np.zeros((k, self.z.size))
+        self.directions = tuple(np.ascontiguousarray(seed[:, c]) for c in range(k))
+        self.products = np.zeros((k, n))
         self.outs = tuple(self.products)
-        self.prep = _operators.prepare_hvp(lagrangian, self.z, self.directions, engine=engine)
+        self.prep = _operators.prepare_hvp(bound, x0, self.directions, engine=engine)
         self.watch = _sparse_operators._watch(
-            self.prep, lambda: _sparse_operators._GradientWatch(lagrangian, self.z, None),
+            self.prep, lambda: _sparse_operators._GradientWatch(bound, x0, None),
             detect, block, recorded, False)
 
-    def __call__(self, x, lagrange, obj_factor):
+    def _others(self, sigma, lagrange, args):
+        # L's arguments after x: sigma and lambda (inputs of every call), then f's and c's
+        return (sigma,) + ((lagrange,) if self.m else ()) + tuple(args)
+
+    def __call__(self, x, lagrange, obj_factor, args):
         if self.prep is None:
             return np.zeros(0)
-        n = x.size
-        z = self.z
-        z[:n] = x
-        z[n] = obj_factor
-        z[n + 1:] = lagrange
-        _operators.hvp(self.lagrangian, z, self.directions, prep=self.prep, out=self.outs)
+        bound = self.arguments.bound_to(x, self._others(obj_factor, lagrange, args))
+        _operators.hvp(bound, x, self.directions, prep=self.prep, out=self.outs)
         if self.watch is not None:      # f or c took another branch: is H's pattern kept?
-            self.watch.check(self.lagrangian, z, None)
+            self.watch.check(bound, x, None)
         return np.take(self.products.reshape(-1), self.source)
 
 
@@ -149,15 +151,21 @@ class Callbacks:
     Parameters
     ----------
     objective : callable
-        ``f(x)`` of a 1-D float64 x, returning a scalar, written with NumPy operations
-        (cyad records and differentiates it).
+        ``f(x, *args)`` of a 1-D float64 x, returning a scalar, written with NumPy
+        operations (cyad records and differentiates it).
     x0 : array_like
         A 1-D starting point: the derivatives are prepared, and the patterns detected,
         there. A pattern holds for every x on the branches f and c take at x0 (see
         `cyad.jacobian_sparsity`).
     constraints : callable, optional
-        ``c(x)`` returning an array of the m constraint values (flattened if not 1-D).
-        Without it, m = 0.
+        ``c(x, *args)`` returning an array of the m constraint values (flattened if not
+        1-D). Without it, m = 0.
+    args : tuple, optional
+        f's and c's other arguments (data, parameters): arrays, numbers, containers of
+        them, as `cyad.gradient` takes them. Their float arrays and numbers are inputs of
+        the preps, not constants: assigning new values to the attribute ``args`` (for the
+        next solve) prepares and records nothing anew; a change of another argument (an
+        int, a string, an object) or of a shape raises ValueError at the next call.
     hessian : bool, optional
         Prepare the Hessian of the Lagrangian (default). False leaves it out:
         `hessianstructure` is empty and `hessian` raises, for IPOPT's limited-memory
@@ -175,6 +183,8 @@ class Callbacks:
     ----------
     n, m : int
         The numbers of variables and of constraints.
+    args : tuple
+        The other arguments of f and c, passed at every call.
     jacobian_prep : SparseJacobianPrep or None
         The prep of c's sparse Jacobian (its ``sparsity``, ``coloring``, ``n_colors``).
     hessian_colors : int
@@ -209,8 +219,8 @@ class Callbacks:
     array([1., 1., 1., 2., 1., 3., 1.])
     """
 
-    def __init__(self, objective, x0, constraints=None, *, hessian=True, engine=None,
-                 jacobian_sparsity=None):
+    def __init__(self, objective, x0, constraints=None, *, args=(), hessian=True,
+                 engine=None, jacobian_sparsity=None):
         for name, fun in (("objective", objective), ("constraints", constraints)):
             if not (callable(fun) or (fun is None and name == "constraints")):
                 raise TypeError(f"cyad.ipopt: {name} must be a callable, not "
@@ -218,24 +228,28 @@ class Callbacks:
         x0 = np.array(x0, dtype=np.float64)
         if x0.ndim != 1:
             raise ValueError(f"cyad.ipopt: x0 must be 1-D (IPOPT's x), not of shape {x0.shape}")
+        if not isinstance(args, tuple):
+            raise TypeError(f"cyad.ipopt: args= takes a tuple, not {type(args).__name__}")
         self._objective = objective
         self._constraints = constraints
-        self.n = n = x0.size
+        self.args = args
+        self.n = x0.size
         self._lock = threading.Lock()
-        self._gradient = _operators.prepare_gradient(objective, x0, engine=engine)
+        self._gradient = _operators.prepare_gradient(objective, x0, *args, engine=engine)
         if constraints is None:
             self.m = 0
             self.jacobian_prep = self._jacobian_out = None
             self._jacobian_structure = (np.zeros(0, np.intp), np.zeros(0, np.intp))
         else:
-            self.m = np.size(constraints(x0))
+            self.m = np.size(constraints(x0, *args))
             self.jacobian_prep = _sparse_operators.prepare_sparse_jacobian(
-                constraints, x0, sparsity=jacobian_sparsity, engine=engine, format="coo")
+                constraints, x0, *args, sparsity=jacobian_sparsity, engine=engine,
+                format="coo")
             self._jacobian_out = self.jacobian_prep.new_result()
             self._jacobian_structure = tuple(
                 np.asarray(i, dtype=np.intp) for i in self._jacobian_out.coords)
-        self._hessian = (_LagrangianHessian(_Lagrangian(objective, constraints, n), x0,
-                                            self.m, engine) if hessian else None)
+        self._hessian = (_LagrangianHessian(_Lagrangian(objective, constraints), x0, self.m,
+                                            args, engine) if hessian else None)
         self.hessian_colors = 0 if self._hessian is None else self._hessian.n_colors
 
     def _claim(self):
@@ -246,14 +260,14 @@ class Callbacks:
 
     def objective(self, x):
         """f(x), a float."""
-        return float(self._objective(_vector(x, self.n, "x")))
+        return float(self._objective(_vector(x, self.n, "x"), *self.args))
 
     def gradient(self, x):
         """The gradient of f at x, a new float64 array."""
         x = _vector(x, self.n, "x")
         self._claim()
         try:
-            return _operators.gradient(self._objective, x, prep=self._gradient)
+            return _operators.gradient(self._objective, x, *self.args, prep=self._gradient)
         finally:
             self._lock.release()
 
@@ -262,7 +276,7 @@ class Callbacks:
         x = _vector(x, self.n, "x")
         if self._constraints is None:
             return np.zeros(0)
-        return np.array(self._constraints(x), dtype=np.float64).reshape(-1)
+        return np.array(self._constraints(x, *self.args), dtype=np.float64).reshape(-1)
 
     def jacobianstructure(self):
         """(rows, cols) of the nonzeros of c's Jacobian: the order of `jacobian`'s values."""
@@ -275,8 +289,8 @@ class Callbacks:
             return np.zeros(0)
         self._claim()
         try:
-            _sparse_operators.sparse_jacobian(self._constraints, x, prep=self.jacobian_prep,
-                                              out=self._jacobian_out)
+            _sparse_operators.sparse_jacobian(self._constraints, x, *self.args,
+                                              prep=self.jacobian_prep, out=self._jacobian_out)
             return self._jacobian_out.data.copy()
         finally:
             self._lock.release()
@@ -297,7 +311,7 @@ class Callbacks:
         lagrange = _vector(lagrange, self.m, "lagrange")
         self._claim()
         try:
-            return self._hessian(x, lagrange, float(obj_factor))
+            return self._hessian(x, lagrange, float(obj_factor), self.args)
         finally:
             self._lock.release()
 
@@ -316,13 +330,13 @@ def _cyipopt():
     return cyipopt
 
 
-def problem(objective, x0, constraints=None, *, lb=None, ub=None, cl=None, cu=None,
+def problem(objective, x0, constraints=None, *, args=(), lb=None, ub=None, cl=None, cu=None,
             hessian=True, engine=None, jacobian_sparsity=None):
     """A ``cyipopt.Problem`` for ``min f(x)`` subject to bounds, with cyad's derivatives.
 
     Parameters
     ----------
-    objective, x0, constraints, hessian, engine, jacobian_sparsity
+    objective, x0, constraints, args, hessian, engine, jacobian_sparsity
         As for `Callbacks` (``hessian=False`` also sets IPOPT's option
         ``hessian_approximation="limited-memory"``).
     lb, ub : array_like, optional
@@ -360,8 +374,8 @@ def problem(objective, x0, constraints=None, *, lb=None, ub=None, cl=None, cu=No
     (17.014017, array([1.    , 4.743 , 3.8211, 1.3794]))
     """
     cyipopt = _cyipopt()
-    callbacks = Callbacks(objective, x0, constraints, hessian=hessian, engine=engine,
-                          jacobian_sparsity=jacobian_sparsity)
+    callbacks = Callbacks(objective, x0, constraints, args=args, hessian=hessian,
+                          engine=engine, jacobian_sparsity=jacobian_sparsity)
     nlp = cyipopt.Problem(n=callbacks.n, m=callbacks.m, problem_obj=callbacks, lb=lb, ub=ub,
                           cl=cl, cu=cu)
     if not hessian:

@@ -15,11 +15,13 @@ _Indices = npt.NDArray[np.intp]
 class Callbacks:
     n: int
     m: int
+    args: tuple[Any, ...]
     jacobian_prep: SparseJacobianPrep | None
     hessian_colors: int
     def __init__(self, objective: Callable[..., Any], x0: npt.ArrayLike,
-                 constraints: Callable[..., Any] | None = None, *, hessian: bool = True,
-                 engine: str | None = None, jacobian_sparsity: Any = None) -> None: ...
+                 constraints: Callable[..., Any] | None = None, *, args: tuple[Any, ...] = (),
+                 hessian: bool = True, engine: str | None = None,
+                 jacobian_sparsity: Any = None) -> None: ...
     def objective(self, x: npt.ArrayLike) -> float: ...
     def gradient(self, x: npt.ArrayLike) -> _Floats: ...
     def constraints(self, x: npt.ArrayLike) -> _Floats: ...
@@ -30,7 +32,8 @@ class Callbacks:
 
 # a cyipopt.Problem (cyipopt ships no type information)
 def problem(objective: Callable[..., Any], x0: npt.ArrayLike,
-            constraints: Callable[..., Any] | None = None, *, lb: npt.ArrayLike | None = None,
+            constraints: Callable[..., Any] | None = None, *, args: tuple[Any, ...] = (),
+            lb: npt.ArrayLike | None = None,
             ub: npt.ArrayLike | None = None, cl: npt.ArrayLike | None = None,
             cu: npt.ArrayLike | None = None, hessian: bool = True,
             engine: str | None = None, jacobian_sparsity: Any = None) -> Any: ...

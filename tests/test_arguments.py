@@ -548,3 +548,49 @@ def test_sparse_operators_take_arguments(engine):
 
     with pytest.raises(ValueError, match="prepare it with the arguments"):
         cyad.sparse_jacobian(square, u, k, prep=cyad.prepare_sparse_jacobian(square, u))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_scratch_arguments(engine):
+    # f writes into work arrays (a (2, n) array and a dict of one) and reads them back; the
+    # same function without scratch is JAX's reference, at first and second order, with a
+    # prep, and in the sparse operators
+    def f(x, a, work):
+        work["terms"][0] = np.sin(x) * a
+        work["terms"][1] = x ** 3
+        work["sum"][...] = work["terms"][0] + work["terms"][1]
+        return work["sum"] * x[::-1]
+
+    def fj(x, a):
+        return (jnp.sin(x) * a + x ** 3) * x[::-1]
+
+    def scalar(x, a, work):
+        return np.sum(f(x, a, work) ** 2)
+
+    def scalarj(x, a):
+        return jnp.sum(fj(x, a) ** 2)
+
+    n = 5
+    rng = seeded("test_arguments cache")
+    x, a = rng.uniform(-1, 1, n), rng.uniform(0.5, 2.0, n)
+    work = {"terms": np.empty((2, n)), "sum": np.empty(n)}
+    cache = cyad.Cache(work)
+    _close(cyad.jacobian(f, x, a, cache, engine=engine), jax.jacfwd(fj)(x, a))
+    _close(cyad.gradient(scalar, x, a, cache, engine=engine), jax.grad(scalarj)(x, a))
+    _close(cyad.hessian(scalar, x, a, cache, engine=engine), jax.hessian(scalarj)(x, a))
+    _close(cyad.gradient(lambda x: cyad.gradient(scalar, x, a, cache, engine=engine)[0], x,
+                         engine=engine), jax.grad(lambda x: jax.grad(scalarj)(x, a)[0])(x))
+    # a plain evaluation (has_aux's) writes into work itself
+    value, aux = cyad.gradient(lambda x, w: (scalar(x, a, w), w["sum"].copy()), x, cache,
+                               has_aux=True, engine=engine)
+    _close(aux, (np.sin(x) * a + x ** 3))
+    # a prep takes a Cache of the same shapes (another object) without preparing anew
+    prep = cyad.prepare_hessian(scalar, x, a, cache, engine=engine)
+    for _ in range(2):
+        a = rng.uniform(0.5, 2.0, n)
+        other = cyad.Cache({"terms": np.empty((2, n)), "sum": np.empty(n)})
+        _close(cyad.hessian(scalar, x, a, other, prep=prep), jax.hessian(scalarj)(x, a))
+    assert prep.preparations == 1
+    assert cyad.Cache(np.empty(3)) != cyad.Cache(np.empty(4))
+    sparse = cyad.prepare_sparse_jacobian(f, x, a, cache, engine=engine)
+    _close(cyad.sparse_jacobian(f, x, a, cache, prep=sparse).toarray(), jax.jacfwd(fj)(x, a))

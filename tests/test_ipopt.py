@@ -161,6 +161,54 @@ def test_callbacks_against_jax(name, engine):
         assert_sparse_equals_dense(hessian_rows, hessian_cols, values, np.tril(hessian))
 
 
+@pytest.mark.parametrize("engine", [None, "dual", "tape"])
+def test_arguments_of_f_and_c(engine):
+    # f(x, data, weights) and c(x, data, weights): data a dict of an array and a float,
+    # new values between calls taken without preparing or recording anew (against JAX
+    # with the arguments closed over)
+    n = 6
+    rng = np.random.default_rng(3)
+
+    def objective(x, data, power, xp=np):
+        return xp.sum(data["w"] * (x - data["target"]) ** power) + data["s"] * xp.prod(x)
+
+    def constraints(x, data, power, xp=np):
+        return xp.stack([xp.sum(x ** 2) - data["s"], x[0] * x[1] * data["w"][2]])
+
+    def data_like(seed):
+        r = np.random.default_rng(seed)
+        return {"w": r.uniform(0.5, 2.0, n), "target": r.standard_normal(n),
+                "s": float(r.uniform(1.0, 3.0))}
+
+    data = data_like(0)
+    callbacks = cyad.ipopt.Callbacks(objective, rng.uniform(0.5, 1.5, n), constraints,
+                                     args=(data, 4), engine=engine)
+    rows, cols = callbacks.jacobianstructure()
+    hessian_rows, hessian_cols = callbacks.hessianstructure()
+    gradient_prep = callbacks._gradient
+    for seed in (1, 2, 3):
+        callbacks.args = (data_like(seed), 4)
+        x, lagrange, obj_factor = rng.uniform(-1.5, 1.5, n), rng.standard_normal(2), 0.7
+        d = {k: jnp.asarray(v) for k, v in callbacks.args[0].items()}
+        gradient, jacobian, hessian = references(
+            lambda z, xp: objective(z, d, 4, xp), lambda z, xp: constraints(z, d, 4, xp), x,
+            lagrange, obj_factor)
+        assert callbacks.objective(x) == pytest.approx(
+            float(objective(x, *callbacks.args)), rel=1e-15)
+        assert_allclose(callbacks.gradient(x), gradient, rtol=1e-12)
+        assert_allclose(callbacks.constraints(x), constraints(x, *callbacks.args), rtol=1e-15)
+        assert_sparse_equals_dense(rows, cols, callbacks.jacobian(x), jacobian)
+        assert_sparse_equals_dense(hessian_rows, hessian_cols,
+                                   callbacks.hessian(x, lagrange, obj_factor), np.tril(hessian))
+    assert callbacks._gradient is gradient_prep and gradient_prep.preparations == 1
+    if engine == "tape":
+        assert gradient_prep.records == 1
+    # an int argument changed: the sparse preps were made for it
+    callbacks.args = (data, 2)
+    with pytest.raises(ValueError, match="static value"):
+        callbacks.jacobian(x)
+
+
 def test_structures_are_the_patterns():
     # the oscillator: 2 N defects on neighbouring nodes; the Hessian's union of f's
     # diagonal and the defects' x1 x2 and x2 x2 pairs at every node

@@ -39,6 +39,7 @@ import numpy as np
 import optree
 
 from cyad._arguments.bound import Bound
+from cyad._arguments.cache import Cache, plain
 from cyad._arguments.prepared import PreparedCall
 from cyad._core import _BUSY
 from cyad._primitives._table import is_engine_array
@@ -217,6 +218,7 @@ class Problem:
         self.others_spec = _flatten(self.others(arguments))[1]
         self.static = {k: everything[k] for k in self.others_index
                        if not _dynamic(everything[k])}   # leaf number -> its value
+        self.caches = any(isinstance(v, Cache) for v in self.static.values())
         self.dynamic_index = [k for k in self.others_index if k not in self.static]
         # (the input leaves are the Bound's alone: a default tape compares what this
         # object holds, as Python state f reads)
@@ -264,6 +266,8 @@ class Problem:
         inputs = iter(leaves)
         merged = [self.static[k] if k in self.static else next(inputs)
                   for k in self.others_index]
+        if self.caches:     # scratch arrays of the engine's kind (cyad/_arguments/cache.py)
+            merged = [m.scratch(x) if isinstance(m, Cache) else m for m in merged]
         rest = iter(optree.tree_unflatten(self.others_spec, merged))
         chosen = dict(zip(self.positions, (selected,) if self.one else selected))
         return [chosen[i] if i in chosen else next(rest) for i in range(self.count)]
@@ -285,6 +289,10 @@ class Problem:
 
     def plain_call(self, arguments, y=None):
         """f on the plain arguments: (value, aux); aux None without has_aux."""
+        if self.caches:
+            engine_x = [leaf for leaf in _flatten(self.selected(arguments))[0]
+                        if is_engine_array(leaf)]
+            arguments = plain(arguments, engine_x[0] if engine_x else None)
         value = self.f(y, *arguments) if self.two_argument else self.f(*arguments)
         if self.has_aux:
             return _pair(value)
