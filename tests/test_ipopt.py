@@ -191,7 +191,8 @@ def test_arguments_of_f_and_c(engine):
         x, lagrange, obj_factor = rng.uniform(-1.5, 1.5, n), rng.standard_normal(2), 0.7
         d = {k: jnp.asarray(v) for k, v in callbacks.args[0].items()}
         gradient, jacobian, hessian = references(
-            lambda z, xp: objective(z, d, 4, xp), lambda z, xp: constraints(z, d, 4, xp), x,
+            lambda z, xp, d=d: objective(z, d, 4, xp),
+            lambda z, xp, d=d: constraints(z, d, 4, xp), x,
             lagrange, obj_factor)
         assert callbacks.objective(x) == pytest.approx(
             float(objective(x, *callbacks.args)), rel=1e-15)
