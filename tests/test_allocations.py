@@ -302,3 +302,58 @@ def test_calls_of_one_array_and_arguments_allocate_nothing(allocations_per_call)
         np.testing.assert_allclose(results[name], expected[name](a, t), rtol=1e-14)
         assert preps[name].records == 1, name
     np.testing.assert_allclose(dydt, x ** 2 * weights[which[0]] * times[which[0]], rtol=1e-14)
+
+
+def test_container_x_with_hvp_pullback_and_pushforward_allocates_nothing(allocations_per_call):
+    # x a dict of arrays: the hvp's and the pushforward's tangents of its structure, the
+    # hvp's and the pullback's out= too, the pushforward's out= f's array; a new batch a
+    # of each call
+    n = 4
+    rng = np.random.default_rng(1)
+    params = {"w": rng.standard_normal(n), "b": (rng.standard_normal((2, n)),)}
+    tangent = {"w": rng.standard_normal(n), "b": (rng.standard_normal((2, n)),)}
+    batches = [rng.standard_normal(n), rng.standard_normal(n)]
+    w = rng.standard_normal(n)
+
+    def f(p, a):
+        return np.sin(p["w"] * a) + p["b"][0][0] * p["b"][0][1]
+
+    def scalar(p, a):
+        return np.sum(f(p, a) ** 2)
+
+    preps = {"hvp": cyad.prepare_hvp(scalar, params, tangent, batches[0], engine="tape"),
+             "pullback": cyad.prepare_pullback(f, params, w, batches[0], engine="tape"),
+             "pushforward": cyad.prepare_pushforward(f, params, tangent, batches[0],
+                                                     engine="tape")}
+    outs = {"hvp": {"w": np.empty(n), "b": (np.empty((2, n)),)},
+            "pullback": {"w": np.empty(n), "b": (np.empty((2, n)),)},
+            "pushforward": np.empty(n)}
+    which = [0]
+
+    calls = {
+        "hvp": lambda a: cyad.hvp(scalar, params, tangent, a, prep=preps["hvp"],
+                                  out=outs["hvp"]),
+        "pullback": lambda a: cyad.pullback(f, params, w, a, prep=preps["pullback"],
+                                            out=outs["pullback"]),
+        "pushforward": lambda a: cyad.pushforward(f, params, tangent, a,
+                                                  prep=preps["pushforward"],
+                                                  out=outs["pushforward"]),
+    }
+
+    def batch():
+        which[0] ^= 1
+        return batches[which[0]]
+
+    for name, call in calls.items():
+        assert allocations_per_call(lambda call=call: call(batch())) == 0, name
+        a = batches[which[0]]
+        # the Python layer's answer (a new result) is the reference
+        if name == "pushforward":
+            expected = cyad.pushforward(f, params, tangent, a, engine="dual")
+            np.testing.assert_allclose(outs[name], expected, rtol=1e-13)
+        else:
+            expected = (cyad.hvp(scalar, params, tangent, a, engine="dual") if name == "hvp"
+                        else cyad.pullback(f, params, w, a, engine="dual"))
+            np.testing.assert_allclose(outs[name]["w"], expected["w"], rtol=1e-13)
+            np.testing.assert_allclose(outs[name]["b"][0], expected["b"][0], rtol=1e-13)
+        assert preps[name].records == 1

@@ -28,10 +28,11 @@ one holding arrays or containers is a container. A prep of such a call (`Argumen
 holds the flat problem's prep and checks each call's structures against its own, naming
 what differs. Out of reach of this layer: complex differentiated arguments (refused; complex
 arrays among the other arguments are static), tuples of tangents as batches when x is a
-container. Flattening and reading back allocate Python objects: a prepared gradient with out=
-of dicts, tuples, lists and namedtuples takes the compiled path of cyad/_arguments/prepared.pyx
-first, which allocates nothing, and so does a prepared call of one array x whose value is one
-array (SciPy's forms).
+container. Flattening and reading back allocate Python objects: the operators first try a
+prep's compiled path (cyad/_arguments/prepared.pyx, which allocates nothing: a call of one
+array x whose value is one array, SciPy's forms, and a gradient, hvp, pullback or pushforward
+of x a structure of dicts, tuples, lists and namedtuples with out=), and come here where it
+declines.
 """
 import threading
 

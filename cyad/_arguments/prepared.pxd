@@ -54,21 +54,21 @@ cdef class Walk:
     cdef PyObject* leaf(self, Py_ssize_t k) noexcept
 
 
-# a prep's calls of f(x, *args) that allocate nothing: a gradient with out= of x's
-# structure, and any call of one array x and one array value
+# a prep's calls of f(x, *args) that allocate nothing: any call of one array x and one
+# array value; x a structure: gradient, hvp, pullback and pushforward with out=
 cdef class PreparedCall(LeafSource):
     cdef Family family
     cdef object f, argnums, lock
     cdef bint flat, two_argument, direct
     cdef Bound bound
     cdef Prep inner
-    cdef Walk walk, out_walk
+    cdef Walk walk, out_walk, v_walk
     cdef readonly bint supported
     cdef int typenum
-    cdef cnp.ndarray x, result, value
+    cdef cnp.ndarray x, v, result, value
     cdef tuple pair
     cdef Leaf* xs              # x's leaves (their places in the flat x)
-    cdef Leaf* outs            # out's (in the flat result)
+    cdef Leaf* outs            # out's and an x-like tangent's (in the flat result, tangent)
     cdef Leaf* inputs          # the other arguments' input leaves (the Bound's order)
     cdef Py_ssize_t n_x, n_inputs, n_statics
     cdef Py_ssize_t* static_leaves
@@ -79,4 +79,4 @@ cdef class PreparedCall(LeafSource):
                      bint flat, object v, object y, object out, int wanted)
     cdef bint _arguments(self, object x, tuple args) except -1
     cdef object _direct(self, object v, object y, object out, int wanted)
-    cdef object _gradient(self, object out, int wanted)
+    cdef object _structured(self, object v, object out, int wanted)

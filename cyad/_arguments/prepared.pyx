@@ -3,14 +3,21 @@
 cyad/_arguments/operators.py answers every call of f(x, *args) by flattening its structures
 with optree, which allocates Python objects. Two forms of prepared calls take this path
 instead, where the arguments' structures are dicts, tuples, lists, namedtuples and None
-(`Walk`): a gradient (and value_and_gradient) with ``out=`` of x's structure, and any
-operator's call whose x is one array and f's value one array (SciPy's ``fun(x, *args)``,
-``fun(t, y, *args)``), its tangent, y and out= handed to the prep as they are. Each node
-and leaf is found again in the call's arguments by the place it had when the prep was made
-(a dict's key, a sequence's index), the nodes' types and lengths checked on the way; x's
-leaves are copied into the flat x (a gradient's), the other arguments' input leaves handed
-to the Bound by their memory (a Python float's number copied), the static ones compared by
-identity, and a gradient copied from the flat result into out's leaves. Anything else
+(`Walk`):
+
+- any operator's call whose x is one array and f's value one array (SciPy's
+  ``fun(x, *args)``, ``fun(t, y, *args)``), its tangent, y and out= handed to the prep as
+  they are;
+- x a structure and f's value one array: a gradient (and value_and_gradient), an hvp and a
+  pullback with ``out=`` of x's structure, and a pushforward with ``out=`` an array, the
+  tangents of hvp and pushforward of x's structure.
+
+Each node and leaf is found again in the call's arguments by the place it had when the prep
+was made (a dict's key, a sequence's index), the nodes' types and lengths checked on the
+way; x's leaves (and a tangent's) are copied into the flat x (tangent), the other arguments'
+input leaves handed to the Bound by their memory (a Python float's number copied), the
+static ones compared by identity, and x-like results copied from the flat result into out's
+leaves. Anything else
 (another form, a leaf that must be converted, a static leaf that is not the same object, a
 nested differentiation) returns None: the Python layer answers, as it would have.
 """
@@ -24,7 +31,8 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
 from cyad._arguments.bound cimport Bound, LeafSource
-from cyad._core cimport Prep, WITH_VALUE, Family, GRADIENT, DERIVATIVE
+from cyad._core cimport (Prep, WITH_VALUE, Family, GRADIENT, DERIVATIVE, HVP, PULLBACK,
+                         PUSHFORWARD)
 from cyad._dual.array cimport differentiating
 
 cnp.import_array()
@@ -192,11 +200,14 @@ cdef class PreparedCall(LeafSource):
         self.direct = problem.x.single and (problem.value is None or problem.value.single)
         self.walk = Walk(tuple(arguments))
         self.out_walk = Walk((problem.selected(arguments),))
-        self.supported = self.walk.supported and (
-            self.direct or (family == GRADIENT and not self.two_argument
-                            and self.out_walk.supported))
+        self.v_walk = Walk((problem.selected(arguments),))
+        self.supported = self.walk.supported and (self.direct or (
+            (family == GRADIENT or family == HVP or family == PULLBACK or family == PUSHFORWARD)
+            and not self.two_argument and self.out_walk.supported
+            and (problem.value is None or problem.value.single)))
         self.typenum = cnp.PyArray_TYPE(<cnp.ndarray>x_flat)
         self.x = np.empty_like(x_flat)
+        self.v = np.empty_like(x_flat)
         self.result = np.empty_like(x_flat)
         self.value = np.zeros((), x_flat.dtype)
         self.pair = (self.value, self.result)
@@ -248,7 +259,7 @@ cdef class PreparedCall(LeafSource):
                 return None
             if self.direct:
                 return self._direct(v, y, out, wanted)
-            return self._gradient(out, wanted)
+            return self._structured(v, out, wanted)
         finally:
             self.bound.source = None
             self.lock.release()
@@ -292,14 +303,23 @@ cdef class PreparedCall(LeafSource):
         return self.inner.call(self.bound, x, 1.0 if self.family == DERIVATIVE else v, y,
                                out, wanted)
 
-    cdef object _gradient(self, object out, int wanted):
-        # a gradient into out of x's structure: x's leaves copied into the flat x
+    cdef object _structured(self, object v, object out, int wanted):
+        # x a structure: its leaves copied into the flat x (an x-like tangent's into the
+        # flat tangent), an x-like result copied into out's leaves
         cdef Py_ssize_t k
-        cdef object value_out = None, result_out
+        cdef object value_out = None, result_out, tangent = v
         cdef char* xp = <char*>cnp.PyArray_DATA(self.x)
+        cdef char* vp = <char*>cnp.PyArray_DATA(self.v)
         cdef const char* rp = <const char*>cnp.PyArray_DATA(self.result)
-        # the output: out itself (gradient), or (value_out, out) for value_and_gradient
-        if wanted == WITH_VALUE:
+        if self.family == HVP or self.family == PUSHFORWARD:
+            if not self.v_walk.find(v, ()):
+                return None
+            for k in range(self.n_x):
+                if not _array_of(self.v_walk.leaf(k), self.typenum, &self.outs[k], False):
+                    return None
+            tangent = self.v
+        # the output: out itself, or (value_out, out) for value_and_gradient
+        if wanted == WITH_VALUE and self.family == GRADIENT:
             if type(out) is not tuple or PyTuple_GET_SIZE(out) != 2:
                 return None
             value_out = <object>PyTuple_GET_ITEM(out, 0)
@@ -313,16 +333,23 @@ cdef class PreparedCall(LeafSource):
             result_out = out
         else:
             return None
-        if not self.out_walk.find(result_out, ()):
-            return None
-        for k in range(self.n_x):
-            if not _array_of(self.out_walk.leaf(k), self.typenum, &self.outs[k], True):
+        if self.family != PUSHFORWARD:      # (a pushforward's out is f's one array)
+            if not self.out_walk.find(result_out, ()):
                 return None
+            for k in range(self.n_x):
+                if not _array_of(self.out_walk.leaf(k), self.typenum, &self.outs[k], True):
+                    return None
         for k in range(self.n_x):
             memcpy(xp + self.xs[k].offset,
                    cnp.PyArray_DATA(<cnp.ndarray>self.walk.leaf(self.xs[k].leaf)),
                    self.xs[k].nbytes)
-        self.inner.call(self.bound, self.x, None, None,
+        if tangent is self.v:
+            for k in range(self.n_x):
+                memcpy(vp + self.outs[k].offset,
+                       cnp.PyArray_DATA(<cnp.ndarray>self.v_walk.leaf(k)), self.outs[k].nbytes)
+        if self.family == PUSHFORWARD:
+            return self.inner.call(self.bound, self.x, tangent, None, out, 0)
+        self.inner.call(self.bound, self.x, tangent, None,
                         self.pair if wanted == WITH_VALUE else self.result, wanted)
         for k in range(self.n_x):
             memcpy(cnp.PyArray_DATA(<cnp.ndarray>self.out_walk.leaf(k)),
