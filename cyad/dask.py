@@ -36,7 +36,7 @@ def _map(name, f, points, out_shape, chunk, engine):
     x_shape = points.shape[1:]
     if name == "jacobian" and out_shape is None:
         out_shape = np.shape(f(np.asarray(points[0].compute())))
-    problem = _Problem(name, f, x_shape, None, chunk, engine)
+    problem = _Problem(name, f, x_shape, (), chunk, engine)
     per_point = problem.shapes(tuple(out_shape or ()))[2]
     ndim = 1 + len(per_point)
     chunks = (points.chunks[0],) + tuple((s,) for s in per_point)

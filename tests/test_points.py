@@ -156,8 +156,17 @@ def test_arguments_at_many_points_record_the_tape_once():
     m = 40
     points, a = random_points(m, 3), random_points(m, 3, seed=9)
     b = random_points(m, 2, seed=8)
-    got = cyad.at_points(cyad.gradient, with_arguments, points, args=(a, b), engine="tape")
-    compare(got, jax_references("gradient", with_arguments, points, None, (a, b)), np.float64)
+    from cyad._parallel import prep_cache as _prep_cache
+    f = functools.partial(with_arguments)       # (its own preps in the cache)
+    for name in ("gradient", "hessian"):
+        got = cyad.at_points(name, f, points, args=(a, b), engine="tape", workers=2)
+        compare(got, jax_references(name, f, points, None, (a, b)), np.float64)
+        preps = [p.prep for key, entry in _prep_cache.cache.items()
+                 if key[1] == id(f) and key[2] == name for p in entry[2]]
+        # a prep per block, each recorded once; x alone differentiated (the arguments are
+        # no directions of the Hessian)
+        assert len(preps) == 2
+        assert all(p.engine_state.traces == 1 and p.x_shape == (3,) for p in preps)
 
 
 def test_out_is_filled_and_returned_and_may_be_the_points():
@@ -222,7 +231,8 @@ def test_a_python_f_on_the_dual_engine_runs_serially_on_one_prep():
     points = random_points(12, 4, seed=13)
     got = cyad.at_points(cyad.gradient, f, points, engine="dual", workers=3)
     same(got, cyad.at_points(cyad.gradient, f, points, engine="dual"))
-    preps = [p for key, entry in _prep_cache.cache.items() if key[1] == id(f) for p in entry[2]]
+    preps = [p.prep for key, entry in _prep_cache.cache.items() if key[1] == id(f)
+             for p in entry[2]]
     assert len(preps) == 1 and preps[0].engine == "dual"
     # a tape runs on threads, a prep each
     cyad.at_points(cyad.gradient, f, points, engine="tape", workers=3)
@@ -356,7 +366,7 @@ def test_the_default_tape_sees_python_state_changed_between_calls(workers):
             SCALE = scale
             got = cyad.at_points(cyad.gradient, scaled, points, workers=workers)
             assert_allclose(got, 3 * scale * points ** 2, rtol=1e-14)
-        preps = [p for key, entry in _prep_cache.cache.items() if key[1] == id(scaled)
+        preps = [p.prep for key, entry in _prep_cache.cache.items() if key[1] == id(scaled)
                  for p in entry[2]]
         assert preps
         SCALE = 7.0

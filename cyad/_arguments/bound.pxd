@@ -15,5 +15,9 @@ cdef class Bound:
     cdef const void** data             # their memory (C-contiguous), for a copy without the GIL
     cdef Py_ssize_t* nbytes            # their sizes in bytes
     cdef readonly Py_ssize_t count
+    # the leaves are read from `data` at each evaluation (cyad.at_points points `data` at
+    # each row's arguments without the GIL)
+    cdef readonly bint per_row
 
     cpdef bint set(self, tuple leaves) except -1
+    cdef tuple _read(self)

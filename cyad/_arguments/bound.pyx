@@ -7,12 +7,14 @@ into f's arguments). The dual engine simply calls it. The tape engine records th
 as inputs of the tape (not constants it captured): every call copies the current leaves
 into their places (`data`, `nbytes`) as it copies x, so that new values of them need no
 new recording, and the Python state a default tape compares is `function`'s, not the
-leaves'.
+leaves'. A Bound `per_rows` (cyad.at_points') has `data` pointed at each point's arguments
+by a compiled loop, without the GIL; its evaluations of f read them from there.
 """
 import numpy as np
 
 cimport numpy as cnp
 from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
 
 cnp.import_array()
 
@@ -66,9 +68,27 @@ cdef class Bound:
             self.nbytes[k] = cnp.PyArray_NBYTES(<cnp.ndarray>leaves[k])
         return True
 
+    def per_rows(self):
+        """From now on, read the leaves from the memory `data` points to at each
+        evaluation (cyad.at_points' loop points it at each point's arguments)."""
+        self.per_row = True
+
+    cdef tuple _read(self):
+        # the leaves copied from their memory (f may keep them: they are its own)
+        cdef Py_ssize_t k
+        cdef cnp.ndarray a
+        cdef list leaves = []
+        for k in range(self.count):
+            a = np.empty(self.shapes[k], self.dtype)
+            memcpy(cnp.PyArray_DATA(a), self.data[k], self.nbytes[k])
+            leaves.append(a)
+        return tuple(leaves)
+
     @property
     def leaves(self):
         """The arrays of this call, in the prep's dtype."""
+        if self.per_row:
+            return self._read()
         if self.source is not None:
             self._leaves = self.source.current_leaves()
             self.source = None

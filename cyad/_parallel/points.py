@@ -24,12 +24,12 @@ Reusing a prep is reusing it as its engine allows: a default tape records f anew
 Python state f reads has changed; `engine="tape"` freezes that state at the record, as a
 prep the caller keeps does.
 
-Per-point arguments (`args=`, f(x, *args_i)) become part of the point: the prep
-differentiates z = (x, args_i) flattened, and the loop keeps the derivatives with respect
-to x. A tape records f once and replays it at every row (arrays closed over instead would
-be constants of the tape, recorded anew whenever they change); derivatives with respect to
-z cost extra directions only where the engine runs forward over x's basis (jacobian,
-hessian), and nothing extra for a reverse-mode gradient.
+Per-point arguments (`args=`, f(x, *args_i)) travel with the point: a row of z is x and
+the arguments side by side (one array for threads and tasks alike), and the prep
+differentiates a `Bound` of f in x alone (cyad/_arguments/bound.pyx) whose arguments the
+loop points at each row's. A tape records f once, the arguments inputs of every call
+(arrays closed over instead would be constants of the tape, recorded anew whenever they
+change), and the derivatives are x's alone: the arguments cost no directions.
 """
 import os
 import warnings
@@ -37,6 +37,7 @@ import warnings
 import numpy as np
 
 from cyad import _operators
+from cyad._arguments.bound import Bound
 from cyad._reporting import warnings as _warnings
 from cyad._parallel.prep_cache import payload_key, payload_of, put_back, take, take_payload
 from cyad._parallel.points_loop import GRADIENT, HESSIAN, HVP, JACOBIAN, run_blocks, run_rows
@@ -58,17 +59,49 @@ _FAMILY_OPERATOR = {GRADIENT: "gradient", JACOBIAN: "jacobian", HESSIAN: "hessia
                     HVP: "hvp"}
 
 
+class _PointPrep:
+    """A prep of the points' problem, and the Bound it differentiates (None without
+    per-point arguments)."""
+
+    __slots__ = ("prep", "bound")
+
+    def __init__(self, prep, bound):
+        self.prep, self.bound = prep, bound
+
+
 class _Problem:
     """What a worker needs to differentiate at a block of points (picklable with
-    cloudpickle): f as the prep sees it (f itself, or f of z = (x, args) flattened)."""
+    cloudpickle): f, x's shape and the per-point arguments' shapes (a row of z holds x's
+    elements, then theirs)."""
 
-    def __init__(self, name, f, x_shape, z_width, chunk, engine):
+    def __init__(self, name, f, x_shape, arg_shapes, chunk, engine):
         self.family, self.with_value, self.with_first = _OPERATORS[name]
         self.f = f
         self.x_shape = x_shape
-        self.z_width = z_width          # elements of z when per-point args widen it, else None
+        self.arg_shapes = arg_shapes
         self.chunk = chunk
         self.engine = engine
+
+    def _split(self, z0):
+        # a row of z as x and the arguments' arrays (views of it)
+        if not self.arg_shapes:
+            return z0, ()
+        row = z0.reshape(-1)
+        n_x = int(np.prod(self.x_shape, dtype=np.intp))
+        parts, start = [], n_x
+        for shape in self.arg_shapes:
+            size = int(np.prod(shape, dtype=np.intp))
+            parts.append(row[start:start + size].reshape(shape))
+            start += size
+        return row[:n_x].reshape(self.x_shape), tuple(parts)
+
+    def leaf_offsets(self, itemsize):
+        """The arguments' bytes' places in a row of z."""
+        offsets, start = [], int(np.prod(self.x_shape, dtype=np.intp))
+        for shape in self.arg_shapes:
+            offsets.append(start * itemsize)
+            start += int(np.prod(shape, dtype=np.intp))
+        return tuple(offsets)
 
     def prepare(self, z0, v0):
         """A prep for points like z0 that knows f's output (one call of the operator)."""
@@ -76,15 +109,20 @@ class _Problem:
         prepare = getattr(_operators, "prepare_" + name)
         operator = getattr(_operators, name)
         options = {"chunk": self.chunk, "engine": self.engine}
-        if self.family == HVP:
-            prep = prepare(self.f, z0, v0, **options)
-            result = operator(self.f, z0, v0, prep=prep, **options)
-        else:
-            prep = prepare(self.f, z0, **options)
-            result = operator(self.f, z0, prep=prep, **options)
+        x0, leaves = self._split(z0)
+        bound = None
+        f = self.f
+        if self.arg_shapes:
+            # (copies: the Bound holds them, not the caller's points)
+            bound = f = Bound(self.f, tuple(leaf.copy() for leaf in leaves), z0.dtype)
+        tangent = (v0,) if self.family == HVP else ()
+        prep = prepare(f, x0, *tangent, **options)
+        result = operator(f, x0, *tangent, prep=prep, **options)
+        if bound is not None:
+            bound.per_rows()
         if self.family != JACOBIAN:   # the others' f is scalar-valued
-            return prep, ()
-        return prep, np.shape(result)[:np.ndim(result) - np.ndim(z0)]
+            return _PointPrep(prep, bound), ()
+        return _PointPrep(prep, bound), np.shape(result)[:np.ndim(result) - np.ndim(x0)]
 
     def shapes(self, y_shape):
         """Per point: the value's, the first result's and the main result's shapes."""
@@ -92,35 +130,16 @@ class _Problem:
         main = {GRADIENT: x, JACOBIAN: y_shape + x, HESSIAN: x + x, HVP: x}[self.family]
         return y_shape, x, main
 
-    def _rows(self, y_shape, dtype, with_first):
-        """x's elements, the rows of z-space results the loop keeps, and a block's scratch
-        arrays for them (first, main; None without per-point arguments)."""
-        first_scratch = main_scratch = None
-        kept = 1
-        n_x = int(np.prod(self.x_shape, dtype=np.intp))
-        if self.z_width is not None:
-            width = self.z_width
-            kept = {GRADIENT: 1, JACOBIAN: int(np.prod(y_shape, dtype=np.intp)),
-                    HESSIAN: n_x, HVP: 1}[self.family]
-            rows = width if self.family == HESSIAN else kept
-            main_scratch = np.empty((1, rows * width), dtype)
-            if with_first:
-                first_scratch = np.empty((1, width), dtype)
-        return n_x, kept, first_scratch, main_scratch
-
-    def run(self, prep, y_shape, z, v, value, first, main, start, stop):
+    def run(self, point_prep, z, v, value, first, main, start, stop):
         """Rows start..stop of the outputs from the rows of z (and v) on one prep."""
-        n_x, kept, first_scratch, main_scratch = self._rows(y_shape, z.dtype,
-                                                            first is not None)
-        run_rows(prep, self.family, z, v, value, first, main, first_scratch, main_scratch,
-                 n_x, kept, start, stop)
+        run_rows(point_prep.prep, point_prep.bound, self.family, z, v, value, first, main,
+                 self.leaf_offsets(z.itemsize), start, stop)
 
-    def run_blocks(self, preps, y_shape, z, v, value, first, main, blocks):
-        """The rows of every block (start, stop) at once, block k on preps[k], on cyad's
-        threads."""
-        rows = [self._rows(y_shape, z.dtype, first is not None) for _ in blocks]
-        run_blocks(preps, self.family, z, v, value, first, main, [r[2] for r in rows],
-                   [r[3] for r in rows], rows[0][0], rows[0][1], blocks)
+    def run_blocks(self, point_preps, z, v, value, first, main, ranges):
+        """The rows of every block (start, stop) at once, block k on point_preps[k], on
+        cyad's threads."""
+        run_blocks([p.prep for p in point_preps], [p.bound for p in point_preps], self.family,
+                   z, v, value, first, main, self.leaf_offsets(z.itemsize), ranges)
 
 
 def _float_dtype(a, what):
@@ -136,21 +155,6 @@ def _operator_name(operator):
         raise ValueError(f"cyad: at_points takes one of the operators {sorted(_OPERATORS)} "
                          f"(or its name), not {operator!r}")
     return name
-
-
-def _with_arguments(f, x_shape, arg_shapes):
-    """f of z = (x, args) flattened, for a prep of one vector."""
-    n_x = int(np.prod(x_shape, dtype=np.intp))
-    bounds = []
-    start = n_x
-    for shape in arg_shapes:
-        size = int(np.prod(shape, dtype=np.intp))
-        bounds.append((start, start + size, shape))
-        start += size
-
-    def f_of_z(z):
-        return f(z[:n_x].reshape(x_shape), *[z[a:b].reshape(s) for a, b, s in bounds])
-    return f_of_z
 
 
 def _blocks(m, parts):
@@ -214,7 +218,7 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         For ``hvp`` and ``gradient_and_hvp``: one tangent per point, shaped like `points`.
     args : tuple of array_like, optional
         Per-point arguments: ``args[j][i]`` is f's argument j at point i (converted to the
-        points' dtype; f sees them as constants).
+        points' dtype; inputs of each row's call, not differentiated).
     workers : None, int or map-like, optional
         None or 1: serially. An int k: k threads, each with a prep of its own and a block of
         rows, looping in compiled code without the GIL (serially where the prep runs a
@@ -275,7 +279,7 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         v = np.ascontiguousarray(v, dtype)
     if not isinstance(args, tuple):
         raise TypeError("cyad: args= takes a tuple of arrays, one row per point")
-    z, z_width, f_z, arg_shapes = points, None, f, ()
+    z, arg_shapes = points, ()
     if args:
         if isinstance(f, FunctionWrapper):
             raise TypeError("cyad: per-point args= need a Python f (a FunctionWrapper's C "
@@ -285,16 +289,11 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
             _float_dtype(a, "args")
             if a.ndim < 1 or a.shape[0] != m:
                 raise ValueError(f"cyad: every array of args= needs a first axis of {m} points")
+        # a row: x's elements, then each argument's
         z = np.concatenate([points.reshape(m, -1)] + [a.reshape(m, -1).astype(dtype)
                                                       for a in arrays], axis=1)
-        z_width = z.shape[1]
         arg_shapes = tuple(a.shape[1:] for a in arrays)
-        f_z = _with_arguments(f, x_shape, arg_shapes)
-        if family == HVP:
-            wide = np.zeros_like(z)
-            wide[:, :points[0].size] = v.reshape(m, -1)
-            v = wide
-    problem = _Problem(name, f_z, x_shape, z_width, chunk, engine)
+    problem = _Problem(name, f, x_shape, arg_shapes, chunk, engine)
     v0 = None if v is None else v[0]
     if callable(workers):
         with Progress(m, f"cyad.at_points({name})", progress) as shown:
@@ -310,10 +309,9 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
     try:
         # taken here: a new prep learns f's output from a Python call
         taken.append(take(key, lambda: problem, z[0], None if v is None else v[0]))
-        prep = taken[0][3]
         # a Python f on the dual engine holds the GIL for every evaluation: threads would
         # only take turns, so it runs serially (processes run it in parallel)
-        holds_gil = prep.holds_gil
+        holds_gil = taken[0][3].prep.holds_gil
         if holds_gil and workers > 1 and m > 1:
             warnings.warn(_warnings.serial_workers(int(workers), name, replays=False),
                           _warnings.CyadWarning, stacklevel=2)
@@ -328,11 +326,11 @@ def at_points(operator, f, points, v=None, *, args=(), workers=None, tasks=None,
         with Progress(m, f"cyad.at_points({name})", progress) as shown:
             for first, last in slices:
                 if len(blocks) == 1:
-                    problem.run(taken[0][3], y_shape, z, v, *outputs, first, last)
+                    problem.run(taken[0][3], z, v, *outputs, first, last)
                 else:
-                    problem.run_blocks([entry[3] for entry in taken], y_shape, z, v,
-                                       *outputs, [(first + a, first + b) for a, b in
-                                                  _blocks(last - first, len(blocks))])
+                    problem.run_blocks([entry[3] for entry in taken], z, v, *outputs,
+                                       [(first + a, first + b) for a, b in
+                                        _blocks(last - first, len(blocks))])
                 shown.update(last - first)
         return _results(outputs, out, problem)
     finally:
@@ -349,7 +347,7 @@ def run_task(task):
     key, problem, y_shape, prep = take_payload(payload, z[0], None if v is None else v[0])
     try:
         outputs = _outputs(None, problem, problem.shapes(y_shape), z.shape[0], z.dtype)
-        problem.run(prep, y_shape, z, v, *outputs, 0, z.shape[0])
+        problem.run(prep, z, v, *outputs, 0, z.shape[0])
     finally:
         put_back(key, prep)
     return tuple(outputs)

@@ -10,18 +10,14 @@ HESSIAN: int
 HVP: int
 
 def run_rows(
-    prep: Any, family: int, z: npt.NDArray[np.floating[Any]],
+    prep: Any, bound: Any, family: int, z: npt.NDArray[np.floating[Any]],
     v: npt.NDArray[np.floating[Any]] | None, value: npt.NDArray[np.floating[Any]] | None,
     first: npt.NDArray[np.floating[Any]] | None, main: npt.NDArray[np.floating[Any]],
-    first_scratch: npt.NDArray[np.floating[Any]] | None,
-    main_scratch: npt.NDArray[np.floating[Any]] | None, n_x: int, kept: int, start: int,
-    stop: int,
+    leaf_offsets: tuple[int, ...], start: int, stop: int,
 ) -> None: ...
 def run_blocks(
-    preps: list[Any], family: int, z: npt.NDArray[np.floating[Any]],
+    preps: list[Any], bounds: list[Any], family: int, z: npt.NDArray[np.floating[Any]],
     v: npt.NDArray[np.floating[Any]] | None, value: npt.NDArray[np.floating[Any]] | None,
     first: npt.NDArray[np.floating[Any]] | None, main: npt.NDArray[np.floating[Any]],
-    first_scratches: list[npt.NDArray[np.floating[Any]] | None],
-    main_scratches: list[npt.NDArray[np.floating[Any]] | None], n_x: int, kept: int,
-    bounds: list[tuple[int, int]],
+    leaf_offsets: tuple[int, ...], ranges: list[tuple[int, int]],
 ) -> None: ...

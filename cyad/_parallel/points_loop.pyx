@@ -8,20 +8,21 @@ engine runs without the GIL (a tape, a C function); a prep that calls a Python c
 takes the GIL for each evaluation, and the blocks take turns. Ctrl-C stops the blocks at
 their next row.
 
-Points with per-point arguments are differentiated as one vector z = (x, arguments) (see
-cyad/_parallel/points.py): the entry point writes z-space results into scratch rows, of which the
-loop keeps the first `kept` rows' first `n_x` columns (the derivatives with respect to x).
-Without arguments the results go straight into the output rows.
+Points with per-point arguments are rows of x and the arguments side by side (see
+cyad/_parallel/points.py): the prep differentiates a `Bound` (cyad/_arguments/bound.pyx) of f in
+x, and before each row the loop points the Bound's table of its arguments' memory at the
+row's (`leaf_offsets`: their bytes' places in a row), which a tape copies in as inputs of
+the call and the dual engine's evaluations read; the results are x's.
 
 A block is one operation: a default tape compares f's Python state once, at the block's
 start (`Engine.hold_state`, cyad/_tape/engine.pyx), not at every row with the GIL.
 """
 cimport numpy as cnp
-from libc.string cimport memcpy
 
 from cyad._c_api cimport (cyad_prep, prep_handle, raise_status, gradient_nogil,
                           jacobian_nogil, hessian_nogil, hvp_nogil)
 from cyad._fused cimport real
+from cyad._arguments.bound cimport Bound
 from cyad._core cimport Prep
 from cyad._parallel.threads cimport run_watched
 from libc.stdlib cimport malloc, free
@@ -43,74 +44,78 @@ cdef inline char* row_of(object a, Py_ssize_t i):
     return <char*>cnp.PyArray_DATA(a) + i * cnp.PyArray_STRIDES(a)[0]
 
 
-cdef inline void keep(real* dst, const real* src, Py_ssize_t rows, Py_ssize_t width,
-                      Py_ssize_t n_x) noexcept nogil:
-    # dst (rows x n_x) = the first n_x columns of src (rows x width)
-    cdef Py_ssize_t r
-    for r in range(rows):
-        memcpy(&dst[r * n_x], &src[r * width], n_x * sizeof(real))
-
-
 cdef int run_block(real* tag, cyad_prep* p, int family, char* z, Py_ssize_t z_step,
+                   const void** leaf_data, const Py_ssize_t* leaf_offsets, Py_ssize_t n_leaves,
                    const char* v, Py_ssize_t v_step, char* value, Py_ssize_t value_step,
                    char* first, Py_ssize_t first_step, char* main, Py_ssize_t main_step,
-                   real* first_scratch, real* main_scratch, Py_ssize_t n_x, Py_ssize_t width,
-                   Py_ssize_t kept, Py_ssize_t count, Py_ssize_t* failed,
-                   const int* cancel) noexcept nogil:
-    cdef Py_ssize_t i
+                   Py_ssize_t count, Py_ssize_t* failed, const int* cancel) noexcept nogil:
+    cdef Py_ssize_t i, j
     cdef int status = 0
-    cdef real* x
+    cdef char* row
     cdef real* val
     cdef real* fst
     cdef real* res
     for i in range(count):
         if cancel != NULL and cancel[0]:
             return 0       # (the watcher raises KeyboardInterrupt)
-        x = <real*>(z + i * z_step)
+        row = z + i * z_step
+        for j in range(n_leaves):       # the row's arguments, after its x
+            leaf_data[j] = row + leaf_offsets[j]
         val = <real*>(value + i * value_step) if value != NULL else NULL
         fst = <real*>(first + i * first_step) if first != NULL else NULL
         res = <real*>(main + i * main_step)
-        if main_scratch != NULL:          # z-space results, of which the loop keeps x's part
-            res = main_scratch
-            if fst != NULL:
-                fst = first_scratch
         if family == GRADIENT:
-            status = gradient_nogil(p, <const real*>x, <real*>NULL, val, res)
+            status = gradient_nogil(p, <const real*>row, <real*>NULL, val, res)
         elif family == JACOBIAN:
-            status = jacobian_nogil(p, <const real*>x, <real*>NULL, val, res)
+            status = jacobian_nogil(p, <const real*>row, <real*>NULL, val, res)
         elif family == HESSIAN:
-            status = hessian_nogil(p, <const real*>x, <real*>NULL, val, fst, res)
+            status = hessian_nogil(p, <const real*>row, <real*>NULL, val, fst, res)
         else:
-            status = hvp_nogil(p, <const real*>x, <const real*>(v + i * v_step), <real*>NULL,
+            status = hvp_nogil(p, <const real*>row, <const real*>(v + i * v_step), <real*>NULL,
                                fst, res)
         if status:
             failed[0] = i
             return status
-        if main_scratch != NULL:
-            keep(<real*>(main + i * main_step), main_scratch, kept, width, n_x)
-            if first != NULL:
-                keep(<real*>(first + i * first_step), first_scratch, 1, width, n_x)
     return 0
 
 
-def run_rows(prep, int family, cnp.ndarray z, object v, object value, object first,
-             cnp.ndarray main, object first_scratch, object main_scratch, Py_ssize_t n_x,
-             Py_ssize_t kept, Py_ssize_t start, Py_ssize_t stop):
+cdef class _Leaves:
+    """A Bound's table of argument memory, and the places of the arguments in a row."""
+
+    cdef const void** data
+    cdef Py_ssize_t* offsets
+    cdef Py_ssize_t count
+
+    def __cinit__(self, object bound, tuple offsets):
+        cdef Py_ssize_t k
+        self.count = 0 if bound is None else len(offsets)
+        self.data = NULL if bound is None else (<Bound>bound).data
+        self.offsets = <Py_ssize_t*>malloc(max(self.count, 1) * sizeof(Py_ssize_t))
+        if self.offsets == NULL:
+            raise MemoryError()
+        for k in range(self.count):
+            self.offsets[k] = offsets[k]
+
+    def __dealloc__(self):
+        free(self.offsets)
+
+
+def run_rows(prep, bound, int family, cnp.ndarray z, object v, object value, object first,
+             cnp.ndarray main, tuple leaf_offsets, Py_ssize_t start, Py_ssize_t stop):
     """Run the prep's entry point of `family` on rows start..stop of z (and of the tangents v
     for HVP), writing rows start..stop of value, first and main (value, first: None when not
-    wanted). With scratch arrays (z wider than x), the results land there and the first
-    `kept` rows' first `n_x` columns go to main (the first row's to first). Raises what the
-    prep reports, with a note naming the point."""
+    wanted). With per-point arguments, `bound` is the Bound the prep differentiates and
+    `leaf_offsets` the byte offsets of its arguments in a row of z (after x); else None and
+    (). Raises what the prep reports, with a note naming the point."""
     cdef cyad_prep* p = prep_handle(prep)
-    cdef Py_ssize_t failed = -1, width = z.shape[1] if z.ndim > 1 else 1
+    cdef _Leaves leaves = _Leaves(bound, leaf_offsets)
+    cdef Py_ssize_t failed = -1
     cdef int status = 0
     cdef char* zp = row_of(z, start)
     cdef const char* vp = row_of(v, start)
     cdef char* valp = row_of(value, start)
     cdef char* fp = row_of(first, start)
     cdef char* mp = row_of(main, start)
-    cdef char* fs = NULL if first_scratch is None else row_of(first_scratch, 0)
-    cdef char* ms = NULL if main_scratch is None else row_of(main_scratch, 0)
     cdef Py_ssize_t zs = z.strides[0], vs = 0 if v is None else (<cnp.ndarray>v).strides[0]
     cdef Py_ssize_t vals = 0 if value is None else (<cnp.ndarray>value).strides[0]
     cdef Py_ssize_t fss = 0 if first is None else (<cnp.ndarray>first).strides[0]
@@ -120,13 +125,13 @@ def run_rows(prep, int family, cnp.ndarray z, object v, object value, object fir
     try:
         with nogil:
             if single:
-                status = run_block(<float*>NULL, p, family, zp, zs, vp, vs, valp, vals, fp,
-                                   fss, mp, ms_, <float*>fs, <float*>ms, n_x, width, kept,
-                                   stop - start, &failed, NULL)
+                status = run_block(<float*>NULL, p, family, zp, zs, leaves.data,
+                                   leaves.offsets, leaves.count, vp, vs, valp, vals, fp, fss,
+                                   mp, ms_, stop - start, &failed, NULL)
             else:
-                status = run_block(<double*>NULL, p, family, zp, zs, vp, vs, valp, vals, fp,
-                                   fss, mp, ms_, <double*>fs, <double*>ms, n_x, width, kept,
-                                   stop - start, &failed, NULL)
+                status = run_block(<double*>NULL, p, family, zp, zs, leaves.data,
+                                   leaves.offsets, leaves.count, vp, vs, valp, vals, fp, fss,
+                                   mp, ms_, stop - start, &failed, NULL)
     finally:
         (<Prep>prep).engine_state.release_state(held)
     if status:
@@ -154,9 +159,9 @@ ctypedef struct block_call:
     Py_ssize_t first_step
     char* main
     Py_ssize_t main_step
-    char* first_scratch
-    char* main_scratch
-    Py_ssize_t n_x, width, kept, count, failed
+    const void** leaf_data
+    const Py_ssize_t* leaf_offsets
+    Py_ssize_t n_leaves, count, failed
     const int* cancel
     int status
 
@@ -164,32 +169,32 @@ ctypedef struct block_call:
 cdef void run_block_task(void* context, Py_ssize_t part) noexcept nogil:
     cdef block_call* c = (<block_call*>context) + part
     if c.single:
-        c.status = run_block(<float*>NULL, c.p, c.family, c.z, c.z_step, c.v, c.v_step,
-                             c.value, c.value_step, c.first, c.first_step, c.main,
-                             c.main_step, <float*>c.first_scratch, <float*>c.main_scratch,
-                             c.n_x, c.width, c.kept, c.count, &c.failed, c.cancel)
+        c.status = run_block(<float*>NULL, c.p, c.family, c.z, c.z_step, c.leaf_data,
+                             c.leaf_offsets, c.n_leaves, c.v, c.v_step, c.value, c.value_step,
+                             c.first, c.first_step, c.main, c.main_step, c.count, &c.failed,
+                             c.cancel)
     else:
-        c.status = run_block(<double*>NULL, c.p, c.family, c.z, c.z_step, c.v, c.v_step,
-                             c.value, c.value_step, c.first, c.first_step, c.main,
-                             c.main_step, <double*>c.first_scratch, <double*>c.main_scratch,
-                             c.n_x, c.width, c.kept, c.count, &c.failed, c.cancel)
+        c.status = run_block(<double*>NULL, c.p, c.family, c.z, c.z_step, c.leaf_data,
+                             c.leaf_offsets, c.n_leaves, c.v, c.v_step, c.value, c.value_step,
+                             c.first, c.first_step, c.main, c.main_step, c.count, &c.failed,
+                             c.cancel)
 
 
-def run_blocks(list preps, int family, cnp.ndarray z, object v, object value, object first,
-               cnp.ndarray main, list first_scratches, list main_scratches, Py_ssize_t n_x,
-               Py_ssize_t kept, list bounds):
-    """`run_rows` of every block (start, stop) of `bounds` at once, block k on preps[k]
-    (its scratch arrays first_scratches[k], main_scratches[k], or None), on cyad's threads.
-    Raises what the first failing block's prep reports, with a note naming the point."""
-    cdef Py_ssize_t k, blocks = len(bounds), start, stop
+def run_blocks(list preps, list bounds, int family, cnp.ndarray z, object v, object value,
+               object first, cnp.ndarray main, tuple leaf_offsets, list ranges):
+    """`run_rows` of every block (start, stop) of `ranges` at once, block k on preps[k] (and
+    its Bound bounds[k], or None), on cyad's threads. Raises what the first failing
+    block's prep reports, with a note naming the point."""
+    cdef Py_ssize_t k, blocks = len(ranges), start, stop
     cdef int cancel = 0
     cdef block_call* calls = <block_call*>malloc(blocks * sizeof(block_call))
     cdef list held = []
+    cdef list leaves = [_Leaves(bound, leaf_offsets) for bound in bounds]
     if calls == NULL:
         raise MemoryError()
     try:
         for k in range(blocks):
-            start, stop = bounds[k]
+            start, stop = ranges[k]
             calls[k].p = prep_handle(preps[k])
             calls[k].family = family
             calls[k].single = z.dtype.num == cnp.NPY_FLOAT
@@ -203,11 +208,9 @@ def run_blocks(list preps, int family, cnp.ndarray z, object v, object value, ob
             calls[k].first_step = 0 if first is None else (<cnp.ndarray>first).strides[0]
             calls[k].main = row_of(main, start)
             calls[k].main_step = main.strides[0]
-            calls[k].first_scratch = row_of(first_scratches[k], 0)
-            calls[k].main_scratch = row_of(main_scratches[k], 0)
-            calls[k].n_x = n_x
-            calls[k].width = z.shape[1] if z.ndim > 1 else 1
-            calls[k].kept = kept
+            calls[k].leaf_data = (<_Leaves>leaves[k]).data
+            calls[k].leaf_offsets = (<_Leaves>leaves[k]).offsets
+            calls[k].n_leaves = (<_Leaves>leaves[k]).count
             calls[k].count = stop - start
             calls[k].failed = -1
             calls[k].cancel = &cancel
@@ -219,7 +222,7 @@ def run_blocks(list preps, int family, cnp.ndarray z, object v, object value, ob
                 try:
                     raise_status(preps[k], calls[k].status)
                 except BaseException as e:
-                    e.add_note(f"cyad.at_points: at point {bounds[k][0] + calls[k].failed}")
+                    e.add_note(f"cyad.at_points: at point {ranges[k][0] + calls[k].failed}")
                     raise
     finally:
         for k in range(len(held)):

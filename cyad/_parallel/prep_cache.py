@@ -5,7 +5,7 @@ point shape and dtype, a list of free preps. A run takes one per block of work (
 made, with the problem's `prepare`, where none is free) and puts it back after (`put_back`),
 even when f raises: a process makes one prep per problem and concurrent block, once, and
 a prep serves one block at a time. A problem is anything with
-``prepare(z0, v0) -> (prep, f's output shape)``; it travels to other processes pickled
+``prepare(z0, v0) -> (a prep, f's output shape)``; it travels to other processes pickled
 with cloudpickle (`payload_of`, `loads`).
 """
 import hashlib
