@@ -249,14 +249,16 @@ class _SparseAdapter(_Adapter):
         self._result = self.prep.new_result()
 
     def _apply(self, x, args, prep):
-        try:
-            getattr(_sparse_operators, self._operator)(self.fun, x, *args, prep=prep,
-                                                       out=self._result)
-        except _StaticChange:
-            # an argument that is not an array or a float changed: the pattern anew
-            self._prepare(x, args)
-            getattr(_sparse_operators, self._operator)(self.fun, x, *args, prep=self.prep,
-                                                       out=self._result)
+        operator = getattr(_sparse_operators, self._operator)
+        if not args:
+            operator(self.fun, x, prep=prep, out=self._result)
+        else:
+            try:
+                operator(self.fun, x, *args, prep=prep, out=self._result)
+            except _StaticChange:
+                # an argument that is not an array or a float changed: the pattern anew
+                self._prepare(x, args)
+                operator(self.fun, x, *args, prep=self.prep, out=self._result)
         # SciPy keeps the matrix (module docstring): a copy with index arrays of its own
         return self._result.copy()
 
@@ -283,7 +285,7 @@ class _ConstraintHessian:
     Hessian of ``np.sum(fun(x) * v)`` in x, v an argument (an input of the prep)."""
 
     __slots__ = ("fun", "sparse", "sparsity", "chunk", "prep", "_lagrangian", "_result",
-                 "_lock")
+                 "_v_shape", "_lock")
 
     def __init__(self, fun, x0, v0, sparse, sparsity, chunk):
         if not callable(fun):
@@ -302,6 +304,7 @@ class _ConstraintHessian:
             self._prepare(_float64(x0), _float64(v0))
 
     def _prepare(self, x, v):
+        self._v_shape = v.shape
         if self.sparse:
             self.prep = _sparse_operators.prepare_sparse_hessian(
                 self._lagrangian, x, v, sparsity=self.sparsity, format="csr")
@@ -317,6 +320,9 @@ class _ConstraintHessian:
             v = _float64(v)
             if self.prep is None:
                 self._prepare(x, v)
+            elif v.shape != self._v_shape:
+                raise ValueError(f"cyad.scipy: v has shape {v.shape}; the first call's had "
+                                 f"{self._v_shape}")
             if not self.sparse:
                 return _operators.hessian(self._lagrangian, x, v, prep=self.prep)
             _sparse_operators.sparse_hessian(self._lagrangian, x, v, prep=self.prep,
@@ -410,8 +416,12 @@ class _OdeJacobian:
                 return _operators.jacobian(self.fun, t, y, y=self._dydt, argnums=1,
                                            prep=self.prep)
             try:
-                _sparse_operators.sparse_jacobian(self._y_first, y, t, *args, y=self._dydt,
-                                                  prep=self.prep, out=self._result)
+                if args:
+                    _sparse_operators.sparse_jacobian(self._y_first, y, t, *args, y=self._dydt,
+                                                      prep=self.prep, out=self._result)
+                else:
+                    _sparse_operators.sparse_jacobian(self._y_first, y, t, y=self._dydt,
+                                                      prep=self.prep, out=self._result)
             except _StaticChange:
                 self._prepare(t, y, args)
                 _sparse_operators.sparse_jacobian(self._y_first, y, t, *args, y=self._dydt,

@@ -7,6 +7,8 @@ tape (which compares f's Python state once per block, with the GIL) and on the d
 points of an f costing about `cost_ms` milliseconds per call (Python work on the dual
 engine), serially against a map over a LocalCluster of 2 worker processes, a task each; the
 ratio at each cost shows where Dask's cost per task (0.2-1 ms) is paid back.
+Hessians with per-point arguments: the arguments as inputs of each row against the same f
+of x and the arguments widened into one differentiated vector.
 """
 import numpy as np
 
@@ -78,3 +80,30 @@ class GradientsOnDask:
     def time_gradients(self, cost_ms, workers):
         cyad.at_points(cyad.gradient, self.f, self.points, engine="dual", workers=self.map,
                        tasks=2)
+
+
+def with_data(x, a):
+    return np.sum(np.sin(x) ** 2) * np.sum(x * a[:4]) + np.sum(a ** 2) * np.sum(x ** 3)
+
+
+class HessiansWithArguments:
+    """Hessians at 2 000 points of x (4 elements) with 40 numbers of per-point data: the
+    data as per-point args= (inputs of each row's call, x alone differentiated) against
+    the same f of z = (x, data) with the Hessian's x-block kept (what differentiating the
+    data with x costs: 44 directions instead of 4)."""
+
+    params = [["args", "widened z"], ["tape", "dual"]]
+    param_names = ["form", "engine"]
+
+    def setup(self, form, engine):
+        rng = np.random.default_rng(0)
+        self.points, self.data = rng.standard_normal((2000, 4)), rng.standard_normal((2000, 40))
+        self.z = np.concatenate([self.points, self.data], axis=1)
+
+    def time_hessians(self, form, engine):
+        if form == "args":
+            cyad.at_points(cyad.hessian, with_data, self.points, args=(self.data,),
+                           engine=engine)
+        else:
+            cyad.at_points(cyad.hessian, lambda z: with_data(z[:4], z[4:]), self.z,
+                           engine=engine)

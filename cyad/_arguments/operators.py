@@ -401,11 +401,13 @@ class Arguments:
                            self.problem.x.dtype)
 
     def bound_to(self, x, args):
-        """The Bound, its leaves this call's; ArgumentsChanged where the arguments no
-        longer fit the prep (a static one changed, a structure or a shape)."""
+        """The Bound, its leaves this call's; ValueError where x's shape is not the prep's,
+        ArgumentsChanged where the other arguments no longer fit it (a static one changed,
+        a structure or a shape)."""
         leaves, spec = _flatten((x,) + tuple(args))
         if not self.problem.fits(leaves, spec) or not self.bound.set(
                 tuple([leaves[k] for k in self.problem.dynamic_index])):
+            self.problem.x.leaves(x, "x")     # (x's shape: a ValueError naming it)
             raise ArgumentsChanged("cyad: the arguments differ from the prep's in structure, "
                                    "shape or a static value (an int, a string, an object): "
                                    "the pattern and coloring were made for those; prepare "
