@@ -357,3 +357,53 @@ def test_container_x_with_hvp_pullback_and_pushforward_allocates_nothing(allocat
             np.testing.assert_allclose(outs[name]["w"], expected["w"], rtol=1e-13)
             np.testing.assert_allclose(outs[name]["b"][0], expected["b"][0], rtol=1e-13)
         assert preps[name].records == 1
+
+
+def test_container_x_with_jacobian_and_hessian_allocates_nothing(allocations_per_call):
+    # x a dict of arrays: a Jacobian into x's structure of blocks (f's shape + each leaf's)
+    # and flat=True into one matrix, a Hessian flat=True; a new batch a of each call
+    n = 3
+    rng = np.random.default_rng(2)
+    params = {"w": rng.standard_normal(n), "b": (rng.standard_normal((2, n)),)}
+    batches = [rng.standard_normal(n), rng.standard_normal(n)]
+
+    def f(p, a):
+        return np.sin(p["w"] * a) + p["b"][0][0] * p["b"][0][1]
+
+    def scalar(p, a):
+        return np.sum(f(p, a) ** 2)
+
+    preps = {"blocks": cyad.prepare_jacobian(f, params, batches[0], engine="tape"),
+             "flat": cyad.prepare_jacobian(f, params, batches[0], flat=True, engine="tape"),
+             "hessian": cyad.prepare_hessian(scalar, params, batches[0], flat=True,
+                                             engine="tape")}
+    outs = {"blocks": {"w": np.empty((n, n)), "b": (np.empty((n, 2, n)),)},
+            "flat": np.empty((n, 3 * n)), "hessian": np.empty((3 * n, 3 * n))}
+    calls = {
+        "blocks": lambda a: cyad.jacobian(f, params, a, prep=preps["blocks"],
+                                          out=outs["blocks"]),
+        "flat": lambda a: cyad.jacobian(f, params, a, flat=True, prep=preps["flat"],
+                                        out=outs["flat"]),
+        "hessian": lambda a: cyad.hessian(scalar, params, a, flat=True, prep=preps["hessian"],
+                                          out=outs["hessian"]),
+    }
+    which = [0]
+
+    def batch():
+        which[0] ^= 1
+        return batches[which[0]]
+
+    for name, call in calls.items():
+        assert allocations_per_call(lambda call=call: call(batch())) == 0, name
+        a = batches[which[0]]
+        if name == "hessian":
+            expected = cyad.hessian(scalar, params, a, flat=True, engine="dual")
+        else:
+            expected = cyad.jacobian(f, params, a, flat=True, engine="dual")
+        if name == "blocks":
+            # (the flat order is optree's: a dict's leaves by sorted keys, "b" first)
+            got = np.concatenate([outs[name]["b"][0].reshape(n, 2 * n), outs[name]["w"]], 1)
+        else:
+            got = outs[name]
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+        assert preps[name].records == 1

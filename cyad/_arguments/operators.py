@@ -30,9 +30,9 @@ what differs. Out of reach of this layer: complex differentiated arguments (refu
 arrays among the other arguments are static), tuples of tangents as batches when x is a
 container. Flattening and reading back allocate Python objects: the operators first try a
 prep's compiled path (cyad/_arguments/prepared.pyx, which allocates nothing: a call of one
-array x whose value is one array, SciPy's forms, and a gradient, hvp, pullback or pushforward
-of x a structure of dicts, tuples, lists and namedtuples with out=), and come here where it
-declines.
+array x whose value is one array, SciPy's forms, and a gradient, hvp, pullback, pushforward,
+Jacobian or flat Hessian of x a structure of dicts, tuples, lists and namedtuples with out=),
+and come here where it declines.
 """
 import threading
 

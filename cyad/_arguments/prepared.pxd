@@ -55,7 +55,7 @@ cdef class Walk:
 
 
 # a prep's calls of f(x, *args) that allocate nothing: any call of one array x and one
-# array value; x a structure: gradient, hvp, pullback and pushforward with out=
+# array value; x a structure: gradient, hvp, pullback, pushforward, jacobian with out=
 cdef class PreparedCall(LeafSource):
     cdef Family family
     cdef object f, argnums, lock
@@ -66,6 +66,9 @@ cdef class PreparedCall(LeafSource):
     cdef readonly bint supported
     cdef int typenum
     cdef cnp.ndarray x, v, result, value
+    cdef cnp.ndarray matrix        # a Jacobian read into x's structure of blocks: the flat one
+    cdef Py_ssize_t rows           # its rows (f's elements), or 0
+    cdef Leaf* blocks              # out's blocks (their shapes)
     cdef tuple pair
     cdef Leaf* xs              # x's leaves (their places in the flat x)
     cdef Leaf* outs            # out's and an x-like tangent's (in the flat result, tangent)

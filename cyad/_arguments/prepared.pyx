@@ -9,8 +9,10 @@ instead, where the arguments' structures are dicts, tuples, lists, namedtuples a
   ``fun(x, *args)``, ``fun(t, y, *args)``), its tangent, y and out= handed to the prep as
   they are;
 - x a structure and f's value one array: a gradient (and value_and_gradient), an hvp and a
-  pullback with ``out=`` of x's structure, and a pushforward with ``out=`` an array, the
-  tangents of hvp and pushforward of x's structure.
+  pullback with ``out=`` of x's structure, a Jacobian with ``out=`` of x's structure of
+  blocks (f's shape + the leaf's), and with ``out=`` one array a pushforward and, with
+  ``flat=True``, a Jacobian and a Hessian; the tangents of hvp and pushforward of x's
+  structure.
 
 Each node and leaf is found again in the call's arguments by the place it had when the prep
 was made (a dict's key, a sequence's index), the nodes' types and lengths checked on the
@@ -32,7 +34,7 @@ from libc.string cimport memcpy
 
 from cyad._arguments.bound cimport Bound, LeafSource
 from cyad._core cimport (Prep, WITH_VALUE, Family, GRADIENT, DERIVATIVE, HVP, PULLBACK,
-                         PUSHFORWARD)
+                         PUSHFORWARD, JACOBIAN, HESSIAN)
 from cyad._dual.array cimport differentiating
 
 cnp.import_array()
@@ -202,7 +204,8 @@ cdef class PreparedCall(LeafSource):
         self.out_walk = Walk((problem.selected(arguments),))
         self.v_walk = Walk((problem.selected(arguments),))
         self.supported = self.walk.supported and (self.direct or (
-            (family == GRADIENT or family == HVP or family == PULLBACK or family == PUSHFORWARD)
+            (family == GRADIENT or family == HVP or family == PULLBACK or family == PUSHFORWARD
+             or family == JACOBIAN or (family == HESSIAN and flat))
             and not self.two_argument and self.out_walk.supported
             and (problem.value is None or problem.value.single)))
         self.typenum = cnp.PyArray_TYPE(<cnp.ndarray>x_flat)
@@ -230,8 +233,18 @@ cdef class PreparedCall(LeafSource):
             raise MemoryError()
         for k, number in enumerate(problem.static):
             self.static_leaves[k] = number
+        # a Jacobian into x's structure of blocks: the flat one, then its columns' blocks
+        self.rows = 0
+        if family == JACOBIAN and not flat and not self.direct and self.supported:
+            value_shape = tuple(problem.value.shapes[0])
+            self.rows = problem.value.size
+            self.matrix = np.empty((self.rows, x_flat.size), x_flat.dtype)
+            self.blocks = _leaves(list(range(self.n_x)),
+                                  [value_shape + tuple(s) for s in problem.x.shapes],
+                                  list(problem.x.offsets), itemsize)
 
     def __dealloc__(self):
+        free(self.blocks)
         free(self.xs)
         free(self.outs)
         free(self.inputs)
@@ -305,12 +318,17 @@ cdef class PreparedCall(LeafSource):
 
     cdef object _structured(self, object v, object out, int wanted):
         # x a structure: its leaves copied into the flat x (an x-like tangent's into the
-        # flat tangent), an x-like result copied into out's leaves
-        cdef Py_ssize_t k
+        # flat tangent); the result into out as it is (one array), into out's leaves (x's
+        # structure), or from the flat Jacobian into out's blocks
+        cdef Py_ssize_t k, r
         cdef object value_out = None, result_out, tangent = v
         cdef char* xp = <char*>cnp.PyArray_DATA(self.x)
         cdef char* vp = <char*>cnp.PyArray_DATA(self.v)
         cdef const char* rp = <const char*>cnp.PyArray_DATA(self.result)
+        cdef const char* mp
+        cdef char* block
+        cdef bint one_array = (self.family == PUSHFORWARD or self.rows == 0 and (
+            self.family == JACOBIAN or self.family == HESSIAN))
         if self.family == HVP or self.family == PUSHFORWARD:
             if not self.v_walk.find(v, ()):
                 return None
@@ -333,11 +351,12 @@ cdef class PreparedCall(LeafSource):
             result_out = out
         else:
             return None
-        if self.family != PUSHFORWARD:      # (a pushforward's out is f's one array)
+        if not one_array:       # (one array: the prep checks it)
             if not self.out_walk.find(result_out, ()):
                 return None
             for k in range(self.n_x):
-                if not _array_of(self.out_walk.leaf(k), self.typenum, &self.outs[k], True):
+                if not _array_of(self.out_walk.leaf(k), self.typenum,
+                                 &self.blocks[k] if self.rows else &self.outs[k], True):
                     return None
         for k in range(self.n_x):
             memcpy(xp + self.xs[k].offset,
@@ -347,8 +366,18 @@ cdef class PreparedCall(LeafSource):
             for k in range(self.n_x):
                 memcpy(vp + self.outs[k].offset,
                        cnp.PyArray_DATA(<cnp.ndarray>self.v_walk.leaf(k)), self.outs[k].nbytes)
-        if self.family == PUSHFORWARD:
+        if one_array:
             return self.inner.call(self.bound, self.x, tangent, None, out, 0)
+        if self.rows:           # a Jacobian: each row's columns of leaf k into its block
+            self.inner.call(self.bound, self.x, None, None, self.matrix, 0)
+            mp = <const char*>cnp.PyArray_DATA(self.matrix)
+            for k in range(self.n_x):
+                block = <char*>cnp.PyArray_DATA(<cnp.ndarray>self.out_walk.leaf(k))
+                for r in range(self.rows):
+                    memcpy(block + r * self.outs[k].nbytes,
+                           mp + r * cnp.PyArray_NBYTES(self.x) + self.outs[k].offset,
+                           self.outs[k].nbytes)
+            return out
         self.inner.call(self.bound, self.x, tangent, None,
                         self.pair if wanted == WITH_VALUE else self.result, wanted)
         for k in range(self.n_x):
