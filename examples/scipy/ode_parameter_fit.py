@@ -1,5 +1,5 @@
 """Fitting an ODE's parameters: p an argument of the right-hand side, exact sensitivities
-====================================================================================
+======================================================================================
 
 The four rates p = (a, b, c, d) of the Lotka-Volterra equations
 
