@@ -42,7 +42,7 @@ def _python_callable(f):
     # recorded function nests as that f)
     if isinstance(f, FunctionWrapper):
         if f.tape is not None:
-            return f.tape.f
+            return f.tape.of_x
         if f.callable is None:
             raise TypeError("cyad: a C function cannot be differentiated inside another "
                             "differentiation (cyad cannot see into it); differentiate it at "

@@ -594,3 +594,59 @@ def test_scratch_arguments(engine):
     assert cyad.Cache(np.empty(3)) != cyad.Cache(np.empty(4))
     sparse = cyad.prepare_sparse_jacobian(f, x, a, cache, engine=engine)
     _close(cyad.sparse_jacobian(f, x, a, cache, prep=sparse).toarray(), jax.jacfwd(fj)(x, a))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_recorded_function_takes_arguments(dtype):
+    # cyad.record(f, x, args=...): the arguments' arrays and numbers are inputs of the tape;
+    # set_arguments gives the C function new values without recording f anew (the dual
+    # engine's operators call it), first and second order against JAX
+    def f(x, p, n):
+        return np.sin(x * p["a"]) * p["s"] + x ** n
+
+    def fj(x, p):
+        return jnp.sin(x * p["a"]) * p["s"] + x ** 2
+
+    def scalar(x, p):
+        return np.sum(f(x, p, 2) ** 2)
+
+    def scalarj(x, p):
+        return jnp.sum(fj(x, p) ** 2)
+
+    rng = seeded("test_arguments record")
+    x = rng.uniform(-1, 1, 4).astype(dtype)
+    tolerance = TOLERANCE if dtype == np.float64 else dict(rtol=2e-4, atol=2e-5)
+    params = {"a": rng.uniform(0.5, 2.0, 4), "s": 1.5}
+    w = cyad.record(f, x, args=(params, 2))
+    h = cyad.record(scalar, x, args=(params,))
+    for k in range(3):
+        params = {"a": rng.uniform(0.5, 2.0, 4), "s": float(k) - 0.5}
+        w.tape.set_arguments(params, 2)
+        h.tape.set_arguments(params)
+        p64 = {"a": jnp.asarray(params["a"], jnp.float32 if dtype == np.float32 else None),
+               "s": params["s"]}
+        x64 = jnp.asarray(x)
+        _close(cyad.jacobian(w, x, engine="dual"), jax.jacfwd(fj)(x64, p64), **tolerance)
+        _close(cyad.hessian(h, x, engine="dual"), jax.hessian(scalarj)(x64, p64), **tolerance)
+        # the tape engine's operators trace the recorded function's f of x, its arguments
+        # those set
+        _close(cyad.gradient(h, x, engine="tape"), jax.grad(scalarj)(x64, p64), **tolerance)
+    assert (w.tape.records, h.tape.records) == (1, 1)
+    with pytest.raises(ValueError, match="record the function anew"):
+        w.tape.set_arguments(params, 3)
+    with pytest.raises(ValueError, match="without arguments"):
+        cyad.record(np.sin, x).tape.set_arguments(params)
+
+    def in_place(y, x, a):
+        y[...] = x ** 2 * a
+
+    y = np.zeros(4, dtype)
+    r = cyad.record(in_place, x, y, args=(params["a"],))
+    _close(cyad.jacobian(r, x, y=y, engine="dual"), np.diag(2 * x * params["a"]), **tolerance)
+    # its pattern, and nested in another differentiation, as its f of x with the arguments
+    chain = cyad.record(lambda x, a: x[1:] * x[:-1] * a[1:], x, args=(params["a"],))
+    np.testing.assert_array_equal(cyad.jacobian_sparsity(chain, x).toarray(),
+                                  np.eye(3, 4, dtype=bool) | np.eye(3, 4, 1, dtype=bool))
+    _close(cyad.gradient(lambda z: np.sum(cyad.jacobian(chain, z)), x),
+           jax.grad(lambda z: jnp.sum(jax.jacfwd(lambda t: t[1:] * t[:-1] * params["a"][1:])(
+               z)))(jnp.asarray(x)), **tolerance)

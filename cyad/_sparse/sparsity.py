@@ -472,10 +472,10 @@ def _python_function(f):
     from cyad._wrapper import FunctionWrapper
 
     if isinstance(f, TapeFunction):
-        return f.f
+        return f.of_x
     if isinstance(f, FunctionWrapper):
         if f.tape is not None:
-            return f.tape.f
+            return f.tape.of_x
         if f.callable is None:
             raise TypeError("cyad: the sparsity of a C function cannot be detected (it "
                             "cannot be traced); give its pattern where it is needed")

@@ -843,7 +843,7 @@ cdef class TapeEngine(Engine):
         source = _recorded(self.bound)
         leaves = []     # f's other arguments' leaves of this call (a Bound's): inputs too
         if (source is not None and self.recorded == 0 and source.dtype == self.dtype
-                and source.x_shape == self.x_shape
+                and source.bound is None and source.x_shape == self.x_shape
                 and source.two_argument == self.two_argument):
             # a function cyad.record recorded: its tape as recorded (at its own x)
             tape, values, captured = source.primal()
@@ -1104,7 +1104,7 @@ cdef object _callable(object f):
     # the Python f: the callable itself, a wrapper's, or the one a recorded function traced
     cdef object source = _recorded(f)
     if source is not None:
-        return source.f
+        return source.of_x
     return (<FunctionWrapper>f).callable if isinstance(f, FunctionWrapper) else f
 
 

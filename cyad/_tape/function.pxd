@@ -26,6 +26,7 @@ ctypedef struct tape_program:
     Py_ssize_t b_at, c_at      # order 2: x's inner tangents (inner x n_x), a's (inner
     #                            x outer x n_x)
     Py_ssize_t value_at, da_at, db_at, dc_at   # f's value and the outputs' lanes alike
+    Py_ssize_t* leaf_at        # the places of f's other arguments' arrays (inputs too)
     tape_arena arenas[MAX_ARENAS]
     Py_ssize_t n_arenas        # published by an atomic store once an arena is set up
 
@@ -47,6 +48,9 @@ ctypedef struct tape_function:
     Py_ssize_t n_x, n_y
     bint two_argument
     bint single                # float32
+    Py_ssize_t n_leaves        # f's other arguments' arrays (a Bound's), copied in per call
+    const void** leaf_from     # from the Bound's table of their memory
+    Py_ssize_t* leaf_bytes
 
 
 cdef class TapeProgram:
@@ -68,6 +72,8 @@ cdef class TapeRecord:
 cdef class TapeFunction:
     cdef tape_function state
     cdef readonly object f
+    cdef readonly object bound         # f of x with its other arguments (a Bound), or None
+    cdef object arguments              # their holder (cyad/_arguments/operators.py)
     cdef readonly object dtype
     cdef readonly tuple x_shape
     cdef readonly tuple out_shape

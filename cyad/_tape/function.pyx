@@ -39,13 +39,18 @@ hands it over (the dual engine raises it, and `cyad.raise_function_status` in Cy
 
 The dtype follows x: a float32 x records a float32 tape and gives the float32 functions,
 a float64 x the float64 ones (the others are NULL).
+
+Arguments (`record(f, x, args=...)`): f's other arguments are held by the arguments layer's
+`Bound` (cyad/_arguments/bound.pyx); their float arrays and numbers are inputs of the tape
+after x and y, placed in every program (`leaf_at`) and copied in from the Bound's table at
+every call, as x is; `set_arguments` refills the table between calls.
 """
 import threading
 
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdlib cimport free
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
 
 from cyad._c_api cimport PYTHON_ERROR
@@ -57,9 +62,11 @@ from cyad._tape.engine cimport (CAPTURED_CHANGED, capture, captured_strided_chan
 from cyad._tape.replay cimport replay_run, tape_replay
 from cyad._tape.lowering cimport Replay
 from cyad._wrapper cimport FunctionWrapper, is_python_function
+from cyad._arguments.bound cimport Bound
 from cyad._tape.engine import RECORD_LIMIT as _RECORD_LIMIT, TapeLimit
 from cyad._tape.trace import trace
 from cyad._tape.transform import jvp
+from cyad._arguments.operators import Arguments
 
 cnp.import_array()
 
@@ -105,7 +112,7 @@ cdef extern from *:
     void publish_pointer "cyad_publish_pointer" (void** p, void* v) nogil
 
 
-def record(f, x, y=None):
+def record(f, x, y=None, *, args=()):
     """Record f at x into a FunctionWrapper: a C function that replays f's tape.
 
     The wrapper's C functions (first and second order, in x's dtype) evaluate f and
@@ -125,6 +132,11 @@ def record(f, x, y=None):
         (float64, or float32 for a float32 x).
     y : ndarray, optional
         The output of the two-argument form, of x's dtype.
+    args : tuple, optional
+        f's other arguments: ``f(x, *args)`` (``f(y, x, *args)``), as the operators take
+        them. Their float arrays and numbers are inputs of the tape, copied in at every
+        call: ``wrapper.tape.set_arguments(*new)`` gives the C function new values of them
+        without recording f anew; its other leaves (ints, strings, objects) are fixed.
 
     Returns
     -------
@@ -158,7 +170,7 @@ def record(f, x, y=None):
     >>> float(cyad.derivative(cyad.record(np.exp, 0.0), 0.0))
     1.0
     """
-    cdef TapeFunction function = TapeFunction(f, x, y)
+    cdef TapeFunction function = TapeFunction(f, x, y, args)
     return _wrapper(function)
 
 
@@ -185,7 +197,11 @@ cdef class TapeProgram:
     def __cinit__(self):
         self.state.owner = <void*>self
         self.state.n_arenas = 0
+        self.state.leaf_at = NULL
         self.replays = []
+
+    def __dealloc__(self):
+        free(self.state.leaf_at)
 
 
 cdef class TapeRecord:
@@ -220,6 +236,9 @@ cdef class TapeFunction:
         The shapes of its input and output.
     two_argument : bool
         Whether f is called as f(y, x).
+    bound : Bound or None
+        With ``args``: f of x alone, its other arguments' arrays those of the calls
+        (`set_arguments`).
     records : int
         How many times f was recorded: the first time, and again after each failed
         guard (a changed captured array records anew uncounted).
@@ -244,7 +263,7 @@ cdef class TapeFunction:
     2
     """
 
-    def __init__(self, f, x, y=None):
+    def __init__(self, f, x, y=None, args=()):
         if isinstance(f, FunctionWrapper) and f.callable is not None:
             f = f.callable
         if not is_python_function(f) or isinstance(f, FunctionWrapper):
@@ -256,6 +275,15 @@ cdef class TapeFunction:
         self.dtype = x.dtype
         self.x_shape = x.shape
         self.two_argument = y is not None
+        self.bound = None
+        self.state.n_leaves = 0
+        if args:
+            # the arguments layer's f of x alone, its input leaves in x's dtype
+            self.arguments = Arguments(f, x, args, y is not None)
+            self.bound = self.arguments.bound
+            self.state.n_leaves = self.bound.count
+            self.state.leaf_from = (<Bound>self.bound).data
+            self.state.leaf_bytes = (<Bound>self.bound).nbytes
         if y is not None:
             if not isinstance(y, np.ndarray) or y.dtype != x.dtype:
                 raise TypeError("cyad: y must be an ndarray of x's dtype")
@@ -276,7 +304,9 @@ cdef class TapeFunction:
     cdef _record(self, object x, object y):
         """Trace f at x (and y's values) and make that record the current one."""
         cdef TapeRecord rec = TapeRecord()
-        recording, result = trace(self.f, x, self.dtype, y)
+        leaves = [] if self.bound is None else [np.array(leaf) for leaf in self.bound.leaves]
+        recording, result = trace(self.f if self.bound is None else self.bound.function, x,
+                                  self.dtype, y, leaves=leaves)
         out = recording.var_of(result)
         if out.dtype != self.dtype:
             raise TypeError(f"cyad: f returned {out.dtype} values, not {self.dtype}")
@@ -285,7 +315,7 @@ cdef class TapeFunction:
                              f"with shape {self.out_shape}")
         recording.tape.outputs = [out]
         rec.tape = recording.tape
-        rec.values = [x] if y is None else [x, y]
+        rec.values = ([x] if y is None else [x, y]) + leaves
         rec.captured = capture(recording.captured, &rec.state.captured, &rec.state.n_captured,
                                &rec.state.strided_captured)
         self.out_shape = out.shape
@@ -356,14 +386,40 @@ cdef class TapeFunction:
             if n == MAX_ARENAS:
                 return <const tape_replay*><size_t>1     # the caller waits for one
             replay = Replay(owner.derived.tape, keep=[])
-            if _places(replay, owner.derived, self.two_argument, program.order) != \
-                    _places(owner.replays[0], owner.derived, self.two_argument, program.order):
+            n_leaves = self.state.n_leaves
+            if _places(replay, owner.derived, self.two_argument, program.order, n_leaves) != \
+                    _places(owner.replays[0], owner.derived, self.two_argument, program.order,
+                            n_leaves):
                 raise AssertionError("cyad: two lowerings of one tape placed it differently")
             owner.replays.append(replay)
             program.arenas[n].replay = &replay.state
             program.arenas[n].busy = 1
             publish(&program.n_arenas, n + 1)
             return &replay.state
+
+    def set_arguments(self, *args):
+        """New values of f's other arguments for the calls that follow (between calls: a
+        call running on another thread meanwhile reads either values, or a mix).
+
+        Raises
+        ------
+        ValueError
+            Without arguments at the record, or where these differ from the recorded ones
+            in structure, a shape, or a leaf that is not a float array or number.
+        """
+        if self.bound is None:
+            raise ValueError("cyad: this function was recorded without arguments")
+        try:
+            self.arguments.bound_to(np.empty(self.x_shape, self.dtype), args)
+        except ValueError:
+            raise ValueError("cyad: the arguments differ from the recorded ones in structure, "
+                             "a shape, or a leaf that is not a float array or number (an "
+                             "int, a string, an object): record the function anew") from None
+
+    @property
+    def of_x(self):
+        """The Python function of x the tape records: f, or with arguments its Bound."""
+        return self.f if self.bound is None else self.bound
 
     def take_error(self):
         """The exception the calling thread's last failed call kept (None if none), cleared.
@@ -403,7 +459,8 @@ cdef TapeProgram _derive(TapeRecord rec, bint two_argument, int order, Py_ssize_
     cdef tape_program* s = &program.state
     cdef Replay replay
     values = list(rec.values)
-    names = ["x", "y"][:len(values)]
+    primal = 2 if two_argument else 1
+    names = ["x", "y"][:primal] + [f"a{k}" for k in range(len(values) - primal)]
     s.order = order
     s.width, s.outer, s.inner = width, outer, inner
     if order == 1:
@@ -415,8 +472,16 @@ cdef TapeProgram _derive(TapeRecord rec, bint two_argument, int order, Py_ssize_
                          names + ["tx"])
     program.derived = derived
     replay = Replay(derived.tape, keep=[])
+    places = _places(replay, derived, two_argument, order, len(values) - primal)
     (s.x_at, s.y_at, s.a_at, s.b_at, s.c_at, s.value_at, s.da_at, s.db_at,
-     s.dc_at) = _places(replay, derived, two_argument, order)
+     s.dc_at) = places[:9]
+    leaf_places = places[9]
+    if leaf_places:
+        s.leaf_at = <Py_ssize_t*>malloc(len(leaf_places) * sizeof(Py_ssize_t))
+        if s.leaf_at == NULL:
+            raise MemoryError()
+        for k in range(len(leaf_places)):
+            s.leaf_at[k] = leaf_places[k]
     program.replays.append(replay)
     s.arenas[0].replay = &replay.state
     s.arenas[0].busy = 0
@@ -424,11 +489,14 @@ cdef TapeProgram _derive(TapeRecord rec, bint two_argument, int order, Py_ssize_
     return program
 
 
-def _places(Replay replay, derived, bint two_argument, int order):
+def _places(Replay replay, derived, bint two_argument, int order, Py_ssize_t n_leaves):
     """The places of a program's inputs and outputs in the arena of `replay` (-1: absent):
-    inputs x, [y,] a, [b, c]; outputs value, da, [db, dc]."""
+    inputs x, [y,] a, [b, c]; outputs value, da, [db, dc]; then the tuple of the places of
+    f's other arguments' arrays (inputs after x and y)."""
     d = derived.tape
-    primal = 2 if two_argument else 1
+    leaves = tuple(replay.offset(d.inputs[(2 if two_argument else 1) + k])
+                   for k in range(n_leaves))
+    primal = (2 if two_argument else 1) + n_leaves
     places = [replay.offset(d.inputs[0]), replay.offset(d.inputs[1]) if two_argument else -1,
               replay.offset(d.inputs[primal])]
     if order == 2:
@@ -440,7 +508,7 @@ def _places(Replay replay, derived, bint two_argument, int order):
         places += [replay.offset(d.outputs[2]), replay.offset(d.outputs[3])]
     else:
         places += [-1, -1]
-    return tuple(places)
+    return tuple(places) + (leaves,)
 
 
 cdef tape_program* _find(tape_record* rec, int order, Py_ssize_t width, Py_ssize_t outer,
@@ -465,6 +533,7 @@ cdef int call(tape_function* fn, const void* x, const void* dx, void* y, void* d
     cdef tape_program* program
     cdef tape_arena* arena
     cdef int status
+    cdef Py_ssize_t k
     if n_x != fn.n_x or n_y != fn.n_y:
         return wrong_sizes(fn, n_x, n_y)
     add(&fn.calls, 1)
@@ -486,6 +555,9 @@ cdef int call(tape_function* fn, const void* x, const void* dx, void* y, void* d
         if arena == NULL:
             status = PYTHON_ERROR
             break
+        for k in range(fn.n_leaves):     # f's other arguments' arrays, copied in as x is
+            memcpy(<char*>arena.replay.arena + program.leaf_at[k] * (4 if fn.single else 8),
+                   fn.leaf_from[k], fn.leaf_bytes[k])
         if fn.single:
             status = run[float](program, arena.replay, <const float*>x, <const float*>dx,
                                 <float*>y, <float*>dy, n_x, n_y)
