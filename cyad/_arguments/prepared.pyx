@@ -209,11 +209,12 @@ cdef class PreparedCall(LeafSource):
             and not self.two_argument and self.out_walk.supported
             and (problem.value is None or problem.value.single)))
         self.typenum = cnp.PyArray_TYPE(<cnp.ndarray>x_flat)
-        self.x = np.empty_like(x_flat)
-        self.v = np.empty_like(x_flat)
-        self.result = np.empty_like(x_flat)
-        self.value = np.zeros((), x_flat.dtype)
-        self.pair = (self.value, self.result)
+        if not self.direct:     # (a direct call hands the prep the caller's arrays)
+            self.x = np.empty_like(x_flat)
+            self.v = np.empty_like(x_flat)
+            self.result = np.empty_like(x_flat)
+            self.value = np.zeros((), x_flat.dtype)
+            self.pair = (self.value, self.result)
         self.n_x = len(problem.x_index)
         self.xs = _leaves(list(problem.x_index), list(problem.x.shapes),
                           list(problem.x.offsets), itemsize)
@@ -327,8 +328,8 @@ cdef class PreparedCall(LeafSource):
         cdef const char* rp = <const char*>cnp.PyArray_DATA(self.result)
         cdef const char* mp
         cdef char* block
-        cdef bint one_array = (self.family == PUSHFORWARD or self.rows == 0 and (
-            self.family == JACOBIAN or self.family == HESSIAN))
+        cdef bint one_array = self.family == PUSHFORWARD or (
+            self.rows == 0 and (self.family == JACOBIAN or self.family == HESSIAN))
         if self.family == HVP or self.family == PUSHFORWARD:
             if not self.v_walk.find(v, ()):
                 return None

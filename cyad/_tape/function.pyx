@@ -410,7 +410,8 @@ cdef class TapeFunction:
         if self.bound is None:
             raise ValueError("cyad: this function was recorded without arguments")
         try:
-            self.arguments.bound_to(np.empty(self.x_shape, self.dtype), args)
+            # (x: the record's own, of the shape the holder checks)
+            self.arguments.bound_to(self.record.values[0], args)
         except ValueError:
             raise ValueError("cyad: the arguments differ from the recorded ones in structure, "
                              "a shape, or a leaf that is not a float array or number (an "
