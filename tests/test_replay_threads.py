@@ -9,13 +9,13 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import cyad
-from cyad._tape.lowering import BLOCK, BLOCKED_BY
+from cyad._tape.lowering import BLOCKED_BY, default_block
 from cyad._tape.replay import PARALLEL_FROM
 
 pytestmark = pytest.mark.xdist_group("test_replay_threads")
 
 # above the split's threshold, of no round size; and long enough for blocked runs
-SIZES = [PARALLEL_FROM + 7, BLOCKED_BY * BLOCK + 4099]
+SIZES = [PARALLEL_FROM + 7, BLOCKED_BY * default_block(np.float32) + 4099]
 
 
 @pytest.fixture

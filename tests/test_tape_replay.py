@@ -451,7 +451,9 @@ INDICES = {
     "all -1": lambda rng, r: np.full(5, -1),
 }
 # how the lowering should run each (column P2 of the gather's and the scatter's rows):
-# 0 one index per element, 1 a strided copy, 2 a strided copy between zeros
+# 0 one index per element, 1 a strided copy, 2 a strided copy between zeros (and a gather
+# of one row of a contiguous stretch: 3, a slice of its operand's slot, ALIASED)
+ALIASED_ONE_ROW = {"step 1", "one"}
 RUNS = {"random with -1": (0, 0), "repeated": (0, 0), "step 1": (1, 1), "step 3": (1, 1),
         "step 0": (1, 0), "step -2": (1, 1), "one": (1, 1), "padded step 1": (2, 2),
         "padded step 2": (2, 2), "padded step -1": (2, 2), "padded one": (2, 2),
@@ -464,7 +466,7 @@ RUNS = {"random with -1": (0, 0), "repeated": (0, 0), "step 1": (1, 1), "step 3"
 def test_gather_and_scatter_add(index, rows, dtype):
     rng = seeded("gather" + index)
     r = 9
-    runs = RUNS[index]
+    runs = (3, RUNS[index][1]) if rows == 1 and index in ALIASED_ONE_ROW else RUNS[index]
     index = np.asarray(INDICES[index](rng, r), np.int64)
     m = index.size
     a = rng.standard_normal(rows * r).astype(dtype)
@@ -1085,16 +1087,34 @@ def test_random_tapes(seed, dtype):
 def elementwise_tape(rng, dtype, n, period, length=30):
     """A random program of mostly elementwise instructions on Vars of n elements, of
     `period` elements (broadcast to n) and single numbers, with a gather or a sum now and
-    then (which end a blocked run), sin and cos columns of one operand in a row (pairs);
-    and its inputs' values."""
+    then (which end a blocked run, but for a gather of one number, a slice of a wider
+    input, a pad of a narrower slice, a sum of n numbers), sin and cos columns of one
+    operand in a row (pairs); and its inputs' values. A sum of n numbers is an output
+    alone (a blocked run rounds it otherwise than a whole sum)."""
     t = Tape(dtype)
     sizes = (n, period, 1)
-    inputs = [rng.uniform(-3, 3, size).astype(dtype) for size in sizes + (n,)]
+    inputs = [rng.uniform(-3, 3, size).astype(dtype) for size in sizes + (n, n + 3)]
     pool = [t.input((size,)) for size in sizes + (n,)]
+    wide = t.input((n + 3,))
     for _ in range(length):
         kind = rng.choice(["unary", "sines", "binary", "scale", "compare", "select", "copy",
-                           "gather", "sum_inner"], p=[.2, .1, .25, .1, .05, .1, .05, .1, .05])
+                           "gather", "sum_inner", "slice", "pad", "fill"],
+                          p=[.18, .1, .22, .1, .05, .1, .05, .06, .05, .04, .03, .02])
         a, b, c = (pool[i] for i in rng.integers(0, len(pool), 3))
+        if kind == "slice":
+            first = int(rng.integers(0, 4))
+            pool.append(t.emit("gather", (wide,), (n,), index=np.arange(first, first + n)))
+            continue
+        if kind == "pad":
+            narrow = t.emit("gather", (wide,), (n - 2,), index=np.arange(1, n - 1))
+            first = int(rng.integers(0, 3))
+            pool.append(t.emit("scatter_add", (narrow,), (n,),
+                               index=np.arange(first, first + n - 2)))
+            continue
+        if kind == "fill":
+            if a.size == 1:
+                pool.append(t.emit("gather", (a,), (n,), index=np.zeros(n, np.int64)))
+            continue
         if kind in ("unary", "sines", "copy") and a.size == 1:
             continue
         if kind == "unary":
@@ -1116,6 +1136,9 @@ def elementwise_tape(rng, dtype, n, period, length=30):
             if a.size != n:
                 continue
             out = t.emit(kind, (a,), (period,), k=n // period)
+            if period == 1:
+                t.outputs.append(out)
+                continue
         else:
             operands = (c, a, b) if kind == "select" else (a, b)
             size = max(v.size for v in operands)
@@ -1142,54 +1165,120 @@ BLOCKED_FROM = BLOCKED_BY * BLOCK
     (2 * BLOCKED_FROM + 2, BLOCKED_FROM + 1), (BLOCKED_FROM + 1, 1)], ids=str)
 @pytest.mark.parametrize("seed", range(6))
 def test_blocked_runs_give_the_numbers_of_whole_instructions(seed, n, period, dtype):
-    # random elementwise programs over large Vars, slots passed on by liveness: blocked
-    # runs (blocks of BLOCK elements, within periods of broadcast operands, sin and cos
-    # paired) give the very numbers that instructions run whole do, run whole and from
-    # starts inside runs
+    # random elementwise programs over large Vars, slots passed on by liveness, slices as
+    # offsets, the Vars that live within a run in its scratch: blocked runs (blocks of
+    # BLOCK elements, within periods of broadcast operands, sin and cos paired, fills,
+    # pads) give the very numbers that instructions run whole do, run whole and from
+    # starts (where runs break); a sum in a run, its blocks' sums added in order
     rng = np.random.default_rng(seed)
     t, inputs = elementwise_tape(rng, dtype, n, period)
     starts = sorted({int(s) for s in rng.integers(1, len(t.instrs), 2)})
     blocked = Replay(t, keep=(), starts=starts, block=BLOCK)
     whole = Replay(t, keep=(), starts=starts, block=0)
-    runs = _blocked_runs(blocked.code, BLOCK)
+    runs = blocked.runs
     assert (runs[:, 0] - np.arange(len(t.instrs)) >= 3).any()   # (a run of 3 at least)
+    inside = (runs[starts, 0] != 0) & (runs[starts, 0] == runs[[s - 1 for s in starts], 0])
+    assert not inside.any()
+    summed = {instr.outs[0] for s, instr in enumerate(t.instrs)
+              if instr.kind == "sum_inner" and runs[s, 0]}
+
+    def agree():
+        for var in t.outputs:
+            if var in summed:
+                assert_allclose(blocked.value(var), whole.value(var),
+                                rtol=1e-4 if dtype == np.float32 else 1e-12, atol=1e-3)
+            else:
+                assert_array_equal(blocked.value(var), whole.value(var), err_msg=repr(t))
+
     for r in (blocked, whole):
         for i, x in enumerate(inputs):
             r.set_input(i, x)
         assert r.run() == 0
-    for var in t.outputs:
-        assert_array_equal(blocked.value(var), whole.value(var), err_msg=repr(t))
+    agree()
     for r in (blocked, whole):
         r.set_input(0, inputs[0][::-1])
         assert r.run(0, starts[0]) == 0
         r.set_input(3, inputs[3] * 0.5)
         for start, stop in zip(starts, starts[1:] + [len(t.instrs)]):
             assert r.run(start, stop) == 0
-    for var in t.outputs:
-        assert_array_equal(blocked.value(var), whole.value(var), err_msg=repr(t))
+    agree()
 
 
-def test_blocked_runs_of_a_code_table():
-    # runs: consecutive elementwise instructions of one output size, at least BLOCKED_FROM,
-    # whose operands have that size, one period of it, or one element, at least one more
-    n = BLOCKED_FROM
+def blocked_tape(n):
+    """A tape of every form of blocked run (test_blocked_runs_of_a_tape)."""
     t = Tape(np.float64)
-    x, half, one = t.input((n,)), t.input((n // 2,)), t.input(())
-    s0 = t.emit("unary", (x,), (n,), op=UNARY["sin"])                 # 0 run [0, 4)
+    x, half, one, wide = t.input((n,)), t.input((n // 2,)), t.input(()), t.input((n + 2,))
+    s0 = t.emit("unary", (x,), (n,), op=UNARY["sin"])                 # 0 run [0, 6)
     t.emit("unary_d", (x,), (n,), op=UNARY["sin"])                    # 1 (paired with 0)
     s2 = t.emit("binary", (s0, half), (n,), op=BINARY["add"])         # 2 period n/2
-    t.emit("scale", (s2, one), (n,))                                  # 3
-    t.emit("copy", (one,), (n,))                                      # 4 no run: single
-    s5 = t.emit("unary", (half,), (n // 2,), op=UNARY["exp"])         # 5 another size
-    t.emit("binary", (s5, s5), (n // 2,), op=BINARY["multiply"])      # 6 too small
-    t.emit("gather", (x,), (n,), index=np.arange(n))                  # 7 not elementwise
-    s8 = t.emit("unary", (x,), (n,), op=UNARY["exp"])                 # 8 run [8, 10)
-    t.emit("select", (s8, half, one), (n,))                           # 9 period n/2
-    t.emit("binary", (x, t.input((n // 4,))), (n,), op=BINARY["add"])  # 10 a second period
-    replay = Replay(t)
-    assert_array_equal(_blocked_runs(replay.code, BLOCK),
-                       [[4, n // 2, BLOCK]] * 4 + [[0, 0, 0]] * 4 + [[10, n // 2, BLOCK]] * 2
-                       + [[0, 0, 0]])
-    assert not _blocked_runs(replay.code, BLOCK + 1).any()
-    assert not _blocked_runs(replay.code, 0).any()
+    s3 = t.emit("scale", (s2, one), (n,))                             # 3
+    s4 = t.emit("copy", (one,), (n,))                                 # 4 of one element
+    total = t.emit("sum_inner", (s3,), (), k=n)                       # 5 a sum of n
+    s6 = t.emit("binary", (s4, total), (n,), op=BINARY["add"])        # 6 reads it: [6, 11)
+    s7 = t.emit("gather", (wide,), (n,), index=np.arange(1, n + 1))   # 7 a slice
+    s8 = t.emit("binary", (s7, s6), (n,), op=BINARY["multiply"])      # 8
+    s9 = t.emit("gather", (one,), (n,), index=np.zeros(n, np.int64))  # 9 a fill
+    s10 = t.emit("scatter_add", (half,), (n,), index=np.arange(1, n // 2 + 1))  # 10 a pad
+    s11 = t.emit("unary", (half,), (n // 2,), op=UNARY["exp"])        # 11 another size
+    t.emit("binary", (s11, s11), (n // 2,), op=BINARY["multiply"])    # 12 too small
+    t.emit("gather", (x,), (n,), index=np.arange(n)[::-1])            # 13 a gather
+    s14 = t.emit("unary", (x,), (n,), op=UNARY["exp"])                # 14 run [14, 16)
+    t.emit("select", (s14, half, one), (n,))                          # 15 period n/2
+    t.emit("binary", (x, t.input((n // 4,))), (n,), op=BINARY["add"])  # 16 a second period
+    t.outputs += [total, s8, s9, s10, t.vars[-1]]
+    return t
+
+
+def test_blocked_runs_of_a_tape():
+    # runs: from an elementwise, fill or pad instruction of N >= BLOCKED_FROM elements on,
+    # the next ones of N elements whose operands have N, one period of it or one element;
+    # slices (nothing to do); sums of all N numbers, whose result the run does not read
+    n = BLOCKED_FROM
+    t = blocked_tape(n)
+    replay = Replay(t, block=BLOCK)
+    assert_array_equal(replay.runs,
+                       [[6, n // 2, BLOCK, 1]] * 6 + [[11, n, BLOCK, 0]] * 5 + [[0] * 4] * 3
+                       + [[16, n // 2, BLOCK, 0]] * 2 + [[0] * 4])
+    # gather 7 not a slice: it runs alone, the run after it is [8, 11)
+    assert_array_equal(_blocked_runs(t.instrs, set(), BLOCK)[:, 0],
+                       [6] * 6 + [0] * 2 + [11] * 3 + [0] * 3 + [16] * 2 + [0])
+    assert not _blocked_runs(t.instrs, set(), BLOCK + 1).any()
+    assert not _blocked_runs(t.instrs, set(), 0).any()
+    assert_array_equal(_blocked_runs(t.instrs, {7}, BLOCK, breaks=[3])[:, 0],
+                       [3] * 3 + [6] * 3 + [11] * 5 + [0] * 3 + [16] * 2 + [0])
     assert list(replay.code[:2, COLUMNS["P3"]]) == [1, 0]    # the sine pair
+    assert replay.code[7, COLUMNS["P2"]] == 3                # ALIASED
+    assert replay.offset(t.instrs[7].outs[0]) == replay.offset(t.inputs[3]) + 1
+    assert not replay.code[:, COLUMNS["LOCAL"]].any()        # (no keep: every Var a slot)
+
+
+def test_vars_that_live_within_a_run_are_in_its_scratch():
+    n = BLOCKED_FROM
+    t = blocked_tape(n)
+    rng = np.random.default_rng(3)
+    kept = Replay(t, keep=(), block=BLOCK)
+    whole = Replay(t, keep=(), block=0)
+    local = kept.code[:, COLUMNS["LOCAL"]]
+    # s0 (read by 2), the derivative nothing reads (1), s2 (read by 3), s3 (read by the sum
+    # 5); s6, s7's slice is wide's; s14 in run [14, 16) is read by 15 alone, whose output
+    # nothing reads
+    assert list(local[:6]) == [1, 1, 3, 3, 0, 2]
+    assert local[14] == 1 and local[15] == 3
+    for var in (t.instrs[0].outs[0], t.instrs[2].outs[0]):
+        with pytest.raises(ValueError, match="scratch"):
+            kept.value(var)
+    inputs = [rng.uniform(-1, 1, var.shape) for var in t.inputs]
+    for r in (kept, whole):
+        for i, x in enumerate(inputs):
+            r.set_input(i, x)
+        assert r.run() == 0
+    for var in t.outputs:
+        assert_allclose(kept.value(var), whole.value(var), rtol=1e-13, atol=1e-12)
+    total = t.outputs[0]
+    # a run holding Vars in its scratch or a sum runs whole: no start or stop inside
+    with pytest.raises(ValueError, match="inside a blocked run"):
+        kept.run(0, 3)
+    with pytest.raises(ValueError, match="inside a blocked run"):
+        kept.run(2)
+    assert kept.run(0, 6) == 0 and kept.run(6) == 0
+    assert_allclose(kept.value(total), whole.value(total), rtol=1e-13)

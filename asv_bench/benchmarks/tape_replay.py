@@ -5,14 +5,15 @@ of 18 (value and gradient, the reverse sweep written out), beside the same compu
 NumPy (gradient.py's primal and gradient by hand). `Elementwise`: sin(x) * x + x, a
 rule's loop and two arithmetic loops, beside NumPy's ufuncs writing into buffers of their
 own. `Blocked`: a chain of elementwise instructions over large arrays (the JVP of
-sin(x) exp(-x**2) + x**3 written out), its runs block by block or each instruction whole
-(Replay's block=0). A call is `Replay.run()` on inputs set in setup.
+sin(x) exp(-x**2) + x**3 written out), its runs block by block (the Vars that live
+within a run in its scratch) or each instruction whole (Replay's block=0). A call is
+`Replay.run()` on inputs set in setup.
 """
 import numpy as np
 
 from cyad._rules.table import BINARY_RULES, UNARY_RULES
 from cyad._tape.program import Tape
-from cyad._tape.lowering import BLOCK, Replay
+from cyad._tape.lowering import Replay
 
 from .common import ELEMENTWISE_SIZES, SIZES, Call, output
 from .gradient import inputs, rosenbrock, rosenbrock_by_hand
@@ -126,7 +127,7 @@ class Blocked(Call):
     param_names = ["n", "runs"]
 
     def setup(self, n, runs):
-        replay = Replay(elementwise_jvp_tape(n), keep=(), block=BLOCK if runs == "blocked" else 0)
+        replay = Replay(elementwise_jvp_tape(n), keep=(), block=None if runs == "blocked" else 0)
         replay.set_input(0, np.linspace(-1.0, 1.0, n))
         replay.set_input(1, np.ones(n))
         self.call = replay.run

@@ -198,10 +198,12 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     # input and the results of its own instructions stand
     cdef bint held = (not basis and p.seeds_held and p.family != GRADIENT
                       and same_seeds(p, tangents))
-    # one chunk of seeds, none cached: the seeds first, then the whole tape in one run
-    # (the replay's blocked runs may then cross the split)
-    cdef bint at_once = (p.family != GRADIENT and p.family != PULLBACK and p.cache == NULL
-                         and 0 < p.directions <= lanes and not held)
+    # a gradient (no seeds), or one chunk of seeds and none cached: the seeds first, then
+    # the whole tape in one run (the replay's blocked runs may then cross the split, the
+    # flags taken are those of both parts: a derivative part's that the value part did
+    # not raise costs a call of the dual engine and a check of NumPy's warnings)
+    cdef bint at_once = p.family == GRADIENT or (
+        p.family != PULLBACK and p.cache == NULL and 0 < p.directions <= lanes and not held)
     # the chunks of directions this run computes: all, or a part's (workers=)
     p.not_finite = False
     part_chunks(h, (p.directions + lanes - 1) // lanes, False, &first_chunk, &last_chunk)
@@ -226,9 +228,10 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
         take_flags(p)
         if status != 0 or p.not_finite:   # (the dual engine answers: run_forward)
             return status
-    if p.family == GRADIENT:   # no seeds: the reverse sweep too, once
-        status = replay_run(p.program, p.split, p.program.n_instr)
-        if status != 0:
+    if p.family == GRADIENT:   # no seeds: the value part and the reverse sweep, once
+        status = replay_run(p.program, 0, p.program.n_instr)
+        take_flags(p)
+        if status != 0 or p.not_finite:
             return status
         copy_bytes(results[0], at(p, p.result_at), h.x_bytes, threads)
         p.not_finite = not all_finite(results[0], n_x, h.float32)
@@ -958,8 +961,10 @@ cdef class TapeEngine(Engine):
             self.state.seed_size = size
             self._reverse_lanes()
         derived = recipe.derive(tape, values, names, self.state.lanes)
+        # (a gradient's runs once from the start: its runs may cross the split)
         self.replay = Replay(derived.tape, keep=derived.cached,
-                             starts=(derived.split, derived.seeded_split))
+                             starts=() if family == GRADIENT else
+                             (derived.split, derived.seeded_split))
         d = derived.tape
         self.state.split = derived.split
         self.state.x_at = self.replay.offset(d.inputs[0])

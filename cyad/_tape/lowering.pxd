@@ -14,4 +14,6 @@ cdef class Replay:
     cdef object _offsets               # ndarray: Var number -> offset in the arena
     cdef object _ufunc_loops           # ndarray of bytes: the ufunc_loop structs
     cdef list _ufunc_capsules          # NumPy's call infos, owning the loops' contexts
-    cdef object _runs                  # ndarray, n_instr x 3 int64 (state.runs)
+    cdef object _runs                  # ndarray, n_instr x RUN_COLUMNS int64 (state.runs)
+    cdef object _partials              # ndarray of float64: blocks' sums (state.partials)
+    cdef frozenset _local              # the numbers of the Vars in a run's scratch

@@ -15,8 +15,10 @@ NUMPY_LOOPS: dict[np.dtype[Any], dict[str, dict[str, str]]]
 COLUMNS: dict[str, int]
 RECIPROCAL_SQUARED: frozenset[tuple[str, str]]
 SINE_SHIFTS: dict[tuple[str, str], int]
-BLOCK: int
+BLOCK_BYTES: int
 BLOCKED_BY: int
+
+def default_block(dtype: npt.DTypeLike) -> int: ...
 
 @disjoint_base
 class Replay:
@@ -25,7 +27,7 @@ class Replay:
         tape: Tape,
         keep: Iterable[Var] | None = None,
         starts: Iterable[int] = (),
-        block: int = ...,
+        block: int | None = None,
     ) -> None: ...
     @property
     def tape(self) -> Tape: ...
@@ -35,6 +37,8 @@ class Replay:
     def n_instr(self) -> int: ...
     @property
     def code(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def runs(self) -> npt.NDArray[np.int64]: ...
     @property
     def indices(self) -> npt.NDArray[np.int64]: ...
     def offset(self, var: Var) -> int: ...

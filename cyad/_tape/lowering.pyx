@@ -12,6 +12,9 @@
   a run touches stays in cache). Inputs, outputs, constants and the kept Vars keep
   their own slots; a Var written before one of `starts` (where runs may begin again,
   a derivative tape's split) and read after it lives to the end;
+- slices as offsets: a gather of a contiguous stretch of its operand (`x[1:]`,
+  `x[:-1]`, one row) writes nothing: its output's slot is that stretch of the operand's
+  (whose slot then lives as long as the slice's readers), and its row is ALIASED;
 - a code table: an int64 array of one row per instruction, CODE_WIDTH columns
   (cyad/_tape/replay.pxd names them): KIND, OP, OUT, OUT_SIZE, then A, A_SIZE, B,
   B_SIZE, C, C_SIZE (the operands' offsets and sizes, in elements of the arena; args in
@@ -19,7 +22,11 @@
   (gather, scatter_add: its indices' place and count, and whether they are an
   arithmetic progression, of what step; python: its callback; guard: B, B_SIZE are the
   expected values; any other kind: what its rules' `lower` gives, in
-  cyad/_tape/instructions.py);
+  cyad/_tape/instructions.py), and LOCAL (below);
+- blocked runs (_blocked_runs): a table of where runs of elementwise instructions over
+  large Vars start and end, run block by block; given `keep`, a Var that one instruction
+  of a run writes and only instructions of the same run read lives in the run's scratch,
+  a block of it at a time (LOCAL, _run_locals): it never reaches memory, and has no slot;
 - one int64 array of the indices of all gathers and scatters;
 - a list of callbacks, one per python instruction: closures over views of the arena
   made here, so that a run makes no view. An entry with ``into(operands, results,
@@ -50,7 +57,8 @@ from cyad._tape import instructions as _tape_instructions, kind_table as _tape_k
     program as _tape
 # the code table's layout, the run's struct and entry point
 from cyad._tape.replay cimport *
-from cyad._tape.kinds cimport is_unary_column, is_elementwise
+from cyad._tape.kinds cimport is_unary_column
+from cyad._parallel.threads cimport replay_threads
 
 # a kind's code is its position in the table (the generated enum's order)
 KIND_CODES = {kind.name: code for code, kind in enumerate(_tape_kind_table.KINDS)}
@@ -73,7 +81,7 @@ assert set(COMPARISON_CODES) == set(_tape.COMPARISONS)
 # the code table's columns by name (the .pxd's anonymous enum)
 COLUMNS = {"KIND": KIND, "OP": OP, "OUT": OUT, "OUT_SIZE": OUT_SIZE, "A": A, "A_SIZE": A_SIZE,
            "B": B, "B_SIZE": B_SIZE, "C": C, "C_SIZE": C_SIZE, "P0": P0, "P1": P1, "P2": P2,
-           "P3": P3}
+           "P3": P3, "LOCAL": LOCAL}
 
 # slots start at multiples of this many bytes
 ALIGNMENT = 64
@@ -226,17 +234,22 @@ def _index_facts(const int64_t[::1] index, bint gather):
     return PADDED, step, largest, lead, end - lead
 
 
-def _own_slots(vars, Py_ssize_t unit):
-    """Every Var's offset in a slot of its own, and the end of the last."""
+def _own_slots(vars, alias_of, Py_ssize_t unit):
+    """Every Var's offset in a slot of its own (a slice's: in its root's), and the end of
+    the last."""
     offsets = np.zeros(len(vars), np.int64)
     cdef Py_ssize_t end = 0
     for number, var in enumerate(vars):
+        if number in alias_of:
+            continue
         offsets[number] = end
         end += _rounded(var.size, unit)
+    for number, (root, first) in alias_of.items():
+        offsets[number] = offsets[root] + first
     return offsets, end
 
 
-def _shared_slots(tape, instrs, keep, starts, Py_ssize_t unit):
+def _shared_slots(tape, instrs, keep, starts, alias_of, local_at, Py_ssize_t unit):
     """Every Var's offset, a slot passing to a later Var once its last reader has run;
     and the end of the last slot.
 
@@ -244,7 +257,9 @@ def _shared_slots(tape, instrs, keep, starts, Py_ssize_t unit):
     Var that no instruction or more than one writes. A run may start at any of `starts`
     (and at 0) after earlier runs: a Var written before a start and read after it lives
     to the end. An instruction's outputs take their slots before its operands free
-    theirs, so that no output overlaps an operand.
+    theirs, so that no output overlaps an operand. A slice (alias_of) is a stretch of
+    its root's slot, whose readers read the root; a Var of a run's scratch (local_at)
+    has its offset there and no slot.
     """
     vars = tape.vars
     cdef Py_ssize_t n = len(instrs), n_vars = len(vars), s, number, start, size, end = 0
@@ -253,13 +268,21 @@ def _shared_slots(tape, instrs, keep, starts, Py_ssize_t unit):
     cdef Py_ssize_t[::1] slot = np.zeros(n_vars, np.intp)         # its last reader, offset
     cdef Py_ssize_t[::1] rounded = np.empty(n_vars, np.intp)
     cdef unsigned char[::1] own = np.zeros(n_vars, np.uint8)
+    cdef unsigned char[::1] none = np.zeros(n_vars, np.uint8)     # no slot: slices, locals
     for number in range(n_vars):
         size = vars[number].size
         rounded[number] = (size + unit - 1) // unit * unit
+    for number in alias_of:
+        none[number] = 1
+    for number in local_at:
+        none[number] = 1
     for s in range(n):
         instr = instrs[s]
         for var in instr.args:
-            last[<Py_ssize_t>var.number] = s
+            number = var.number
+            if number in alias_of:
+                number = alias_of[number][0]
+            last[number] = s
         for var in instr.outs:
             number = var.number
             written[number] = s if written[number] == -1 else -2
@@ -271,7 +294,7 @@ def _shared_slots(tape, instrs, keep, starts, Py_ssize_t unit):
         for var in group:
             own[<Py_ssize_t>var.number] = 1
     for number in range(n_vars):
-        if own[number] or written[number] < 0:
+        if (own[number] or written[number] < 0) and not none[number]:
             own[number] = 1
             slot[number] = end
             end += rounded[number]
@@ -280,7 +303,7 @@ def _shared_slots(tape, instrs, keep, starts, Py_ssize_t unit):
         instr = instrs[s]
         for var in instr.outs:
             number = var.number
-            if own[number]:
+            if own[number] or none[number]:
                 continue
             slots = free.get(rounded[number])
             if slots:
@@ -292,14 +315,21 @@ def _shared_slots(tape, instrs, keep, starts, Py_ssize_t unit):
         # operand read twice frees its slot once)
         for var in instr.args:
             number = var.number
-            if last[number] == s and not own[number]:
+            if number in alias_of:
+                number = alias_of[number][0]
+            if last[number] == s and not own[number] and not none[number]:
                 last[number] = -3
                 free.setdefault(rounded[number], []).append(slot[number])
         for var in instr.outs:
             number = var.number
-            if last[number] < s and last[number] != -3 and not own[number]:
+            if last[number] < s and last[number] != -3 and not own[number] \
+                    and not none[number]:
                 last[number] = -3
                 free.setdefault(rounded[number], []).append(slot[number])
+    for number, (root, first) in alias_of.items():
+        slot[number] = slot[root] + first
+    for number, at in local_at.items():
+        slot[number] = at
     return np.asarray(slot, np.int64), end
 
 
@@ -322,50 +352,115 @@ def _pair_sines(code):
 
 # Blocked runs: consecutive elementwise instructions over one output size (at least
 # BLOCKED_BY times the block) run block by block, a block of every instruction in turn,
-# so that what one writes the next reads from cache rather than memory. Measured (the
-# JVP of sin(x) exp(-x^2) + x^3, AMD EPYC, 32 MB L3): at 10**6 elements 0.93x the time of
-# whole instructions with blocks of 65536; blocks of 256 to 8192 took up to 1.1x (the
-# hardware's stream prefetch across many short streams), and at 3 * 10**5, where the
-# whole run fits in L3, no block gained.
-BLOCK = 65536
-BLOCKED_BY = 8
+# so that what one writes the next reads from cache rather than memory, and the Vars
+# that live within a run stay in its scratch (_run_locals). Blocks of BLOCK_BYTES,
+# measured on a replay of Rosenbrock's gradient (slices, a sum and pads in runs) and of
+# the JVP of sin(x) exp(-x^2) + x^3, float64, 2-core AMD EPYC (512 KB of L2): at 10**6
+# elements, blocks of 16 and 32 KB took 1.12 and 1.08x the time of 64 KB (the JVP:
+# 1.01x; 128 KB: 1.03x), 512 KB (the blocks before the scratch) 1.25x; at 10**5, 1.07,
+# 1.03 and 1.68x; each instruction whole (block=0), 1.9x (Rosenbrock) and 2.0x (the JVP)
+# at 10**6.
+BLOCK_BYTES = 65536
+BLOCKED_BY = 4
 
 
-def _blocked_runs(code, Py_ssize_t block):
-    """(end, period, block) for every row of the code table: instructions [s, end) form a
-    blocked run (end 0: s is in none) of at least BLOCKED_BY * block elements, whose
-    operands are the output's N elements, a period of them broadcast (P elements, P
-    dividing N), or single numbers.
+def default_block(dtype):
+    """The elements of a block of a blocked run, in `dtype`."""
+    return BLOCK_BYTES // np.dtype(dtype).itemsize
 
-    Blocks never cross a multiple of P, and an instruction joins only when it has an
-    operand of more than one element and its output has N. Then a block's elements of
-    the output depend on the same elements of the operands alone (or on an operand of P
-    elements, which no instruction of the run writes: its outputs all have N); and slots
-    that pass between Vars (_shared_slots) are whole slots of N
-    elements, read and rewritten element by element in the run's order: running the run
-    block by block gives the numbers of running it instruction by instruction.
+
+def _is_range(index, Py_ssize_t first, Py_ssize_t count):
+    return index.size == count and bool((index == np.arange(first, first + count)).all())
+
+
+def _run_role(instr, Py_ssize_t s, aliased):
+    """What instruction s can be in a blocked run, and its size: ("elementwise", n) of an
+    elementwise kind; ("alias", 0) of a slice's gather (nothing to do); ("fill", n) of a
+    gather of one number into n; ("pad", n) of a scatter_add of one row into a
+    contiguous stretch of n > |a| elements (zeros around it); ("sum", k) of one sum of
+    all k numbers of its operand; (None, 0) otherwise."""
+    kind = instr.kind
+    entry = _tape_kind_table.BY_NAME.get(kind)
+    if s in aliased:
+        return "alias", 0
+    if entry is None or len(instr.outs) != 1:
+        return None, 0
+    out = instr.outs[0]
+    if entry.elementwise:
+        return "elementwise", out.size
+    if kind in ("gather", "scatter_add") and len(instr.args) == 1:
+        a = instr.args[0]
+        index = np.asarray(instr.params.get("index"))
+        if index.dtype.kind not in "iu":
+            return None, 0
+        index = index.ravel()
+        if kind == "gather" and a.size == 1 and index.size == out.size \
+                and not index.any():
+            return "fill", out.size
+        if kind == "scatter_add" and 0 < index.size == a.size < out.size \
+                and index[0] >= 0 and _is_range(index, index[0], a.size) \
+                and index[0] + a.size <= out.size:
+            return "pad", out.size
+    if kind == "sum_inner" and out.size == 1 and len(instr.args) == 1:
+        return "sum", instr.args[0].size
+    return None, 0
+
+
+def _blocked_runs(instrs, aliased, Py_ssize_t block, breaks=()):
+    """(end, period, block, whole) for every instruction: instructions [s, end) form a
+    blocked run (end 0: s is in none) over N >= BLOCKED_BY * block elements, run block
+    by block (whole 0: no Var lives in its scratch, no sum is in it, so that a run may
+    start or stop inside it; _run_locals sets it).
+
+    A run starts at an elementwise, fill or pad instruction (_run_role) of N elements
+    and takes the next ones while they are: elementwise, fill or pad of N elements whose
+    operands (an elementwise kind's) are N elements, a period of them broadcast (P
+    elements, P dividing N) or single numbers; slices' gathers (nothing to do); sums of
+    all N numbers of an operand, whose result no later instruction of the run reads.
+    No run holds an instruction of `breaks` but as its first.
+
+    Blocks never cross a multiple of P. A block's elements of an output depend on the
+    same elements of the operands alone (or on an operand of P elements, or of a pad,
+    which no instruction of the run writes: its outputs all have N elements but sums'),
+    and slots that pass between Vars (_shared_slots) are whole slots of N elements,
+    read and rewritten element by element in the run's order: running the run block by
+    block gives the numbers of running it instruction by instruction, but for a sum in
+    a run, whose blocks' sums are added in order (rounded otherwise than the pieces of
+    a whole sum).
     """
-    cdef Py_ssize_t n_instr = code.shape[0], s, first, n, period, size, columns
-    runs = np.zeros((n_instr, 3), np.int64)
+    cdef Py_ssize_t n_instr = len(instrs), s, first, n, period, size
+    runs = np.zeros((n_instr, RUN_COLUMNS), np.int64)
+    roles = [_run_role(instr, s, aliased) for s, instr in enumerate(instrs)]
+    breaks = frozenset(breaks)
     first = 0
     while first < n_instr:
-        n = code[first, OUT_SIZE]
+        role, n = roles[first]
+        if role not in ("elementwise", "fill", "pad") or block <= 0 \
+                or n < BLOCKED_BY * block:
+            first += 1
+            continue
         period = n
+        sums = set()      # the results of the run's sums
         s = first
-        while s < n_instr and is_elementwise(code[s, KIND]) and code[s, OUT_SIZE] == n \
-                and block > 0 and n >= BLOCKED_BY * block:
-            columns = 0
-            for size in (code[s, A_SIZE], code[s, B_SIZE], code[s, C_SIZE]):
-                if size > 1 and size != n:
-                    if period != n and size != period:
-                        break
-                    period = size
-                columns += size > 1
-            else:
-                if columns:
+        while s < n_instr and (s == first or s not in breaks):
+            instr = instrs[s]
+            role, size = roles[s]
+            if role is None or size != n and role != "alias" \
+                    or any(var.number in sums for var in instr.args):
+                break
+            if role == "sum":
+                sums.add(instr.outs[0].number)
+            elif role == "elementwise":
+                for var in instr.args[:3]:
+                    if var.size > 1 and var.size != n:
+                        if period != n and var.size != period:
+                            break
+                        period = var.size
+                else:
                     s += 1
                     continue
-            break
+                break
+            s += 1
         if s - first >= 2:
             runs[first:s, 0] = s
             runs[first:s, 1] = period
@@ -374,6 +469,122 @@ def _blocked_runs(code, Py_ssize_t block):
         else:
             first += 1
     return runs
+
+
+def _slice_aliases(tape, instrs, keep):
+    """{the output Var's number: (the root Var's number, first)} of every gather whose
+    output is the stretch of its operand from `first` on (index an arithmetic progression
+    of step 1, one row; an alias of an alias is one of the first's root), and the
+    positions of those gathers.
+
+    Not aliased: an output of the tape or of `keep` (read between runs), or an operand
+    that more than one instruction writes (a slot rewritten while the slice is read).
+    """
+    writers = {}
+    for instr in instrs:
+        for var in instr.outs:
+            writers[var.number] = writers.get(var.number, 0) + 1
+    kept = {var.number for var in tape.outputs}
+    kept.update(var.number for var in keep or ())
+    alias_of = {}
+    aliased = set()
+    for s, instr in enumerate(instrs):
+        if instr.kind != "gather" or len(instr.args) != 1 or len(instr.outs) != 1:
+            continue
+        a, out = instr.args[0], instr.outs[0]
+        if out.number in kept or writers.get(a.number, 0) > 1 or out.size == 0 \
+                or out.dtype != a.dtype:
+            continue
+        index = np.asarray(instr.params.get("index"))
+        if index.dtype.kind not in "iu" or index.size != out.size:
+            continue
+        index = index.ravel()
+        first = int(index[0])
+        if first < 0 or first + index.size > a.size \
+                or not np.array_equal(index, np.arange(first, first + index.size)):
+            continue
+        root, at = alias_of.get(a.number, (a.number, 0))
+        alias_of[out.number] = (root, at + first)
+        aliased.add(s)
+    return alias_of, aliased
+
+
+def _run_locals(tape, instrs, runs, keep, alias_of, Py_ssize_t unit):
+    """{Var number: offset in a part's scratch} of the Vars that live within a blocked run,
+    and the scratch a part needs (in elements); marks runs' column whole where a run holds
+    such Vars or a sum.
+
+    Such a Var (none when keep is None) is written by one instruction of a run and read
+    by instructions of the same run alone (its block is read in the block it was
+    written); not an input, output, constant, kept Var or the root of a slice. Within a
+    run, a Var's scratch slot (of the run's block) passes to a later Var once its last
+    reader has run, an instruction's outputs taking theirs before its operands free
+    theirs.
+    """
+    cdef Py_ssize_t s, first, end, n_instr = len(instrs), size = 0
+    if keep is None:    # (every Var keeps a slot: none in the scratch)
+        fixed = {var.number for var in tape.vars}
+    else:
+        fixed = {var.number for group in (tape.inputs, tape.outputs, tape.consts, keep)
+                 for var in group}
+    fixed.update(root for root, _ in alias_of.values())
+    writer, readers = {}, {}
+    for s, instr in enumerate(instrs):
+        for var in instr.args:
+            number = alias_of.get(var.number, (var.number, 0))[0]
+            readers.setdefault(number, []).append(s)
+        for var in instr.outs:
+            writer[var.number] = -1 if var.number in writer else s
+    local_at = {}
+    first = 0
+    while first < n_instr:
+        end = runs[first, 0]
+        if not end:
+            first += 1
+            continue
+        rounded = _rounded(runs[first, 2], unit)
+        free, used, last, whole = [], 0, {}, False
+        for s in range(first, end):
+            instr = instrs[s]
+            out = instr.outs[0].number
+            if out in alias_of:
+                continue
+            whole = whole or instr.kind == "sum_inner"
+            reads = readers.get(out, ())
+            if out not in fixed and writer[out] == s and instr.kind != "sum_inner" \
+                    and all(first < r < end for r in reads):
+                if free:
+                    local_at[out] = free.pop()
+                else:
+                    local_at[out] = used
+                    used += rounded
+                last[out] = max(reads, default=s)
+            for var in instr.args + instr.outs:
+                if last.get(var.number) == s:
+                    del last[var.number]
+                    free.append(local_at[var.number])
+        if used or whole:
+            runs[first:end, 3] = 1
+        size = max(size, used)
+        first = end
+    return local_at, size
+
+
+def _blocks(run, Py_ssize_t n):
+    """The blocks of a blocked run over n elements, of row (end, period, block, whole):
+    its n / period stretches of ceil(period / block) each."""
+    cdef Py_ssize_t period = run[1], block = run[2]
+    return n // period * ((period + block - 1) // block)
+
+
+def _local_bits(instr, local_at):
+    """Column LOCAL of an instruction of a blocked run: which of its Vars are in the
+    scratch (an operand absent from a row is not: zeros and compare read fewer)."""
+    bits = LOCAL_OUT if instr.outs[0].number in local_at else 0
+    for bit, var in zip((LOCAL_A, LOCAL_B, LOCAL_C), instr.args):
+        if var.number in local_at:
+            bits |= bit
+    return bits
 
 
 cdef class Replay:
@@ -396,15 +607,18 @@ cdef class Replay:
         slots that later Vars took.
     block : int, optional
         Runs of elementwise instructions over at least BLOCKED_BY * block elements run
-        block by block, `block` elements of each instruction in turn (_blocked_runs); 0:
-        each instruction over its whole output. The default: BLOCK.
+        block by block, `block` elements of each instruction in turn (_blocked_runs),
+        and with `keep` the Vars that live within a run in its scratch; 0: each
+        instruction over its whole output. The default: BLOCK_BYTES of the tape's dtype.
+        A run holding Vars in its scratch runs whole: [start, stop) of `run` must not
+        cut it.
 
     Notes
     -----
     The module's docstring describes the buffers, the code table and the status of a run.
     """
 
-    def __init__(self, tape, keep=None, starts=(), Py_ssize_t block=BLOCK):
+    def __init__(self, tape, keep=None, starts=(), block=None):
         if self.tape is not None:
             raise TypeError("a Replay lowers one tape, once")
         dtype = np.dtype(tape.dtype)
@@ -420,23 +634,38 @@ cdef class Replay:
         for s, instr in enumerate(instrs):
             self._check_vars(instr, s)
 
-        # the slots: every Var (shared by liveness when `keep` is given), then the
-        # expected values of every guard
-        if keep is None:
-            offsets, end = _own_slots(vars, unit)
-        else:
+        # slices, blocked runs and the Vars in their scratch; the slots: every Var
+        # (shared by liveness when `keep` is given), then the expected values of every
+        # guard, then the scratch of every part
+        cdef Py_ssize_t block_size = default_block(dtype) if block is None else block
+        if keep is not None:
+            keep = list(keep)
             for var in keep:
                 self._check_var(var, "the Var to keep")
             for start in starts:
                 if not 0 <= start <= len(instrs):
                     raise ValueError(f"a run cannot start at instruction {start} of "
                                      f"{len(instrs)}")
-            offsets, end = _shared_slots(tape, instrs, keep, starts, unit)
+        alias_of, aliased = _slice_aliases(tape, instrs, keep)
+        runs = _blocked_runs(instrs, aliased, block_size, starts)
+        local_at, scratch_size = _run_locals(tape, instrs, runs, keep, alias_of, unit)
+        if keep is None:
+            offsets, end = _own_slots(vars, alias_of, unit)
+        else:
+            offsets, end = _shared_slots(tape, instrs, keep, starts, alias_of, local_at,
+                                         unit)
+        self._local = frozenset(local_at)
         expected_at = {}
         for s, instr in enumerate(instrs):
             if "expected" in _PARAMS.get(instr.kind, ()):     # (a guard)
                 expected_at[s] = end
                 end += _rounded(instr.args[0].size, unit)
+        # a part per thread of a run split across them (at most the threads of now)
+        cdef Py_ssize_t scratch_parts = max(1, replay_threads()) if scratch_size else 0
+        self.state.scratch = end
+        self.state.scratch_size = scratch_size
+        self.state.scratch_parts = scratch_parts
+        end += scratch_parts * scratch_size
         memory = np.zeros(end + unit, dtype)    # (never empty: the arena has an address)
         start = (-memory.ctypes.data) % ALIGNMENT // dtype.itemsize
         self.arena = memory[start:start + end]
@@ -454,7 +683,7 @@ cdef class Replay:
         indices = []
         self._callbacks = []
         self._ufunc_capsules = []
-        cdef Py_ssize_t n_indices = 0, column
+        cdef Py_ssize_t n_indices = 0, column, n_partials = 0
         cdef int64_t[:, ::1] code_rows = code
         given = set(tape.inputs) | set(tape.consts)
         slots = offsets.tolist()
@@ -464,7 +693,18 @@ cdef class Replay:
                     raise ValueError(f"instruction {s} ({instr!r}) writes the input or "
                                      f"constant {out!r}")
             row = [0] * CODE_WIDTH    # (a list: cheaper to fill than a row of `code`)
-            index = self._lower(s, instr, row, expected_at.get(s, 0), n_indices, slots)
+            if s in aliased:
+                row[KIND], row[P2] = KIND_CODES["gather"], ALIASED
+                row[OUT], row[OUT_SIZE] = slots[instr.outs[0].number], instr.outs[0].size
+                row[A], row[A_SIZE] = slots[instr.args[0].number], instr.args[0].size
+                index = None
+            else:
+                index = self._lower(s, instr, row, expected_at.get(s, 0), n_indices, slots)
+                if runs[s, 3]:
+                    row[LOCAL] = _local_bits(instr, local_at)
+                if runs[s, 0] and instr.kind == "sum_inner":   # its blocks' sums' place
+                    row[P1], row[P2] = n_partials, _blocks(runs[s], instr.args[0].size)
+                    n_partials += row[P2]
             for column in range(CODE_WIDTH):
                 code_rows[s, column] = row[column]
             if index is not None:
@@ -472,9 +712,10 @@ cdef class Replay:
                 n_indices += index.size
         _pair_sines(code)
         self._code = code
-        self._runs = _blocked_runs(code, block)
+        self._runs = runs
         self._runs.flags.writeable = False
         self._indices = np.concatenate(indices) if indices else np.zeros(1, np.int64)
+        self._partials = np.zeros(max(1, n_partials), np.float64)
         self._code.flags.writeable = False
         self._indices.flags.writeable = False
         self._ufunc_loops = np.zeros(max(1, len(self._ufunc_capsules)) * sizeof(ufunc_loop),
@@ -499,6 +740,8 @@ cdef class Replay:
         self.state.callbacks = <PyObject*>self._callbacks
         self.state.ufunc_loops = loops
         self.state.runs = &runs_view[0, 0] if len(instrs) else NULL
+        cdef double[::1] partials_view = self._partials
+        self.state.partials = &partials_view[0]
 
     def _check_var(self, var, what):
         vars = self.tape.vars
@@ -632,6 +875,8 @@ cdef class Replay:
         """var's slot in the arena, shaped."""
         view = self._views[var.number]
         if view is None:
+            if var.number in self._local:
+                raise ValueError(f"{var!r} lives in a blocked run's scratch: it has no slot")
             start = self._offsets[var.number]
             view = self._views[var.number] = self.arena[start:start + var.size].reshape(var.shape)
         return view
@@ -652,6 +897,12 @@ cdef class Replay:
     def code(self):
         """The code table (read-only): n_instr rows of the columns of the .pxd's Column."""
         return self._code
+
+    @property
+    def runs(self):
+        """The blocked runs (read-only): n_instr rows (end, period, block, whole) of
+        _blocked_runs, whole set by _run_locals."""
+        return self._runs
 
     @property
     def indices(self):
@@ -689,6 +940,12 @@ cdef class Replay:
         if not 0 <= start <= end <= self.state.n_instr:
             raise ValueError(f"instructions [{start}, {end}) of a tape of "
                              f"{self.state.n_instr}")
+        runs = self._runs
+        for edge in (start, end):
+            if 0 < edge < self.state.n_instr and runs[edge, 3] \
+                    and runs[edge - 1, 0] == runs[edge, 0]:
+                raise ValueError(f"instruction {edge} is inside a blocked run that runs "
+                                 f"whole (from a start of the Replay on)")
         with nogil:
             status = replay_run(&self.state, start, end)
         if status < 0:

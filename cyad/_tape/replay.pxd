@@ -14,7 +14,9 @@ from cyad._tape.kinds cimport *
 #                         m, P2 PROGRESSION when they are an arithmetic progression (of
 #                         step P3), PADDED when they are one between runs of -1 (the
 #                         index array then holds, after the m indices, the number of
-#                         leading -1 and the progression's length), else 0
+#                         leading -1 and the progression's length), else 0; a gather
+#                         ALIASED: its output is a stretch of its operand's slot (the
+#                         slot of a slice such as x[1:]), nothing to do
 #   python                P0 its callback's position in the callback list
 #   unary, unary_d(2)     P0 1 + the position of NumPy's loop for its column in
 #                         ufunc_loops, 0 for the rule's own loop; P1 1 when the
@@ -25,7 +27,12 @@ from cyad._tape.kinds cimport *
 #                         computed in the same pass where both run
 #   guard                 (A its operand, B the expected values, both of A_SIZE)
 #   any other kind        the params its rules' `lower` gives, in order (sum_inner,
-#                         matmul: cyad/_tape/instructions.py says which)
+#                         matmul: cyad/_tape/instructions.py says which); a sum_inner
+#                         in a blocked run: P1 its blocks' first sum in `partials`, P2
+#                         their count
+# LOCAL: bits (LOCAL_OUT, LOCAL_A, LOCAL_B, LOCAL_C) of the Vars an instruction of a blocked
+# run writes and reads in its run's scratch, a block of them at a time: their offsets are
+# within a part's scratch, not the arena's slots (such an instruction runs in its run only)
 # (anonymous: plain int constants, to index a row with)
 cdef enum:
     KIND
@@ -42,13 +49,26 @@ cdef enum:
     P1
     P2
     P3
+    LOCAL
     CODE_WIDTH
+
+# the bits of column LOCAL
+cdef enum:
+    LOCAL_OUT = 1
+    LOCAL_A = 2
+    LOCAL_B = 4
+    LOCAL_C = 8
+
+# the columns of a row of the blocked runs' table (tape_replay.runs)
+cdef enum:
+    RUN_COLUMNS = 4
 
 # How a gather's or scatter's indices run (column P2)
 cdef enum IndexRun:
     SCATTERED = 0
     PROGRESSION = 1
     PADDED = 2
+    ALIASED = 3
 
 # The comparisons of kind compare: the code in column OP
 cdef enum Comparison:
@@ -90,9 +110,19 @@ cdef struct tape_replay:
     const int64_t* indices     # the gather and scatter indices of all instructions
     PyObject* callbacks        # a list: the python instructions' callbacks, no arguments
     const ufunc_loop* ufunc_loops  # NumPy's loops of unary columns (P0 - 1 of a row)
-    # n_instr rows (end, period, block): the blocked run of elementwise instructions from
-    # each one on, end 0 for none (cyad/_tape/lowering.pyx, _blocked_runs)
+    # n_instr rows (end, period, block, local): the blocked run of elementwise instructions
+    # from each one on, end 0 for none, local 1 when it holds Vars in the scratch
+    # (cyad/_tape/lowering.pyx, _blocked_runs)
     const int64_t* runs
+    # the scratch of blocked runs: `scratch_parts` stretches of `scratch_size` elements from
+    # `scratch` on in the arena, one per part of a run split across threads (a run holding
+    # Vars there splits in at most that many parts)
+    Py_ssize_t scratch
+    Py_ssize_t scratch_size
+    Py_ssize_t scratch_parts
+    # the sums of the blocks of every sum in a blocked run, added in order once it ran
+    # (its row: P1 where its blocks' start here, P2 how many)
+    double* partials
 
 
 # A replay's caller clears the floating-point status flags (cyad._fp_flags) before the

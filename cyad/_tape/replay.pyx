@@ -26,20 +26,23 @@ The loops:
   NumPy calls libm) run cyad/_tape/vector_sine.h's vectorised loops, within 1 ulp of libm;
   two such columns of one operand in a row (sin's value and derivative) share one pass.
 - Blocked runs: consecutive elementwise instructions over one output size of at least
-  BLOCKED_BY * BLOCK elements, whose operands are that size, a period of it or single
-  numbers (_blocked_runs), run block by block: BLOCK elements of each instruction in
-  turn, so that what one writes the next reads from cache. The same loops, the same
-  numbers.
+  BLOCKED_BY blocks, whose operands are that size, a period of it or single numbers,
+  with the slices, fills, pads and whole sums among them (_blocked_runs), run block by
+  block: a block of each instruction in turn, so that what one writes the next reads
+  from cache; a Var that lives within its run is a block of the part's scratch
+  (column LOCAL), never written to memory. The same loops, the same numbers, but for a
+  sum in a run: the sums of its blocks (eight accumulators each) kept in `partials`,
+  added in order once the run ended.
   The other rules run through cyad/_rules/rules.pxd (in double, rounded once to
   float32), in loops that a dispatch generated from the rule table
   (cyad/_tape/replay_rules.pxi.tp) calls with the op a constant: inlined, each loop is
   specialised to its rule, with no chain of comparisons per element, and (the module
   is built without errno and FP traps, cyad/meson.build) without the libm call of the
   column the kind does not read (cos in sin's value).
-- gather, scatter_add: an index array that is an arithmetic progression (detected
-  here), or one between runs of -1 (a block that concatenate, pad or stack places among
-  zeros), is a strided copy (step 1: memcpy) and a memset of the zeros; otherwise one
-  index per element.
+- gather, scatter_add: a slice's gather (ALIASED) does nothing; an index array that is
+  an arithmetic progression (detected here), or one between runs of -1 (a block that
+  concatenate, pad or stack places among zeros), is a strided copy (step 1: memcpy)
+  and a memset of the zeros; otherwise one index per element.
 - sum_inner: eight accumulators in double (a full sum, k = |a|, is one such loop; a sum
   of at least PARALLEL_FROM numbers, pieces of such loops added in order).
 - Threads (cyad.set_threads, cyad/_parallel/threads.pyx): an elementwise instruction or blocked
@@ -122,16 +125,20 @@ cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t sta
             continue
         row = replay.code + s * CODE_WIDTH
         n = row[OUT_SIZE]
-        end = replay.runs[3 * s]
+        end = replay.runs[RUN_COLUMNS * s]
         if end > s + 1:
             if end > stop:
                 end = stop
             if end > s + 1:
-                if threads > 1 and replay.runs[3 * s + 1] == n and n >= _PARALLEL_FROM:
-                    split_elementwise(replay, s, end, replay.runs[3 * s + 2], threads)
+                if threads > 1 and replay.runs[RUN_COLUMNS * s + 1] == n \
+                        and n >= _PARALLEL_FROM:
+                    split_elementwise(replay, s, end, replay.runs[RUN_COLUMNS * s + 2],
+                                      threads, replay.runs[RUN_COLUMNS * s + 3])
                 else:
-                    run_blocked(replay, arena, s, end, replay.runs[3 * s + 1],
-                                replay.runs[3 * s + 2])
+                    run_blocked(replay, arena, s, end, replay.runs[RUN_COLUMNS * s + 1],
+                                replay.runs[RUN_COLUMNS * s + 2])
+                if replay.runs[RUN_COLUMNS * s + 3]:
+                    finish_sums(replay, arena, s, end)
                 done = end
                 continue
         kind = row[KIND]
@@ -139,7 +146,7 @@ cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t sta
             # (parts of 64 elements' multiples: each starts on a 64-byte boundary as the
             # slot does, so that a SIMD loop treats every element as in the whole run)
             split_elementwise(replay, s, s + 1, ((n + threads - 1) // threads + 63) // 64 * 64,
-                              threads)
+                              threads, False)
         elif is_unary_column(kind) and row[P0]:
             numpy_unary(row, arena, replay.ufunc_loops + row[P0] - 1)
         elif is_unary_column(kind) and row[P2]:
@@ -169,22 +176,49 @@ cdef int run_instructions(const tape_replay* replay, real* arena, Py_ssize_t sta
     return 0
 
 
+# where a part of a blocked run is: elements [base + j, base + j + count) of the output,
+# j < period, its block's number in the run (a sum's partial), the part's scratch
+ctypedef struct run_part:
+    Py_ssize_t base, j, count, period, number, scratch
+
+
 cdef void run_blocked(const tape_replay* replay, real* arena, Py_ssize_t first,
                       Py_ssize_t end, Py_ssize_t period, Py_ssize_t block) noexcept nogil:
     # instructions [first, end) of a blocked run (_blocked_runs), `block` elements of each
-    # in turn, blocks within each stretch of `period` elements of the output
-    cdef Py_ssize_t n = replay.code[first * CODE_WIDTH + OUT_SIZE], base, j, count, s
-    base = 0
-    while base < n:
-        j = 0
-        while j < period:
-            count = period - j if period - j < block else block
+    # in turn, blocks within each stretch of `period` elements of the output; the scratch
+    # of part 0
+    cdef Py_ssize_t n = replay.code[first * CODE_WIDTH + OUT_SIZE], s
+    cdef run_part where
+    where.base = 0
+    where.period = period
+    where.number = 0
+    where.scratch = replay.scratch
+    while where.base < n:
+        where.j = 0
+        while where.j < period:
+            where.count = period - where.j if period - where.j < block else block
             s = first
             while s < end:
-                s += elementwise_part(replay.code + s * CODE_WIDTH, s + 1 < end, arena,
-                                      replay.ufunc_loops, base, j, count, period)
-            j += count
-        base += period
+                s += elementwise_part(replay, replay.code + s * CODE_WIDTH, s + 1 < end, arena,
+                                      &where)
+            where.j += where.count
+            where.number += 1
+        where.base += period
+
+
+cdef void finish_sums(const tape_replay* replay, real* arena, Py_ssize_t first,
+                      Py_ssize_t end) noexcept nogil:
+    # the sums of blocked run [first, end): its blocks' sums, added in order
+    cdef const int64_t* row
+    cdef Py_ssize_t s, b
+    cdef double total
+    for s in range(first, end):
+        row = replay.code + s * CODE_WIDTH
+        if row[KIND] == SUM_INNER:
+            total = 0.0
+            for b in range(row[P2]):
+                total += replay.partials[row[P1] + b]
+            arena[row[OUT]] = <real>total
 
 
 # -- large work split across threads (cyad/_parallel/threads.pyx) ---------------------------
@@ -193,10 +227,12 @@ cdef void run_blocked(const tape_replay* replay, real* arena, Py_ssize_t first,
 # or single numbers, of at least PARALLEL_FROM elements, is split into units of elements
 # (a blocked run's blocks; an instruction's share of the threads), contiguous ranges of
 # units running on the threads: each element is computed by the loop that computes it in
-# a serial run. A sum of at least PARALLEL_FROM numbers is always one of SUM_PIECES pieces
-# at most, each summed as a short sum is and the pieces added in order; the pieces, or the
-# rows of several sums, run on the threads. Below PARALLEL_FROM, waking a thread (some
-# microseconds) costs about what a part would save.
+# a serial run. A run holding Vars in its scratch splits in at most the replay's
+# scratch_parts parts, each on a scratch of its own. A sum of at least PARALLEL_FROM
+# numbers is always one of SUM_PIECES pieces at most, each summed as a short sum is and
+# the pieces added in order; the pieces, or the rows of several sums, run on the threads.
+# Below PARALLEL_FROM, waking a thread (some microseconds) costs about what a part would
+# save.
 PARALLEL_FROM = 65536
 cdef Py_ssize_t _PARALLEL_FROM = PARALLEL_FROM
 cdef enum:
@@ -217,20 +253,26 @@ ctypedef struct elementwise_split:
     const tape_replay* replay
     Py_ssize_t first, end      # the instructions
     Py_ssize_t n, block, units, parts
+    bint local                 # a run holding Vars in its scratch
 
 
 cdef void elementwise_units(const elementwise_split* job, real* arena,
                             Py_ssize_t part) noexcept nogil:
     # the part's units: elements [u * block, (u + 1) * block) of every instruction in turn
     cdef Py_ssize_t u = job.units * part // job.parts
-    cdef Py_ssize_t last = job.units * (part + 1) // job.parts, j, count, s
+    cdef Py_ssize_t last = job.units * (part + 1) // job.parts, s
+    cdef run_part where
+    where.base = 0
+    where.period = job.n
+    where.scratch = job.replay.scratch + part * job.replay.scratch_size
     while u < last:
-        j = u * job.block
-        count = job.n - j if job.n - j < job.block else job.block
+        where.j = u * job.block
+        where.count = job.n - where.j if job.n - where.j < job.block else job.block
+        where.number = u
         s = job.first
         while s < job.end:
-            s += elementwise_part(job.replay.code + s * CODE_WIDTH, s + 1 < job.end, arena,
-                                  job.replay.ufunc_loops, 0, j, count, job.n)
+            s += elementwise_part(job.replay, job.replay.code + s * CODE_WIDTH, s + 1 < job.end,
+                                  arena, &where)
         u += 1
 
 
@@ -243,7 +285,7 @@ cdef void elementwise_task(void* context, Py_ssize_t part) noexcept nogil:
 
 
 cdef void split_elementwise(const tape_replay* replay, Py_ssize_t first, Py_ssize_t end,
-                            Py_ssize_t block, int threads) noexcept nogil:
+                            Py_ssize_t block, int threads, bint local) noexcept nogil:
     cdef elementwise_split job
     job.replay = replay
     job.first = first
@@ -252,37 +294,67 @@ cdef void split_elementwise(const tape_replay* replay, Py_ssize_t first, Py_ssiz
     job.block = block
     job.units = (job.n + block - 1) // block
     job.parts = threads if threads < job.units else job.units
+    if local and job.parts > replay.scratch_parts:
+        job.parts = replay.scratch_parts
     run_parallel(elementwise_task, &job, job.parts, threads)
 
 
-cdef inline void part_of(const int64_t* row, int64_t* part, Py_ssize_t base, Py_ssize_t j,
-                         Py_ssize_t count, Py_ssize_t period) noexcept nogil:
+cdef inline void part_of(const int64_t* row, int64_t* part,
+                         const run_part* where) noexcept nogil:
     # part: row, for the output's elements [base + j, base + j + count) alone (a full
-    # operand's or a period's elements there, a single number as it is)
-    cdef int column
+    # operand's or a period's elements there, a single number as it is; a Var of the
+    # scratch: its block there)
+    cdef int column, bit = LOCAL_A
+    cdef Py_ssize_t j = where.j, base = where.base
     memcpy(part, row, CODE_WIDTH * sizeof(int64_t))
-    part[OUT] = row[OUT] + base + j
-    part[OUT_SIZE] = count
+    part[OUT] = row[OUT] + (where.scratch if row[LOCAL] & LOCAL_OUT else base + j)
+    part[OUT_SIZE] = where.count
     for column in range(A, C + 1, 2):
-        if row[column + 1] > 1:    # (its size's column follows)
-            part[column] = row[column] + j + (0 if row[column + 1] == period else base)
-            part[column + 1] = count
+        if row[LOCAL] & bit:
+            part[column] = row[column] + where.scratch
+            part[column + 1] = where.count
+        elif row[column + 1] > 1:    # (its size's column follows)
+            part[column] = row[column] + j + (0 if row[column + 1] == where.period else base)
+            part[column + 1] = where.count
+        bit <<= 1
 
 
-cdef int elementwise_part(const int64_t* row, bint next_runs, real* arena,
-                          const ufunc_loop* loops, Py_ssize_t base, Py_ssize_t j,
-                          Py_ssize_t count, Py_ssize_t period) noexcept nogil:
-    # elements [base + j, base + j + count) of an instruction of a blocked run, by the
-    # loops of whole instructions on a row of that part; and of the next instruction
-    # where it is a sine paired with this one and runs too: the instructions done
+cdef int elementwise_part(const tape_replay* replay, const int64_t* row, bint next_runs,
+                          real* arena, const run_part* where) noexcept nogil:
+    # the part `where` of an instruction of a blocked run, by the loops of whole
+    # instructions on a row of that part; and of the next instruction where it is a sine
+    # paired with this one and runs too: the instructions done. A slice's gather: nothing
+    # to do; a gather of one number: the block filled with it; a pad: its stretch of the
+    # operand, zeros around it; a sum: its block's sum kept in `partials`
     cdef int64_t part[CODE_WIDTH]
     cdef int64_t second[CODE_WIDTH]
-    part_of(row, part, base, j, count, period)
-    if is_unary_column(row[KIND]) and row[P0]:
-        numpy_unary(part, arena, loops + row[P0] - 1)
+    cdef Py_ssize_t i, count = where.count, first, low, high
+    cdef real* out
+    cdef real value
+    if row[KIND] == GATHER and row[P2] == ALIASED:
+        return 1
+    part_of(row, part, where)
+    out = arena + part[OUT]
+    if row[KIND] == GATHER:
+        value = arena[row[A]]
+        for i in range(count):
+            out[i] = value
+    elif row[KIND] == SCATTER_ADD:
+        # out[i] = a[i - first] for first <= i < first + |a|, else 0
+        first = replay.indices[row[P0]] - where.base - where.j
+        low = 0 if first < 0 else (first if first < count else count)
+        high = first + row[A_SIZE]
+        high = low if high < low else (count if high > count else high)
+        memset(out, 0, low * sizeof(real))
+        memcpy(out + low, arena + row[A] + low - first, (high - low) * sizeof(real))
+        memset(out + high, 0, (count - high) * sizeof(real))
+    elif row[KIND] == SUM_INNER:
+        replay.partials[row[P1] + where.number] = sum_of(arena + part[A], count)
+    elif is_unary_column(row[KIND]) and row[P0]:
+        numpy_unary(part, arena, replay.ufunc_loops + row[P0] - 1)
     elif is_unary_column(row[KIND]) and row[P2]:
         if row[P3] and next_runs:
-            part_of(row + CODE_WIDTH, second, base, j, count, period)
+            part_of(row + CODE_WIDTH, second, where)
             sine(part, second, arena)
             return 2
         sine(part, NULL, arena)
@@ -657,7 +729,7 @@ cdef void gather(const int64_t* row, real* arena, const int64_t* index,
     cdef real* out = arena + row[OUT]
     cdef const real* a
     cdef int64_t j
-    if m == 0 or row[OUT_SIZE] == 0:
+    if m == 0 or row[OUT_SIZE] == 0 or row[P2] == ALIASED:
         return
     if row[P2] == PADDED:
         lead, count = index[m], index[m + 1]
