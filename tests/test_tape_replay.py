@@ -1252,6 +1252,31 @@ def test_blocked_runs_of_a_tape():
     assert not replay.code[:, COLUMNS["LOCAL"]].any()        # (no keep: every Var a slot)
 
 
+def test_a_slice_of_a_var_its_run_writes_ends_the_run():
+    # z, a slice of y from P on, broadcast over y's N elements: a block of z lies ahead
+    # of the block the run is at, so the slice is not in y's run
+    n, period = BLOCKED_FROM, BLOCK
+    t = Tape(np.float64)
+    x = t.input((n,))
+    y = t.emit("unary", (x,), (n,), op=UNARY["exp"])
+    t.emit("binary", (y, x), (n,), op=BINARY["add"])
+    z = t.emit("gather", (y,), (period,), index=np.arange(period, 2 * period))
+    w = t.emit("binary", (y, z), (n,), op=BINARY["multiply"])
+    t.outputs.append(w)
+    blocked = Replay(t, keep=(), block=BLOCK)
+    whole = Replay(t, keep=(), block=0)
+    assert blocked.code[2, COLUMNS["P2"]] == 3               # (z is a slice)
+    assert list(blocked.runs[:, 0]) == [2, 2, 0, 0]
+    x_value = np.linspace(-1, 1, n)
+    for r in (blocked, whole):
+        r.set_input(0, x_value)
+        assert r.run() == 0
+    assert_array_equal(blocked.value(w), whole.value(w))
+    y_value = np.exp(x_value)
+    assert_allclose(blocked.value(w), y_value * np.tile(y_value[period:2 * period], n // period),
+                    rtol=1e-15)
+
+
 def test_vars_that_live_within_a_run_are_in_its_scratch():
     n = BLOCKED_FROM
     t = blocked_tape(n)

@@ -20,6 +20,9 @@ ctypedef struct tape_prep:
     const tape_replay* program  # its replay's state; NULL until f is recorded
     Py_ssize_t split           # instructions [0, split) need no seed: once per call
     Py_ssize_t seeded_split    # [split, seeded_split) need the seeds alone
+    bint runs_whole            # every call replays the whole program in one run (its
+    # blocked runs may cross the split): a gradient, or one chunk of seeds of a forward
+    # family with no instruction reading the seeds alone
     bint seeds_held            # the tangent input holds the last call's tangents (one
     # chunk of them) and [split, seeded_split) ran on them: a call with the same skips both
     void* cache                # their results per chunk (basis seeds), or NULL

@@ -49,8 +49,8 @@ that read the seeds alone (`seeds_held`, `same_seeds`); their results keep their
 
 NumPy's floating-point warnings: a call clears the floating-point flags before the
 tape's value part and tests them after it (the primal part; with the derivatives' when one
-run computes the whole tape, and with the reverse sweep's in forward over
-reverse: a flag of theirs costs a check, never a warning). A call from Python whose
+run computes the whole tape, as a gradient's always does, and with the reverse sweep's in
+forward over reverse: a flag of theirs costs a check, never a warning). A call from Python whose
 flags are set (or whose tape holds a number that overflowed its cast, which NumPy warns
 of on every evaluation) has NumPy compute f's values again from its tape when it ends
 (`finish`, cyad._tape.program.warn_as_numpy), warning or raising as f does. The nogil entry
@@ -98,6 +98,7 @@ from cyad._overlap cimport enter_nogil
 from cyad._fp_flags cimport clear_fp_flags, raised_fp_flags, non_finite_fp_flags
 from cyad._tape.replay cimport replay_run
 from cyad._tape.lowering cimport Replay
+from cyad._tape.lowering import slice_aliases
 from cyad._arguments.bound cimport Bound
 from cyad._parallel.threads cimport copy_bytes, same_bytes, replay_threads
 from cyad._wrapper cimport is_python_function, FunctionWrapper
@@ -196,13 +197,13 @@ cdef int run_recorded(tape_prep* p, const void* x, const void* const* tangents, 
     cdef bint basis = tangents == NULL
     # the tangents of the last call (a sparse Jacobian's or Hessian's seeds): the tangent
     # input and the results of its own instructions stand
-    cdef bint held = (not basis and p.seeds_held and p.family != GRADIENT
+    cdef bint held = (not basis and p.seeds_held and not p.runs_whole
                       and same_seeds(p, tangents))
     # a gradient (no seeds), or one chunk of seeds and none cached: the seeds first, then
-    # the whole tape in one run (the replay's blocked runs may then cross the split, the
-    # flags taken are those of both parts: a derivative part's that the value part did
-    # not raise costs a call of the dual engine and a check of NumPy's warnings)
-    cdef bint at_once = p.family == GRADIENT or (
+    # the whole tape in one run (the flags taken are those of both parts: a derivative
+    # part's that the value part did not raise costs a call of the dual engine and a
+    # check of NumPy's warnings)
+    cdef bint at_once = p.runs_whole or (
         p.family != PULLBACK and p.cache == NULL and 0 < p.directions <= lanes and not held)
     # the chunks of directions this run computes: all, or a part's (workers=)
     p.not_finite = False
@@ -961,9 +962,17 @@ cdef class TapeEngine(Engine):
             self.state.seed_size = size
             self._reverse_lanes()
         derived = recipe.derive(tape, values, names, self.state.lanes)
-        # (a gradient's runs once from the start: its runs may cross the split)
+        # every call runs the whole program at once (a gradient; one chunk of seeds, none
+        # cached, and no instruction reading the seeds alone that holding them would skip,
+        # but slices, which cost nothing): the replay's blocked runs may cross the split
+        seeds_alone = range(derived.split, derived.seeded_split)
+        self.state.runs_whole = family == GRADIENT or (
+            family not in (PULLBACK, JACOBIAN, HESSIAN) and not recipe.reverse_lanes
+            and 0 < self.state.directions <= self.state.lanes
+            and (not seeds_alone or set(seeds_alone) <= slice_aliases(
+                derived.tape, derived.tape.instrs, derived.cached)[1]))
         self.replay = Replay(derived.tape, keep=derived.cached,
-                             starts=() if family == GRADIENT else
+                             starts=() if self.state.runs_whole else
                              (derived.split, derived.seeded_split))
         d = derived.tape
         self.state.split = derived.split

@@ -19,6 +19,9 @@ BLOCK_BYTES: int
 BLOCKED_BY: int
 
 def default_block(dtype: npt.DTypeLike) -> int: ...
+def slice_aliases(
+    tape: Tape, instrs: list[Any], keep: Iterable[Var] | None
+) -> tuple[dict[int, tuple[int, int]], set[int]]: ...
 
 @disjoint_base
 class Replay:

@@ -415,8 +415,10 @@ def _blocked_runs(instrs, aliased, Py_ssize_t block, breaks=()):
     A run starts at an elementwise, fill or pad instruction (_run_role) of N elements
     and takes the next ones while they are: elementwise, fill or pad of N elements whose
     operands (an elementwise kind's) are N elements, a period of them broadcast (P
-    elements, P dividing N) or single numbers; slices' gathers (nothing to do); sums of
-    all N numbers of an operand, whose result no later instruction of the run reads.
+    elements, P dividing N) or single numbers; slices' gathers (nothing to do) of a Var
+    the run does not write (a block of a slice may lie ahead of the block the run is
+    at); sums of all N numbers of an operand, whose result no later instruction of the
+    run reads.
     No run holds an instruction of `breaks` but as its first.
 
     Blocks never cross a multiple of P. A block's elements of an output depend on the
@@ -441,13 +443,16 @@ def _blocked_runs(instrs, aliased, Py_ssize_t block, breaks=()):
             continue
         period = n
         sums = set()      # the results of the run's sums
+        written = set()   # the Vars the run writes
         s = first
         while s < n_instr and (s == first or s not in breaks):
             instr = instrs[s]
             role, size = roles[s]
             if role is None or size != n and role != "alias" \
-                    or any(var.number in sums for var in instr.args):
+                    or any(var.number in sums for var in instr.args) \
+                    or role == "alias" and instr.args[0].number in written:
                 break
+            written.update(var.number for var in instr.outs)
             if role == "sum":
                 sums.add(instr.outs[0].number)
             elif role == "elementwise":
@@ -471,7 +476,7 @@ def _blocked_runs(instrs, aliased, Py_ssize_t block, breaks=()):
     return runs
 
 
-def _slice_aliases(tape, instrs, keep):
+def slice_aliases(tape, instrs, keep):
     """{the output Var's number: (the root Var's number, first)} of every gather whose
     output is the stretch of its operand from `first` on (index an arithmetic progression
     of step 1, one row; an alias of an alias is one of the first's root), and the
@@ -646,7 +651,7 @@ cdef class Replay:
                 if not 0 <= start <= len(instrs):
                     raise ValueError(f"a run cannot start at instruction {start} of "
                                      f"{len(instrs)}")
-        alias_of, aliased = _slice_aliases(tape, instrs, keep)
+        alias_of, aliased = slice_aliases(tape, instrs, keep)
         runs = _blocked_runs(instrs, aliased, block_size, starts)
         local_at, scratch_size = _run_locals(tape, instrs, runs, keep, alias_of, unit)
         if keep is None:
