@@ -276,7 +276,7 @@ cdef class Prep:
     >>> prep.n_x, prep.directions, prep.chunk, prep.evaluations, prep.is_python
     (3, 3, 3, 1, True)
     >>> prep.x_shape, prep.dtype == np.float64, prep.two_argument, prep.engine
-    ((3,), True, False, 'dual')
+    ((3,), True, False, 'tape')
     >>> np.allclose(cyad.jacobian(np.sin, np.zeros(3), prep=prep), np.eye(3))
     True
     >>> cyad.prepare_gradient(np.sum, np.zeros(100), chunk=16).evaluations

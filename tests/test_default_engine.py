@@ -1,5 +1,6 @@
-"""The engine cyad chooses when none is named: the tape for a Python f's gradient, hvp and
-Hessian, the dual engine otherwise; and a default tape never answers where the dual engine
+"""The engine cyad chooses when none is named: the tape for a prepared call of a Python f
+(and a gradient, hvp and Hessian without prep= from a size of x on), the dual engine
+otherwise; and a default tape never answers where the dual engine
 would answer differently (Python state f reads, f it cannot trace, control flow it cannot
 follow)."""
 import numpy as np
@@ -17,11 +18,42 @@ V = np.cos(np.arange(7.0))
     (cyad.prepare_gradient, (X,), "tape"),
     (cyad.prepare_hvp, (X, V), "tape"),
     (cyad.prepare_hessian, (X,), "tape"),
-    (cyad.prepare_jacobian, (X,), "dual"),
-    (cyad.prepare_pushforward, (X, V), "dual"),
+    (cyad.prepare_jacobian, (X,), "tape"),
+    (cyad.prepare_pushforward, (X, V), "tape"),
+    (cyad.prepare_value_and_pushforward, (X, V), "tape"),
 ])
 def test_the_default_engine_by_operator(prepare, args, engine):
     assert prepare(rosenbrock, *args).engine == engine
+
+
+def test_a_sparse_jacobians_products_default_to_the_tape():
+    def broyden(x):
+        f = (3 - 2 * x) * x + 1
+        f[1:] -= x[:-1]
+        f[:-1] -= 2 * x[1:]
+        return f
+
+    prep = cyad.prepare_sparse_jacobian(broyden, X)
+    assert prep._first.prep.engine == "tape"
+    J = cyad.sparse_jacobian(broyden, X, prep=prep).toarray()
+    assert_allclose(J, np.diag(3 - 4 * X) - np.eye(7, k=-1) - 2 * np.eye(7, k=1), rtol=1e-15)
+
+
+@pytest.mark.parametrize("prepare", [cyad.prepare_derivative, cyad.prepare_second_derivative])
+def test_a_prepared_derivative_of_a_scalar_defaults_to_the_tape(prepare):
+    def f(t):
+        return np.sin(t) * np.exp(-t * t) + t ** 3
+
+    assert prepare(f, 0.3).engine == "tape"
+
+
+@pytest.mark.parametrize("family", ["pushforward", "jacobian", "derivative",
+                                    "second_derivative"])
+def test_a_forward_call_without_prep_defaults_to_the_dual_engine(family):
+    # recording f for one call costs more than evaluating it on dual numbers
+    engine, reason = cyad._engines.default_engine(family, False, True, 10**6, True)
+    assert engine == "dual" and "without prep=" in reason
+    assert cyad._engines.default_engine(family, False, True, 10, False)[0] == "tape"
 
 
 def test_a_c_function_defaults_to_the_dual_engine():

@@ -96,8 +96,8 @@ def test_the_namespace_holds_what_the_api_reference_documents():
     ("gradient", "the tape for a Python f when the call is prepared"),
     ("prepare_hessian", "the tape for a Python f when the call is prepared"),
     ("pullback", "the tape for a Python f when the call is prepared"),
-    ("jacobian", "the dual engine (forward mode"),
-    ("prepare_pushforward", "the dual engine (forward mode"),
+    ("jacobian", "the tape for a Python f when the call is prepared; else the dual engine"),
+    ("prepare_pushforward", "the tape for a Python f when the call is prepared; else the dual"),
 ])
 def test_the_engine_parameter_says_the_default_of_its_operator(name, default):
     doc = getattr(cyad, name).__doc__

@@ -34,12 +34,12 @@ def test_a_named_engine_says_so_and_names_the_faster_one():
 
 
 @pytest.mark.parametrize("operator", ["jacobian", "pushforward"])
-def test_a_forward_operator_says_why_the_dual_engine(operator):
+def test_a_forward_operator_says_why_the_tape(operator):
     extra = (np.ones_like(X),) if operator == "pushforward" else ()
     prep = getattr(cyad, f"prepare_{operator}")(np.sin, X, *extra)
-    assert prep.engine == "dual"
-    assert prep.why_engine == (f"chosen by default: a {operator} evaluates f once per chunk of "
-                               "directions on either engine")
+    assert prep.engine == "tape"
+    assert prep.why_engine == (f"chosen by default: a prepared {operator} of a Python f "
+                               "replays a tape (forward mode) without evaluating f")
 
 
 def test_a_tape_that_handed_f_over_says_dual_and_why():

@@ -284,10 +284,13 @@ def test_prep_rejects_a_function_whose_output_changed_shape():
 
 
 def test_prep_records_its_chunking():
-    prep = cyad.prepare_jacobian(elementwise, point(), chunk=3)
+    # (the dual engine pads a chunk to a width of lanes; the tape's lanes are the chunk)
+    prep = cyad.prepare_jacobian(elementwise, point(), chunk=3, engine="dual")
     assert (prep.chunk, prep.width, prep.evaluations) == (3, 4, 7)
-    prep = cyad.prepare_jacobian(elementwise, point(), chunk=17)
+    prep = cyad.prepare_jacobian(elementwise, point(), chunk=17, engine="dual")
     assert (prep.chunk, prep.width, prep.evaluations) == (17, 24, 2)
+    prep = cyad.prepare_jacobian(elementwise, point(), chunk=3)
+    assert (prep.engine, prep.chunk, prep.width) == ("tape", 3, 3)
     with pytest.raises(ValueError, match="chunk"):
         cyad.prepare_jacobian(elementwise, point(), chunk=0)
 

@@ -55,7 +55,7 @@ def test_allocation_counter_against_memray(allocations_per_call):
     # NumPy's small-buffer cache serves, so it reads at least as much, and both read 0
     # for a clean prepared call
     x = np.linspace(0.1, 1.0, 10)
-    prep = cyad.prepare_jacobian(lambda x: x * x + 1.0, x)
+    prep = cyad.prepare_jacobian(lambda x: x * x + 1.0, x, engine="dual")
     out = np.zeros((10, 10))
 
     def allocating():
@@ -74,9 +74,12 @@ def test_allocation_counter_against_memray(allocations_per_call):
 def test_profile_of_the_classic_copy(operator):
     n = 10
     x, dx, y = np.arange(n, dtype=float), np.ones(n), np.zeros(n)
-    p = cyad.profile(operator, copy, x, dx, y=y, seconds=0.02)
+    p = cyad.profile(operator, copy, x, dx, y=y, seconds=0.02, engine="dual")
     assert p.allocations == 0
     assert (p.evaluations, p.chunk, p.width, p.path) == (1, 1, 1, "python")
+    p = cyad.profile(operator, copy, x, dx, y=y, seconds=0.02)    # (the tape, by default)
+    assert p.allocations == 0
+    assert (p.evaluations, p.chunk, p.path) == (0, 1, "replay")
     assert p.samples >= 3 and 0 < p.min <= p.median <= p.max
     assert p.min <= p.mean <= p.max
     assert "0 allocations per call" in str(p)
@@ -106,9 +109,9 @@ def test_profile_counts_every_evaluation_of_an_allocating_function():
     def f(x):
         return np.sin(x) * x
 
-    p = cyad.profile("jacobian", f, x, chunk=5, seconds=0.02)
+    p = cyad.profile("jacobian", f, x, chunk=5, seconds=0.02, engine="dual")
     assert (p.evaluations, p.chunk, p.width) == (3, 5, 8)
-    prep = cyad.prepare_jacobian(f, x, chunk=5)
+    prep = cyad.prepare_jacobian(f, x, chunk=5, engine="dual")
     one_evaluation = cyad.allocations_per_call(lambda: f(prep.input_dual))
     assert p.allocations == pytest.approx(3 * one_evaluation, abs=0.01)
 
@@ -154,8 +157,9 @@ def test_profile_command_on_a_users_function(tmp_path, monkeypatch, capsys):
     main(["profile", "user_model:rhs", "--n", "20", "--seconds", "0.02", "--json"])
     report = json.loads(capsys.readouterr().out)
     assert report["label"] == "jacobian of user_model:rhs, n = 20"
-    assert report["evaluations"] == 1 and report["path"] == "python"
-    assert report["allocations"] > 0
+    # a prepared Jacobian's default: the tape's forward lanes, which do not evaluate f
+    assert report["evaluations"] == 0 and report["path"] == "replay"
+    assert report["allocations"] == 0
 
 
 def test_profile_command_pulls_back_ones(tmp_path, monkeypatch, capsys):
@@ -176,6 +180,6 @@ def test_profile_command_pulls_back_ones(tmp_path, monkeypatch, capsys):
 def test_profile_takes_the_operator_itself():
     x = np.linspace(0.1, 1.0, 6)
     p = cyad.profile(cyad.jacobian, np.sin, x, seconds=0.01)
-    assert p.label == "jacobian of sin" and p.path == "python"
+    assert p.label == "jacobian of sin" and p.path == "replay"
     with pytest.raises(ValueError, match="is not one of cyad's operators"):
         cyad.profile(np.sin, np.sin, x)

@@ -495,7 +495,7 @@ def test_a_prepared_call_allocates_its_result_and_what_f_allocates(allocations_p
         (cs.value_and_gradient(objective, engine="dual"), (x,), objective, pair),
         (cs.hessian(objective, engine="dual"), (x,), objective, matrix),
         (cs.hessp(objective, engine="dual"), (x, v), objective, vector),
-        (cs.jacobian(residuals), (x,), residuals, matrix),
+        (cs.jacobian(residuals, engine="dual"), (x,), residuals, matrix),
     ]
     for adapter, args, f, result in cases:
         adapter(*args)
@@ -511,8 +511,8 @@ def test_a_prepared_call_allocates_its_result_and_what_f_allocates(allocations_p
     # Bound hands f, and with extra args the operator's call with them (its positional
     # arguments, its keywords, the operator's tuple of args): 1 and 4 objects
     cases = [
-        (cs.ode_jacobian(rhs), (t, x), matrix, False, 1),
-        (cs.ode_jacobian(rhs_in_place, in_place=True), (t, x), matrix, True, 1),
+        (cs.ode_jacobian(rhs, engine="dual"), (t, x), matrix, False, 1),
+        (cs.ode_jacobian(rhs_in_place, in_place=True, engine="dual"), (t, x), matrix, True, 1),
         (cs.gradient(lambda x, a: (x * a).sum(), engine="dual"), (x, w), vector, False, 4),
     ]
     for adapter, args, result, in_place, objects in cases:

@@ -77,5 +77,5 @@ def test_workers_that_run_in_parallel_do_not_warn():
 def test_at_points_workers_on_the_dual_engine_warn():
     points = np.stack([X, 2 * X, 3 * X])
     with pytest.warns(cyad.CyadWarning, match="workers=2 runs this jacobian serially"):
-        got = cyad.at_points(cyad.jacobian, _vector, points, workers=2)
+        got = cyad.at_points(cyad.jacobian, _vector, points, engine="dual", workers=2)
     np.testing.assert_allclose(got, [cyad.jacobian(_vector, p) for p in points], rtol=1e-14)

@@ -131,7 +131,7 @@ def test_value_gradient_and_hessian_in_parts(engine):
 
 def test_a_python_f_on_the_dual_engine_runs_serially():
     with pytest.warns(cyad.CyadWarning, match="workers=3 runs this jacobian serially"):
-        prep = cyad.prepare_jacobian(PYTHON.F, X, chunk=1, workers=3)
+        prep = cyad.prepare_jacobian(PYTHON.F, X, chunk=1, engine="dual", workers=3)
     assert prep.engine == "dual" and prep.workers == 3
     assert "parts" not in repr(prep)
     assert repr(cyad.prepare_jacobian(C.F, X, chunk=1, workers=3)).endswith(

@@ -66,6 +66,6 @@ def serial_workers(workers: int, operator: str, replays: bool) -> str:
                        "splits large elementwise work across cyad.set_threads threads).")
     return text + ("a Python f on the dual engine holds the GIL for every evaluation, so its "
                    "parts would only take turns. The tape (engine='tape', the default of a "
-                   "prepared gradient, pullback, hvp or hessian) and C functions "
+                   "prepared call of a Python f) and C functions "
                    "(cyad.FunctionWrapper) run in parallel; cyad.at_points runs a Python f in "
                    "parallel through a process pool (workers=Pool().map).")

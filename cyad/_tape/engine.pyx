@@ -690,7 +690,8 @@ cdef class TapeEngine(Engine):
                             "on engine='dual'")
 
     cdef bind(self, object f):
-        self._check_python(f)
+        if not is_python_function(f) and _recorded(f) is None:   # (as the dual engine says)
+            raise ValueError("cyad: this prep was made for a Python callable; f is not one")
         if not _same_callable(f, self.bound):
             # another callable: its own tape (and its own preps of the dual engine)
             self.state.program = NULL
