@@ -369,8 +369,12 @@ def default_block(dtype):
     return BLOCK_BYTES // np.dtype(dtype).itemsize
 
 
-def _is_range(index, Py_ssize_t first, Py_ssize_t count):
-    return index.size == count and bool((index == np.arange(first, first + count)).all())
+def _facts_of(instr, bint gather):
+    """_index_facts of a gather's or scatter's index (None where it is not integers)."""
+    index = np.asarray(instr.params.get("index"))
+    if index.dtype.kind not in "iu":
+        return None
+    return _index_facts(np.ascontiguousarray(index.ravel(), np.int64), gather)
 
 
 def _run_role(instr, Py_ssize_t s, aliased):
@@ -390,16 +394,15 @@ def _run_role(instr, Py_ssize_t s, aliased):
         return "elementwise", out.size
     if kind in ("gather", "scatter_add") and len(instr.args) == 1:
         a = instr.args[0]
-        index = np.asarray(instr.params.get("index"))
-        if index.dtype.kind not in "iu":
+        facts = _facts_of(instr, kind == "gather")
+        if facts is None:
             return None, 0
-        index = index.ravel()
-        if kind == "gather" and a.size == 1 and index.size == out.size \
-                and not index.any():
+        run, step, largest, _, count = facts
+        if kind == "gather" and a.size == 1 and count == out.size and run == PROGRESSION \
+                and largest == 0:
             return "fill", out.size
-        if kind == "scatter_add" and 0 < index.size == a.size < out.size \
-                and index[0] >= 0 and _is_range(index, index[0], a.size) \
-                and index[0] + a.size <= out.size:
+        if kind == "scatter_add" and run == PROGRESSION and (step == 1 or count == 1) \
+                and 0 < count == a.size < out.size and largest < out.size:
             return "pad", out.size
     if kind == "sum_inner" and out.size == 1 and len(instr.args) == 1:
         return "sum", instr.args[0].size
@@ -500,14 +503,15 @@ def slice_aliases(tape, instrs, keep):
         if out.number in kept or writers.get(a.number, 0) > 1 or out.size == 0 \
                 or out.dtype != a.dtype:
             continue
-        index = np.asarray(instr.params.get("index"))
-        if index.dtype.kind not in "iu" or index.size != out.size:
+        facts = _facts_of(instr, True)
+        if facts is None:
             continue
-        index = index.ravel()
-        first = int(index[0])
-        if first < 0 or first + index.size > a.size \
-                or not np.array_equal(index, np.arange(first, first + index.size)):
+        run, step, largest, _, count = facts
+        # one row (of out's size) of consecutive indices within a
+        if run != PROGRESSION or not (step == 1 or count == 1) or count != out.size \
+                or largest >= a.size:
             continue
+        first = largest - count + 1
         root, at = alias_of.get(a.number, (a.number, 0))
         alias_of[out.number] = (root, at + first)
         aliased.add(s)
